@@ -1,0 +1,16 @@
+"""Pure core of the PyTorch test-refactoring workflow (phases 1-7 of the seed).
+
+Modules, each a function of its inputs returning typed results:
+
+- ``fields``     which field (core / distributed / graph) a test file belongs to
+- ``rules``      the rule catalogue in ``reference/refactor/rules.json``
+- ``assess``     phase 1: the stdlib-``ast`` assessment of a test file
+- ``analysis``   phase 2: the analyst report model and its check against the assessment
+- ``distribute`` phase 3: analyst report + catalogue -> ordered per-rule coder tasks
+- ``codemods``   phase 4 (mechanical rules): libcst rewrites and sentinel renames
+- ``verify`` / ``lint``  phase 5: deterministic checks reporting ``Finding`` objects
+- ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
+- ``summary``    phase 7: ``final_summary.md``
+
+Nothing here imports libcst at package import; ``codemods`` imports it lazily.
+"""
