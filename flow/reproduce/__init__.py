@@ -1,0 +1,18 @@
+"""Pure core of the fix-reproduce workflow (seed: fix-reproduce.md).
+
+Modules, each a function of its inputs with IO passed in or kept in thin adapters:
+
+- ``forms``: recognise the reproducer form, split shell blocks, decide ``needs_tree``.
+- ``verdict``: the four output models, exactly the seed's fields.
+- ``refined_command``: render the single shell string of the output contract.
+- ``interpret``: read a run (pytest text/JUnit, exit code) into a ``RunOutcome``.
+- ``skipmarker``: remove an XPU skip decorator from one test with libcst.
+- ``stages``: the Stage 1/2/3 decision tables and the ci_commit fallback.
+- ``ci_env``: ci_repo inference, the build_env table, CI job-log folding.
+- ``wheels``: same-build-day check, pip argument lists, the cwd / in-tree-import rules.
+- ``artifacts``: range probe, download with retries, wheel extraction (urllib only).
+- ``profiles``: load and validate ``reference/reproduce/*.toml``.
+- ``batch``: batch files of reproducers, buckets, Markdown and JSON reports.
+
+Nothing here imports libcst or PyGithub at import time.
+"""

@@ -1,0 +1,191 @@
+"""Remove an XPU skip decorator from exactly one test, keeping the file's formatting.
+
+Seed, Stage 1: "all skipped by @skipIfXpu -> temporarily remove it in place, re-run once,
+then revert the file so no change escapes this skill". The pure part,
+``remove_skip_marker(source, node_id)``, returns both the original and the modified bytes;
+the caller records a ``PendingRestore`` in its state *before* writing the modified file,
+so a crash in between is undone on resume by ``restore``. Restoring writes the original
+bytes back (not ``git checkout``, which would also drop a local edit made before us).
+
+libcst is imported inside the functions: importing this module costs nothing.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from flow.reproduce.errors import SkipMarkerNotFound
+from flow.reproduce.interpret import DEFAULT_XPU_SKIP_MARKERS
+
+
+class Removal(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    original: bytes
+    modified: bytes
+    removed: list[str]      # decorator names taken off
+    function: str           # the source-level name matched (``TestFoo.test_bar``)
+
+
+class PendingRestore(BaseModel):
+    """What the workflow saves in state before modifying a test file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str
+    original_b64: str
+    original_sha256: str
+
+    @classmethod
+    def of(cls, path: str | Path, original: bytes) -> "PendingRestore":
+        return cls(path=str(path), original_b64=base64.b64encode(original).decode(),
+                   original_sha256=hashlib.sha256(original).hexdigest())
+
+    def original(self) -> bytes:
+        return base64.b64decode(self.original_b64)
+
+
+def split_node_id(node_id: str) -> tuple[str | None, str]:
+    """(class or None, test) from ``file.py::Class::test[param]`` or ``Class::test``."""
+    parts = [p for p in node_id.split("::") if p]
+    if parts and parts[0].endswith(".py"):
+        parts = parts[1:]
+    if not parts:
+        raise SkipMarkerNotFound(
+            f"node id {node_id!r} names no test; pass file.py::Class::test or file.py::test",
+            target=node_id)
+    test = re.sub(r"\[.*\]$", "", parts[-1])
+    return (parts[-2] if len(parts) >= 2 else None), test
+
+
+def _candidates(cls: str | None, test: str) -> list[tuple[str | None, str]]:
+    """Source names a collected id may come from: exact, then torch's device-generic
+    instantiation (``TestFooXPU``/``test_bar_xpu_float32`` from ``TestFoo``/``test_bar``)."""
+    out = [(cls, test)]
+    base_cls = re.sub(r"XPU$", "", cls) if cls else cls
+    m = re.match(r"^(.*?)_xpu(_.*)?$", test)
+    base_test = m.group(1) if m else test
+    for pair in ((base_cls, test), (cls, base_test), (base_cls, base_test)):
+        if pair not in out:
+            out.append(pair)
+    return out
+
+
+def _decorator_name(dec: object) -> str:
+    import libcst as cst
+
+    node = dec.decorator  # type: ignore[attr-defined]
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Name):
+        return node.value
+    return ""
+
+
+def _find(module: object, cls: str | None, test: str) -> object | None:
+    import libcst as cst
+
+    body = module.body  # type: ignore[attr-defined]
+    if cls is not None:
+        for stmt in body:
+            if isinstance(stmt, cst.ClassDef) and stmt.name.value == cls:
+                body = stmt.body.body
+                break
+        else:
+            return None
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == test:
+            return stmt
+    return None
+
+
+def decorator_names(source: bytes, node_id: str) -> list[str]:
+    """Decorator names on the test ``node_id`` names ([] when it is not found)."""
+    import libcst as cst
+
+    module = cst.parse_module(source)
+    cls, test = split_node_id(node_id)
+    for c, t in _candidates(cls, test):
+        func = _find(module, c, t)
+        if func is not None:
+            return [_decorator_name(d) for d in func.decorators]  # type: ignore[attr-defined]
+    return []
+
+
+def remove_skip_marker(source: bytes, node_id: str,
+                       markers: tuple[str, ...] = DEFAULT_XPU_SKIP_MARKERS) -> Removal:
+    """Take the XPU skip decorators off the one test ``node_id`` names.
+
+    Raises SkipMarkerNotFound when the test is not in the source or carries no marker.
+    Everything else in the file (other tests' decorators, comments, blank lines) is kept.
+    """
+    import libcst as cst
+
+    module = cst.parse_module(source)
+    cls, test = split_node_id(node_id)
+    for c, t in _candidates(cls, test):
+        func = _find(module, c, t)
+        if func is not None:
+            break
+    else:
+        raise SkipMarkerNotFound(
+            f"test {node_id!r} is not defined in this file; check the node id against the "
+            "file the reproducer runs", target=node_id)
+    kept, removed = [], []
+    carry: object = None
+    for dec in func.decorators:  # type: ignore[attr-defined]
+        name = _decorator_name(dec)
+        if name in markers:
+            removed.append(name)
+            # The first decorator's leading lines (blank lines, comments) belong above the
+            # function; hand them to whatever now comes first.
+            if not kept and carry is None:
+                carry = dec.leading_lines
+            continue
+        if carry is not None and not kept:
+            dec = dec.with_changes(leading_lines=carry)
+            carry = None
+        kept.append(dec)
+    if not removed:
+        raise SkipMarkerNotFound(
+            f"test {node_id!r} has no XPU skip marker among {list(markers)}; the skip is "
+            "environmental or set on the class", target=node_id)
+    new_func = func.with_changes(decorators=kept)  # type: ignore[attr-defined]
+    if carry is not None:
+        new_func = new_func.with_changes(leading_lines=[*carry, *new_func.leading_lines])
+    new_module = module.deep_replace(func, new_func)  # type: ignore[attr-defined]
+    name = f"{c}.{t}" if c else t
+    return Removal(original=source, modified=new_module.code.encode(module.encoding),
+                   removed=removed, function=name)
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (temp file in the same folder, fsync, rename)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def restore(pending: PendingRestore) -> bool:
+    """Write the original bytes back. Idempotent; returns True when the file changed."""
+    original = pending.original()
+    path = Path(pending.path)
+    if path.exists() and path.read_bytes() == original:
+        return False
+    write_atomic(path, original)
+    return True
