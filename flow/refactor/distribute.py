@@ -1,0 +1,108 @@
+"""Phase 3, Distribute: analyst report + rule catalogue -> ordered per-rule coder tasks.
+
+One task per rule that has work, in catalogue order (the single coder iterates per
+rule). Mechanical tasks name their codemod; the orchestrator applies those itself and
+agents get only the judgment rules. Under a field's safe baseline only rules flagged
+``baseline`` are distributed.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from flow.refactor.analysis import AnalystReport, Classification, moves
+from flow.refactor.assess import Assessment, ClassInfo, TestInfo
+from flow.refactor.rules import Catalogue, Rule
+
+
+class CoderTask(BaseModel):
+    """One rule's work for the coder (or the orchestrator, when mechanical)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule_id: str
+    title: str
+    mechanical: bool
+    codemod: str | None
+    instructions: str
+    tests: list[str]  # Class.test_name, before the refactor
+    classes: list[str]  # classes touched (sources and targets)
+    line_ranges: list[tuple[int, int]]  # per source class, in the original file
+    notes: list[str] = []  # e.g. the stale import names for TR008
+
+
+def _mechanism_matches(c: Classification, before: Assessment) -> bool:
+    """True when the test already sits in a class built the way its strategy needs."""
+    insts = [i for i in before.instantiations_of(c.source_class) if i.kind == "device_type"]
+    if c.strategy == "cpu_only":
+        return not insts
+    if c.strategy == "device_agnostic":
+        return bool(insts) and all(i.only_for is None for i in insts)
+    return bool(insts) and all(i.only_for for i in insts)
+
+
+def _needs_work(rule: Rule, c: Classification, test: TestInfo, report: AnalystReport, before: Assessment) -> bool:
+    trig = rule.trigger
+    if trig.decorators and test.decorator_names() & set(trig.decorators):
+        return True
+    if trig.strategy is not None and c.strategy == trig.strategy:
+        return c.source_class != c.target_class or not _mechanism_matches(c, before)
+    if trig.device_strings and test.device_literals and c.strategy != "cpu_only":
+        return True
+    return trig.cuda_gates and bool(test.gates)
+
+
+def _task(rule: Rule, tests: list[str], before: Assessment, extra_classes: set[str]) -> CoderTask:
+    sources = sorted({t.split(".", 1)[0] for t in tests} | extra_classes)
+    infos: list[ClassInfo] = [c for c in before.classes if c.name in sources]
+    return CoderTask(
+        rule_id=rule.id,
+        title=rule.title,
+        mechanical=rule.mechanical,
+        codemod=rule.codemod,
+        instructions=rule.instructions,
+        tests=tests,
+        classes=sources,
+        line_ranges=[(c.start, c.end) for c in infos],
+    )
+
+
+def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, *, safe_baseline: bool = False) -> list[CoderTask]:
+    """Return the ordered coder tasks for ``report`` on the file ``before`` describes.
+
+    Assumes ``check_report(report, before)`` returned no problems; a classification of
+    an unknown test is skipped rather than guessed at. Never raises.
+    """
+    tests_by_id = {f"{c.name}.{t.name}": t for c in before.classes for t in c.tests}
+    test_moves = moves(report, before)
+    tasks: list[CoderTask] = []
+    for rule in catalogue.rules:
+        if safe_baseline and not rule.baseline:
+            continue
+        trig = rule.trigger
+        if trig.stale_imports:
+            if report.stale_imports:
+                task = _task(rule, [], before, set())
+                task.notes = [f"{s.name} (line {s.line}): {s.reason}" for s in report.stale_imports]
+                tasks.append(task)
+            continue
+        if trig.moves:
+            if test_moves:
+                touched = [f"{m.old_class}.{m.test}" for m in test_moves]
+                targets = {m.new_class for m in test_moves}
+                task = _task(rule, touched, before, set())
+                task.classes = sorted(set(task.classes) | targets)
+                tasks.append(task)
+            continue
+        hits = [
+            c.test
+            for c in report.classifications
+            if c.test in tests_by_id and _needs_work(rule, c, tests_by_id[c.test], report, before)
+        ]
+        if hits:
+            task = _task(rule, hits, before, set())
+            if trig.strategy is not None:
+                by_test = report.by_test()
+                task.classes = sorted(set(task.classes) | {by_test[t].target_class for t in hits})
+            tasks.append(task)
+    return tasks
