@@ -1,0 +1,150 @@
+"""The targeted-CI config: which calls register tests, what the trace covers, label rules.
+
+Sources, first found wins: a named profile ``reference/targeted/<name>.toml``, the
+``[tool.orchestrator.targeted]`` table of the target repository's ``pyproject.toml``, or
+the defaults. The defaults serve any Python repository: every tracked ``.py`` file is
+traced, the seed's ``register_cpu_ci`` / ``register_cuda_ci`` / ``register_rocm_ci`` calls
+and the ``scripts/models/`` rule apply, and ``test_*.py`` files are the tests.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from flow.targeted.errors import ConfigError
+
+Backend = Literal["cpu", "cuda", "rocm"]
+
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "reference" / "targeted"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HubNote(_Strict):
+    """A remark attached to hubs under ``path`` (a glob); ``on_ci_path=False`` means GPU CI
+    never takes the path to it, so meeting it does not make a change broad."""
+
+    path: str
+    note: str
+    on_ci_path: bool = True
+
+
+class LabelRule(_Strict):
+    """What one PR label selects beyond ``prefix + registration label``."""
+
+    suites: list[str] = []
+    tests: list[str] = []  # globs over test paths
+    test_labels: list[str] = []
+
+
+class Labels(_Strict):
+    """PR label conventions. A registration label ``x`` is selected by ``prefix + x``."""
+
+    prefix: str = "run-ci-"
+    blackwell: str = "run-on-blackwell"
+    never: list[str] = ["bypass-fastfail"]  # labels the selector must not propose
+    no_action_suites: list[str] = []  # suites that run on every PR without a label
+    rules: dict[str, LabelRule] = {}
+
+
+class Implicit(_Strict):
+    """Test files under ``path`` that are registered by where they live, not by a call."""
+
+    path: str
+    backend: Backend = "cpu"
+    suite: str
+    labels: list[str] = []
+
+
+class Timing(_Strict):
+    """``est_time = ceil(factor x measured)`` rounded up to ``fine_step`` while the value is
+    at or below ``threshold`` and to ``coarse_step`` above it."""
+
+    factor: float = 1.25
+    fine_step: int = Field(10, gt=0)
+    coarse_step: int = Field(30, gt=0)
+    threshold: int = Field(300, ge=0)
+
+
+class TargetedConfig(_Strict):
+    """Everything the tracer and selector read about one repository."""
+
+    registration: dict[str, Backend] = {
+        "register_cpu_ci": "cpu",
+        "register_cuda_ci": "cuda",
+        "register_rocm_ci": "rocm",
+    }
+    roots: list[str] = ["."]  # import roots (sys.path entries), repo-relative
+    tests: list[str] = ["**/test_*.py"]
+    tests_exclude: list[str] = []
+    implicit: list[Implicit] = []
+    allowlist: list[str] = ["**/*.py"]  # Python the import graph covers for GPU runtime
+    entry_points: list[str] = []
+    models_dir: str = "scripts/models"
+    hub_notes: list[HubNote] = []
+    labels: Labels = Labels()
+    blackwell_paths: list[str] = ["**/*blackwell*", "**/*blackwell*/**", "**/*sm100*"]
+    max_files: int = Field(10, ge=1)  # seed step 2: "roughly <= 10" files run one by one
+    near_hub_hops: int = Field(2, ge=0)
+    timing: Timing = Timing()
+    repo: str = ""  # owner/name, for run URLs; informational
+
+    def backend_of(self, func: str) -> Backend | None:
+        """The backend a registration function declares, or None when it is not one."""
+        return self.registration.get(func)
+
+
+def _validate(data: object, where: str) -> TargetedConfig:
+    try:
+        return TargetedConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(
+            f"invalid targeted-CI config in {where}: {loc}: {first['msg']} "
+            f"(got {first.get('input')!r})",
+            "fix that key; the keys are documented in flow/targeted/config.py",
+            source=where,
+        ) from exc
+
+
+def load_profile(name: str, profile_dir: Path = PROFILE_DIR) -> TargetedConfig:
+    """Load ``<profile_dir>/<name>.toml``; raises ConfigError when missing or invalid."""
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ConfigError(f"bad profile name {name!r}",
+                          "use letters, digits, '-' or '_' (a file in reference/targeted/)")
+    path = profile_dir / f"{name}.toml"
+    if not path.is_file():
+        known = sorted(p.stem for p in profile_dir.glob("*.toml"))
+        raise ConfigError(f"no targeted-CI profile {name!r}",
+                          f"use one of {known} or add {path}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", "fix the TOML syntax") from exc
+    return _validate(data, str(path))
+
+
+def load_config(repo_dir: Path, profile: str | None = None,
+                profile_dir: Path = PROFILE_DIR) -> TargetedConfig:
+    """The config for ``repo_dir``: ``profile`` if named, else its pyproject table, else
+    defaults. Raises ConfigError on an unknown profile or an invalid table."""
+    if profile:
+        return load_profile(profile, profile_dir)
+    pyproject = Path(repo_dir) / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{pyproject} is not valid TOML: {exc}",
+                              "fix the TOML syntax or pass a profile") from exc
+        table = data.get("tool", {}).get("orchestrator", {}).get("targeted")
+        if table is not None:
+            return _validate(table, f"{pyproject} [tool.orchestrator.targeted]")
+    return TargetedConfig()

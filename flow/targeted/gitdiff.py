@@ -1,0 +1,120 @@
+"""The git adapter of the tracer: changed files since a merge base, and tracked files.
+
+Every command is an argument list (no shell); ``base`` comes from a user or an agent, so it
+is refused when it starts with ``-`` rather than passed where git would read an option.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from flow.targeted.errors import GitError
+
+Status = Literal["A", "M", "D", "R", "C", "T", "U", "X"]
+
+
+class ChangedFile(BaseModel):
+    """One changed path of ``git diff <base>...HEAD``; ``old_path`` is set for renames/copies.
+
+    ``adds_only`` is True when the diff only adds lines there (no deletions), the seed's
+    "the diff there only adds something new" case; None for binary files.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    status: Status
+    old_path: str | None = None
+    adds_only: bool | None = None
+
+
+class GitReader(Protocol):
+    """What the tracer needs from git; tests may pass a reader over a prepared repo."""
+
+    def changed(self, repo_dir: Path, base: str) -> list[ChangedFile]: ...
+
+    def tracked(self, repo_dir: Path) -> list[str]: ...
+
+
+def _git(repo_dir: Path, *args: str) -> bytes:
+    try:
+        proc = subprocess.run(["git", "-C", str(repo_dir), *args], capture_output=True,
+                              check=False, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(f"git {args[0]} failed in {repo_dir}: {exc}",
+                       "check that git is installed and the directory is a repository") from exc
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip()
+        raise GitError(f"git {' '.join(args[:2])} failed in {repo_dir}: {err}",
+                       "check --base names a revision that exists here (fetch it first)")
+    return proc.stdout
+
+
+class Git:
+    """The real git, run as a subprocess."""
+
+    def changed(self, repo_dir: Path, base: str) -> list[ChangedFile]:
+        """Changed files between the merge base of ``base`` and HEAD, renames detected.
+
+        Raises GitError when ``base`` is refused or unknown.
+        """
+        if not base or base.startswith("-"):
+            raise GitError(f"refusing base revision {base!r}",
+                           "pass a revision name or SHA such as origin/main")
+        rng = f"{base}...HEAD"
+        status = _git(repo_dir, "diff", "--name-status", "-z", "-M", rng, "--")
+        numstat = _git(repo_dir, "diff", "--numstat", "-z", "-M", rng, "--")
+        return parse_name_status(status, parse_numstat(numstat))
+
+    def tracked(self, repo_dir: Path) -> list[str]:
+        """Every path git tracks at HEAD's working tree (``git ls-files``)."""
+        out = _git(repo_dir, "ls-files", "-z")
+        return [p for p in out.decode("utf-8", errors="surrogateescape").split("\0") if p]
+
+
+def parse_numstat(raw: bytes) -> dict[str, bool | None]:
+    """Map each new path to "adds only" from ``git diff --numstat -z`` output."""
+    parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
+    out: dict[str, bool | None] = {}
+    i = 0
+    while i < len(parts):
+        head = parts[i]
+        if not head:
+            i += 1
+            continue
+        added, deleted, path = (head.split("\t", 2) + ["", ""])[:3]
+        if path == "":  # rename: "a\td\t" then old and new as their own fields
+            path = parts[i + 2] if i + 2 < len(parts) else ""
+            i += 3
+        else:
+            i += 1
+        out[path] = None if deleted == "-" else deleted == "0"
+    return out
+
+
+def parse_name_status(raw: bytes, adds: dict[str, bool | None]) -> list[ChangedFile]:
+    """Parse ``git diff --name-status -z`` output into ChangedFile rows, sorted by path."""
+    parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
+    rows: list[ChangedFile] = []
+    i = 0
+    while i < len(parts):
+        code = parts[i]
+        if not code:
+            i += 1
+            continue
+        kind = code[0]
+        if kind in "RC":
+            old, new = parts[i + 1], parts[i + 2]
+            rows.append(ChangedFile(path=new, status=kind, old_path=old,  # type: ignore[arg-type]
+                                    adds_only=adds.get(new)))
+            i += 3
+        else:
+            path = parts[i + 1]
+            rows.append(ChangedFile(path=path, status=kind,  # type: ignore[arg-type]
+                                    adds_only=adds.get(path)))
+            i += 2
+    return sorted(rows, key=lambda r: r.path)

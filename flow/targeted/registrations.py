@@ -1,0 +1,112 @@
+"""CI registrations read from a test file's top-level ``register_*_ci(...)`` calls.
+
+The calls are parsed, never executed: top-level, keyword arguments, literal values (the
+seed's ``ci-test-registration.md``: "top-level, literal arguments, no alias"). A file
+whose declaration cannot be read gets an ``Unreadable`` with the reason instead of an
+exception, so one broken file never aborts a trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from flow.targeted.config import Backend, TargetedConfig
+from flow.targeted.facts import Facts, extract
+from flow.targeted.paths import any_match, glob_match
+
+
+class Registration(BaseModel):
+    """One CI registration of one test file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    backend: Backend
+    suite: str
+    est_time: int | None = None
+    labels: list[str] = []
+    hardware: list[str] = []
+    nightly: bool = False
+    disabled: str | None = None
+    num_gpus: int | None = None
+    implicit: bool = False  # registered by location (``TargetedConfig.implicit``)
+
+    @property
+    def enabled(self) -> bool:
+        return not self.disabled
+
+
+class Unreadable(BaseModel):
+    """A test file whose registration cannot be read, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    reason: str
+
+
+class _Declared(BaseModel):
+    # The keyword arguments a register_*_ci call may carry; a typo is an invalid declaration.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    suite: str
+    est_time: int | None = None
+    labels: list[str] = []
+    hardware: list[str] = []
+    nightly: bool = False
+    disabled: str | None = None
+    num_gpus: int | None = None
+
+
+def from_facts(path: str, facts: Facts, cfg: TargetedConfig) -> list[Registration] | Unreadable:
+    """The registrations of test file ``path`` from its parsed facts, or why none can be read.
+
+    Files under an ``implicit`` location need no call. Never raises.
+    """
+    if facts.get("e"):
+        return Unreadable(path=path, reason=f"syntax error: {facts['e']}")
+    regs: list[Registration] = []
+    for call in facts["c"]:
+        backend = cfg.backend_of(call["f"] or "")
+        if backend is None:
+            continue
+        where = f"{call['f']}(...) at line {call['l']}"
+        if call["p"]:
+            return Unreadable(path=path, reason=f"invalid declaration: {where} passes "
+                              f"{call['p']} positional argument(s); use keywords")
+        if call["bad"]:
+            return Unreadable(path=path, reason=f"invalid declaration: {where}: "
+                              f"{', '.join(call['bad'])} not a literal")
+        try:
+            declared = _Declared.model_validate(_coerce(call["k"]))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(p) for p in first["loc"])
+            return Unreadable(path=path, reason=f"invalid declaration: {where}: {key}: "
+                              f"{first['msg']} (got {first.get('input')!r})")
+        regs.append(Registration(path=path, backend=backend, **declared.model_dump()))
+    if regs:
+        return regs
+    for rule in cfg.implicit:
+        if glob_match(path, rule.path):
+            return [Registration(path=path, backend=rule.backend, suite=rule.suite,
+                                 labels=list(rule.labels), implicit=True)]
+    names = " / ".join(sorted(cfg.registration))
+    return Unreadable(path=path, reason=f"none: no top-level {names} call")
+
+
+def _coerce(kwargs: dict[str, Any]) -> dict[str, Any]:
+    # literal_eval gives tuples for ("a", "b"); the declaration means a list.
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
+
+
+def read_source(path: str, source: bytes, cfg: TargetedConfig) -> list[Registration] | Unreadable:
+    """Parse ``source`` and read its registrations (see ``from_facts``). Never raises."""
+    return from_facts(path, extract(source), cfg)
+
+
+def is_test(path: str, cfg: TargetedConfig) -> bool:
+    """True when ``path`` is a test file under the config's test globs."""
+    return any_match(path, cfg.tests) and not any_match(path, cfg.tests_exclude)
