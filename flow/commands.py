@@ -1,0 +1,43 @@
+"""The commands the orchestrator prints: absolute, shell-quoted, with the sticky flags."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Commands:
+    """Builds commands that run from any directory: interpreter, script, workspace, harness."""
+
+    script: Path
+    root: Path
+    harness: str
+    flow_id: str
+    python: str = sys.executable
+
+    def base(self) -> list[str]:
+        return [self.python, str(self.script), "--workspace", str(self.root),
+                "--harness", self.harness, "--flow", self.flow_id]
+
+    def resume(self) -> str:
+        return shlex.join([*self.base(), "--resume"])
+
+    def feed(self, role: str, feed_file: str) -> str:
+        return shlex.join([*self.base(), "--feed", role, "--feed-file", feed_file])
+
+    def answer(self, value: str) -> str:
+        return shlex.join([*self.base(), "--answer", value])
+
+    def schema(self, name: str) -> str:
+        return shlex.join([self.python, str(self.script), "schema", name])
+
+    def with_flow(self, flow_id: str) -> Commands:
+        return Commands(self.script, self.root, self.harness, flow_id, self.python)
+
+    def cli(self, *args: str) -> str:
+        """Any other orchestrator invocation, with the sticky flags."""
+        return shlex.join([self.python, str(self.script), "--workspace", str(self.root),
+                           "--harness", self.harness, *args])

@@ -1,0 +1,392 @@
+"""The driver: runs deterministic steps, saving after each, until someone else must act.
+
+``Engine`` owns one flow. Every public method runs under the flow's lock, changes the state
+only after a step finished cleanly, and returns the spec to print. Feeds and answers are
+validated before anything is written: a refused input leaves ``flow_state.json`` untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from flow import render
+from flow.commands import Commands
+from flow.errors import AnswerRejected, FeedRejected, OrchestratorError, WorkflowBug
+from flow.outcome import Ask, Done, Go, Human, Sleep, Task
+from flow.state import FlowState, Question, TaskRecord
+from flow.workflow import Workflow
+from workspace.jsonio import digest, dumps, loads
+from workspace.paths import is_inside, safe_name
+from workspace.store import FlowStore, now_iso
+
+MAX_STEPS = 1000
+EXHAUSTED = "exhausted:"
+CACHEABLE = {"need_agent", "waiting", "need_human", "done"}
+
+
+class Ctx:
+    """What a step sees: its typed data, task results, answers, and its flow folder."""
+
+    def __init__(self, engine: Engine, data: BaseModel) -> None:
+        self._engine = engine
+        self._state = engine.state
+        self.data = data
+        self.flow_id = self._state.flow_id
+        self.phase = self._state.phase
+        self.visit = self._state.visit
+        self.dir = engine.store.dir
+        self.root = engine.store.root
+        self.harness = engine.cmds.harness
+        self.cmds = engine.cmds
+        self.settings: Mapping[str, str] = engine.settings
+
+    def _tasks(self, key: str) -> list[TaskRecord]:
+        return [t for t in self._state.current_tasks() if t.key == key]
+
+    def attempt(self, key: str) -> int:
+        """How many times ``key`` was asked in this visit of this state."""
+        return len(self._tasks(key))
+
+    def result(self, key: str) -> Any:
+        """The validated result of the latest attempt of ``key`` in this visit, or None."""
+        tasks = [t for t in self._tasks(key) if t.status == "applied"]
+        if not tasks:
+            return None
+        last = tasks[-1]
+        if last.attempt != self.attempt(key):
+            return None
+        return self._engine.model_for(last.feed).model_validate(last.result)
+
+    def results(self, prefix: str = "") -> dict[str, Any]:
+        """Latest results of every key starting with ``prefix`` asked in this visit."""
+        keys = dict.fromkeys(t.key for t in self._state.current_tasks()
+                             if t.key.startswith(prefix))
+        out = {k: self.result(k) for k in keys}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def answer(self, key: str) -> str | None:
+        return self._state.answers.get(key)
+
+    def agent(self, role: str) -> str | None:
+        return self._state.agents.get(role)
+
+    def path(self, name: str) -> Path:
+        """A file in the flow folder (``name`` may have sub-folders; it must stay inside)."""
+        p = (self.dir / name).resolve()
+        if not is_inside(self.dir, p):
+            raise WorkflowBug(f"artifact name {name!r} leaves the flow folder",
+                              "use a relative name without '..'")
+        return p
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        from workspace.atomic import write_atomic
+
+        p = self.path(name)
+        write_atomic(p, dumps(obj))
+        return p
+
+    def write_text(self, name: str, text: str) -> Path:
+        from workspace.atomic import write_atomic
+
+        p = self.path(name)
+        write_atomic(p, text.encode("utf-8"))
+        return p
+
+    def read_json(self, name: str) -> Any:
+        return loads(self.path(name).read_bytes())
+
+    def log(self, message: str) -> None:
+        self._engine.store.log(f"[{self.phase}] {message}")
+
+
+class Engine:
+    """Drives one flow of one workflow. Callers hold the flow lock around every method."""
+
+    def __init__(self, workflow: Workflow, store: FlowStore, state: FlowState, cmds: Commands,
+                 settings: Mapping[str, str] | None = None) -> None:
+        self.wf = workflow
+        self.store = store
+        self.state = state
+        self.cmds = cmds
+        self.settings = settings or {}
+        self._saved = dumps(state.model_dump(mode="json"))
+        self._extra: dict[str, Any] = {}
+
+    # -- construction -----------------------------------------------------------------
+
+    @classmethod
+    def create(cls, workflow: Workflow, store: FlowStore, data: BaseModel, cmds: Commands,
+               settings: Mapping[str, str] | None = None) -> Engine:
+        """A new flow at the workflow's initial state, saved before anything runs."""
+        stamp = now_iso()
+        state = FlowState(workflow=workflow.name, flow_id=store.flow_id, phase=workflow.initial,
+                          visits={workflow.initial: 1}, harness=cmds.harness, created_at=stamp,
+                          updated_at=stamp, data=data.model_dump(mode="json"))
+        engine = cls(workflow, store, state, cmds, settings)
+        engine._saved = b""
+        engine._save("created", initial=workflow.initial)
+        return engine
+
+    def model_for(self, feed: str) -> type[BaseModel]:
+        try:
+            return self.wf.feeds[feed]
+        except KeyError:
+            raise WorkflowBug(f"workflow {self.wf.name!r} has no feed model {feed!r}",
+                              "declare it in the workflow's feeds") from None
+
+    # -- persistence --------------------------------------------------------------------
+
+    def _save(self, event: str, **fields: Any) -> None:
+        current = dumps(self.state.model_dump(mode="json"))
+        if current == self._saved:
+            return
+        self._saved = self.store.save(self.state)
+        self.store.audit(event, revision=self.state.revision, phase=self.state.phase, **fields)
+
+    # -- the driver ---------------------------------------------------------------------
+
+    def advance(self) -> dict[str, Any]:
+        """Run steps until one needs someone else; return the spec to print."""
+        if self.state.harness != self.cmds.harness:
+            self.state.harness = self.cmds.harness
+            self._save("harness", harness=self.cmds.harness)
+        for _ in range(MAX_STEPS):
+            if self.state.result is not None or self.state.aborted:
+                return self._cache(render.done_spec(self.state, self.store.root, self.store.dir,
+                                                    self.cmds))
+            if self.state.pending():
+                return self._cache(render.agent_spec(self.state, self.store.root,
+                                                     self.store.dir, self.cmds, self._extra))
+            q = self.state.question
+            if q is not None and q.key not in self.state.answers:
+                return self._cache(render.human_spec(self.state, self.store.root,
+                                                     self.store.dir, self.cmds))
+            spec = self._step()
+            if spec is not None:
+                return spec
+        raise WorkflowBug(f"workflow {self.wf.name!r} ran {MAX_STEPS} steps without stopping",
+                          "a step loops on itself; report it with the audit log")
+
+    def _cache(self, spec: dict[str, Any]) -> dict[str, Any]:
+        if spec["status"] in CACHEABLE and self._saved:
+            self.store.cache_spec(self._saved, spec)
+        return spec
+
+    def _step(self) -> dict[str, Any] | None:
+        state = self.state
+        data = self.wf.data_model.model_validate(state.data)
+        ctx = Ctx(self, data)
+        step = self.wf.steps[state.phase]
+        outcome = step(ctx)
+        new_data = data.model_dump(mode="json")
+        if isinstance(outcome, Go):
+            dest = self.wf.fire(state.phase, outcome.trigger)
+            state.history.append({"from": state.phase, "to": dest, "trigger": outcome.trigger,
+                                  "at": now_iso()})
+            state.data = new_data
+            state.phase = dest
+            state.visits[dest] = state.visits.get(dest, 0) + 1
+            state.question = None
+            self._extra = {}
+            self._save("transition", trigger=outcome.trigger, to=dest)
+            return None
+        if isinstance(outcome, Ask):
+            state.data = new_data
+            self._extra = dict(outcome.extra)
+            self._emit(outcome.tasks)
+            return None
+        if isinstance(outcome, Human):
+            if outcome.key in state.answers:
+                raise WorkflowBug(f"step {state.phase!r} asked {outcome.key!r} again after "
+                                  f"it was answered", "use a new key for a new question")
+            state.data = new_data
+            state.question = Question(key=outcome.key, question=outcome.question,
+                                      options=outcome.options, extra=outcome.extra)
+            self._save("question", key=outcome.key)
+            return None
+        if isinstance(outcome, Sleep):
+            state.data = new_data
+            self._save("sleep", reason=outcome.reason)
+            return render.cron_spec(state, self.store.root, self.store.dir, self.cmds,
+                                    outcome.reason, outcome.cron_interval,
+                                    outcome.poll_seconds, self.wf.skill, outcome.extra)
+        if isinstance(outcome, Done):
+            state.data = new_data
+            state.result = {**outcome.result, "next_steps": list(outcome.next_steps)}
+            self._save("done", outcome=outcome.result.get("outcome"))
+            return None
+        raise WorkflowBug(f"step {state.phase!r} returned {outcome!r}",
+                          "a step returns Go, Ask, Human, Sleep or Done")
+
+    def _emit(self, tasks: list[Task]) -> None:
+        state = self.state
+        if not tasks:
+            raise WorkflowBug(f"step {state.phase!r} asked for no tasks", "return Go instead")
+        records: list[TaskRecord] = []
+        wave = state.waves + 1
+        for task in tasks:
+            self.model_for(task.feed)
+            attempt = len([t for t in state.current_tasks() if t.key == task.key]) + 1
+            grant_key = f"{state.phase}:{state.visit}:{task.key}"
+            allowed = task.max_attempts + state.grants.get(grant_key, 0)
+            if attempt > allowed:
+                # Out of attempts: escalate to a person, never carry on as if it worked.
+                state.question = Question(
+                    key=f"{EXHAUSTED}{grant_key}:{allowed}",
+                    question=(f"Task {task.key!r} ({task.role}) in phase {state.phase!r} used "
+                              f"all {allowed} attempts without an acceptable result. "
+                              f"Grant more attempts, or abort the flow?"),
+                    options={"retry": f"grant {task.max_attempts} more attempts",
+                             "abort": "end the flow now with outcome 'aborted'"},
+                    extra={"task_key": task.key, "last_attempts": allowed},
+                )
+                self._save("exhausted", task=task.key, attempts=allowed)
+                return
+            task_id = safe_name(f"{state.phase}-v{state.visit}-{task.key}-a{attempt}")
+            method = "run" if task.command is not None else task.method
+            log_file = (str(self.store.logs_dir / f"{task_id}.log")
+                        if method == "run" else None)
+            records.append(TaskRecord(
+                task_id=task_id, key=task.key, wave=wave, phase=state.phase, visit=state.visit,
+                role=task.role, feed=task.feed, method=method, prompt=task.prompt,
+                attempt=attempt, max_attempts=allowed,
+                feed_file=str(self.store.feeds_dir / f"{task_id}.json"),
+                follow_up=task.follow_up, command=task.command, cwd=task.cwd,
+                log_file=log_file, mode=task.mode, timeout_ms=task.timeout_ms,
+                inline_for_codex=task.inline_for_codex, extra=task.extra))
+        ids = [r.task_id for r in records]
+        if len(set(ids)) != len(ids):
+            raise WorkflowBug(f"step {state.phase!r} asked for duplicate keys {ids}",
+                              "give each task of a wave its own key")
+        self.store.feeds_dir.mkdir(parents=True, exist_ok=True)
+        if any(r.log_file for r in records):
+            self.store.logs_dir.mkdir(parents=True, exist_ok=True)
+        state.waves = wave
+        state.tasks.extend(records)
+        self._save("emitted", tasks=ids)
+
+    # -- inputs from outside --------------------------------------------------------------
+
+    def feed(self, role: str, feed_path: str) -> dict[str, Any]:
+        """Validate and apply one result; refuse anything stale, foreign or malformed."""
+        path = Path(feed_path).expanduser().resolve()
+        content = _read_feed(path)
+        task = self._match(path, content)
+        if task.status == "applied":
+            if task.result_digest == digest(_payload(content)):
+                self.store.audit("feed_duplicate", task_id=task.task_id)
+                return self.advance()
+            raise self._refuse(FeedRejected(
+                f"task {task.task_id!r} was already applied with different content",
+                "a result cannot be changed once applied; if this is the answer to a newer "
+                "task, write it to that task's feed_file (run --resume to see it)",
+                code="already_applied", task_id=task.task_id))
+        if role not in {task.role, task.feed}:
+            raise self._refuse(FeedRejected(
+                f"feed role {role!r} does not match task {task.task_id!r}, which expects "
+                f"{task.role!r}", f"run: {self.cmds.feed(task.role, task.feed_file)}",
+                code="wrong_role", task_id=task.task_id))
+        model = self.model_for(task.feed)
+        try:
+            result = model.model_validate(_payload(content), context={
+                "workspace": str(self.store.root), "flow_dir": str(self.store.dir)})
+        except ValidationError as exc:
+            errors = [{"field": ".".join(str(p) for p in e["loc"]) or "<root>", "problem": e["msg"]}
+                      for e in exc.errors()]
+            raise self._refuse(FeedRejected(
+                f"feed for task {task.task_id!r} does not match {self.wf.name}.{task.feed}: "
+                + "; ".join(f"{e['field']}: {e['problem']}" for e in errors[:5]),
+                f"fix the fields and feed again; the expected schema: "
+                f"{self.cmds.schema(f'{self.wf.name}.{task.feed}')}",
+                code="invalid_feed", task_id=task.task_id, field_errors=errors)) from None
+        task.status = "applied"
+        task.result = result.model_dump(mode="json")
+        task.result_digest = digest(_payload(content))
+        agent_id = getattr(result, "agent_id", None)
+        if agent_id:
+            self.state.agents[task.role] = agent_id
+        self._save("fed", task_id=task.task_id, role=task.role)
+        return self.advance()
+
+    def _match(self, path: Path, content: dict[str, Any]) -> TaskRecord:
+        by_file = [t for t in self.state.tasks if Path(t.feed_file) == path]
+        named = content.get("task_id")
+        by_id = [t for t in self.state.tasks if t.task_id == named] if named else []
+        if by_file and by_id and by_file[0] is not by_id[0]:
+            raise self._refuse(FeedRejected(
+                f"feed file {str(path)!r} belongs to task {by_file[0].task_id!r} but names "
+                f"task_id {named!r}", "remove task_id or write to the right feed_file",
+                code="foreign_feed"))
+        found = by_file or by_id
+        if not found:
+            pending = [t.feed_file for t in self.state.pending()]
+            raise self._refuse(FeedRejected(
+                f"feed file {str(path)!r} belongs to no task of flow {self.state.flow_id!r}",
+                "write the result to the feed_file of a pending task: "
+                + (", ".join(pending) if pending else "none is pending; run --resume"),
+                code="stale_feed", pending_feed_files=pending))
+        return found[0]
+
+    def _refuse(self, err: FeedRejected) -> FeedRejected:
+        self.store.audit("feed_refused", code=err.code, message=err.message)
+        return err
+
+    def answer(self, value: str) -> dict[str, Any]:
+        """Record a person's answer to the open question."""
+        q = self.state.question
+        if q is None or q.key in self.state.answers:
+            raise AnswerRejected(f"flow {self.state.flow_id!r} has no open question",
+                                 "run --resume to see what the flow needs now")
+        if value not in q.options:
+            raise AnswerRejected(f"{value!r} is not an option of the open question",
+                                 f"answer one of: {', '.join(q.options)}",
+                                 options=list(q.options))
+        self.state.answers[q.key] = value
+        self.state.question = None
+        if q.key.startswith(EXHAUSTED):
+            grant_key = q.key[len(EXHAUSTED):].rsplit(":", 1)[0]
+            if value == "abort":
+                self.state.aborted = True
+                self.state.result = {"outcome": "aborted",
+                                     "reason": q.question, "next_steps": [
+                                         "The flow was aborted by a person; start it anew "
+                                         "with --restart if needed."]}
+            else:
+                extra = int(q.extra.get("last_attempts", 3))
+                self.state.grants[grant_key] = self.state.grants.get(grant_key, 0) + extra
+        self._save("answered", key=q.key, value=value)
+        return self.advance()
+
+
+def _read_feed(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FeedRejected(f"cannot read feed file {str(path)!r}: {exc.strerror or exc}",
+                           "write the result JSON to the task's feed_file first",
+                           code="feed_missing") from None
+    if not raw.strip():
+        raise FeedRejected(f"feed file {str(path)!r} is empty",
+                           "an empty result never counts; write the result JSON object",
+                           code="feed_empty")
+    try:
+        content = loads(raw)
+    except ValueError as exc:
+        raise FeedRejected(f"feed file {str(path)!r} is not valid JSON: {exc}",
+                           "write one JSON object", code="feed_malformed") from None
+    if not isinstance(content, dict):
+        raise FeedRejected(f"feed file {str(path)!r} holds a {type(content).__name__}, "
+                           f"not a JSON object", "write one JSON object", code="feed_malformed")
+    return content
+
+
+def _payload(content: dict[str, Any]) -> dict[str, Any]:
+    """The result without the envelope field ``task_id``."""
+    return {k: v for k, v in content.items() if k != "task_id"}
+
+
+__all__ = ["Ctx", "Engine", "OrchestratorError"]

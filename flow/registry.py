@@ -1,0 +1,53 @@
+"""Which workflows exist, imported only when a call needs one.
+
+A workflow module exposes ``WORKFLOW`` (a ``flow.workflow.Workflow``) and two functions:
+``locate(opts, root) -> flow_id`` (which flow these command-line options mean) and
+``start(opts, root, settings) -> BaseModel`` (the initial data of a new flow). Extra modules
+can be named in ``ORCHESTRATOR_PLUGINS`` (comma-separated module paths).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+from flow.errors import NotBuilt, UsageError
+
+BUILTIN: dict[str, str] = {
+    "reproduce": "flow.reproduce.workflow",
+    "refactor": "flow.refactor.workflow",
+    "ci": "flow.ci.workflow",
+    "ci-targeted": "flow.targeted.workflow",
+    "ingest": "flow.sidecars.ingest",
+    "review-queue": "flow.sidecars.review_queue",
+}
+ENV_PLUGINS = "ORCHESTRATOR_PLUGINS"
+
+
+def _plugins() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for mod in filter(None, (m.strip() for m in os.environ.get(ENV_PLUGINS, "").split(","))):
+        name = getattr(importlib.import_module(mod), "WORKFLOW").name
+        found[name] = mod
+    return found
+
+
+def names() -> list[str]:
+    return sorted({**BUILTIN, **_plugins()})
+
+
+def load(name: str) -> ModuleType:
+    """The module of workflow ``name``; ``NotBuilt`` if this installation lacks it."""
+    table = {**BUILTIN, **_plugins()}
+    if name not in table:
+        raise UsageError(f"unknown workflow {name!r}", f"known workflows: {', '.join(names())}")
+    try:
+        return importlib.import_module(table[name])
+    except ModuleNotFoundError as exc:
+        if exc.name and table[name].startswith(exc.name):
+            raise NotBuilt(
+                f"workflow {name!r} is not built in this version of skill-orchestrator",
+                "see the README's list of workflows and their state; nothing was started",
+            ) from None
+        raise

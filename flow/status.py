@@ -1,0 +1,94 @@
+"""``orchestrator.py status``: every flow in a workspace, as a table or as JSON."""
+
+from __future__ import annotations
+
+import calendar
+import time
+from pathlib import Path
+from typing import Any
+
+from workspace.jsonio import loads
+from workspace.paths import STATE_FILE
+
+
+def collect(root: Path) -> list[dict[str, Any]]:
+    """One row per flow folder under ``root`` (unreadable states are listed, not hidden)."""
+    rows: list[dict[str, Any]] = []
+    if not root.is_dir():
+        return rows
+    for path in sorted(root.rglob(STATE_FILE)):
+        folder = path.parent
+        if ".old-" in str(folder.relative_to(root)):
+            continue
+        row: dict[str, Any] = {"flow_id": str(folder.relative_to(root)), "path": str(folder)}
+        try:
+            raw = loads(path.read_bytes())
+            pending = [t for t in raw.get("tasks", []) if t.get("status") == "pending"]
+            row.update(
+                workflow=raw.get("workflow"), phase=raw.get("phase"),
+                revision=raw.get("revision"), updated_at=raw.get("updated_at"),
+                pending=[t.get("task_id") for t in pending],
+                question=(raw.get("question") or {}).get("question"),
+                finished=raw.get("result") is not None,
+                outcome=(raw.get("result") or {}).get("outcome"),
+                age_seconds=_age(raw.get("updated_at")),
+            )
+        except (OSError, ValueError, AttributeError) as exc:
+            row.update(workflow=None, phase=None, unreadable=str(exc))
+        try:
+            err = loads((folder / ".last_error.json").read_bytes())
+            row["last_error"] = f"{err.get('code')}: {err.get('message')}"
+        except (OSError, ValueError):
+            row["last_error"] = None
+        rows.append(row)
+    return rows
+
+
+def _age(stamp: Any) -> int | None:
+    try:
+        return int(time.time() - calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
+    except (TypeError, ValueError):
+        return None
+
+
+def _human_age(seconds: int | None) -> str:
+    if seconds is None:
+        return "?"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def table(rows: list[dict[str, Any]], root: Path) -> str:
+    if not rows:
+        return f"no flows in {root}\n"
+    head = ("FLOW", "WORKFLOW", "PHASE", "PENDING", "AGE", "STATE / LAST ERROR")
+    lines = [head]
+    for r in rows:
+        if r.get("unreadable"):
+            note = f"UNREADABLE: {r['unreadable']}"
+        elif r.get("last_error"):
+            note = f"error {r['last_error']}"
+        elif r.get("finished"):
+            note = f"done ({r.get('outcome') or 'finished'})"
+        elif r.get("question"):
+            note = "needs a person"
+        else:
+            note = "waiting for tasks" if r.get("pending") else "ready to resume"
+        lines.append((r["flow_id"], str(r.get("workflow")), str(r.get("phase")),
+                      str(len(r.get("pending") or [])), _human_age(r.get("age_seconds")),
+                      note[:100]))
+    widths = [max(len(row[i]) for row in lines) for i in range(len(head) - 1)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1]
+           for row in lines]
+    return "\n".join(out) + "\n"
+
+
+def status(root: Path, harness: str, *, as_json: bool) -> dict[str, Any] | str:
+    rows = collect(root)
+    if not as_json:
+        return table(rows, root)
+    from flow.render import envelope
+
+    return {**envelope(None, root, "done", harness), "flows": rows}

@@ -1,0 +1,126 @@
+"""Workflows declared as data: states, transitions, one step per state, feed models.
+
+The same declaration builds the ``transitions`` machine the engine runs and the Mermaid
+diagram ``orchestrator.py graph`` prints; ``problems()`` finds unreachable states and dead ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from flow.errors import WorkflowBug
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from flow.engine import Ctx
+    from flow.outcome import Outcome
+
+Step = Callable[["Ctx"], "Outcome"]
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A workflow: a finite-state machine plus the step that runs in each state.
+
+    ``transitions`` are ``(trigger, source, dest)`` triples; ``terminal`` states have no way
+    out and their step must return ``Done``. ``feeds`` maps a feed name to the pydantic model
+    that validates results of tasks asking for that feed. ``data_model`` types ``ctx.data``.
+    ``skill`` names the harness skill a cron prompt should load.
+    """
+
+    name: str
+    states: tuple[str, ...]
+    transitions: tuple[tuple[str, str, str], ...]
+    initial: str
+    terminal: frozenset[str]
+    steps: Mapping[str, Step]
+    feeds: Mapping[str, type[BaseModel]]
+    data_model: type[BaseModel]
+    skill: str = ""
+    description: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def machine(self, model: object, state: str) -> Any:
+        """A ``transitions.Machine`` on ``model``, put back at ``state`` (no callbacks fire)."""
+        from transitions import Machine
+
+        return Machine(
+            model=model,
+            states=list(self.states),
+            transitions=[{"trigger": t, "source": s, "dest": d} for t, s, d in self.transitions],
+            initial=state,
+            auto_transitions=False,
+            send_event=False,
+        )
+
+    def fire(self, state: str, trigger: str) -> str:
+        """The state ``trigger`` leads to from ``state``; ``WorkflowBug`` if it is not allowed."""
+        from transitions import MachineError
+
+        class _Model:
+            pass
+
+        model = _Model()
+        self.machine(model, state)
+        try:
+            model.trigger(trigger)  # type: ignore[attr-defined]
+        except (MachineError, AttributeError) as exc:
+            raise WorkflowBug(
+                f"workflow {self.name!r}: trigger {trigger!r} is not allowed from {state!r}",
+                "this is a bug in the workflow declaration; please report it with the audit log",
+            ) from exc
+        return str(model.state)  # type: ignore[attr-defined]
+
+    def mermaid(self, current: str | None = None) -> str:
+        """The state diagram as Mermaid text, drawn by transitions from this declaration."""
+        from transitions.extensions import GraphMachine
+
+        class _Model:
+            pass
+
+        model = _Model()
+        GraphMachine(
+            model=model,
+            states=list(self.states),
+            transitions=[{"trigger": t, "source": s, "dest": d} for t, s, d in self.transitions],
+            initial=current or self.initial,
+            auto_transitions=False,
+            graph_engine="mermaid",
+            title=self.name,
+        )
+        return str(model.get_graph().draw(None))  # type: ignore[attr-defined]
+
+    def problems(self) -> list[str]:
+        """Declaration errors: unknown states, unreachable states, dead ends, missing steps."""
+        found: list[str] = []
+        known = set(self.states)
+        for trig, src, dst in self.transitions:
+            for s in (src, dst):
+                if s not in known:
+                    found.append(f"transition {trig!r} names unknown state {s!r}")
+        if self.initial not in known:
+            found.append(f"initial state {self.initial!r} is not declared")
+        reach = {self.initial}
+        frontier = [self.initial]
+        while frontier:
+            cur = frontier.pop()
+            for _, src, dst in self.transitions:
+                if src == cur and dst not in reach:
+                    reach.add(dst)
+                    frontier.append(dst)
+        for s in self.states:
+            if s not in reach:
+                found.append(f"state {s!r} is unreachable from {self.initial!r}")
+            outs = [t for t in self.transitions if t[1] == s]
+            if s in self.terminal and outs:
+                found.append(f"terminal state {s!r} has outgoing transitions")
+            if s not in self.terminal and not outs:
+                found.append(f"state {s!r} is a dead end (not terminal, no way out)")
+            if s not in self.steps:
+                found.append(f"state {s!r} has no step")
+        if not self.terminal:
+            found.append("no terminal state")
+        return found

@@ -1,0 +1,71 @@
+"""The per-flow lock: one writer at a time, a bounded wait, and who holds it when busy."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from filelock import FileLock, Timeout
+
+from flow.errors import Busy
+from workspace.jsonio import dumps, loads
+
+ENV_LOCK_TIMEOUT = "ORCHESTRATOR_LOCK_TIMEOUT"
+DEFAULT_TIMEOUT = 10.0
+
+
+class FlowLock:
+    """Context manager around ``filelock.FileLock`` for one flow folder.
+
+    Raises ``Busy`` (exit 3) naming the holder (pid, command, since) once the wait runs out.
+    """
+
+    def __init__(self, folder: Path, timeout: float | None = None) -> None:
+        self.folder = folder
+        self.path = folder / ".lock"
+        self.holder_path = folder / ".lock.holder"
+        env = os.environ.get(ENV_LOCK_TIMEOUT)
+        self.timeout = timeout if timeout is not None else float(env or DEFAULT_TIMEOUT)
+        self._lock: FileLock | None = None
+
+    def __enter__(self) -> FlowLock:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.path), timeout=self.timeout)
+        try:
+            lock.acquire()
+        except Timeout:
+            holder = self.holder()
+            raise Busy(
+                f"flow at {str(self.folder)!r} is locked by another caller: {holder}",
+                f"wait for that call to finish (it holds the lock since {holder.get('since')}); "
+                f"a cron firing can simply retry later. Lock file: {self.path}",
+                holder=holder,
+            ) from None
+        self._lock = lock
+        info = {"pid": os.getpid(), "command": sys.argv, "since": _now()}
+        self.holder_path.write_bytes(dumps(info, indent=False))
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._lock is not None:
+            try:
+                self.holder_path.unlink()
+            except FileNotFoundError:
+                pass
+            self._lock.release()
+            self._lock = None
+
+    def holder(self) -> dict[str, object]:
+        try:
+            data = loads(self.holder_path.read_bytes())
+        except (OSError, ValueError):
+            return {"pid": None, "command": None, "since": None}
+        return data if isinstance(data, dict) else {"raw": data}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

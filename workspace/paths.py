@@ -1,0 +1,57 @@
+"""Where things live: the workspace root, a flow's folder, its feed files.
+
+The root comes from ``--workspace``, then ``ORCHESTRATOR_WORKSPACE``, then ``./agent_space``.
+Flow ids are relative slash-separated names (``refactor/core/test_ops``); every path built
+from one stays inside the root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from flow.errors import UsageError
+
+ENV_WORKSPACE = "ORCHESTRATOR_WORKSPACE"
+STATE_FILE = "flow_state.json"
+AUDIT_FILE = "audit.jsonl"
+SPEC_CACHE = ".last_spec.json"
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+
+
+def workspace_root(flag: str | None) -> Path:
+    """Resolve the workspace root to an absolute path (it need not exist yet)."""
+    raw = flag or os.environ.get(ENV_WORKSPACE) or "agent_space"
+    return Path(raw).expanduser().resolve()
+
+
+def check_flow_id(flow_id: str) -> str:
+    """Return ``flow_id`` if it is a safe relative name; raise ``UsageError`` otherwise."""
+    parts = flow_id.split("/")
+    if not flow_id or not all(_SEGMENT.match(p) and p not in {".", ".."} for p in parts):
+        raise UsageError(
+            f"invalid flow id {flow_id!r}",
+            "flow ids are slash-separated names of letters, digits, '.', '_', '+', '-' "
+            "(for example 'refactor/core/test_ops'); run 'orchestrator.py status' to list them",
+        )
+    return flow_id
+
+
+def flow_dir(root: Path, flow_id: str) -> Path:
+    return root / check_flow_id(flow_id)
+
+
+def is_inside(root: Path, path: Path) -> bool:
+    """True if ``path`` (resolved, symlinks followed) lies inside ``root``."""
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe rendering of ``text`` (for task ids and feed files)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")
+    return cleaned[:120] or "x"
