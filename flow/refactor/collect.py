@@ -1,0 +1,92 @@
+"""The collect-only adapter: confirm the test count with a real ``pytest --collect-only``.
+
+``collect_tests`` runs pytest in a subprocess (argument list, no shell) and returns the
+node ids; ``compare_collected`` (pure) maps collected method names back to the original
+tests and reports tests that vanished. Collected counts are not compared directly: on a
+CPU-only machine a device-specific class (``only_for="cuda"``) collects nothing, so the
+tests the plan marks ``device_specific`` may legitimately disappear there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from flow.refactor.analysis import AnalystReport
+from flow.refactor.assess import Assessment
+from flow.refactor.findings import Finding
+
+
+class CollectResult(BaseModel):
+    """What one ``pytest --collect-only -q`` run produced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node_ids: list[str]
+    returncode: int
+    stderr_tail: str
+
+
+class CollectError(RuntimeError):
+    """Collection failed (pytest exit code other than 0 or 5); never read as zero tests."""
+
+    def __init__(self, file: str, result: CollectResult) -> None:
+        self.file = file
+        self.result = result
+        super().__init__(
+            f"pytest --collect-only {file!r} exited {result.returncode}: {result.stderr_tail[-400:]!r}; "
+            "run it by hand to see the import error"
+        )
+
+
+def collect_tests(file: Path, cwd: Path, *, python: str = sys.executable, timeout: float = 600.0,
+                  env: dict[str, str] | None = None) -> CollectResult:
+    """Run ``python -m pytest FILE --collect-only -q`` in ``cwd``; return the node ids.
+
+    Raises ``CollectError`` when pytest fails to collect (exit code not 0 or 5) and
+    ``subprocess.TimeoutExpired`` on timeout.
+    """
+    cmd = [python, "-m", "pytest", str(file), "--collect-only", "-q", "-p", "no:cacheprovider"]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, check=False)
+    ids = [line.strip() for line in proc.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+    result = CollectResult(node_ids=ids, returncode=proc.returncode, stderr_tail=(proc.stderr or proc.stdout)[-2000:])
+    if proc.returncode not in (0, 5):
+        raise CollectError(str(file), result)
+    return result
+
+
+def base_test(method: str, known: set[str]) -> str | None:
+    """Map a collected method (``test_mul_cpu_float32``, ``test_pad_n_1``) to the known test it came from.
+
+    The longest known name that equals ``method`` or prefixes it followed by ``_`` wins;
+    None when nothing matches.
+    """
+    best = None
+    for name in known:
+        if (method == name or method.startswith(name + "_")) and (best is None or len(name) > len(best)):
+            best = name
+    return best
+
+
+def compare_collected(before: CollectResult, after: CollectResult, assessment: Assessment,
+                      plan: AnalystReport | None, path: str) -> list[Finding]:
+    """Report original tests collected before but not after (device-specific ones excepted)."""
+    tests = {t.name: (c.name, t.start) for c in assessment.classes for t in c.tests}
+    known = set(tests)
+    exempt = {c.test_name for c in plan.classifications if c.strategy == "device_specific"} if plan else set()
+
+    def bases(result: CollectResult) -> set[str]:
+        found = (base_test(node.rsplit("::", 1)[-1].split("[", 1)[0], known) for node in result.node_ids)
+        return {b for b in found if b is not None}
+
+    missing = sorted(bases(before) - bases(after) - exempt)
+    return [
+        Finding(check="test_count", code="V203", severity="error", file=path, line=tests[name][1],
+                message=f"{tests[name][0]}.{name} was collected before the refactor but not after; pytest --collect-only lost it")
+        for name in missing
+    ]

@@ -1,0 +1,84 @@
+"""The test linter: device-mechanism rules on a (refactored) file's assessment.
+
+``lint(assessment, plan=None) -> list[Finding]``; error-severity findings are the hard
+gate of phase 5. Codes are stable:
+
+L001 plain class with a setUp device guard        L006 hard-coded device in a device class
+L002 device-class test without ``device``         L007 availability gate in a device class
+L003 plain-class test taking ``device``            L008 restriction redundant under only_for
+L004 ``@onlyCUDA`` / ``@onlyOn`` left              L009 device-specific class without only_for
+L005 ``@onlyNativeDeviceTypes(And)`` left          L010 instantiation of an unknown / twice-instantiated class
+"""
+
+from __future__ import annotations
+
+from flow.refactor.analysis import AnalystReport
+from flow.refactor.assess import Assessment, ClassInfo, Instantiation
+from flow.refactor.findings import Finding, Severity
+
+RESTRICTIONS = frozenset({"onlyCUDA", "onlyOn"})
+NATIVE = frozenset({"onlyNativeDeviceTypes", "onlyNativeDeviceTypesAnd"})
+REDUNDANT_UNDER_ONLY_FOR = frozenset({"onlyCUDA", "onlyOn", "onlyAccelerator", "onlyNativeDeviceTypes"})
+
+
+def _f(path: str, code: str, severity: Severity, line: int, message: str) -> Finding:
+    return Finding(check="lint", code=code, severity=severity, file=path, line=line, message=message)
+
+
+def _device_insts(a: Assessment, cls: ClassInfo) -> list[Instantiation]:
+    return [i for i in a.instantiations_of(cls.name) if i.kind == "device_type"]
+
+
+def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> list[Finding]:
+    out: list[Finding] = []
+    insts = _device_insts(a, cls)
+    only_for = any(i.only_for for i in insts)
+    p = a.path
+    if not insts and cls.setup_guard_line is not None:
+        out.append(_f(p, "L001", "error", cls.setup_guard_line,
+                      f"{cls.name} is a plain TestCase guarded in setUp; use "
+                      f"instantiate_device_type_tests({cls.name}, globals(), only_for=...) instead"))
+    if plan_strategy == "device_specific" and not only_for:
+        out.append(_f(p, "L009", "error", cls.start,
+                      f"device-specific class {cls.name} must be instantiated with "
+                      f"instantiate_device_type_tests({cls.name}, globals(), only_for=\"cuda\")"))
+    for t in cls.tests:
+        if insts and not t.takes_device:
+            out.append(_f(p, "L002", "error", t.start, f"{cls.name}.{t.name} is device-instantiated but takes no `device` parameter; add it"))
+        if not insts and t.takes_device:
+            out.append(_f(p, "L003", "error", t.start,
+                          f"{cls.name}.{t.name} takes `device` but {cls.name} is not instantiated by "
+                          "instantiate_device_type_tests; drop the parameter or instantiate the class"))
+        for d in t.decorators:
+            short = d.name.rsplit(".", 1)[-1]
+            if short in RESTRICTIONS:
+                out.append(_f(p, "L004", "error", d.line, f"@{short} on {cls.name}.{t.name}; use @onlyAccelerator (enlarge the whitelist)"))
+            elif short in NATIVE:
+                out.append(_f(p, "L005", "error", d.line, f"@{short} on {cls.name}.{t.name} is redundant; remove it"))
+            if only_for and short in REDUNDANT_UNDER_ONLY_FOR and short not in RESTRICTIONS | NATIVE:
+                out.append(_f(p, "L008", "warning", d.line, f"@{short} on {cls.name}.{t.name} is redundant: the class is only_for a device"))
+        if insts:
+            for lit in t.device_literals:
+                out.append(_f(p, "L006", "error", lit.line,
+                              f"hard-coded device {lit.value!r} in {cls.name}.{t.name}; use the `device` parameter"))
+            for gate in t.gates:
+                out.append(_f(p, "L007", "warning", gate.line,
+                              f"{gate.text} gate in device-instantiated {cls.name}.{t.name}; the instantiation already selects devices"))
+    return out
+
+
+def lint(assessment: Assessment, plan: AnalystReport | None = None) -> list[Finding]:
+    """Lint ``assessment`` (of the refactored file); ``plan`` adds the strategy rules. Never raises."""
+    strategies = plan.target_strategies() if plan is not None else {}
+    out: list[Finding] = []
+    for cls in assessment.classes:
+        out += _lint_class(assessment, cls, strategies.get(cls.name))
+    defined = {c.name for c in assessment.classes}
+    seen: set[tuple[str, str]] = set()
+    for inst in assessment.instantiations:
+        if inst.target not in defined:
+            out.append(_f(assessment.path, "L010", "error", inst.line, f"{inst.kind} instantiation of unknown class {inst.target!r}; instantiate a class defined in this file"))
+        elif (inst.target, inst.kind) in seen:
+            out.append(_f(assessment.path, "L010", "error", inst.line, f"{inst.target} is instantiated twice ({inst.kind}); keep one call"))
+        seen.add((inst.target, inst.kind))
+    return sorted(out, key=lambda f: (f.line, f.code))
