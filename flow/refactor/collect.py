@@ -66,11 +66,12 @@ def base_test(method: str, known: set[str]) -> str | None:
     The longest known name that equals ``method`` or prefixes it followed by ``_`` wins;
     None when nothing matches.
     """
-    best = None
-    for name in known:
-        if (method == name or method.startswith(name + "_")) and (best is None or len(name) > len(best)):
-            best = name
-    return best
+    parts = method.split("_")
+    for end in range(len(parts), 0, -1):
+        candidate = "_".join(parts[:end])
+        if candidate in known:
+            return candidate
+    return None
 
 
 def compare_collected(before: CollectResult, after: CollectResult, assessment: Assessment,

@@ -1,0 +1,96 @@
+"""Phase 7, Finalize: render ``final_summary.md`` from typed inputs. Pure; never raises."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flow.refactor.findings import CheckResult
+
+
+class MovedTests(BaseModel):
+    """Tests that moved from one class to another."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_class: str
+    target_class: str
+    tests: list[str]
+
+
+class AppliedRule(BaseModel):
+    """A rule applied, by whom, with how many edits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule_id: str
+    title: str
+    by: str  # "codemod" or an agent name ("coder")
+    changes: int = 0
+
+
+class DeferredFailure(BaseModel):
+    """A local-test failure the coder deferred as pre-existing or environmental."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    test_name: str
+    reason: str
+
+
+class SummaryInput(BaseModel):
+    """Everything ``final_summary.md`` reports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    field: str
+    moves: list[MovedTests] = Field(default_factory=list)
+    rules: list[AppliedRule] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
+    retries: dict[str, int] = Field(default_factory=dict)  # phase or rule id -> retries used
+    deferred: list[DeferredFailure] = Field(default_factory=list)
+    local_tests: str = ""  # one line, e.g. "cpu: 42 passed, 3 skipped"
+    harness: str = "claude"
+
+
+def _cell(text: str) -> str:
+    """Escape a table cell so a class or test name cannot break the table."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_summary(s: SummaryInput) -> str:
+    """Return the Markdown summary for ``s``."""
+    out = [f"# Refactoring summary: `{s.file}`", "", f"Field: **{s.field}**", ""]
+    out += ["## Tests moved", ""]
+    if s.moves:
+        out += ["| From | To | Tests |", "|---|---|---|"]
+        for m in s.moves:
+            out.append(f"| {_cell(m.source_class)} | {_cell(m.target_class)} | {len(m.tests)}: {_cell(', '.join(m.tests))} |")
+    else:
+        out.append("No test changed class.")
+    for by, label in (("codemod", "Rules applied by codemod (orchestrator)"), (None, "Rules applied by agents")):
+        rules = [r for r in s.rules if (r.by == "codemod") == (by == "codemod")]
+        out += ["", f"## {label}", ""]
+        out += [f"- `{r.rule_id}` {r.title} ({r.by}, {r.changes} edits)" for r in rules] or ["None."]
+    out += ["", "## Checks", ""]
+    if s.checks:
+        out += ["| Check | Result | Errors | Warnings |", "|---|---|---|---|"]
+        out += [f"| {c.name} | {'pass' if c.passed else 'FAIL'} | {c.errors} | {c.warnings} |" for c in s.checks]
+    else:
+        out.append("No checks recorded.")
+    out += ["", "## Retries used", ""]
+    out += [f"- {k}: {v}" for k, v in sorted(s.retries.items())] or ["None."]
+    out += ["", "## Local tests", "", s.local_tests or "Not run (no local test gate for this field)."]
+    out += ["", "## Deferred failures", ""]
+    out += [f"- `{d.test_name}`: {d.reason}" for d in s.deferred] or ["None."]
+    out += [
+        "",
+        "## Next steps",
+        "",
+        "1. Review the diff, then create a branch, commit and push it, and open a draft PR.",
+        f"2. Start CI monitoring: say \"look after the CI\" or run "
+        f"`python orchestrator.py --harness {s.harness} --ci-check [--pr-number N]`.",
+    ]
+    if s.deferred:
+        out.append("3. Mention the deferred failures in the PR description; CI will show whether they are pre-existing.")
+    return "\n".join(out) + "\n"
