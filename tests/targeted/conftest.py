@@ -18,6 +18,7 @@ class Repo:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        path.mkdir(parents=True, exist_ok=True)
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str) -> str:

@@ -1,0 +1,112 @@
+"""The import graph: one case per import form the seed and issue 6 name."""
+
+from __future__ import annotations
+
+import pytest
+
+from flow.targeted.config import TargetedConfig
+from flow.targeted.facts import FactsCache, extract
+from flow.targeted.gitdiff import Git
+from flow.targeted.import_graph import build_graph
+
+PKG = {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": "def fn(): ...\n",
+       "pkg/util.py": "X = 1\n", "pkg/loss.py": "def my_loss(): ...\n",
+       "tools/x.py": "print(1)\n", "scripts/models/qwen3-4B.sh": "ARGS=1\n",
+       "scripts/models/qwen3-4B-base.sh": "ARGS=2\n"}
+
+# (name, importer path, importer source, the file the importer must depend on)
+CASES = [
+    ("absolute import", "app.py", "import pkg.util\n", "pkg/util.py"),
+    ("absolute import runs the package __init__", "app.py", "import pkg.sub.mod\n",
+     "pkg/sub/__init__.py"),
+    ("from pkg import module", "app.py", "from pkg.sub import mod\n", "pkg/sub/mod.py"),
+    ("from pkg import name", "app.py", "from pkg.util import X\n", "pkg/util.py"),
+    ("relative from . import x", "pkg/sub/other.py", "from . import mod\n", "pkg/sub/mod.py"),
+    ("relative from .. import x", "pkg/sub/other.py", "from .. import util\n", "pkg/util.py"),
+    ("relative from .x import *", "pkg/sub/other.py", "from .mod import *\n",
+     "pkg/sub/mod.py"),
+    ("relative from ..sub.mod import", "pkg/deep/leaf.py", "from ..sub.mod import fn\n",
+     "pkg/sub/mod.py"),
+    ("bare import of a sibling on sys.path", "tests/e2e/test_a.py",
+     "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\nimport helper\n",
+     "tests/e2e/helper.py"),
+    ("relative import in a non-importable dir", "tests/fast-gpu/test_a.py",
+     "from .helper import thing\n", "tests/fast-gpu/helper.py"),
+    ("dotted function path in a string", "tests/test_a.py",
+     'ARGS = "--custom-loss-function-path pkg.loss.my_loss"\n', "pkg/loss.py"),
+    ("dotted module path with colon", "tests/test_a.py", 'E = "pkg.sub.mod:fn"\n',
+     "pkg/sub/mod.py"),
+    ("python tools/x.py subprocess", "tests/test_a.py",
+     'import subprocess\nsubprocess.run("python tools/x.py --n 1", shell=False)\n',
+     "tools/x.py"),
+    ("sibling loaded by file name", "tests/e2e/test_a.py",
+     "import importlib.util, pathlib\nspec = importlib.util.spec_from_file_location(\n"
+     "    'h', pathlib.Path(__file__).parent / 'helper.py')\n", "tests/e2e/helper.py"),
+    ("importlib.import_module literal", "app.py",
+     "import importlib\nm = importlib.import_module('pkg.util')\n", "pkg/util.py"),
+    ("__import__ literal", "app.py", "m = __import__('pkg.util')\n", "pkg/util.py"),
+    ("model name in a string", "tests/test_a.py", 'M = "--model-name Qwen3-4B"\n',
+     "scripts/models/qwen3-4B.sh"),
+    ("model variant -5layer", "tests/test_a.py", 'M = "Qwen3-4B-5layer"\n',
+     "scripts/models/qwen3-4B.sh"),
+    ("model variant _lora", "tests/test_a.py", 'M = "qwen3-4B_lora"\n',
+     "scripts/models/qwen3-4B.sh"),
+    ("longest model stem wins", "tests/test_a.py", 'M = "qwen3-4B-base_lora"\n',
+     "scripts/models/qwen3-4B-base.sh"),
+    ("conftest reaches tests below it", "tests/unit/deep/test_a.py", "X = 1\n",
+     "tests/conftest.py"),
+]
+
+
+@pytest.mark.parametrize("name,src,text,target", CASES, ids=[c[0] for c in CASES])
+def test_import_form_makes_edge(repo, name, src, text, target):
+    """Each import form the seed names yields an edge from the importer to its target."""
+    files = dict(PKG)
+    files.update({"tests/e2e/helper.py": "H = 1\n", "tests/fast-gpu/helper.py": "H = 1\n",
+                  "tests/conftest.py": "import pytest\n", src: text})
+    repo.commit(files)
+    graph = build_graph(repo.path, Git().tracked(repo.path), TargetedConfig())
+    assert target in graph.deps.get(src, set())
+
+
+NEGATIVE = [
+    ("unknown third-party import", "app.py", "import numpy.linalg\n", "pkg/util.py"),
+    ("word in prose is no module", "app.py", '"""pkg is great."""\n', "pkg/__init__.py"),
+    ("model prefix without separator", "tests/test_a.py", 'M = "qwen3-4Bx"\n',
+     "scripts/models/qwen3-4B.sh"),
+    ("conftest does not reach tests beside its parent", "other/test_a.py", "X = 1\n",
+     "tests/conftest.py"),
+]
+
+
+@pytest.mark.parametrize("name,src,text,target", NEGATIVE, ids=[c[0] for c in NEGATIVE])
+def test_non_reference_makes_no_edge(repo, name, src, text, target):
+    """Text that only looks like a reference does not create an edge."""
+    files = dict(PKG)
+    files.update({"tests/conftest.py": "", src: text})
+    repo.commit(files)
+    graph = build_graph(repo.path, Git().tracked(repo.path), TargetedConfig())
+    assert target not in graph.deps.get(src, set())
+
+
+def test_syntax_error_is_a_fact_not_an_exception():
+    """A file that does not parse yields facts with the error and no edges."""
+    facts = extract(b"def broken(:\n")
+    assert (facts["i"], facts["e"] is not None) == ([], True)
+
+
+def test_warm_cache_skips_parsing(repo, tmp_path, monkeypatch):
+    """A second build over unchanged files takes every file's facts from the cache."""
+    repo.commit(dict(PKG))
+    tracked = Git().tracked(repo.path)
+    cache = FactsCache(tmp_path / "cache")
+    cold = build_graph(repo.path, tracked, TargetedConfig(), cache)
+    cache.save()
+    import flow.targeted.facts as facts_mod
+
+    def refuse(_src: bytes) -> dict:
+        raise AssertionError("parsed on a warm cache")
+
+    monkeypatch.setattr(facts_mod, "extract", refuse)
+    warm = build_graph(repo.path, tracked, TargetedConfig(), FactsCache(tmp_path / "cache"))
+    assert cold.deps == warm.deps
