@@ -1,0 +1,15 @@
+"""The thin GitHub adapter over PyGithub.
+
+PyGithub is imported only inside the submodules that talk HTTP (`client`, `reads`,
+`actions`, `artifacts`), never here, so importing `flow.github` (for its errors or
+snapshot models) stays cheap. Modules:
+
+- `errors`    typed errors (MissingToken, UnknownRepo, NoPullRequest, RateLimited, ...)
+- `models`    pydantic snapshots the adapter produces and `flow.ci.classify` reads
+- `remote`    owner/repo and branch from a local git checkout's `origin`
+- `client`    connect(): settings, retries with backoff, error translation
+- `cache`     the on-disk ETag cache for conditional requests
+- `reads`     find the PR, read a head commit's checks, statuses and workflow runs
+- `actions`   job logs, re-run failed jobs, comments, labels, mark ready
+- `artifacts` reproduce Stage 3: Path A and Path B wheel lookups and downloads
+"""

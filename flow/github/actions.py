@@ -1,0 +1,74 @@
+"""Writes and downloads for a CI tick: job logs, re-runs, comments, labels, ready-for-review."""
+
+from __future__ import annotations
+
+from flow.ci.logs import LogExcerpt, trim_log
+from flow.ci.patterns import Patterns, load_patterns
+from flow.github.client import GitHubClient
+from flow.github.errors import GitHubRequestFailed
+
+
+def job_log(client: GitHubClient, repo: str, job_id: int, max_bytes: int = 2_000_000) -> str:
+    """The raw log of an Actions job, fetched right after GitHub hands out its short-lived URL.
+
+    GitHub answers the logs endpoint with a 302 to a signed URL that expires within
+    minutes; the URL is fetched at once, without the token. Keeps the last `max_bytes`
+    (failures are at the end). Raises LinkExpired, GitHubRequestFailed, GitHubUnavailable.
+    """
+    url = client.location(f"/repos/{repo}/actions/jobs/{job_id}/logs")
+    data = client.fetch_signed(url, f"log of job {job_id}")
+    return data[-max_bytes:].decode("utf-8", errors="replace")
+
+
+def job_failure_lines(client: GitHubClient, repo: str, job_id: int, patterns: Patterns | None = None) -> LogExcerpt:
+    """The job's log trimmed to failing lines (see flow.ci.logs.trim_log)."""
+    patterns = patterns or load_patterns()
+    return trim_log(job_log(client, repo, job_id, patterns.logs.max_bytes), patterns)
+
+
+def rerun_failed_jobs(client: GitHubClient, repo: str, run_id: int) -> None:
+    """Re-run the failed jobs of a workflow run (a new attempt of the same run).
+
+    Through the requester because PyGithub's WorkflowRun.rerun_failed_jobs returns
+    False instead of saying why. Raises GitHubRequestFailed (e.g. 403 while the run
+    is still going), RateLimited, GitHubUnavailable.
+    """
+    client.call(lambda: client.requester.requestJsonAndCheck(
+        "POST", f"/repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs"),
+        what=f"repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs", write=True)
+
+
+def post_comment(client: GitHubClient, repo: str, number: int, body: str) -> str:
+    """Post an issue comment on PR/issue `number`; returns the comment's html_url."""
+    issue = client.lazy_repo(repo).get_issue(number)
+    comment = client.call(lambda: issue.create_comment(body), what=f"repos/{repo}/issues/{number}/comments",
+                          write=True)
+    return comment.html_url
+
+
+def list_comments(client: GitHubClient, repo: str, number: int) -> list[str]:
+    """Bodies of the comments on `number`, oldest first (all pages)."""
+    issue = client.lazy_repo(repo).get_issue(number)
+    return client.call(lambda: [c.body for c in issue.get_comments()], what=f"repos/{repo}/issues/{number}/comments")
+
+
+def add_labels(client: GitHubClient, repo: str, number: int, labels: list[str]) -> list[str]:
+    """Add labels to PR/issue `number`; returns the labels it now carries."""
+    issue = client.lazy_repo(repo).get_issue(number)
+    client.call(lambda: issue.add_to_labels(*labels), what=f"repos/{repo}/issues/{number}/labels", write=True)
+    return client.call(lambda: [lb.name for lb in issue.get_labels()], what=f"repos/{repo}/issues/{number}/labels")
+
+
+def mark_ready(client: GitHubClient, repo: str, number: int) -> bool:
+    """Mark a draft PR ready for review (GraphQL markPullRequestReadyForReview).
+
+    Returns False if it was already ready (no mutation sent), True if it was marked.
+    """
+    pull = client.call(lambda: client.repo(repo).get_pull(number), what=f"repos/{repo}/pulls/{number}")
+    if not pull.draft:
+        return False
+    data = client.call(lambda: pull.mark_ready_for_review(), what="graphql markPullRequestReadyForReview", write=True)
+    if data.get("pullRequest", {}).get("isDraft", True):
+        raise GitHubRequestFailed("graphql markPullRequestReadyForReview", 200, "the PR is still a draft",
+                                  "mark it ready by hand: gh pr ready " + str(number))
+    return True

@@ -1,0 +1,48 @@
+"""A small on-disk JSON cache of conditional-request answers: url -> (etag, body, next link).
+
+The caller owns the path (one per workflow state dir). A corrupt or missing file is an
+empty cache: the cost is one full read, never a wrong answer. Writes are atomic
+(write to a temp file, then rename) so a killed tick cannot leave half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+class ETagCache:
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._data: dict[str, dict[str, Any]] = {}
+        self._dirty = False
+        if path is not None and path.exists():
+            try:
+                loaded = json.loads(path.read_text())
+                self._data = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                self._data = {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """{'etag', 'body', 'next'} for `key`, or None."""
+        return self._data.get(key)
+
+    def put(self, key: str, etag: str | None, body: Any, next_url: str | None) -> None:
+        if not etag:
+            return
+        self._data[key] = {"etag": etag, "body": body, "next": next_url}
+        self._dirty = True
+
+    def save(self) -> None:
+        """Persist if anything changed. Never raises for a None path."""
+        if self.path is None or not self._dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".etag-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(self._data, f)
+        os.replace(tmp, self.path)
+        self._dirty = False

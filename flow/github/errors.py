@@ -1,0 +1,118 @@
+"""Typed GitHub errors. Messages quote the bad value and end with how to mend it.
+
+They never contain the token: `GitHubClient` builds every message itself from the
+request path and status, not from request headers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from flow.errors import OrchestratorError
+
+
+class GitHubError(OrchestratorError):
+    """Base of every error the GitHub adapter raises."""
+
+    code = "github_error"
+
+
+class MissingToken(GitHubError):
+    code = "github_missing_token"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no GitHub token: neither GITHUB_TOKEN nor GH_TOKEN is set",
+            "export GITHUB_TOKEN=<a token with repo and actions scope> (or GH_TOKEN), then re-run",
+        )
+
+
+class UnknownRepo(GitHubError):
+    code = "github_unknown_repo"
+
+    def __init__(self, repo: str, api_url: str) -> None:
+        super().__init__(
+            f"repository {repo!r} not found at {api_url}",
+            "check the `origin` remote (git remote get-url origin) or pass --repo owner/name; "
+            "a private repo also answers 'not found' when the token cannot read it",
+            repo=repo,
+        )
+
+
+class NoPullRequest(GitHubError):
+    code = "github_no_pull_request"
+
+    def __init__(self, repo: str, head: str) -> None:
+        super().__init__(
+            f"no open pull request in {repo!r} has head {head!r}",
+            "push the branch and open a (draft) PR first, or pass --pr-number N",
+            repo=repo, head=head,
+        )
+
+
+class NoOriginRemote(GitHubError):
+    code = "github_no_origin"
+
+    def __init__(self, where: str, detail: str) -> None:
+        super().__init__(
+            f"cannot read a GitHub owner/repo from the `origin` remote of {where!r}: {detail}",
+            "run inside a clone whose origin is https://HOST/OWNER/REPO(.git) or git@HOST:OWNER/REPO(.git), "
+            "or pass --pr-number and --repo",
+        )
+
+
+class RateLimited(GitHubError):
+    """The API budget is spent; `reset_at` is when GitHub says it refills (UTC)."""
+
+    code = "github_rate_limited"
+
+    def __init__(self, reset_at: datetime, path: str) -> None:
+        self.reset_at = reset_at
+        super().__init__(
+            f"GitHub rate limit reached on {path!r}; it resets at {reset_at.isoformat()}",
+            "wait until the reset time (schedule the next tick then); do not retry sooner",
+            reset_at=reset_at.isoformat(),
+        )
+
+
+class GitHubUnavailable(GitHubError):
+    """Server errors or timeouts persisted through every retry."""
+
+    code = "github_unavailable"
+
+    def __init__(self, path: str, attempts: int, last: str) -> None:
+        super().__init__(
+            f"GitHub did not answer {path!r} after {attempts} attempts (last: {last})",
+            "check https://www.githubstatus.com and the API URL setting, then re-run the tick",
+            attempts=attempts,
+        )
+
+
+class GitHubRequestFailed(GitHubError):
+    """A 4xx other than rate limiting, or an unexpected answer."""
+
+    code = "github_request_failed"
+
+    def __init__(self, path: str, status: int, message: str, hint: str = "") -> None:
+        self.status = status
+        super().__init__(
+            f"GitHub answered {status} to {path!r}: {message}",
+            hint or "check the token's scopes and the repository name",
+            status=status,
+        )
+
+
+class LinkExpired(GitHubError):
+    """A signed download URL (job log, artifact) had expired before it was fetched."""
+
+    code = "github_link_expired"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"the signed download URL for {what} had expired",
+            "fetch the download right after asking for its URL; re-run to get a fresh one",
+        )
+
+
+def utc_from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)

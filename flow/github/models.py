@@ -1,0 +1,77 @@
+"""Snapshots the adapter produces: plain pydantic data, no PyGithub types.
+
+`flow.ci.classify` reads only these, so classification is testable without HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CheckKind = Literal["check_run", "status", "workflow_run"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PullInfo(_Frozen):
+    """The PR as one tick sees it."""
+
+    repo: str
+    number: int
+    head_sha: str
+    head_ref: str
+    head_repo: str
+    base_ref: str
+    draft: bool
+    node_id: str
+    html_url: str = ""
+
+
+class CheckState(_Frozen):
+    """One check on a commit: a check run, a commit status, or a workflow run with no jobs yet.
+
+    `status` is queued / in_progress / completed for check runs and workflow runs
+    (also waiting, requested, pending); commit statuses map pending -> in_progress and
+    anything else -> completed with `conclusion` = the status state.
+    """
+
+    kind: CheckKind
+    name: str
+    status: str
+    conclusion: str | None = None
+    id: int | None = None
+    run_id: int | None = None
+    run_attempt: int | None = None
+    workflow: str | None = None
+    app: str | None = None
+    details_url: str | None = None
+    summary: str = ""  # check-run output title/summary or status description
+
+    @property
+    def key(self) -> str:
+        """What identifies 'the same check' across attempts and commits."""
+        return f"{self.kind}:{self.workflow or self.app or ''}:{self.name}"
+
+
+class WorkflowRunState(_Frozen):
+    id: int
+    name: str
+    path: str
+    head_sha: str
+    status: str
+    conclusion: str | None = None
+    run_attempt: int = 1
+    event: str = ""
+
+
+class CommitChecks(_Frozen):
+    """Everything CI reports for one commit: latest checks plus earlier attempts."""
+
+    sha: str
+    checks: list[CheckState] = Field(default_factory=list)  # latest attempt per check
+    history: list[CheckState] = Field(default_factory=list)  # superseded attempts, same sha
+    runs: list[WorkflowRunState] = Field(default_factory=list)
+    requests: int = 0  # HTTP requests this read cost (304s included)

@@ -1,0 +1,178 @@
+"""Reads for a CI tick: the PR, and what CI reports for a commit.
+
+Reads of a commit's checks use conditional requests: each page's ETag and body sit in
+an `ETagCache` file the caller names, and a 304 (free against the rate limit) reuses
+the cached body. Runs are matched by `head_sha`, never by the run's `pull_requests`,
+which GitHub leaves empty for runs from forks.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from flow.github.cache import ETagCache
+from flow.github.client import GitHubClient
+from flow.github.errors import GitHubRequestFailed, NoPullRequest, UnknownRepo
+from flow.github.models import CheckState, CommitChecks, PullInfo, WorkflowRunState
+from flow.github.remote import current_branch, origin_repo
+
+_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+_RUN_IN_URL = re.compile(r"/actions/runs/(\d+)")
+PENDING_RUN_STATUSES = {"queued", "in_progress", "waiting", "requested", "pending"}
+
+
+def _pull_info(repo: str, data: dict[str, Any]) -> PullInfo:
+    head = data["head"]
+    return PullInfo(
+        repo=repo, number=data["number"], head_sha=head["sha"], head_ref=head["ref"],
+        head_repo=(head.get("repo") or {}).get("full_name", repo), base_ref=data["base"]["ref"],
+        draft=bool(data.get("draft")), node_id=data.get("node_id", ""), html_url=data.get("html_url", ""),
+    )
+
+
+def find_pr_for_branch(client: GitHubClient, repo: str, branch: str, head_owner: str | None = None) -> PullInfo:
+    """The open PR in `repo` whose head is `head_owner:branch` (owner defaults to repo's).
+
+    If none is found and `repo` is a fork, its parent is searched too (the usual
+    fork-and-PR setup). Raises UnknownRepo or NoPullRequest.
+    """
+    owner = head_owner or repo.split("/")[0]
+    gh_repo = client.repo(repo)
+    candidates = [gh_repo]
+    for target in candidates:
+        pulls = client.call(lambda: list(target.get_pulls(state="open", head=f"{owner}:{branch}")),
+                            what=f"repos/{target.full_name}/pulls")
+        if pulls:
+            p = pulls[0]  # attributes from the list answer; raw_data would cost a second GET
+            return PullInfo(
+                repo=target.full_name, number=p.number, head_sha=p.head.sha, head_ref=p.head.ref,
+                head_repo=p.head.repo.full_name if p.head.repo else target.full_name, base_ref=p.base.ref,
+                draft=bool(p.draft), node_id=p.node_id, html_url=p.html_url,
+            )
+        parent = client.call(lambda: target.parent, what=f"repos/{target.full_name}") if target is gh_repo else None
+        if parent is not None:
+            candidates.append(parent)
+    raise NoPullRequest(repo, f"{owner}:{branch}")
+
+
+def locate_pr(client: GitHubClient, repo_dir: Path, pr_number: int | None = None,
+              repo: str | None = None) -> PullInfo:
+    """The PR to babysit: `pr_number` in `repo` (default: origin's), else the current branch's."""
+    origin = repo or origin_repo(repo_dir)
+    if pr_number is not None:
+        return get_pull(client, origin, pr_number)
+    return find_pr_for_branch(client, origin, current_branch(repo_dir), origin_repo(repo_dir).split("/")[0])
+
+
+def get_pull(client: GitHubClient, repo: str, number: int, cache: ETagCache | None = None) -> PullInfo:
+    """The PR by number (conditional when `cache` is given). UnknownRepo / NoPullRequest on 404."""
+    try:
+        data, _ = get_cached(client, cache or ETagCache(None), f"/repos/{repo}/pulls/{number}", {})
+    except GitHubRequestFailed as e:
+        if e.status != 404:
+            raise
+        try:
+            client.repo(repo)
+        except UnknownRepo:
+            raise
+        raise NoPullRequest(repo, f"#{number}") from None
+    return _pull_info(repo, data)
+
+
+def merge_base(client: GitHubClient, repo: str, pull: PullInfo, cache: ETagCache | None = None) -> str:
+    """The merge base of the PR head with its base branch (compare API)."""
+    data, _ = get_cached(client, cache or ETagCache(None), f"/repos/{repo}/compare/{pull.base_ref}...{pull.head_sha}", {})
+    return data["merge_base_commit"]["sha"]
+
+
+def get_cached(client: GitHubClient, cache: ETagCache, url: str, params: dict[str, Any]) -> tuple[Any, str | None]:
+    """One conditional GET: (body, next page URL). A 304 answers from the cache."""
+    key = url + ("?" + urllib.parse.urlencode(sorted(params.items())) if params else "")
+    entry = cache.get(key)
+    status, headers, data = client.get_json(url, params, entry["etag"] if entry else None)
+    if status == 304 and entry is not None:
+        return entry["body"], entry["next"]
+    m = _NEXT.search(headers.get("link", ""))
+    nxt = m.group(1) if m else None
+    cache.put(key, headers.get("etag"), data, nxt)
+    return data, nxt
+
+
+def get_all(client: GitHubClient, cache: ETagCache, url: str, params: dict[str, Any], key: str) -> tuple[list[Any], int]:
+    """Every item of a paginated list, following Link rel="next": (items, requests made)."""
+    items: list[Any] = []
+    requests = 0
+    next_url: str | None = url
+    while next_url:
+        body, nxt = get_cached(client, cache, next_url, params)
+        requests += 1
+        items.extend(body[key])
+        next_url, params = nxt, {}
+    return items, requests
+
+
+def read_commit_checks(client: GitHubClient, repo: str, sha: str,
+                       cache: ETagCache | Path | None = None) -> CommitChecks:
+    """Check runs (all attempts), commit statuses and workflow runs of `sha`, paginated.
+
+    The latest attempt of each check goes to `checks`, earlier ones to `history`;
+    workflow runs that have no check runs yet (queued, awaiting approval) appear in
+    `checks` as kind="workflow_run" so they count as pending, not as green.
+    """
+    cache = cache if isinstance(cache, ETagCache) else ETagCache(cache)
+    per_page = client.settings.per_page
+    raw_checks, n1 = get_all(client, cache, f"/repos/{repo}/commits/{sha}/check-runs",
+                              {"filter": "all", "per_page": per_page}, "check_runs")
+    combined, _ = get_cached(client, cache, f"/repos/{repo}/commits/{sha}/status", {"per_page": per_page})
+    raw_runs, n3 = get_all(client, cache, f"/repos/{repo}/actions/runs",
+                            {"head_sha": sha, "per_page": per_page}, "workflow_runs")
+    cache.save()
+    runs = [WorkflowRunState(
+        id=r["id"], name=r.get("name") or "", path=r.get("path") or "", head_sha=r["head_sha"], status=r["status"],
+        conclusion=r.get("conclusion"), run_attempt=r.get("run_attempt") or 1, event=r.get("event") or "",
+    ) for r in raw_runs if r["head_sha"] == sha]
+    by_suite = {r["check_suite_id"]: r for r in raw_runs if r.get("check_suite_id") is not None}
+    by_id = {r["id"]: r for r in raw_runs}
+
+    states: list[CheckState] = []
+    for c in raw_checks:
+        run = by_suite.get((c.get("check_suite") or {}).get("id"))
+        if run is None:
+            m = _RUN_IN_URL.search(c.get("details_url") or "")
+            run = by_id.get(int(m.group(1))) if m else None
+        out = c.get("output") or {}
+        states.append(CheckState(
+            kind="check_run", name=c["name"], status=c["status"], conclusion=c.get("conclusion"), id=c["id"],
+            run_id=run["id"] if run else None, workflow=run.get("name") if run else None,
+            app=(c.get("app") or {}).get("slug"), details_url=c.get("details_url"),
+            summary=" ".join(x for x in (out.get("title"), out.get("summary")) if x),
+        ))
+    latest: dict[str, CheckState] = {}
+    for s in sorted(states, key=lambda s: s.id or 0):
+        latest[s.key] = s
+    history = [s for s in states if latest[s.key] is not s]
+    attempts = {r.id: r.run_attempt for r in runs}
+    checks = [s.model_copy(update={"run_attempt": attempts.get(s.run_id or -1)}) for s in latest.values()]
+    with_checks = {s.run_id for s in states}
+    checks += [CheckState(kind="workflow_run", name=r.name, status=r.status, conclusion=r.conclusion, run_id=r.id,
+                          run_attempt=r.run_attempt, workflow=r.name)
+               for r in runs if r.id not in with_checks]
+    for st in combined.get("statuses", []):
+        pending = st["state"] == "pending"
+        checks.append(CheckState(
+            kind="status", name=st["context"], status="in_progress" if pending else "completed",
+            conclusion=None if pending else st["state"], details_url=st.get("target_url"),
+            summary=st.get("description") or "",
+        ))
+    return CommitChecks(sha=sha, checks=checks, history=history, runs=runs, requests=n1 + 1 + n3)
+
+
+def read_tick(client: GitHubClient, repo: str, number: int, cache_path: Path | None = None) -> tuple[PullInfo, CommitChecks]:
+    """One tick's reads: the PR (conditional) and its head commit's checks."""
+    cache = ETagCache(cache_path)
+    pull = get_pull(client, repo, number, cache)
+    checks = read_commit_checks(client, repo, pull.head_sha, cache)
+    return pull, checks.model_copy(update={"requests": checks.requests + 1})

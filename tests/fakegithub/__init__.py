@@ -1,0 +1,17 @@
+"""A reusable fake GitHub server (real HTTP on 127.0.0.1) for PyGithub-based tests.
+
+Use the `fake_github` pytest fixture (register `tests.fakegithub.plugin` in
+`pytest_plugins`) or `FakeGitHub().start()` directly. Build the scenario through
+`fake.repo("owner/name")` and its builders (`add_pull`, `add_workflow`, `add_run`,
+`add_job`, `add_check_run`, `add_status`, `push`, `rerun_failed`); inject trouble with
+`fake.fault(...)`, `fake.rate_remaining = 0`, `fake.blob_ttl = 0`; count traffic with
+`fake.count(path_regex)` over `fake.requests`.
+"""
+
+from tests.fakegithub.server import FakeGitHub, Fault, RequestRecord
+from tests.fakegithub.state import Artifact, CheckRun, Pull, Repo, Status, Workflow, WorkflowRun
+
+__all__ = [
+    "Artifact", "CheckRun", "FakeGitHub", "Fault", "Pull", "Repo", "RequestRecord", "Status",
+    "Workflow", "WorkflowRun",
+]

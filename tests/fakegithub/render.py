@@ -1,0 +1,132 @@
+"""JSON shapes of GitHub REST objects, as PyGithub 2.x reads them.
+
+Each function takes the server's base URL so that the `url` fields PyGithub follows
+point back at the fake server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fakegithub.state import FIXED_TIME, Artifact, CheckRun, Pull, Repo, Status, Workflow, WorkflowRun
+
+
+def user(login: str) -> dict[str, Any]:
+    return {"login": login, "id": abs(hash(login)) % 10_000, "type": "User"}
+
+
+def repo(base: str, r: Repo) -> dict[str, Any]:
+    owner, name = r.full_name.split("/")
+    url = f"{base}/repos/{r.full_name}"
+    return {
+        "id": r.id, "name": name, "full_name": r.full_name, "owner": user(owner), "private": False,
+        "url": url, "html_url": f"https://github.example/{r.full_name}", "default_branch": r.default_branch,
+        "fork": r.parent is not None,
+        **({"parent": repo(base, Repo(r.parent))} if r.parent else {}),
+    }
+
+
+def pull(base: str, r: Repo, p: Pull) -> dict[str, Any]:
+    url = f"{base}/repos/{r.full_name}/pulls/{p.number}"
+    head_owner = p.head_repo.split("/")[0]
+    head_repo = Repo(p.head_repo) if p.head_repo != r.full_name else r
+    return {
+        "id": p.number * 7, "node_id": p.node_id, "number": p.number, "state": p.state, "draft": p.draft,
+        "title": p.title, "url": url, "html_url": f"https://github.example/{r.full_name}/pull/{p.number}",
+        "issue_url": f"{base}/repos/{r.full_name}/issues/{p.number}",
+        "head": {"ref": p.head_ref, "sha": p.head_sha, "label": f"{head_owner}:{p.head_ref}",
+                 "repo": repo(base, head_repo), "user": user(head_owner)},
+        "base": {"ref": p.base_ref, "sha": p.base_sha, "label": f"{r.full_name.split('/')[0]}:{p.base_ref}",
+                 "repo": repo(base, r), "user": user(r.full_name.split("/")[0])},
+        "user": user(head_owner), "created_at": FIXED_TIME, "updated_at": FIXED_TIME,
+    }
+
+
+def check_run(base: str, r: Repo, c: CheckRun) -> dict[str, Any]:
+    url = f"{base}/repos/{r.full_name}/check-runs/{c.id}"
+    details = (
+        f"https://github.example/{r.full_name}/actions/runs/{c.run_id}/job/{c.id}" if c.run_id else None
+    )
+    return {
+        "id": c.id, "head_sha": c.head_sha, "name": c.name, "status": c.status, "conclusion": c.conclusion,
+        "url": url, "html_url": details, "details_url": details, "external_id": str(c.id),
+        "started_at": None if c.status == "queued" else FIXED_TIME,
+        "completed_at": FIXED_TIME if c.status == "completed" else None,
+        "app": {"slug": c.app, "name": c.app, "id": abs(hash(c.app)) % 1000},
+        "check_suite": {"id": c.run_id or c.id},
+        "output": {"title": c.output_title, "summary": c.output_summary, "text": None, "annotations_count": 0},
+    }
+
+
+def job(base: str, r: Repo, c: CheckRun, run: WorkflowRun) -> dict[str, Any]:
+    url = f"{base}/repos/{r.full_name}/actions/jobs/{c.id}"
+    return {
+        "id": c.id, "run_id": run.id, "run_attempt": c.run_attempt, "head_sha": c.head_sha, "name": c.name,
+        "status": c.status, "conclusion": c.conclusion, "workflow_name": run.workflow.name,
+        "head_branch": run.head_branch,
+        "url": url, "html_url": f"https://github.example/{r.full_name}/actions/runs/{run.id}/job/{c.id}",
+        "run_url": f"{base}/repos/{r.full_name}/actions/runs/{run.id}",
+        "check_run_url": f"{base}/repos/{r.full_name}/check-runs/{c.id}",
+        "started_at": None if c.status == "queued" else FIXED_TIME,
+        "completed_at": FIXED_TIME if c.status == "completed" else None, "created_at": FIXED_TIME,
+        "steps": [
+            {"name": s.name, "number": s.number, "status": s.status if c.status == "completed" else c.status,
+             "conclusion": s.conclusion if c.status == "completed" else None}
+            for s in c.steps
+        ],
+        "labels": ["linux"], "runner_name": c.runner_name, "runner_id": 1, "runner_group_name": "default",
+    }
+
+
+def workflow(base: str, r: Repo, w: Workflow) -> dict[str, Any]:
+    return {
+        "id": w.id, "node_id": f"W_{w.id}", "name": w.name, "path": w.path, "state": w.state,
+        "url": f"{base}/repos/{r.full_name}/actions/workflows/{w.id}",
+        "html_url": f"https://github.example/{r.full_name}/blob/main/{w.path}",
+        "badge_url": f"https://github.example/{r.full_name}/workflows/{w.name}/badge.svg",
+        "created_at": FIXED_TIME, "updated_at": FIXED_TIME,
+    }
+
+
+def workflow_run(base: str, r: Repo, run: WorkflowRun, status: str, conclusion: str | None) -> dict[str, Any]:
+    url = f"{base}/repos/{r.full_name}/actions/runs/{run.id}"
+    return {
+        "id": run.id, "name": run.workflow.name, "workflow_id": run.workflow.id, "path": run.workflow.path,
+        "head_sha": run.head_sha, "head_branch": run.head_branch, "event": run.event, "status": status,
+        "conclusion": conclusion, "run_attempt": run.run_attempt, "run_number": run.run_number,
+        "url": url, "html_url": f"https://github.example/{r.full_name}/actions/runs/{run.id}",
+        "jobs_url": f"{url}/jobs", "logs_url": f"{url}/logs", "artifacts_url": f"{url}/artifacts",
+        "cancel_url": f"{url}/cancel", "rerun_url": f"{url}/rerun",
+        "workflow_url": f"{base}/repos/{r.full_name}/actions/workflows/{run.workflow.id}",
+        # Like GitHub, runs from forks carry no pull_requests: consumers must match on head_sha.
+        "pull_requests": [], "check_suite_id": run.id, "created_at": FIXED_TIME, "updated_at": FIXED_TIME,
+        "run_started_at": FIXED_TIME, "repository": repo(base, r), "head_repository": repo(base, r),
+    }
+
+
+def artifact(base: str, r: Repo, a: Artifact, run: WorkflowRun) -> dict[str, Any]:
+    url = f"{base}/repos/{r.full_name}/actions/artifacts/{a.id}"
+    return {
+        "id": a.id, "node_id": f"A_{a.id}", "name": a.name, "size_in_bytes": len(a.zip_bytes()), "url": url,
+        "archive_download_url": f"{url}/zip", "expired": a.expired, "created_at": FIXED_TIME,
+        "expires_at": FIXED_TIME, "updated_at": FIXED_TIME,
+        "workflow_run": {"id": run.id, "head_sha": run.head_sha, "head_branch": run.head_branch},
+    }
+
+
+def status(base: str, r: Repo, s: Status) -> dict[str, Any]:
+    return {
+        "id": s.id, "state": s.state, "context": s.context, "description": s.description,
+        "target_url": s.target_url, "url": f"{base}/repos/{r.full_name}/statuses/{s.sha}",
+        "created_at": FIXED_TIME, "updated_at": FIXED_TIME, "creator": user("ci-bot"),
+    }
+
+
+def combined_state(statuses: list[Status]) -> str:
+    """GitHub's rule: failure if any failed or errored, pending if any pending or none, else success."""
+    states = {s.state for s in statuses}
+    if states & {"failure", "error"}:
+        return "failure"
+    if not statuses or "pending" in states:
+        return "pending"
+    return "success"

@@ -1,0 +1,259 @@
+"""In-memory GitHub state that a test builds and mutates while the fake server runs.
+
+Plain dataclasses: this is a test fixture, not a boundary. One source of truth per
+object: an Actions job *is* a check run (same id, as on GitHub), so the check-runs
+listing and a run's jobs listing are two views of the same `CheckRun` records.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import zipfile
+from dataclasses import dataclass, field
+
+_ids = itertools.count(1000)
+FIXED_TIME = "2026-01-01T00:00:00Z"
+
+
+def next_id() -> int:
+    """Return a fresh id, unique across every object of every fake server."""
+    return next(_ids)
+
+
+@dataclass
+class Step:
+    name: str
+    number: int
+    status: str = "completed"
+    conclusion: str | None = "success"
+
+
+@dataclass
+class CheckRun:
+    """A check run; when `run_id` is set it is also the Actions job of that run."""
+
+    id: int
+    head_sha: str
+    name: str
+    status: str = "queued"  # queued -> in_progress -> completed
+    conclusion: str | None = None
+    app: str = "github-actions"
+    run_id: int | None = None
+    run_attempt: int = 1
+    log: str = ""
+    steps: list[Step] = field(default_factory=list)
+    output_title: str | None = None
+    output_summary: str | None = None
+    runner_name: str | None = "runner-1"
+
+    def start(self) -> None:
+        """Move the check to in_progress."""
+        self.status, self.conclusion = "in_progress", None
+
+    def complete(self, conclusion: str, log: str | None = None) -> None:
+        """Finish the check with `conclusion`, optionally setting its log text."""
+        self.status, self.conclusion = "completed", conclusion
+        if log is not None:
+            self.log = log
+
+
+@dataclass
+class Artifact:
+    id: int
+    name: str
+    files: dict[str, bytes]
+    expired: bool = False
+
+    def zip_bytes(self) -> bytes:
+        """The artifact as GitHub serves it: one zip of its files."""
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            for path, data in self.files.items():
+                zf.writestr(path, data)
+        return buf.getvalue()
+
+
+@dataclass
+class Workflow:
+    id: int
+    name: str
+    path: str
+    state: str = "active"
+
+
+@dataclass
+class WorkflowRun:
+    id: int
+    workflow: Workflow
+    head_sha: str
+    head_branch: str
+    event: str = "pull_request"
+    run_attempt: int = 1
+    status: str | None = None  # None: derived from the jobs of the latest attempt
+    conclusion: str | None = None
+    artifacts: list[Artifact] = field(default_factory=list)
+    run_number: int = 1
+
+    def add_artifact(self, name: str, files: dict[str, bytes]) -> Artifact:
+        """Attach an artifact whose zip holds `files` (path -> bytes)."""
+        art = Artifact(next_id(), name, files)
+        self.artifacts.append(art)
+        return art
+
+
+@dataclass
+class Status:
+    id: int
+    sha: str
+    context: str
+    state: str  # pending | success | failure | error
+    description: str = ""
+    target_url: str | None = None
+
+
+@dataclass
+class Pull:
+    number: int
+    head_ref: str
+    head_sha: str
+    head_repo: str
+    base_ref: str
+    base_sha: str
+    merge_base_sha: str
+    draft: bool = True
+    state: str = "open"
+    node_id: str = ""
+    title: str = "A pull request"
+
+
+@dataclass
+class Repo:
+    full_name: str
+    id: int = field(default_factory=next_id)
+    default_branch: str = "main"
+    parent: str | None = None  # set for a fork: the upstream's full name
+    pulls: dict[int, Pull] = field(default_factory=dict)
+    check_runs: list[CheckRun] = field(default_factory=list)
+    statuses: list[Status] = field(default_factory=list)
+    workflows: list[Workflow] = field(default_factory=list)
+    runs: list[WorkflowRun] = field(default_factory=list)
+    comments: dict[int, list[dict]] = field(default_factory=dict)
+    labels: dict[int, list[str]] = field(default_factory=dict)
+
+    # ---- builders -------------------------------------------------------------
+    def add_pull(
+        self,
+        number: int,
+        head_ref: str,
+        head_sha: str,
+        *,
+        head_repo: str | None = None,
+        base_ref: str = "main",
+        base_sha: str = "b" * 40,
+        merge_base_sha: str | None = None,
+        draft: bool = True,
+    ) -> Pull:
+        """Open a pull request; `head_repo` other than this repo makes it a fork PR."""
+        pull = Pull(
+            number, head_ref, head_sha, head_repo or self.full_name, base_ref, base_sha,
+            merge_base_sha or base_sha, draft, node_id=f"PR_node_{number}",
+        )
+        self.pulls[number] = pull
+        return pull
+
+    def push(self, number: int, new_sha: str) -> None:
+        """A new commit arrives on the PR's head branch."""
+        self.pulls[number].head_sha = new_sha
+
+    def add_workflow(self, name: str, path: str) -> Workflow:
+        """Declare a workflow file (`path` like .github/workflows/pull.yml)."""
+        wf = Workflow(next_id(), name, path)
+        self.workflows.append(wf)
+        return wf
+
+    def add_run(
+        self,
+        workflow: Workflow,
+        head_sha: str,
+        *,
+        head_branch: str = "feature",
+        event: str = "pull_request",
+        jobs: list[tuple[str, str | None]] | None = None,
+        status: str | None = None,
+        conclusion: str | None = None,
+    ) -> WorkflowRun:
+        """Create a workflow run; `jobs` are (name, conclusion or None for queued)."""
+        run = WorkflowRun(
+            next_id(), workflow, head_sha, head_branch, event, status=status, conclusion=conclusion,
+            run_number=len(self.runs) + 1,
+        )
+        self.runs.append(run)
+        for name, concl in jobs or []:
+            self.add_job(run, name, concl)
+        return run
+
+    def add_job(self, run: WorkflowRun, name: str, conclusion: str | None = None, log: str = "") -> CheckRun:
+        """Add a job (and so a check run) to the run's latest attempt."""
+        cr = CheckRun(next_id(), run.head_sha, name, run_id=run.id, run_attempt=run.run_attempt, log=log)
+        cr.steps = [Step("Set up job", 1), Step("Run tests", 2)]
+        if conclusion is not None:
+            cr.complete(conclusion)
+            cr.steps[-1].conclusion = conclusion
+        self.check_runs.append(cr)
+        return cr
+
+    def add_check_run(self, head_sha: str, name: str, conclusion: str | None = None, *, app: str = "ci-app") -> CheckRun:
+        """A check run from a non-Actions app (no workflow run behind it)."""
+        cr = CheckRun(next_id(), head_sha, name, app=app)
+        if conclusion is not None:
+            cr.complete(conclusion)
+        self.check_runs.append(cr)
+        return cr
+
+    def add_status(self, sha: str, context: str, state: str, description: str = "") -> Status:
+        """Post a legacy commit status."""
+        st = Status(next_id(), sha, context, state, description)
+        self.statuses.append(st)
+        return st
+
+    # ---- views ----------------------------------------------------------------
+    def jobs_of(self, run: WorkflowRun, attempt: int | None = None) -> list[CheckRun]:
+        """Jobs of one attempt (default: the latest)."""
+        want = attempt or run.run_attempt
+        return [c for c in self.check_runs if c.run_id == run.id and c.run_attempt == want]
+
+    def run_status(self, run: WorkflowRun) -> tuple[str, str | None]:
+        """(status, conclusion): explicit if set, else derived from the latest attempt's jobs."""
+        if run.status is not None:
+            return run.status, run.conclusion
+        jobs = self.jobs_of(run)
+        if not jobs:
+            return "queued", None
+        if all(j.status == "completed" for j in jobs):
+            bad = [j.conclusion for j in jobs if j.conclusion not in ("success", "skipped", "neutral")]
+            return "completed", ("failure" if "failure" in bad else bad[0] if bad else "success")
+        if any(j.status == "in_progress" or j.status == "completed" for j in jobs):
+            return "in_progress", None
+        return "queued", None
+
+    def rerun_failed(self, run: WorkflowRun) -> None:
+        """GitHub's re-run of failed jobs: a new attempt; failed jobs queue again, passed ones carry over."""
+        old = self.jobs_of(run)
+        run.run_attempt += 1
+        run.status = run.conclusion = None
+        for job in old:
+            again = job.conclusion not in ("success", "skipped", "neutral")
+            cr = CheckRun(
+                next_id(), job.head_sha, job.name, run_id=run.id, run_attempt=run.run_attempt,
+                status="queued" if again else "completed",
+                conclusion=None if again else job.conclusion, log="" if again else job.log,
+            )
+            cr.steps = [Step(s.name, s.number) for s in job.steps]
+            self.check_runs.append(cr)
+
+    def find_job(self, job_id: int) -> CheckRun | None:
+        return next((c for c in self.check_runs if c.id == job_id), None)
+
+    def find_run(self, run_id: int) -> WorkflowRun | None:
+        return next((r for r in self.runs if r.id == run_id), None)
