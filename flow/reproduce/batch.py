@@ -1,0 +1,180 @@
+"""Batch sweeps: a file of reproducer entries in, the callers' buckets out.
+
+Input formats (chosen by content, not by name):
+
+- JSON: a list of entries, or ``{"entries": [...]}``;
+- JSON lines: one entry object per line;
+- text: one command per line (a node id list from a nightly CI report); ``#`` comments
+  and blank lines are skipped.
+
+An entry is ``{id?, command, failure_pattern?, ci_repo?, stage?}``. A malformed entry
+does not stop the batch: it becomes an ``invalid`` row. Buckets:
+
+- still_failing: REPRODUCED;
+- already_fixed: NOT_REPRODUCED (the bug or the skip is stale);
+- invalid_entry: NO_REPRODUCER and entries that do not parse;
+- unverified: CANNOT_VERIFY, and every entry with no verdict (never read as success).
+"""
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from flow.reproduce.verdict import (
+    CannotVerify, NoReproducer, NotReproduced, Reproduced, Verdict,
+)
+
+
+class BatchEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    command: str = Field(min_length=1)
+    failure_pattern: str | None = None
+    ci_repo: Literal["pytorch", "torch-xpu-ops"] | None = None
+    stage: Literal["auto", "nightly"] = "auto"
+
+
+class InvalidEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    error: str
+
+
+class Bucket(StrEnum):
+    STILL_FAILING = "still_failing"
+    ALREADY_FIXED = "already_fixed"
+    INVALID_ENTRY = "invalid_entry"
+    UNVERIFIED = "unverified"
+
+
+BUCKET_TITLES = {
+    Bucket.STILL_FAILING: "Still failing",
+    Bucket.ALREADY_FIXED: "Already fixed / stale skip",
+    Bucket.INVALID_ENTRY: "Invalid entry",
+    Bucket.UNVERIFIED: "Unverified",
+}
+
+
+def _entry(raw: object, index: int) -> BatchEntry | InvalidEntry:
+    fallback_id = f"entry-{index + 1}"
+    if not isinstance(raw, dict):
+        return InvalidEntry(id=fallback_id, error=f"entry is {type(raw).__name__}, not an object")
+    data = dict(raw)
+    data.setdefault("id", fallback_id)
+    try:
+        return BatchEntry.model_validate(data)
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return InvalidEntry(id=str(data.get("id", fallback_id)), error=fields)
+
+
+def parse_batch(text: str) -> list[BatchEntry | InvalidEntry]:
+    """Entries of a batch file, in order. Never raises on bad entries (they come back as
+    InvalidEntry); an id used twice makes the later entries invalid (resume keys on ids)."""
+    stripped = text.strip()
+    items: list[BatchEntry | InvalidEntry] = []
+    if stripped.startswith(("[", "{")):
+        try:
+            data = json.loads(stripped)
+            raws = data.get("entries", data) if isinstance(data, dict) else data
+            if not isinstance(raws, list):
+                raws = [raws]
+            items = [_entry(r, i) for i, r in enumerate(raws)]
+        except json.JSONDecodeError:
+            for i, line in enumerate(l for l in stripped.splitlines() if l.strip()):
+                try:
+                    items.append(_entry(json.loads(line), i))
+                except json.JSONDecodeError as exc:
+                    items.append(InvalidEntry(id=f"entry-{i + 1}", error=f"bad JSON line: {exc}"))
+    else:
+        lines = [l.strip() for l in stripped.splitlines()]
+        commands = [l for l in lines if l and not l.startswith("#")]
+        items = [_entry({"command": c}, i) for i, c in enumerate(commands)]
+    seen: set[str] = set()
+    out: list[BatchEntry | InvalidEntry] = []
+    for item in items:
+        if item.id in seen:
+            out.append(InvalidEntry(id=item.id, error=f"duplicate id {item.id!r}; ids must be unique"))
+            continue
+        seen.add(item.id)
+        out.append(item)
+    return out
+
+
+def bucket_of(verdict: Verdict | None) -> Bucket:
+    """The bucket a final verdict falls in; no verdict is UNVERIFIED."""
+    if isinstance(verdict, Reproduced):
+        return Bucket.STILL_FAILING
+    if isinstance(verdict, NotReproduced):
+        return Bucket.ALREADY_FIXED
+    if isinstance(verdict, NoReproducer):
+        return Bucket.INVALID_ENTRY
+    return Bucket.UNVERIFIED
+
+
+class BatchRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    command: str
+    bucket: Bucket
+    verdict: Verdict | None = None
+    note: str = ""
+
+
+class BatchReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rows: list[BatchRow]
+    counts: dict[Bucket, int]
+
+
+def build_report(entries: list[BatchEntry | InvalidEntry],
+                 verdicts: dict[str, Verdict]) -> BatchReport:
+    """One row per entry, in batch order. Entries missing from ``verdicts`` are unverified."""
+    rows = []
+    for entry in entries:
+        if isinstance(entry, InvalidEntry):
+            rows.append(BatchRow(id=entry.id, command="", bucket=Bucket.INVALID_ENTRY,
+                                 note=entry.error))
+            continue
+        verdict = verdicts.get(entry.id)
+        note = "" if verdict is not None else "no verdict recorded"
+        if isinstance(verdict, CannotVerify):
+            note = f"{verdict.stage}: {verdict.blocker}"
+        elif isinstance(verdict, NoReproducer):
+            note = verdict.reason
+        elif isinstance(verdict, NotReproduced):
+            note = verdict.reason
+        elif isinstance(verdict, Reproduced):
+            note = f"{verdict.stage} on {verdict.base}"
+        rows.append(BatchRow(id=entry.id, command=entry.command, bucket=bucket_of(verdict),
+                             verdict=verdict, note=note))
+    counts = {b: sum(1 for r in rows if r.bucket is b) for b in Bucket}
+    return BatchReport(rows=rows, counts=counts)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").strip() or " "
+
+
+def render_markdown(report: BatchReport) -> str:
+    """The report as Markdown: a count line, then one table per non-empty bucket."""
+    parts = ["# Reproduce batch", "",
+             " · ".join(f"{BUCKET_TITLES[b]}: {report.counts[b]}" for b in Bucket), ""]
+    for bucket in Bucket:
+        rows = [r for r in report.rows if r.bucket is bucket]
+        if not rows:
+            continue
+        parts += [f"## {BUCKET_TITLES[bucket]} ({len(rows)})", "",
+                  "| id | command | verdict | note |", "|---|---|---|---|"]
+        for r in rows:
+            verdict = r.verdict.verdict if r.verdict is not None else "-"
+            parts.append(f"| {_cell(r.id)} | `{_cell(r.command)}` | {verdict} | {_cell(r.note)} |")
+        parts.append("")
+    return "\n".join(parts)
+
+
+def render_json(report: BatchReport) -> str:
+    return report.model_dump_json(indent=2)

@@ -1,0 +1,142 @@
+"""Reproduce profiles: ``reference/reproduce/<name>.toml``, validated on load.
+
+A profile says, per stage, how the environment is obtained:
+
+- ``nightly``: ``kind="index"`` installs ``packages`` from ``index_url`` (pytorch-xpu);
+  ``kind="current"`` takes the current environment as is (local).
+- ``source_build``: ``kind="skill"`` emits an agent task loading ``skill`` (pytorch-xpu's
+  xpu-build-pytorch); ``kind="venv"`` installs the given source dir into a fresh venv.
+- ``ci_env``: ``pytorch`` (Path B: S3 artifacts of a workflow) and/or ``github``
+  (Path A: GitHub Actions artifacts of a repository's workflows).
+
+Base URLs (index, GitHub API, artifact host) are settings: ``load_profile(name,
+overrides={"ci_env.pytorch.artifact_base_url": "http://127.0.0.1:PORT"})``.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from flow.reproduce.ci_env import BuildEnv
+from flow.reproduce.errors import ProfileError
+
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "reference" / "reproduce"
+DEFAULT_PROFILE = "local"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NightlyStage(_Strict):
+    kind: Literal["index", "current"]
+    packages: list[str] = Field(min_length=1)
+    index_url: str | None = None
+    pre: bool = False
+    same_day_check: bool = True
+
+
+class SourceBuildStage(_Strict):
+    kind: Literal["skill", "venv"]
+    skill: str | None = None
+    clone_url: str | None = None
+    scratch_subdir: str | None = None   # where the tree is cloned when none is given
+    install_args: list[str] = []        # extra ``pip install`` args for kind=venv
+
+
+class GithubArtifactsPath(_Strict):
+    """Path A: artifacts of a repository's GitHub Actions runs."""
+
+    repo: str                           # "owner/name"; "" means: configure it
+    workflows: list[str] = Field(min_length=1)  # tried in order
+    artifact_pattern: str
+    image: str | None = None
+    api_url: str = "https://api.github.com"
+
+
+class PytorchS3Path(_Strict):
+    """Path B: the pytorch xpu workflow's artifacts on S3."""
+
+    repo: str
+    workflow_name: str
+    workflow_path: str
+    build_job_regex: str
+    max_runs: int = 100
+    runs_per_page: int = 20
+    artifact_base_url: str
+    artifact_url_template: str
+    build_envs: list[BuildEnv] = Field(min_length=1)
+    api_url: str = "https://api.github.com"
+
+
+class CiEnvStage(_Strict):
+    uninstall: list[str]
+    github: GithubArtifactsPath | None = None
+    pytorch: PytorchS3Path | None = None
+    env_var_patterns: list[str] = []
+    download_retries: int = 3
+    download_retry_delay: float = 5.0
+
+
+class TreeCommands(_Strict):
+    """The seed's git recipes as argument lists with ``{placeholders}`` (see ``commands``)."""
+
+    clone: list[str]
+    fetch: list[str]
+    detach_main: list[str]
+    submodules: list[str]
+    fallback_detach: list[str]          # {ci_commit}
+    clean: list[list[str]]              # Stage 3: drop stage-2 build outputs
+    align: list[str]                    # Stage 3: {wheel_commit}, full fetch first
+    wheel_commit_query: list[str]       # prints the installed wheel's git version
+
+
+class Profile(_Strict):
+    name: str
+    description: str
+    import_package: str | None = None   # what the in-tree-import trap guards (None: no guard)
+    skip_markers: list[str]
+    xpu_ops_subdir: str | None = None
+    tree: TreeCommands | None = None
+    nightly: NightlyStage
+    source_build: SourceBuildStage
+    ci_env: CiEnvStage
+
+
+def _apply(data: dict[str, Any], dotted: str, value: Any, name: str) -> None:
+    keys = dotted.split(".")
+    node = data
+    for key in keys[:-1]:
+        if not isinstance(node.get(key), dict):
+            raise ProfileError(f"override {dotted!r}: profile {name!r} has no table {key!r}; "
+                               "check the dotted key against the profile file", profile=name)
+        node = node[key]
+    node[keys[-1]] = value
+
+
+def load_profile(name_or_path: str = DEFAULT_PROFILE, overrides: dict[str, Any] | None = None,
+                 profile_dir: Path = PROFILE_DIR) -> Profile:
+    """Load a profile by name (``local``, ``pytorch-xpu``) or path; apply dotted-key
+    ``overrides``; validate. Raises ProfileError naming the file and the bad fields."""
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = profile_dir / f"{name_or_path}.toml"
+    if not path.is_file():
+        known = sorted(p.stem for p in profile_dir.glob("*.toml"))
+        raise ProfileError(f"no reproduce profile {name_or_path!r}; known: {known}",
+                           profile=str(name_or_path))
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path} is not valid TOML: {exc}; fix the file", profile=str(path)) from exc
+    for dotted, value in (overrides or {}).items():
+        _apply(data, dotted, value, str(path))
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ProfileError(f"{path} does not validate: {fields}; fix these keys",
+                           profile=str(path)) from exc
