@@ -1,0 +1,253 @@
+"""affected_tests on synthetic git repositories: one case per section of the seed's step 1."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from flow.targeted.config import TargetedConfig, load_profile
+from flow.targeted.errors import GitError
+from flow.targeted.report import AffectedReport, render_text
+from flow.targeted.trace import affected_tests
+
+from .conftest import cuda_test
+
+LIB = {"pkg/__init__.py": "", "pkg/a.py": "A = 1\n", "pkg/b.py": "from pkg import a\n"}
+
+
+def trace(repo, base, **kw) -> AffectedReport:
+    kw.setdefault("config", TargetedConfig())
+    return affected_tests(repo.path, base, **kw)
+
+
+def test_reached_test_row_has_every_field(repo):
+    """A reached test lists backend, suite, labels, hardware, nightly, est_time, disabled
+    and the changed file it was first reached from."""
+    base = repo.commit({**LIB, "tests/test_x.py":
+                        "import pkg.b\nregister_cuda_ci(est_time=90, suite='stage-c', "
+                        "labels=['rollout'], hardware=['hopper'], num_gpus=2)\n"})
+    repo.commit({"pkg/a.py": "A = 2\n"})
+    row = trace(repo, base).tests[0].model_dump()
+    assert {"path": "tests/test_x.py", "backend": "cuda", "suite": "stage-c",
+            "labels": ["rollout"], "hardware": ["hopper"], "nightly": False, "est_time": 90,
+            "disabled": None, "num_gpus": 2, "hop": 2, "reached_from": "pkg/a.py",
+            "via": "pkg/b.py"} == row
+
+
+def test_rerun_lines_only_for_actionable_registrations(repo):
+    """Enabled CUDA and labeled CPU tests get /rerun-test lines; unlabeled CPU, disabled and
+    ROCm-only tests do not."""
+    reg = {"cuda": "register_cuda_ci(est_time=1, suite='g', labels=['x'])",
+           "cpu_labeled": "register_cpu_ci(suite='stage-b-cpu', labels=['k8s'])",
+           "cpu_plain": "register_cpu_ci(suite='stage-b-cpu')",
+           "disabled": "register_cuda_ci(est_time=1, suite='g', disabled='see #1')",
+           "rocm": "register_rocm_ci(est_time=1, suite='r')"}
+    base = repo.commit({**LIB, **{f"tests/test_{k}.py": f"import pkg.a\n{v}\n"
+                                  for k, v in reg.items()}})
+    repo.commit({"pkg/a.py": "A = 2\n"})
+    assert ["/rerun-test tests/test_cpu_labeled.py",
+            "/rerun-test tests/test_cuda.py"] == trace(repo, base).rerun
+
+
+def test_labels_report_reached_over_all(repo):
+    """A label counts the reached tests it selects over all regular tests it selects."""
+    files = {**LIB, "pkg/c.py": "C = 1\n"}
+    for i in range(4):
+        files[f"tests/test_r{i}.py"] = cuda_test("import pkg.a" if i < 2 else "import pkg.c")
+    files["tests/test_n.py"] = "import pkg.c\nregister_cuda_ci(est_time=1, suite='g', " \
+                               "labels=['rollout'], nightly=True)\n"
+    base = repo.commit(files)
+    repo.commit({"pkg/a.py": "A = 2\n"})
+    got = [(c.label, c.reached, c.all) for c in trace(repo, base).labels]
+    assert [("run-ci-rollout", 2, 4)] == got
+
+
+def test_nightly_only_targets_listed_apart(repo):
+    """A reached test whose registrations are all nightly keeps its line and no label."""
+    base = repo.commit({**LIB, "tests/test_n.py": "import pkg.a\nregister_cuda_ci("
+                        "est_time=1, suite='g', labels=['long'], nightly=True)\n"})
+    repo.commit({"pkg/a.py": "A = 2\n"})
+    report = trace(repo, base)
+    assert ([("tests/test_n.py", "/rerun-test tests/test_n.py")], [],
+            ["/rerun-test tests/test_n.py"]) == (
+        [(n.path, n.rerun) for n in report.nightly_only], report.labels, report.rerun)
+
+
+def test_rename_reaches_importers_of_both_paths(repo):
+    """A renamed module reaches importers of the new path and stale importers of the old."""
+    base = repo.commit({**LIB, "tests/test_new.py": cuda_test("import pkg.a"),
+                        "tests/test_stale.py": cuda_test("import pkg.a")})
+    repo.move("pkg/a.py", "pkg/renamed.py")
+    repo.commit({"tests/test_new.py": cuda_test("import pkg.renamed")})
+    report = trace(repo, base)
+    renamed = [c for c in report.changed if c.status == "R"]
+    assert ([("pkg/renamed.py", "pkg/a.py")], ["tests/test_new.py", "tests/test_stale.py"]) \
+        == ([(c.path, c.old_path) for c in renamed], sorted({t.path for t in report.tests}))
+
+
+def test_deleted_module_reaches_stale_importers(repo):
+    """A deleted module still imported somewhere reaches that importer's tests."""
+    base = repo.commit({**LIB, "tests/test_x.py": cuda_test("import pkg.b")})
+    repo.commit({"pkg/a.py": None})
+    report = trace(repo, base)
+    assert (["tests/test_x.py"], [], [("pkg/a.py", "D")]) == (
+        [t.path for t in report.tests], report.unimported,
+        [(c.path, c.status) for c in report.changed])
+
+
+def test_changed_conftest_reaches_tests_below(repo):
+    """A changed conftest.py reaches every registered test below its directory only."""
+    base = repo.commit({"tests/gpu/conftest.py": "X = 1\n",
+                        "tests/gpu/deep/test_a.py": cuda_test(),
+                        "tests/gpu/test_b.py": cuda_test(),
+                        "tests/cpu/test_c.py": cuda_test()})
+    repo.commit({"tests/gpu/conftest.py": "X = 2\n"})
+    assert ["tests/gpu/deep/test_a.py", "tests/gpu/test_b.py"] == [
+        t.path for t in trace(repo, base).tests]
+
+
+def test_changed_model_definition_reaches_tests_naming_it(repo):
+    """A changed scripts/models/ file reaches tests naming the model or a variant of it."""
+    base = repo.commit({"scripts/models/glm4-9B.sh": "A=1\n",
+                        "tests/test_lora.py": cuda_test(extra="M = 'GLM4-9B_lora'\n"),
+                        "tests/test_other.py": cuda_test(extra="M = 'glm4-90B'\n")})
+    repo.commit({"scripts/models/glm4-9B.sh": "A=2\n"})
+    report = trace(repo, base)
+    assert (["tests/test_lora.py"], []) == ([t.path for t in report.tests],
+                                            report.outside_trace)
+
+
+def test_unreadable_registration_reported_not_fatal(repo):
+    """A reached or changed test file with a broken declaration is listed with its reason
+    and the trace still reports the readable ones."""
+    base = repo.commit({**LIB, "tests/test_ok.py": cuda_test("import pkg.a"),
+                        "tests/test_bad.py": "import pkg.a\nregister_cuda_ci(est_time=T, "
+                                             "suite='g')\n",
+                        "tests/test_broken.py": "import pkg.a\ndef (:\n"})
+    repo.commit({"pkg/a.py": "A = 2\n", "tests/test_broken.py": "import pkg.a\ndef (:\n  \n"})
+    report = trace(repo, base)
+    got = [(u.path, u.reason.split(":")[0]) for u in report.unreadable]
+    assert ([("tests/test_bad.py", "invalid declaration"),
+             ("tests/test_broken.py", "syntax error")], ["tests/test_ok.py"]) == (
+        got, [t.path for t in report.tests])
+
+
+def test_miles_allowlist_outside_trace(repo):
+    """With the miles profile, non-Python files and Python outside the allowlist are
+    listed outside the trace; allowlisted Python is not."""
+    base = repo.commit({"docker/build.py": "", "tools/x.py": "", "tools/sub/y.py": "",
+                        "setup.py": "", "Dockerfile": "", "miles/a.py": "",
+                        ".github/scripts/ci.py": "", ".github/workflows/pr.yml": ""})
+    repo.commit({p: "# changed\n" for p in ["docker/build.py", "tools/x.py", "tools/sub/y.py",
+                                            "setup.py", "Dockerfile", "miles/a.py",
+                                            ".github/scripts/ci.py",
+                                            ".github/workflows/pr.yml"]})
+    report = trace(repo, base, config=load_profile("miles"))
+    assert [(".github/workflows/pr.yml", "non-Python file"), ("Dockerfile", "non-Python file"),
+            ("setup.py", "Python outside the allowlist"),
+            ("tools/sub/y.py", "Python outside the allowlist")] == [
+        (o.path, o.reason) for o in report.outside_trace]
+
+
+def test_entry_point_loads_and_unimported(repo):
+    """Changed files train.py loads are listed with it; train.py itself, which nothing
+    imports, is listed as unimported too."""
+    base = repo.commit({"train.py": "import miles.loop\n", "miles/__init__.py": "",
+                        "miles/loop.py": "from miles import util\n", "miles/util.py": "",
+                        "miles/orphan.py": ""})
+    repo.commit({"train.py": "import miles.loop  # x\n", "miles/util.py": "U = 1\n",
+                 "miles/orphan.py": "O = 1\n"})
+    report = trace(repo, base, config=load_profile("miles"))
+    assert ([("miles/util.py", ["train.py"]), ("train.py", ["train.py"])],
+            ["miles/orphan.py", "train.py"]) == (
+        [(e.path, e.entry_points) for e in report.entry_loads], report.unimported)
+
+
+def _wide_tree(n_tests: int) -> dict[str, str]:
+    # miles' shape: a shared arguments module that every launcher path imports, a chain of
+    # helpers, and one test per launcher.
+    files = {"lib/__init__.py": "", "lib/base.py": "B = 1\n",
+             "lib/flags.py": "from lib import base\n",
+             "lib/arguments.py": "from lib import flags\n",
+             "lib/chain0.py": "C = 0\n"}
+    for i in range(1, 6):
+        files[f"lib/chain{i}.py"] = f"from lib import chain{i - 1}\n"
+    files["tests/test_chain.py"] = cuda_test("import lib.chain5", labels=["chain"])
+    for i in range(n_tests):
+        files[f"lib/launch{i}.py"] = "import lib.arguments\n"
+        files[f"tests/test_l{i}.py"] = cuda_test(f"import lib.launch{i}", labels=["e2e"])
+    files["lib/helm_backend/run.py"] = "import lib.arguments\n"
+    return files
+
+
+def test_hub_touched_is_not_followed(repo):
+    """A changed file reaching more than hub_limit CUDA tests is a hub met 'changed' and its
+    importers are not followed."""
+    base = repo.commit(_wide_tree(45))
+    repo.commit({"lib/arguments.py": "from lib import flags\nX = 1\n"})
+    report = trace(repo, base, hub_limit=40)
+    assert ([("lib/arguments.py", 45, "changed", True)], []) == (
+        [(h.path, h.reach, h.met, h.adds_only) for h in report.hubs], report.tests)
+
+
+def test_hub_met_at_a_hop(repo):
+    """A hub reached from a changed file records the hop and the file it came from."""
+    base = repo.commit(_wide_tree(45))
+    repo.commit({"lib/base.py": "B = 2\n"})
+    report = trace(repo, base, hub_limit=40)
+    assert [("lib/flags.py", "hop 1 from lib/base.py")] == [
+        (h.path, h.met) for h in report.hubs]
+
+
+def test_below_hub_limit_is_followed(repo):
+    """With a hub limit above the reach, the same file is followed to its tests."""
+    base = repo.commit(_wide_tree(45))
+    repo.commit({"lib/arguments.py": "from lib import flags\nX = 1\n"})
+    report = trace(repo, base, hub_limit=100)
+    assert ([], 45) == (report.hubs, len(report.rerun))
+
+
+@pytest.mark.parametrize("depth,reached,frontier", [
+    (3, [], [("lib/chain4.py", "lib/chain3.py", ["tests/test_chain.py"])]),
+    (6, ["tests/test_chain.py"], []),
+])
+def test_depth_bound_leaves_importers(repo, depth, reached, frontier):
+    """Importers past the depth bound are listed with the tests they lead to; a larger
+    depth reaches them."""
+    base = repo.commit(_wide_tree(2))
+    repo.commit({"lib/chain0.py": "C = 1\n"})
+    report = trace(repo, base, depth=depth)
+    assert (reached, frontier) == ([t.path for t in report.tests],
+                                   [(f.importer, f.imports, f.reaches)
+                                    for f in report.frontier])
+
+
+def test_report_json_round_trip_and_text(repo):
+    """The JSON form validates back to the same report and the text names every section."""
+    base = repo.commit(_wide_tree(3))
+    repo.commit({"lib/chain0.py": "C = 1\n", "README.md": "x\n"})
+    report = trace(repo, base)
+    again = AffectedReport.model_validate(orjson.loads(orjson.dumps(report.model_dump(
+        mode="json"))))
+    text = render_text(report)
+    titles = ["Tests reached", "/rerun-test lines", "Labels", "Nightly-only", "Hubs",
+              "depth bound", "outside the allowlist", "entry points load",
+              "nothing imports or names", "registration cannot be read"]
+    assert (report, [True] * len(titles)) == (again, [t in text for t in titles])
+
+
+def test_cache_dir_gives_same_report(repo, tmp_path):
+    """A warm trace from the content cache reports exactly what the cold one did."""
+    base = repo.commit(_wide_tree(5))
+    repo.commit({"lib/flags.py": "F = 2\n"})
+    cold = trace(repo, base, cache_dir=tmp_path / "c")
+    assert cold == trace(repo, base, cache_dir=tmp_path / "c")
+
+
+@pytest.mark.parametrize("base", ["--output=/tmp/x", "no-such-rev"])
+def test_bad_base_raises_git_error(repo, base):
+    """An option-like or unknown base is a GitError quoting it."""
+    repo.commit(LIB)
+    with pytest.raises(GitError) as info:
+        trace(repo, base)
+    assert base in info.value.message
