@@ -63,6 +63,7 @@ class Hub(_Row):
     note: str | None = None
     on_ci_path: bool = True
     adds_only: bool | None = None
+    cpu_tests: list[str] = []  # labeled CPU tests within depth: how CI exercises an off-path hub
 
 
 class Frontier(_Row):
@@ -147,7 +148,9 @@ def render_text(report: AffectedReport) -> str:
         f"{h.path}  reaches {h.reach} CUDA tests; met: {h.met}"
         + ("" if h.on_ci_path else "; CI never takes this path")
         + (f"; note: {h.note}" if h.note else "")
-        + ("; diff there only adds lines" if h.adds_only else "") for h in report.hubs])
+        + ("; diff there only adds lines" if h.adds_only else "")
+        + (f"; labeled CPU tests: {', '.join(h.cpu_tests)}" if h.cpu_tests else "")
+        for h in report.hubs])
     section("Importers left at the depth bound (re-run with a larger --depth if they "
             "matter)", [f"{f.importer} -> {f.imports}"
                         + (f"  leads to {len(f.reaches)} more test(s)" if f.reaches else "")

@@ -76,9 +76,13 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
     """Pick files or labels for ``report`` following the seed's step 2. Never raises."""
     reasons: list[str] = []
     judgement: list[str] = []
+    rerun = set(report.rerun)
     for h in report.hubs:
         if not h.on_ci_path:
-            judgement.append(f"hub {h.path} ({h.met}) ignored: CI never takes this path")
+            # GPU CI never runs it; the labeled CPU tests below it are how CI exercises it.
+            rerun |= {rerun_line(t) for t in h.cpu_tests}
+            judgement.append(f"hub {h.path} ({h.met}) not counted: CI never takes this path"
+                             + (f"; {h.note}" if h.note else ""))
         elif h.hop <= cfg.near_hub_hops:
             reasons.append(f"hub {h.path} met: {h.met}")
             if h.adds_only:
@@ -94,18 +98,18 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         reasons.append(f"{e.path} is loaded by {', '.join(e.entry_points)}")
     if report.entry_loads:
         judgement.append("add the domain labels of the training paths the change touches")
-    if len(report.rerun) > cfg.max_files:
-        reasons.append(f"{len(report.rerun)} files exceed {cfg.max_files}")
+    if len(rerun) > cfg.max_files:
+        reasons.append(f"{len(rerun)} files exceed {cfg.max_files}")
     changed = {p for c in report.changed for p in (c.path, c.old_path) if p}
     blackwell = sorted(p for p in changed if any_match(p.lower(), cfg.blackwell_paths))
 
     if not blackwell and not reasons:
-        if not report.rerun:
+        if not rerun:
             return Plan(mode="nothing", comments=[], labels=[], judgement=judgement,
                         reasons=["no enabled GPU test or labeled CPU test is reached"])
-        return Plan(mode="files", comments=list(report.rerun), labels=[],
-                    judgement=judgement, reasons=[f"{len(report.rerun)} file(s), no hub "
-                                                  "near, nothing left at the depth bound"])
+        return Plan(mode="files", comments=sorted(rerun), labels=[], judgement=judgement,
+                    reasons=[f"{len(rerun)} file(s), no hub near, nothing left at the "
+                             "depth bound"])
     regular = _regular(report)
     labels = cover(regular, report.labels, cfg.labels.never)
     covered = {t for c in report.labels if c.label in labels for t in c.tests}

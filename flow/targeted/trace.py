@@ -107,6 +107,8 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
             regs[path] = got
     cuda = {p for p, rs in regs.items() if any(r.backend == "cuda" and r.enabled for r in rs)}
     acting = {p for p, rs in regs.items() if any(actionable(r, cfg) for r in rs)}
+    cpu_acting = {p for p, rs in regs.items()
+                  if any(actionable(r, cfg) and r.backend == "cpu" for r in rs)}
 
     reach = _Reach(graph, depth)
     seeds = sorted({p for c in changed for p in (c.path, c.old_path)
@@ -121,7 +123,8 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         for node in level:
             count = len(reach(node) & cuda)
             if count > hub_limit:
-                hubs.append(_hub(node, count, visited[node], adds, cfg))
+                hubs.append(_hub(node, count, visited[node], adds, cfg,
+                                 sorted(reach(node) & cpu_acting)))
                 continue
             for imp in sorted(graph.importers(node)):
                 if imp in visited:
@@ -160,12 +163,13 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
 
 
 def _hub(node: str, count: int, seen: tuple[int, str, str | None],
-         adds: dict[str, bool | None], cfg: TargetedConfig) -> Hub:
+         adds: dict[str, bool | None], cfg: TargetedConfig, cpu_tests: list[str]) -> Hub:
     hop, _, via = seen
     note = next((n for n in cfg.hub_notes if any_match(node, [n.path])), None)
     return Hub(path=node, reach=count, met="changed" if hop == 0 else f"hop {hop} from {via}",
                hop=hop, via=via, note=note.note if note else None,
-               on_ci_path=note.on_ci_path if note else True, adds_only=adds.get(node))
+               on_ci_path=note.on_ci_path if note else True, adds_only=adds.get(node),
+               cpu_tests=cpu_tests)
 
 
 def _labels(hit: list[str], regs: dict[str, list[Registration]],
