@@ -1,0 +1,97 @@
+"""The refined_command contract, checked on text and by running it with ``bash -c``."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flow.reproduce.forms import parse_reproducer
+from flow.reproduce.refined_command import contract_problems, double_quote, render
+from tests.reproduce.conftest import FIXTURES, PYTHON, REPO, run
+
+# (reproducer, render kwargs, refined command)
+RENDER_CASES = [
+    ("pytest test_a.py::test_b", {"sv": True, "timeout": 300, "exitfirst": True},
+     "pytest -sv --timeout 300 -x test_a.py::test_b"),
+    ("pytest -sv test_a.py", {"sv": True}, "pytest -sv test_a.py"),
+    ("python -m pytest test_a.py", {"cwd": "/w d"}, "cd '/w d' && python -m pytest test_a.py"),
+    ("ZE_AFFINITY_MASK=0 pytest t.py", {"env": {"IS_XPU_CI": "1"}},
+     "ZE_AFFINITY_MASK=0 IS_XPU_CI=1 pytest t.py"),
+    ("python -c 'import sys; print(\"$HOME\")'", {},
+     'python -c "import sys; print(\\"\\$HOME\\")"'),
+    ("git clone x\ncd x\npip install .\nexport A='1 2'\npython repro.py; echo done", {"cwd": "/s/x"},
+     "cd /s/x && A='1 2' python repro.py"),
+    ("TestFoo::test_bar", {"pytest_args": ["/t/test/test_foo.py::TestFoo::test_bar"]},
+     "pytest /t/test/test_foo.py::TestFoo::test_bar"),
+]
+
+
+@pytest.mark.parametrize("text,kwargs,expected", RENDER_CASES)
+def test_render(text: str, kwargs: dict, expected: str) -> None:
+    """Env goes inline, cwd as ``cd DIR &&``, setup is dropped, python code in double quotes."""
+    rep = parse_reproducer(text)
+    assert rep is not None
+    assert expected == render(rep, **kwargs)
+
+
+@pytest.mark.parametrize("text,kwargs,_", RENDER_CASES)
+def test_rendered_commands_honour_the_contract(text: str, kwargs: dict, _: str) -> None:
+    """Every rendered command passes the contract check and parses back to one step."""
+    rep = parse_reproducer(text)
+    assert rep is not None
+    refined = render(rep, **kwargs)
+    again = parse_reproducer(refined)
+    assert ([], rep.step.argv[1:] == again.step.argv[1:] or again.step_is_pytest) == (
+        contract_problems(refined), True)
+
+
+PROBLEM_CASES = [
+    ("docker run img pytest t.py", ["docker wrapper: 'docker run img pytest t.py'"]),
+    ("pip install x && pytest t.py", ["setup step: 'pip install x'"]),
+    ("python -c 'print(1)'", ["python -c payload in single quotes; use double quotes"]),
+    ("cd /x && ZE=1 pytest t.py", []),
+]
+
+
+@pytest.mark.parametrize("refined,problems", PROBLEM_CASES)
+def test_contract_problems(refined: str, problems: list[str]) -> None:
+    """Docker wrappers, setup steps and single-quoted python payloads are named."""
+    assert problems == contract_problems(refined)
+
+
+def test_bad_env_name_refused() -> None:
+    """An env name that is not a shell name is refused, not quoted into the command."""
+    rep = parse_reproducer("pytest t.py")
+    with pytest.raises(ValueError, match="not a shell name"):
+        render(rep, env={"A;rm -rf /": "1"})
+
+
+def test_double_quote_round_trip() -> None:
+    """Double-quoted python code reaches python byte for byte through bash."""
+    code = 'print("a $HOME `x` \\\\ b")'
+    assert (0, 'a $HOME `x` \\ b\n') == run(["bash", "-c", f"{PYTHON} -c {double_quote(code)}"])
+
+
+def test_bash_c_reproduces_pytest_failure(tmp_path: Path) -> None:
+    """``bash -c "$refined_command"`` on the example's failing test fails again, from any cwd."""
+    tree = tmp_path / "calc"
+    shutil.copytree(REPO / "examples" / "calc", tree)
+    rep = parse_reproducer(f"{PYTHON} -m pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction")
+    refined = render(rep, cwd=str(tree), sv=True)
+    code, output = run(["bash", "-c", refined], cwd="/")
+    assert (1, True) == (code, "1 failed" in output)
+
+
+def test_bash_c_reproduces_python_failure() -> None:
+    """A ``python -c`` refined command with quotes and env inline fails with the assertion."""
+    rep = parse_reproducer(f"CALC_MODE=strict {PYTHON} -c 'import os; assert os.environ[\"CALC_MODE\"] != \"strict\", \"boom\"'")
+    code, output = run(["bash", "-c", render(rep)])
+    assert (1, True) == (code, "AssertionError: boom" in output)
+
+
+def test_bash_c_fixture_failure() -> None:
+    """A refined pytest command on the fixture file reports the failing test again."""
+    rep = parse_reproducer(f"{PYTHON} -m pytest {FIXTURES / 'outcomes_cases.py'}::TestOutcomes::test_fails")
+    code, output = run(["bash", "-c", render(rep, sv=True, cwd="/tmp")])
+    assert (1, True) == (code, "1 failed" in output)
