@@ -55,6 +55,11 @@ class TickClassification(BaseModel):
         return "green" in cats and cats <= {"green", "ignored"}
 
     @property
+    def recovered(self) -> list[CheckVerdict]:
+        """Green checks that failed in an earlier attempt on this commit: flaky, worth reporting."""
+        return [v for v in self.verdicts if v.category == "green" and "earlier attempt failed" in v.reason]
+
+    @property
     def rerun_run_ids(self) -> list[int]:
         """Workflow runs holding infra or flaky jobs: candidates for re-run-failed-jobs."""
         ids = {v.check.run_id for v in self.verdicts if v.category in ("infra", "flaky") and v.check.run_id}
@@ -85,6 +90,8 @@ def classify_check(check: CheckState, head: CommitChecks, base: CommitChecks | N
     if c in groups.blocked:
         return v("pending", f"conclusion {c!r}: waiting for a maintainer's approval to run")
     if c in groups.green:
+        if any(h.key == check.key and h.conclusion in groups.failed for h in head.history):
+            return v("green", f"conclusion {c!r}; an earlier attempt failed (flaky)")
         return v("green", f"conclusion {c!r}")
     if c in groups.ignored:
         return v("ignored", f"conclusion {c!r} is ignored by reference/ci/patterns.toml")

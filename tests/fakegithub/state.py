@@ -41,6 +41,7 @@ class CheckRun:
     app: str = "github-actions"
     run_id: int | None = None
     run_attempt: int = 1
+    last_attempt: int = 0  # a job that passed is carried into later attempts without a new check run
     log: str = ""
     steps: list[Step] = field(default_factory=list)
     output_title: str | None = None
@@ -221,7 +222,8 @@ class Repo:
     def jobs_of(self, run: WorkflowRun, attempt: int | None = None) -> list[CheckRun]:
         """Jobs of one attempt (default: the latest)."""
         want = attempt or run.run_attempt
-        return [c for c in self.check_runs if c.run_id == run.id and c.run_attempt == want]
+        return [c for c in self.check_runs
+                if c.run_id == run.id and c.run_attempt <= want <= max(c.run_attempt, c.last_attempt)]
 
     def run_status(self, run: WorkflowRun) -> tuple[str, str | None]:
         """(status, conclusion): explicit if set, else derived from the latest attempt's jobs."""
@@ -237,18 +239,16 @@ class Repo:
             return "in_progress", None
         return "queued", None
 
-    def rerun_failed(self, run: WorkflowRun) -> None:
-        """GitHub's re-run of failed jobs: a new attempt; failed jobs queue again, passed ones carry over."""
+    def rerun_failed(self, run: WorkflowRun, *, all_jobs: bool = False) -> None:
+        """GitHub's re-run: a new attempt; failed jobs (or all, with all_jobs) queue again, the rest carry over."""
         old = self.jobs_of(run)
         run.run_attempt += 1
         run.status = run.conclusion = None
         for job in old:
-            again = job.conclusion not in ("success", "skipped", "neutral")
-            cr = CheckRun(
-                next_id(), job.head_sha, job.name, run_id=run.id, run_attempt=run.run_attempt,
-                status="queued" if again else "completed",
-                conclusion=None if again else job.conclusion, log="" if again else job.log,
-            )
+            if not all_jobs and job.conclusion in ("success", "skipped", "neutral"):
+                job.last_attempt = run.run_attempt
+                continue
+            cr = CheckRun(next_id(), job.head_sha, job.name, run_id=run.id, run_attempt=run.run_attempt)
             cr.steps = [Step(s.name, s.number) for s in job.steps]
             self.check_runs.append(cr)
 
