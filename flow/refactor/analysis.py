@@ -7,7 +7,7 @@ The analyst classifies every test into one of three strategies with a target cla
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -84,6 +84,8 @@ class AnalystReport(BaseModel):
 
 class TestMove(BaseModel):
     """A test whose class or device parametrization changes; drives the rename codemods."""
+
+    __test__: ClassVar[bool] = False  # a model, not a test class for pytest to collect
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -57,6 +57,8 @@ class Gate(_Model):
 
 class TestInfo(_Model):
     """One ``test*`` method."""
+
+    __test__: ClassVar[bool] = False  # a model, not a test class for pytest to collect
 
     name: str
     start: int

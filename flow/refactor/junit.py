@@ -24,7 +24,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,6 +36,8 @@ FAILING: frozenset[str] = frozenset({"failed", "xpassed"})
 
 class TestOutcome(BaseModel):
     """One test's result. ``name`` is ``classname.name`` (``test_foo.TestBarCPU.test_x_cpu``)."""
+
+    __test__: ClassVar[bool] = False  # a model, not a test class for pytest to collect
 
     model_config = ConfigDict(extra="forbid")
 
