@@ -66,13 +66,13 @@ def latest_successful_run(client: GitHubClient, repo: str,
     """
     gh_repo = client.lazy_repo(repo)
     for name in workflows:
-        try:
-            wf = client.call(lambda: gh_repo.get_workflow(name), what=f"repos/{repo}/actions/workflows/{name}")
+        try:  # the handle is lazy: a missing workflow file shows up as a 404 on its runs
+            page = client.call(lambda: gh_repo.get_workflow(name).get_runs(status="success").get_page(0),
+                               what=f"repos/{repo}/actions/workflows/{name}/runs")
         except GitHubRequestFailed as e:
             if e.status == 404:
                 continue
             raise
-        page = client.call(lambda: wf.get_runs(status="success").get_page(0), what=f"{name} runs")
         if page:
             run = page[0]
             return RunRef(id=run.id, head_sha=run.head_sha, created_at=run.created_at.isoformat(), workflow=name)
