@@ -1,0 +1,113 @@
+"""XPU skip-decorator removal on exactly one test, and the restore that always follows."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flow.reproduce.errors import SkipMarkerNotFound
+from flow.reproduce.interpret import Outcome, interpret_pytest
+from flow.reproduce.skipmarker import (
+    PendingRestore, decorator_names, remove_skip_marker, restore, split_node_id, write_atomic,
+)
+from tests.reproduce.conftest import FIXTURES, PYTHON, run
+
+SOURCE = '''import unittest
+
+
+class TestFoo(unittest.TestCase):
+
+    # why this is skipped
+    @skipIfXpu
+    def test_a(self, device):  # keep me
+        self.assertEqual(1, 2)
+
+    @skipIfXpu(msg="flaky")
+    @dtypes(torch.float)
+    def test_b(self, device, dtype):
+        pass
+
+    @common_utils.skipIfXpu
+    def test_c(self):
+        pass
+
+    def test_d(self):
+        pass
+
+
+@skipXPU
+def test_free():
+    pass
+'''
+
+# (node id, expected source after removal)
+REMOVE_CASES = [
+    ("test_x.py::TestFooXPU::test_a_xpu", SOURCE.replace("    @skipIfXpu\n    def test_a", "    def test_a")),
+    ("TestFoo::test_b", SOURCE.replace('    @skipIfXpu(msg="flaky")\n', "")),
+    ("test_x.py::TestFooXPU::test_b_xpu_float32", SOURCE.replace('    @skipIfXpu(msg="flaky")\n', "")),
+    ("TestFoo::test_c", SOURCE.replace("    @common_utils.skipIfXpu\n", "")),
+    ("test_x.py::test_free[param]", SOURCE.replace("@skipXPU\ndef test_free", "def test_free")),
+]
+
+
+@pytest.mark.parametrize("node,expected", REMOVE_CASES)
+def test_remove_only_target(node: str, expected: str) -> None:
+    """Only the target's XPU marker goes; comments, blank lines and other tests stay."""
+    removal = remove_skip_marker(SOURCE.encode(), node)
+    assert (expected, SOURCE) == (removal.modified.decode(), removal.original.decode())
+
+
+@pytest.mark.parametrize("node,message", [
+    ("TestFoo::test_d", "no XPU skip marker"),
+    ("TestFoo::test_missing", "not defined"),
+    ("TestBar::test_a", "not defined"),
+    ("test_x.py", "names no test"),
+])
+def test_not_found(node: str, message: str) -> None:
+    """A missing test or a test without a marker raises with the node id, never guesses."""
+    with pytest.raises(SkipMarkerNotFound, match=message):
+        remove_skip_marker(SOURCE.encode(), node)
+
+
+def test_decorator_names() -> None:
+    """The names on a test are read for the skip classification."""
+    assert ["skipIfXpu", "dtypes"] == decorator_names(SOURCE.encode(), "TestFooXPU::test_b_xpu_float32")
+
+
+def test_split_node_id() -> None:
+    """Node ids split into (class, test) with parameters dropped."""
+    assert [("T", "t"), (None, "t")] == [split_node_id("a.py::T::t[x-1]"), split_node_id("a.py::t")]
+
+
+def test_remove_rerun_restore_in_git_repo(tmp_path: Path, git_env: dict[str, str]) -> None:
+    """Skipped by the marker -> removed -> re-run FAILS -> restored: git sees no change."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(FIXTURES / "outcomes_cases.py", repo / "outcomes_cases.py")
+    for argv in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "init"]):
+        assert 0 == run(argv, cwd=repo, env=git_env)[0]
+    node = "outcomes_cases.py::TestOutcomes::test_skipped_xpu"
+    code, output = run([PYTHON, "-m", "pytest", "-rs", "-p", "no:cacheprovider", node], cwd=repo)
+    assert Outcome.SKIPPED_XPU_MARKER == interpret_pytest(code, output).kind
+
+    path = repo / "outcomes_cases.py"
+    removal = remove_skip_marker(path.read_bytes(), node)
+    pending = PendingRestore.of(path, removal.original)  # saved in state before writing
+    write_atomic(path, removal.modified)
+    code, output = run([PYTHON, "-m", "pytest", "-rs", "-p", "no:cacheprovider", node], cwd=repo)
+    rerun = interpret_pytest(code, output).kind
+    changed = restore(pending)
+    status = run(["git", "status", "--porcelain"], cwd=repo, env=git_env)[1]
+    assert (Outcome.FAILED, True, "", False) == (rerun, changed, status, restore(pending))
+
+
+def test_restore_after_crash(tmp_path: Path) -> None:
+    """A pending restore from state puts back the original bytes after a crash mid re-run."""
+    path = tmp_path / "t.py"
+    path.write_bytes(SOURCE.encode())
+    pending = PendingRestore.model_validate_json(
+        PendingRestore.of(path, SOURCE.encode()).model_dump_json())
+    write_atomic(path, remove_skip_marker(SOURCE.encode(), "TestFoo::test_a").modified)
+    restore(pending)
+    assert SOURCE.encode() == path.read_bytes()
