@@ -36,6 +36,15 @@ class ETagCache:
         self._data[key] = {"etag": etag, "body": body, "next": next_url}
         self._dirty = True
 
+    def recall(self, key: str) -> Any:
+        """A value stored with `remember` (for immutable things such as a finished job's log), or None."""
+        entry = self._data.get(key)
+        return entry.get("value") if entry else None
+
+    def remember(self, key: str, value: Any) -> None:
+        self._data[key] = {"value": value}
+        self._dirty = True
+
     def save(self) -> None:
         """Persist if anything changed. Never raises for a None path."""
         if self.path is None or not self._dirty:

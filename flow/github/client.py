@@ -56,6 +56,7 @@ class GitHubClient:
         self.sleep = sleep
         self._token = token  # kept only to redact it from any text that might echo it
         self.http = requests.Session()  # for signed blob URLs: no auth header is ever sent there
+        self.request_count = 0  # requests made by get_json, location and fetch_signed (retries included)
 
     @property
     def requester(self) -> Any:
@@ -118,6 +119,7 @@ class GitHubClient:
         headers = {"If-None-Match": etag} if etag else {}
 
         def go() -> tuple[int, dict[str, Any], Any]:
+            self.request_count += 1
             hdrs, data = self.requester.requestJsonAndCheck("GET", url, dict(params or {}), headers)
             return (304 if data is None else 200), hdrs, data
 
@@ -126,6 +128,7 @@ class GitHubClient:
     def fetch_signed(self, url: str, what: str) -> bytes:
         """GET a pre-signed download URL (log, artifact) without credentials. Retried."""
         def go() -> bytes:
+            self.request_count += 1
             resp = self.http.get(url, timeout=self.settings.timeout, allow_redirects=True)
             if resp.status_code in (401, 403, 410):
                 raise LinkExpired(what)
@@ -139,6 +142,7 @@ class GitHubClient:
     def location(self, path: str) -> str:
         """The Location of a 302 that GitHub answers for a download (job log, artifact zip)."""
         def go() -> str:
+            self.request_count += 1
             status, hdrs, _ = self.requester.requestJson("GET", path)
             if status >= 400:
                 raise self.requester.createException(status, hdrs, None)

@@ -226,6 +226,7 @@ class FakeGitHub:
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeGitHub
     protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # send headers and body in one segment (avoids Nagle + delayed-ACK stalls)
 
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

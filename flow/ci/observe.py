@@ -1,0 +1,76 @@
+"""One CI observation: read the PR's checks, fetch what classification needs, classify.
+
+The IO composition the CI workflow's tick step calls; every decision is in
+`flow.ci.classify`. Imports PyGithub (through flow.github), so it is not imported by
+`flow.ci`'s __init__.
+
+Cost of a tick: 1 (PR) + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100),
+all conditional. Only when a check is red: the merge base (1, conditional), the merge
+base's checks (same formula) and, once per failed job, its log (302 + download;
+trimmed excerpts of finished jobs are cached, since a finished job's log never changes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from flow.ci.classify import TickClassification, checks_needing_logs, classify_tick, failed_checks
+from flow.ci.logs import LogExcerpt
+from flow.ci.patterns import Patterns, load_patterns
+from flow.github.actions import job_failure_lines
+from flow.github.cache import ETagCache
+from flow.github.client import GitHubClient
+from flow.github.errors import GitHubRequestFailed, LinkExpired
+from flow.github.models import CommitChecks, PullInfo
+from flow.github.reads import get_pull, merge_base, read_commit_checks
+
+
+class Observation(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    pull: PullInfo
+    head: CommitChecks
+    merge_base_sha: str | None
+    classification: TickClassification
+    requests: int  # HTTP requests this observation made (304s included)
+
+
+def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | None,
+            patterns: Patterns | None = None) -> Observation:
+    """Read and classify PR `number`'s head commit. Raises flow.github errors (RateLimited, ...).
+
+    A job log that cannot be fetched (expired link, 404) is left out: classify then
+    treats that check as a regression, the conservative reading.
+    """
+    patterns = patterns or load_patterns()
+    cache = ETagCache(cache_path)
+    before = _count(client)
+    pull = get_pull(client, repo, number, cache)
+    head = read_commit_checks(client, repo, pull.head_sha, cache)
+    base: CommitChecks | None = None
+    base_sha: str | None = None
+    logs: dict[int, LogExcerpt] = {}
+    if failed_checks(head, patterns):
+        base_sha = merge_base(client, repo, pull, cache)
+        base = read_commit_checks(client, repo, base_sha, cache)
+        for check in checks_needing_logs(head, patterns):
+            key = f"log:{repo}:{check.id}"
+            known = cache.recall(key)
+            if known is not None:
+                logs[check.id] = LogExcerpt.model_validate(known)  # type: ignore[index]
+                continue
+            try:
+                excerpt = job_failure_lines(client, repo, check.id, patterns)  # type: ignore[arg-type]
+            except (LinkExpired, GitHubRequestFailed):
+                continue
+            logs[check.id] = excerpt  # type: ignore[index]
+            cache.remember(key, excerpt.model_dump())
+    cache.save()
+    result = classify_tick(head, base=base, logs=logs, patterns=patterns)
+    return Observation(pull=pull, head=head, merge_base_sha=base_sha, classification=result,
+                       requests=_count(client) - before)
+
+
+def _count(client: GitHubClient) -> int:
+    return client.request_count
