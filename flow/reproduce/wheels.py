@@ -69,11 +69,17 @@ def same_build_day(installed: dict[str, str], packages: list[str]) -> SameDay:
     return SameDay(ok=True, days=days, missing=[], reason="same build day")
 
 
-def pip_install(python: str, packages: list[str], *, index_url: str | None = None,
+def pip_for(python: str, target: str | None = None) -> list[str]:
+    """The pip prefix: ``python -m pip``, or, with ``target``, ``python -m pip --python
+    TARGET`` (pip >= 22.3 installs into another interpreter's environment)."""
+    return [python, "-m", "pip", *(["--python", target] if target else [])]
+
+
+def pip_install(pip: list[str], packages: list[str], *, index_url: str | None = None,
                 find_links: str | None = None, no_index: bool = False, pre: bool = False,
                 upgrade: bool = False, force_reinstall: bool = False) -> list[str]:
-    """``python -m pip install ...`` as an argument list."""
-    argv = [python, "-m", "pip", "install"]
+    """``<pip> install ...`` as an argument list (``pip`` from ``pip_for``)."""
+    argv = [*pip, "install"]
     argv += ["--pre"] if pre else []
     argv += ["--upgrade"] if upgrade else []
     argv += ["--force-reinstall"] if force_reinstall else []
@@ -83,13 +89,13 @@ def pip_install(python: str, packages: list[str], *, index_url: str | None = Non
     return argv + list(packages)
 
 
-def pip_uninstall(python: str, packages: list[str]) -> list[str]:
-    return [python, "-m", "pip", "uninstall", "-y", *packages]
+def pip_uninstall(pip: list[str], packages: list[str]) -> list[str]:
+    return [*pip, "uninstall", "-y", *packages]
 
 
-def pip_index_versions(python: str, package: str, index_url: str) -> list[str]:
+def pip_index_versions(pip: list[str], package: str, index_url: str) -> list[str]:
     """Informational query of available versions (the seed's first command)."""
-    return [python, "-m", "pip", "index", "versions", package, "--pre", "--index-url", index_url]
+    return [*pip, "index", "versions", package, "--pre", "--index-url", index_url]
 
 
 def versions_query(python: str, packages: list[str]) -> list[str]:
@@ -104,12 +110,16 @@ def versions_query(python: str, packages: list[str]) -> list[str]:
     return [python, "-c", code, *packages]
 
 
-def install_plan(python: str, check: SameDay, packages: list[str], **index: object) -> list[list[str]]:
+def install_plan(pip: list[str], check: SameDay, packages: list[str], *,
+                 index_url: str | None = None, find_links: str | None = None,
+                 no_index: bool = False, pre: bool = True) -> list[list[str]]:
     """Commands to run after the post-install check: none when ok, else uninstall all and
-    reinstall the set together."""
+    reinstall the set together (seed: "If they diverge, uninstall all three and reinstall")."""
     if check.ok:
         return []
-    return [pip_uninstall(python, packages), pip_install(python, packages, **index)]  # type: ignore[arg-type]
+    return [pip_uninstall(pip, packages),
+            pip_install(pip, packages, index_url=index_url, find_links=find_links,
+                        no_index=no_index, pre=pre)]
 
 
 def shadowing_package(cwd: str | Path, package: str) -> Path | None:
