@@ -114,7 +114,6 @@ class Engine:
         self.cmds = cmds
         self.settings = settings or {}
         self._saved = dumps(state.model_dump(mode="json"))
-        self._extra: dict[str, Any] = {}
 
     # -- construction -----------------------------------------------------------------
 
@@ -160,7 +159,8 @@ class Engine:
                                                     self.cmds))
             if self.state.pending():
                 return self._cache(render.agent_spec(self.state, self.store.root,
-                                                     self.store.dir, self.cmds, self._extra))
+                                                     self.store.dir, self.cmds,
+                                                     self.state.wave_extra))
             q = self.state.question
             if q is not None and q.key not in self.state.answers:
                 return self._cache(render.human_spec(self.state, self.store.root,
@@ -191,12 +191,12 @@ class Engine:
             state.phase = dest
             state.visits[dest] = state.visits.get(dest, 0) + 1
             state.question = None
-            self._extra = {}
+            state.wave_extra = {}
             self._save("transition", trigger=outcome.trigger, to=dest)
             return None
         if isinstance(outcome, Ask):
             state.data = new_data
-            self._extra = dict(outcome.extra)
+            state.wave_extra = dict(outcome.extra)
             self._emit(outcome.tasks)
             return None
         if isinstance(outcome, Human):
@@ -205,7 +205,8 @@ class Engine:
                                   f"it was answered", "use a new key for a new question")
             state.data = new_data
             state.question = Question(key=outcome.key, question=outcome.question,
-                                      options=outcome.options, extra=outcome.extra)
+                                      options=list(outcome.options.items()),
+                                      extra=outcome.extra)
             self._save("question", key=outcome.key)
             return None
         if isinstance(outcome, Sleep):
@@ -240,8 +241,8 @@ class Engine:
                     question=(f"Task {task.key!r} ({task.role}) in phase {state.phase!r} used "
                               f"all {allowed} attempts without an acceptable result. "
                               f"Grant more attempts, or abort the flow?"),
-                    options={"retry": f"grant {task.max_attempts} more attempts",
-                             "abort": "end the flow now with outcome 'aborted'"},
+                    options=[("retry", f"grant {task.max_attempts} more attempts"),
+                             ("abort", "end the flow now with outcome 'aborted'")],
                     extra={"task_key": task.key, "last_attempts": allowed},
                 )
                 self._save("exhausted", task=task.key, attempts=allowed)
@@ -341,10 +342,10 @@ class Engine:
         if q is None or q.key in self.state.answers:
             raise AnswerRejected(f"flow {self.state.flow_id!r} has no open question",
                                  "run --resume to see what the flow needs now")
-        if value not in q.options:
+        if value not in q.values():
             raise AnswerRejected(f"{value!r} is not an option of the open question",
-                                 f"answer one of: {', '.join(q.options)}",
-                                 options=list(q.options))
+                                 f"answer one of: {', '.join(q.values())}",
+                                 options=q.values())
         self.state.answers[q.key] = value
         self.state.question = None
         if q.key.startswith(EXHAUSTED):

@@ -110,9 +110,10 @@ def human_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) ->
     q = state.question
     assert q is not None
     options = [{"value": v, "description": d, "command": cmds.answer(v)}
-               for v, d in q.options.items()]
+               for v, d in q.options]
     return envelope(state, root, "need_human", cmds.harness, workspace,
                     question=q.question, question_key=q.key, options=options,
+                    resume_command=cmds.resume(),
                     note="Ask a person; record the answer with the command of the chosen "
                          "option. Nothing proceeds until then.", **q.extra)
 

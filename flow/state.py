@@ -48,8 +48,12 @@ class Question(BaseModel):
 
     key: str
     question: str
-    options: dict[str, str]
+    options: list[tuple[str, str]]  # (value, description), in the order the step gave them
     extra: dict[str, Any] = Field(default_factory=dict)
+
+
+    def values(self) -> list[str]:
+        return [v for v, _ in self.options]
 
 
 class FlowState(BaseModel):
@@ -68,6 +72,7 @@ class FlowState(BaseModel):
     updated_at: str
     tasks: list[TaskRecord] = Field(default_factory=list)
     waves: int = 0
+    wave_extra: dict[str, Any] = Field(default_factory=dict)
     agents: dict[str, str] = Field(default_factory=dict)
     question: Question | None = None
     answers: dict[str, str] = Field(default_factory=dict)

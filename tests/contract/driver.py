@@ -1,0 +1,94 @@
+"""A generic harness: drives any workflow to its end reading only the JSON it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "orchestrator.py"
+CRASH_HOOK = Path(__file__).resolve().parents[1] / "crashhook"
+
+
+@dataclass
+class Call:
+    argv: list[str]
+    code: int
+    spec: dict[str, Any] | None
+    stderr: str
+
+
+@dataclass
+class Scenario:
+    """How to start a workflow and how a (scripted) harness answers its tasks."""
+
+    name: str
+    start: list[str]
+    answer: Callable[[dict[str, Any]], dict[str, Any]]
+    choose: Callable[[dict[str, Any]], str] = lambda spec: spec["options"][0]["value"]
+    env: dict[str, str] = field(default_factory=dict)
+    ticks: int = 3  # how many schedule_cron firings to follow before giving up
+
+
+class Driver:
+    def __init__(self, workspace: Path, env: dict[str, str] | None = None) -> None:
+        self.workspace = workspace
+        self.env = {**os.environ, **(env or {})}
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(ROOT), self.env.get("PYTHONPATH", "")]))
+        self.calls: list[Call] = []
+
+    def call(self, argv: list[str], extra_env: dict[str, str] | None = None) -> Call:
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(self.workspace),
+                               *argv], capture_output=True, text=True,
+                              env={**self.env, **(extra_env or {})}, timeout=120)
+        spec = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
+        call = Call(argv, proc.returncode, spec, proc.stderr)
+        self.calls.append(call)
+        return call
+
+    def shell(self, command: str, extra_env: dict[str, str] | None = None) -> Call:
+        """Run a command exactly as printed by the orchestrator (from another directory)."""
+        proc = subprocess.run(command, shell=True, capture_output=True, text=True, cwd="/",
+                              env={**self.env, **(extra_env or {})}, timeout=120)
+        spec = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
+        call = Call([command], proc.returncode, spec, proc.stderr)
+        self.calls.append(call)
+        return call
+
+    def step(self, spec: dict[str, Any], sc: Scenario,
+             extra_env: dict[str, str] | None = None) -> Call | None:
+        """Do what ``spec`` asks once; None when the flow is finished."""
+        status = spec["status"]
+        if status in {"need_agent", "waiting"}:
+            task = spec["tasks"][0]
+            Path(task["feed_file"]).write_text(json.dumps(sc.answer(task)))
+            return self.shell(task["feed_command"], extra_env)
+        if status == "need_human":
+            value = sc.choose(spec)
+            option = next(o for o in spec["options"] if o["value"] == value)
+            return self.shell(option["command"], extra_env)
+        if status == "schedule_cron":
+            return self.shell(spec["resume_command"], extra_env)
+        return None
+
+    def run(self, sc: Scenario, max_calls: int = 200) -> list[dict[str, Any]]:
+        """Drive ``sc`` to ``done``; return every spec printed on the way."""
+        first = self.call(sc.start)
+        assert first.spec is not None, first.stderr
+        specs = [first.spec]
+        spec = first.spec
+        for _ in range(max_calls):
+            if spec["status"] in {"done", "error"}:
+                return specs
+            nxt = self.step(spec, sc)
+            assert nxt is not None and nxt.spec is not None, nxt and nxt.stderr
+            spec = nxt.spec
+            specs.append(spec)
+        raise AssertionError(f"{sc.name} did not finish in {max_calls} calls")

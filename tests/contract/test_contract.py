@@ -1,0 +1,206 @@
+"""The contract suite: every registered workflow, driven only through the JSON it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.contract.driver import CRASH_HOOK, Driver, Scenario
+from tests.contract.scenarios import SCENARIOS
+
+IDS = [s.name for s in SCENARIOS]
+
+
+def _spec_schema() -> dict[str, Any]:
+    from flow.schemas import Spec
+
+    return Spec.model_json_schema()
+
+
+def _final_state(ws: Path) -> dict[str, Any]:
+    [path] = [p for p in ws.rglob("flow_state.json") if ".old-" not in str(p)]
+    raw = json.loads(path.read_text().replace(str(ws), "<ws>"))
+    for key in ("revision", "created_at", "updated_at"):
+        raw.pop(key)
+    for h in raw["history"]:
+        h.pop("at")
+    return raw
+
+
+@pytest.fixture(params=SCENARIOS, ids=IDS)
+def scenario(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Scenario:
+    sc: Scenario = request.param
+    for k, v in sc.env.items():
+        monkeypatch.setenv(k, v)
+    return sc
+
+
+def test_every_spec_is_valid_against_the_schema(scenario: Scenario, tmp_path: Path) -> None:
+    """Each object printed on the way to done validates against the published spec schema."""
+    specs = Driver(tmp_path / "ws").run(scenario)
+    schema = _spec_schema()
+    for spec in specs:
+        jsonschema.validate(spec, schema)
+    assert "done" == specs[-1]["status"]
+
+
+def test_resume_reemits_the_pending_spec_identically(scenario: Scenario, tmp_path: Path) -> None:
+    """--resume on a waiting flow prints the same object, from the cache and from a full load."""
+    drv = Driver(tmp_path / "ws")
+    spec = drv.call(scenario.start).spec
+    checked = 0
+    while spec and spec["status"] != "done":
+        if spec["status"] in {"need_agent", "waiting", "need_human"}:
+            again = drv.shell(spec["resume_command"])
+            assert spec == again.spec
+            (Path(spec["workspace"]) / ".last_spec.json").unlink()
+            cold = drv.shell(again.argv[0])
+            assert spec == cold.spec
+            checked += 1
+        nxt = drv.step(spec, scenario)
+        spec = nxt.spec if nxt else None
+    assert checked >= 2
+
+
+def _uninterrupted(scenario: Scenario, tmp: Path) -> dict[str, Any]:
+    drv = Driver(tmp / "clean")
+    assert "done" == drv.run(scenario)[-1]["status"]
+    return _final_state(tmp / "clean")
+
+
+def _count_persistence_points(scenario: Scenario, tmp: Path) -> int:
+    counter = tmp / "count"
+    drv = Driver(tmp / "count-ws", {"PYTHONPATH": str(CRASH_HOOK),
+                                    "ORCHESTRATOR_TEST_CRASH_AT": "999999",
+                                    "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter)})
+    drv.run(scenario)
+    return int(counter.read_text())
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_kill_at_each_persistence_point_then_resume_ends_the_same(
+        scenario: Scenario, tmp_path: Path, when: str) -> None:
+    """A SIGKILL at any atomic write, then --resume, ends exactly where a clean run ends."""
+    expected = _uninterrupted(scenario, tmp_path)
+    points = _count_persistence_points(scenario, tmp_path)
+    assert points > 5
+    for n in range(1, points + 1):
+        ws = tmp_path / f"{when}-{n}"
+        counter = tmp_path / f"counter-{when}-{n}"
+        env = {"PYTHONPATH": str(CRASH_HOOK), "ORCHESTRATOR_TEST_CRASH_AT": str(n),
+               "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
+               "ORCHESTRATOR_TEST_CRASH_WHEN": when}
+        drv = Driver(ws, env)
+        call = drv.call(scenario.start)
+        killed = 0
+        for _ in range(200):
+            if call.code in (-9, 137):
+                killed += 1
+                flows = [p for p in ws.rglob("flow_state.json")]
+                if not flows:
+                    call = drv.call(scenario.start)
+                    continue
+                flow_id = str(flows[0].parent.relative_to(ws))
+                call = drv.call(["--flow", flow_id, "--resume"])
+                continue
+            assert call.spec is not None, call.stderr
+            nxt = drv.step(call.spec, scenario)
+            if nxt is None:
+                break
+            call = nxt
+        assert 1 == killed, f"point {n}: expected exactly one kill"
+        assert "done" == call.spec["status"]
+        assert expected == _final_state(ws), f"state differs after a kill at point {n} ({when})"
+
+
+def test_concurrent_feeds_never_both_advance(scenario: Scenario, tmp_path: Path) -> None:
+    """Two callers feeding the same task at once: one applies it, the other changes nothing."""
+    drv = Driver(tmp_path / "ws")
+    spec = drv.call(scenario.start).spec
+    while spec["status"] not in {"need_agent", "waiting"}:
+        spec = drv.step(spec, scenario).spec
+    task = spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps(scenario.answer(task)))
+    procs = [subprocess.Popen(task["feed_command"], shell=True, stdout=subprocess.PIPE,
+                              env=drv.env) for _ in range(2)]
+    outs = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    audit = (Path(spec["workspace"]) / "audit.jsonl").read_text().splitlines()
+    fed = [json.loads(line) for line in audit if '"fed"' in line]
+    assert 1 == len([f for f in fed if f["task_id"] == task["task_id"]])
+    assert outs[0] == outs[1]
+
+
+def test_lock_held_gives_busy_with_the_holder(scenario: Scenario, tmp_path: Path) -> None:
+    """While another caller holds the lock, a call waits a bounded time then reports busy."""
+    from workspace.lock import FlowLock
+
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_LOCK_TIMEOUT": "0.3"})
+    spec = drv.call(scenario.start).spec
+    before = (Path(spec["workspace"]) / "flow_state.json").read_bytes()
+    with FlowLock(Path(spec["workspace"])):
+        call = drv.call(["--flow", spec["flow_id"], "--resume", "--harness", "codex"])
+    assert 3 == call.code
+    assert "busy" == call.spec["error"]["code"]
+    assert os.getpid() == call.spec["error"]["holder"]["pid"]
+    assert before == (Path(spec["workspace"]) / "flow_state.json").read_bytes()
+
+
+def _pending(drv: Driver, sc: Scenario) -> dict[str, Any]:
+    spec = drv.call(sc.start).spec
+    while spec["status"] not in {"need_agent", "waiting"}:
+        spec = drv.step(spec, sc).spec
+    return spec
+
+
+def test_stale_and_duplicate_feeds_leave_the_state_untouched(scenario: Scenario,
+                                                              tmp_path: Path) -> None:
+    """Feeding an old task anew, a foreign file, or changed content is refused byte-for-byte."""
+    drv = Driver(tmp_path / "ws")
+    spec = _pending(drv, scenario)
+    first = spec["tasks"][0]
+    Path(first["feed_file"]).write_text(json.dumps(scenario.answer(first)))
+    spec = drv.shell(first["feed_command"]).spec
+    state_file = Path(spec["workspace"]) / "flow_state.json"
+    before = state_file.read_bytes()
+    again = drv.shell(first["feed_command"])
+    assert 0 == again.code and before == state_file.read_bytes()
+    foreign = tmp_path / "elsewhere.json"
+    foreign.write_text(json.dumps(scenario.answer(first)))
+    call = drv.call(["--flow", spec["flow_id"], "--feed", first["feed_as"], "--feed-file",
+                     str(foreign)])
+    assert (2, "stale_feed") == (call.code, call.spec["error"]["code"])
+    changed = {**scenario.answer(first), "agent_id": "someone-else"}
+    Path(first["feed_file"]).write_text(json.dumps(changed))
+    call = drv.shell(first["feed_command"])
+    assert (2, "already_applied") == (call.code, call.spec["error"]["code"])
+    assert before == state_file.read_bytes()
+
+
+def test_missing_empty_and_malformed_feeds_are_refused(scenario: Scenario,
+                                                        tmp_path: Path) -> None:
+    """No result, an empty file, bad JSON or a JSON list never count as a result."""
+    drv = Driver(tmp_path / "ws")
+    spec = _pending(drv, scenario)
+    task = spec["tasks"][0]
+    state_file = Path(spec["workspace"]) / "flow_state.json"
+    before = state_file.read_bytes()
+    for content, code in ((None, "feed_missing"), ("", "feed_empty"), ("{nope", "feed_malformed"),
+                          ("[]", "feed_malformed"), ("{}", "invalid_feed")):
+        feed = Path(task["feed_file"])
+        if content is None:
+            feed.unlink(missing_ok=True)
+        else:
+            feed.write_text(content)
+        call = drv.shell(task["feed_command"])
+        if code == "invalid_feed" and call.code == 0:
+            continue  # a workflow whose feed legitimately accepts {} (the analyst)
+        assert (2, code) == (call.code, call.spec["error"]["code"])
+        assert call.spec["error"]["hint"]
+        assert before == state_file.read_bytes()

@@ -1,0 +1,130 @@
+"""The command line: one JSON object per call, exit codes, status, schema, graph, imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.contract.driver import ROOT, SCRIPT, Driver
+
+TOY = {"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}
+
+
+def _run(ws: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[int, Any]:
+    drv = Driver(ws, {**TOY, **(env or {})})
+    call = drv.call(list(argv))
+    return call.code, call.spec
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["--bogus"], "usage"),
+    (["--feed", "coder"], "usage"),
+    ([], "usage"),
+    (["--flow", "no/such", "--resume"], "flow_not_found"),
+    (["start", "nope"], "usage"),
+    (["schema", "nope"], "usage"),
+])
+def test_bad_input_is_one_json_error_with_a_hint_and_exit_2(tmp_path: Path, argv: list[str],
+                                                            code: str) -> None:
+    """Usage mistakes print a JSON error object (code, message, hint) and exit 2."""
+    exit_code, spec = _run(tmp_path, *argv)
+    assert (2, "error", code) == (exit_code, spec["status"], spec["error"]["code"])
+    assert spec["error"]["hint"] and spec["message"] == spec["error"]["message"]
+
+
+def test_a_workflow_not_built_answers_with_an_error_not_a_spec(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """A registered workflow whose module is missing is reported as not_built."""
+    from flow import registry
+    from flow.errors import NotBuilt
+
+    monkeypatch.setitem(registry.BUILTIN, "ghost", "flow.ghost_workflow")
+    with pytest.raises(NotBuilt):
+        registry.load("ghost")
+
+
+def test_unloadable_state_exits_4_and_keeps_the_file(tmp_path: Path) -> None:
+    """A corrupt flow_state.json is reported (exit 4) and never replaced."""
+    _run(tmp_path, "start", "toy", "x")
+    state = tmp_path / "toy" / "x" / "flow_state.json"
+    state.write_text('{"workflow": "toy", "schema_version": 1, "broken": true}')
+    (tmp_path / "toy" / "x" / ".last_spec.json").unlink()
+    code, spec = _run(tmp_path, "--flow", "toy/x", "--resume")
+    assert (4, "state_unloadable") == (code, spec["error"]["code"])
+    assert '"broken": true' in state.read_text()
+
+
+def test_status_lists_flows_as_table_and_json(tmp_path: Path) -> None:
+    """status shows workflow, phase, pending tasks and age; --json for machines."""
+    _run(tmp_path, "start", "toy", "one")
+    drv = Driver(tmp_path, TOY)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
+                          capture_output=True, text=True, env=drv.env)
+    assert "toy/one" in proc.stdout and "work" in proc.stdout and "PENDING" in proc.stdout
+    code, spec = _run(tmp_path, "status", "--json")
+    [row] = spec["flows"]
+    assert ("toy/one", "toy", "work", 2) == (row["flow_id"], row["workflow"], row["phase"],
+                                            len(row["pending"]))
+
+
+def test_schema_lists_and_prints_feed_models(tmp_path: Path) -> None:
+    """schema lists every name; schema NAME prints a JSON Schema of that feed model."""
+    _, listing = _run(tmp_path, "schema")
+    assert {"spec", "task", "state", "toy.part", "toy.review"} <= set(listing["schemas"])
+    _, one = _run(tmp_path, "schema", "toy.part")
+    assert {"ok", "value"} <= set(one["schema"]["required"])
+
+
+def test_graph_draws_the_declared_machine_as_mermaid(tmp_path: Path) -> None:
+    """graph WORKFLOW prints a Mermaid state diagram with every declared transition."""
+    _, spec = _run(tmp_path, "graph", "toy")
+    assert "stateDiagram-v2" in spec["mermaid"]
+    assert "review --> work: rejected" in spec["mermaid"]
+
+
+def test_emitted_commands_work_from_any_directory_with_awkward_paths(tmp_path: Path) -> None:
+    """Commands are absolute and shell-quoted: a workspace with spaces and quotes still works."""
+    ws = tmp_path / "my work's space"
+    drv = Driver(ws, TOY)
+    spec = drv.call(["start", "toy", "q"]).spec
+    again = drv.shell(spec["resume_command"])
+    assert spec == again.spec
+
+
+def _modules_after(argv: list[str], env: dict[str, str]) -> set[str]:
+    code = ("import sys, io, orchestrator\n"
+            "sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
+            "orchestrator.main(sys.argv[1:])\n"
+            "sys.stderr.write('\\nMODULES ' + ' '.join(sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    return set(proc.stderr.rsplit("MODULES ", 1)[1].split())
+
+
+def test_resume_and_feed_do_not_import_libcst_or_pygithub(tmp_path: Path) -> None:
+    """The hot path of a flow that needs neither never imports them."""
+    drv = Driver(tmp_path, TOY)
+    spec = drv.call(["start", "toy", "fast"]).spec
+    task = spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
+    (Path(spec["workspace"]) / ".last_spec.json").unlink()
+    base = ["--workspace", str(tmp_path), "--flow", "toy/fast"]
+    for argv in ([*base, "--resume"], [*base, "--feed", "coder", "--feed-file", task["feed_file"]]):
+        mods = _modules_after(argv, drv.env)
+        assert "flow.engine" in mods
+        assert not {m for m in mods if m.split(".")[0] in {"libcst", "github"}}
+
+
+def test_cached_resume_skips_pydantic_and_transitions(tmp_path: Path) -> None:
+    """--resume of a waiting flow whose spec is cached imports neither pydantic nor transitions."""
+    drv = Driver(tmp_path, TOY)
+    drv.call(["start", "toy", "cached"])
+    mods = _modules_after(["--workspace", str(tmp_path), "--flow", "toy/cached", "--resume"],
+                          drv.env)
+    assert not {m for m in mods if m.split(".")[0] in {"pydantic", "transitions", "libcst"}}

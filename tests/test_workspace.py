@@ -1,0 +1,89 @@
+"""The state store: atomic writes, the lock, migrations, and failing closed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flow.errors import Busy, StateLoadError
+from workspace.atomic import write_atomic
+from workspace.lock import FlowLock
+from workspace.migrations import migrate
+from workspace.paths import check_flow_id, workspace_root
+from workspace.store import FlowStore
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path: Path) -> None:
+    """A write replaces the file whole and cleans up its temporary file."""
+    target = tmp_path / "a" / "state.json"
+    write_atomic(target, b"one")
+    write_atomic(target, b"two")
+    assert b"two" == target.read_bytes()
+    assert ["state.json"] == sorted(p.name for p in target.parent.iterdir())
+
+
+def test_second_lock_holder_gets_busy_naming_the_first(tmp_path: Path) -> None:
+    """A bounded wait, then Busy with the holder's pid and command."""
+    with FlowLock(tmp_path, timeout=5):
+        with pytest.raises(Busy) as info:
+            with FlowLock(tmp_path, timeout=0.1):
+                pass
+    assert "pid" in info.value.details["holder"]
+    assert 3 == info.value.exit_code
+
+
+def test_migrations_run_as_a_chain() -> None:
+    """Each step takes version n to n+1, and the result carries the current version."""
+    chain = {1: lambda raw: {**raw, "b": raw["a"] * 2}, 2: lambda raw: {**raw, "c": raw["b"] + 1}}
+    assert {"schema_version": 3, "a": 1, "b": 2, "c": 3} == migrate(
+        {"schema_version": 1, "a": 1}, 3, "x", chain)
+
+
+@pytest.mark.parametrize("version", [99, 0, "1", None])
+def test_unknown_schema_versions_are_refused(version: object) -> None:
+    """A newer or nonsense schema_version fails closed with a hint."""
+    with pytest.raises(StateLoadError) as info:
+        migrate({"schema_version": version}, 1, "f")
+    assert info.value.hint
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b'{"schema_version": 1}'])
+def test_unloadable_state_fails_closed_and_is_kept(tmp_path: Path, content: bytes) -> None:
+    """Corrupt or incomplete state raises StateLoadError and the file stays untouched."""
+    store = FlowStore(tmp_path, "x/y")
+    write_atomic(store.state_path, content)
+    with pytest.raises(StateLoadError) as info:
+        store.load()
+    assert 4 == info.value.exit_code
+    assert content == store.state_path.read_bytes()
+
+
+@pytest.mark.parametrize("bad", ["", "../up", "a/../b", "/abs", "a//b", "sp ace"])
+def test_flow_ids_that_could_leave_the_workspace_are_refused(bad: str) -> None:
+    """Flow ids are relative names; nothing built from one escapes the root."""
+    from flow.errors import UsageError
+
+    with pytest.raises(UsageError):
+        check_flow_id(bad)
+
+
+def test_workspace_root_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--workspace wins over ORCHESTRATOR_WORKSPACE, which wins over ./agent_space."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ORCHESTRATOR_WORKSPACE", raising=False)
+    assert tmp_path / "agent_space" == workspace_root(None)
+    monkeypatch.setenv("ORCHESTRATOR_WORKSPACE", str(tmp_path / "env"))
+    assert tmp_path / "env" == workspace_root(None)
+    assert tmp_path / "flag" == workspace_root(str(tmp_path / "flag"))
+
+
+def test_spec_cache_is_ignored_once_the_state_changes(tmp_path: Path) -> None:
+    """The cached spec is served only for the exact state bytes it was rendered from."""
+    store = FlowStore(tmp_path, "f")
+    write_atomic(store.state_path, b'{"a": 1}')
+    store.cache_spec(b'{"a": 1}', {"status": "done"})
+    assert {"status": "done"} == store.cached_spec()
+    write_atomic(store.state_path, json.dumps({"a": 2}).encode())
+    assert None is store.cached_spec()
