@@ -276,9 +276,9 @@ def _module_calls(stmt: ast.stmt) -> list[ast.Call]:
 
 def _imports(stmt: ast.Import | ast.ImportFrom) -> list[ImportInfo]:
     if isinstance(stmt, ast.Import):
-        return [ImportInfo(module=a.name, name=None, asname=a.asname, line=stmt.lineno) for a in stmt.names]
+        return [ImportInfo(module=a.name, name=None, asname=a.asname, line=a.lineno) for a in stmt.names]
     module = "." * stmt.level + (stmt.module or "")
-    return [ImportInfo(module=module, name=a.name, asname=a.asname, line=stmt.lineno) for a in stmt.names]
+    return [ImportInfo(module=module, name=a.name, asname=a.asname, line=a.lineno) for a in stmt.names]
 
 
 def parse(text: str, path: str) -> ast.Module:

@@ -1,0 +1,114 @@
+"""Phase 5: each verify check on the small fixture, plus the real collect-only confirmation."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flow.refactor.analysis import AnalystReport
+from flow.refactor.assess import assess_source
+from flow.refactor.collect import base_test, collect_tests, compare_collected
+from flow.refactor.fields import FIELD_AGNOSTIC_CHECKS
+from flow.refactor.verify import VerifyInput, verify
+
+from conftest import SMALL, read
+
+BEFORE = read(SMALL / "small_ops_before.py")
+AFTER = read(SMALL / "small_ops_after.py")
+
+
+def _run(after: str, report: AnalystReport, **extra: object) -> list[tuple[str, str, str, int]]:
+    inp = VerifyInput(path="small_ops.py", before=BEFORE, after=after, plan=report, **extra)  # type: ignore[arg-type]
+    return [(f.check, f.code, f.severity, f.line) for f in verify(inp).findings]
+
+
+def test_clean_refactor_passes_every_check(small_report: AnalystReport) -> None:
+    """The small fixture's refactored file passes all core checks with no finding."""
+    report = verify(VerifyInput(path="small_ops.py", before=BEFORE, after=AFTER, plan=small_report))
+    assert ([], True) == (report.findings, report.passed)
+
+
+# (id, old text, new text, expected findings): each a one-edit regression of AFTER.
+MUTATIONS = [
+    ("syntax", "class TestSmallUtils(TestCase):", "class TestSmallUtils(TestCase)", [("syntax", "V101", "error", 60)]),
+    ("test-lost", "    def test_cumsum", "", []),  # no such text: guards the table itself
+    ("test-dropped", "    def test_add(self, device):\n", "    def test_add_renamed(self, device):\n",
+     [("test_count", "V201", "error", 26), ("test_count", "V202", "warning", 27)]),
+    ("agnostic-with-only-for", "instantiate_device_type_tests(TestSmallOpsDevice, globals())",
+     'instantiate_device_type_tests(TestSmallOpsDevice, globals(), only_for="cpu")',
+     [("class_structure", "V303", "error", 26), ("lint", "L008", "warning", 37), ("lint", "L008", "warning", 42)]),
+    ("onlycuda-left", "    @onlyAccelerator\n    def test_to_accelerator",
+     "    @onlyCUDA\n    def test_to_accelerator",
+     [("stale_patterns", "V601", "error", 37), ("import_audit", "V702", "error", 37), ("lint", "L004", "error", 37)]),
+    ("hard-coded-cuda", "y = torch.ones(2).to(device)", 'y = torch.ones(2).to("cuda")',
+     [("stale_patterns", "V602", "error", 39), ("lint", "L006", "error", 39)]),
+    ("blacklist-skip-dropped", "    @onlyAccelerator\n    @skipXPU\n", "    @onlyAccelerator\n",
+     [("stale_patterns", "V604", "error", 42), ("import_audit", "V701", "warning", 10)]),
+    ("setup-guard-device-specific", "class TestSmallCudnn(TestCase):\n    def test_cudnn_flag(self, device):",
+     "class TestSmallCudnn(TestCase):\n    def setUp(self):\n        if not torch.cuda.is_available():\n"
+     "            self.skipTest('x')\n\n    def test_cudnn_flag(self, device):", []),
+]
+
+
+@pytest.mark.parametrize(("name", "old", "new", "expected"), MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_mutation_is_reported(small_report: AnalystReport, name: str, old: str, new: str,
+                              expected: list[tuple[str, str, str, int]]) -> None:
+    """Each regression of the refactored file yields exactly its findings, with file and line."""
+    if old not in AFTER:
+        assert [] == expected
+        return
+    assert expected == _run(AFTER.replace(old, new, 1), small_report)
+
+
+def test_decorate_info_external_refs_and_sentinels(small_report: AnalystReport) -> None:
+    """Stale DecorateInfo entries, references to removed classes and stale sentinels are errors."""
+    extra = {
+        "decorate_info_files": {"cmi.py": read(SMALL / "common_methods_invocations.py").replace("TestSmallUtils", "TestSmallGone")},
+        "external_files": {"test/other.py": "x = 1\nfrom small_ops import TestSmallGoneCPU\n"},
+        "sentinel_names": {"dynamo_skips": ["TestSmallOpsCPU.test_add_cpu", "TestUnrelated.test_x"]},
+    }
+    before = BEFORE.replace("TestSmallUtils", "TestSmallGone")
+    inp = VerifyInput(path="small_ops.py", before=before, after=AFTER, plan=None, **extra)  # type: ignore[arg-type]
+    expected = [("decorate_info", "V402", "cmi.py", 11), ("decorate_info", "V401", "cmi.py", 13), ("external_refs", "V501", "test/other.py", 2)]
+    assert expected == [
+        (f.check, f.code, f.file, f.line) for f in verify(inp).findings if f.check in ("decorate_info", "external_refs")
+    ]
+    got = _run(AFTER, small_report, **{k: v for k, v in extra.items() if k != "external_files"})
+    assert [("decorate_info", "V402", "error", 11), ("external_refs", "V502", "error", 0)] == got
+
+
+def test_field_agnostic_checks_only(small_report: AnalystReport) -> None:
+    """A non-core profile runs only the field-agnostic checks."""
+    inp = VerifyInput(path="small_ops.py", before=BEFORE, after=AFTER, plan=small_report, checks=FIELD_AGNOSTIC_CHECKS)
+    assert list(FIELD_AGNOSTIC_CHECKS) == [c.name for c in verify(inp).checks]
+
+
+def test_lint_errors_feed_the_hard_gate(small_report: AnalystReport) -> None:
+    """lint_errors() returns only error-severity lint findings."""
+    report = verify(VerifyInput(path="small_ops.py", before=BEFORE, after=BEFORE, plan=small_report))
+    assert {"L004", "L005", "L006"} == {f.code for f in report.lint_errors()}
+
+
+@pytest.mark.parametrize(
+    ("method", "expected"),
+    [("test_mul_dtypes_cpu_float32", "test_mul_dtypes"), ("test_add_cpu", "test_add"), ("test_pad_lengths_n_1", "test_pad_lengths"), ("test_zzz", None)],
+)
+def test_base_test_mapping(method: str, expected: str | None) -> None:
+    """Collected variant names map back to the original test (longest name wins)."""
+    assert expected == base_test(method, {"test_add", "test_mul_dtypes", "test_mul", "test_pad_lengths"})
+
+
+@pytest.mark.torch
+def test_real_collect_only_confirms_the_count(tmp_path: Path, small_report: AnalystReport) -> None:
+    """pytest --collect-only on before and after loses nothing but the device-specific (CUDA-only) test."""
+    pytest.importorskip("torch")
+    for name in ("before", "after"):
+        shutil.copy(SMALL / f"small_ops_{name}.py", tmp_path / f"test_small_{name}.py")
+    before = collect_tests(tmp_path / "test_small_before.py", tmp_path)
+    after = collect_tests(tmp_path / "test_small_after.py", tmp_path)
+    assessment = assess_source(BEFORE, "small_ops.py")
+    assert (12, 11, []) == (len(before.node_ids), len(after.node_ids), compare_collected(before, after, assessment, small_report, "small_ops.py"))
+    broken = after.model_copy(update={"node_ids": [n for n in after.node_ids if "test_add" not in n]})
+    assert ["V203"] == [f.code for f in compare_collected(before, broken, assessment, small_report, "small_ops.py")]
