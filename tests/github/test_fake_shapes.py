@@ -1,0 +1,85 @@
+"""The fake server speaks the REST shapes PyGithub's own objects read (so other workflows can use it)."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+
+import pytest
+import requests
+
+from flow.github.client import GitHubClient, connect, ClientSettings
+from flow.github.errors import GitHubUnavailable
+from flow.github.actions import post_comment
+from tests.fakegithub import FakeGitHub
+
+SHA = "a" * 40
+
+
+@pytest.fixture
+def scenario(fake_github: FakeGitHub):  # noqa: ANN201
+    repo = fake_github.repo("octo/proj")
+    repo.add_pull(4, "feature", SHA, draft=True)
+    wf = repo.add_workflow("pull", ".github/workflows/pull.yml")
+    run = repo.add_run(wf, SHA, head_branch="feature", jobs=[(f"job {i}", "success") for i in range(5)])
+    repo.jobs_of(run)[0].log = "hello log"
+    run.add_artifact("Wheel-1", {"dist/x.whl": b"W"})
+    return repo, wf, run
+
+
+def test_pygithub_objects_read_the_fake(client: GitHubClient, scenario) -> None:  # noqa: ANN001
+    """PyGithub's Repository, PullRequest, Commit check runs, Workflow runs, jobs and artifacts all parse."""
+    repo, wf, run = scenario
+    gh_repo = client.gh.get_repo("octo/proj")
+    pr = gh_repo.get_pull(4)
+    runs = list(gh_repo.get_workflow("pull.yml").get_runs(branch="feature", status="success"))
+    got = (
+        pr.head.sha, pr.draft, gh_repo.get_commit(SHA).get_check_runs().totalCount,
+        [r.id for r in runs], runs[0].run_attempt, [j.name for j in runs[0].jobs()][:2],
+        [a.name for a in runs[0].get_artifacts()],
+    )
+    assert (SHA, True, 5, [run.id], 1, ["job 0", "job 1"], ["Wheel-1"]) == got
+
+
+def test_pygithub_follows_link_pagination(client: GitHubClient, fake_github: FakeGitHub, scenario) -> None:  # noqa: ANN001
+    """With per_page=2 PyGithub walks three Link-header pages to list five jobs."""
+    _, _, run = scenario
+    gh = connect(fake_github.base_url, fake_github.token, settings=ClientSettings(per_page=2)).gh
+    jobs = list(gh.get_repo("octo/proj").get_workflow_run(run.id).jobs())
+    assert (5, 3) == (len(jobs), fake_github.count(r"/jobs$"))
+
+
+def test_job_log_redirect_and_artifact_zip(client: GitHubClient, fake_github: FakeGitHub, scenario) -> None:  # noqa: ANN001
+    """WorkflowJob.logs_url() gives the 302 target; the artifact zip URL redirects to a real zip."""
+    repo, _, run = scenario
+    job = client.gh.get_repo("octo/proj").get_workflow_run(run.id).jobs()[0]
+    log = requests.get(job.logs_url(), timeout=5).text
+    zipped = requests.get(f"{fake_github.base_url}/repos/octo/proj/actions/artifacts/{run.artifacts[0].id}/zip",
+                          headers={"Authorization": f"token {fake_github.token}"}, timeout=5)
+    names = zipfile.ZipFile(io.BytesIO(zipped.content)).namelist()
+    assert ("hello log", ["dist/x.whl"]) == (log, names)
+
+
+def test_rate_limit_headers_and_304_budget(fake_github: FakeGitHub, scenario) -> None:  # noqa: ANN001
+    """Each 200 spends one unit shown in X-RateLimit-Remaining; a 304 answer spends none."""
+    url = f"{fake_github.base_url}/repos/octo/proj/pulls/4"
+    auth = {"Authorization": f"token {fake_github.token}"}
+    first = requests.get(url, headers=auth, timeout=5)
+    again = requests.get(url, headers={**auth, "If-None-Match": first.headers["ETag"]}, timeout=5)
+    assert (200, 304, "4999", 4999) == (first.status_code, again.status_code,
+                                         first.headers["X-RateLimit-Remaining"], fake_github.rate_remaining)
+
+
+def test_write_that_times_out_is_not_repeated(fake_github: FakeGitHub, scenario) -> None:  # noqa: ANN001
+    """A comment POST that times out is reported, not re-sent (it may have been posted)."""
+    fake_github.fault(r"/comments$", None, delay=1.5, method="POST")
+    client = connect(settings=ClientSettings(timeout=1, backoff=0.0, seconds_between_writes=None), sleep=lambda s: None)
+    with pytest.raises(GitHubUnavailable):
+        post_comment(client, "octo/proj", 4, "hello")
+    deadline = time.monotonic() + 3
+    while not fake_github.count(r"/comments$", "POST") and time.monotonic() < deadline:
+        time.sleep(0.05)  # the slow POST is still being served; it does land, which is why it is not re-sent
+    time.sleep(0.1)
+    assert (1, ["hello"]) == (fake_github.count(r"/comments$", "POST"),
+                              [c["body"] for c in scenario[0].comments[4]])
