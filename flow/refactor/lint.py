@@ -34,10 +34,14 @@ def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> lis
     insts = _device_insts(a, cls)
     only_for = any(i.only_for for i in insts)
     p = a.path
-    if not insts and cls.setup_guard_line is not None:
-        out.append(_f(p, "L001", "error", cls.setup_guard_line,
-                      f"{cls.name} is a plain TestCase guarded in setUp; use "
-                      f"instantiate_device_type_tests({cls.name}, globals(), only_for=...) instead"))
+    if cls.setup_guard_line is not None:
+        if insts:
+            out.append(_f(p, "L001", "warning", cls.setup_guard_line,
+                          f"setUp device guard in device-instantiated {cls.name} is redundant; let only_for select devices"))
+        else:
+            out.append(_f(p, "L001", "error", cls.setup_guard_line,
+                          f"{cls.name} is a plain TestCase guarded in setUp; use "
+                          f"instantiate_device_type_tests({cls.name}, globals(), only_for=...) instead"))
     if plan_strategy == "device_specific" and not only_for:
         out.append(_f(p, "L009", "error", cls.start,
                       f"device-specific class {cls.name} must be instantiated with "
