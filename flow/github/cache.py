@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 
+MAX_ENTRIES = 1000  # old commits' pages age out; a tick on a 300-check PR needs about 10
+
+
 class ETagCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -33,6 +36,7 @@ class ETagCache:
     def put(self, key: str, etag: str | None, body: Any, next_url: str | None) -> None:
         if not etag:
             return
+        self._data.pop(key, None)  # re-insert at the end: eviction drops least recently written
         self._data[key] = {"etag": etag, "body": body, "next": next_url}
         self._dirty = True
 
@@ -42,6 +46,7 @@ class ETagCache:
         return entry.get("value") if entry else None
 
     def remember(self, key: str, value: Any) -> None:
+        self._data.pop(key, None)
         self._data[key] = {"value": value}
         self._dirty = True
 
@@ -49,6 +54,8 @@ class ETagCache:
         """Persist if anything changed. Never raises for a None path."""
         if self.path is None or not self._dirty:
             return
+        for key in list(self._data)[: max(len(self._data) - MAX_ENTRIES, 0)]:
+            del self._data[key]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".etag-", suffix=".json")
         with os.fdopen(fd, "w") as f:

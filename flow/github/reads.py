@@ -15,13 +15,12 @@ from typing import Any
 
 from flow.github.cache import ETagCache
 from flow.github.client import GitHubClient
-from flow.github.errors import GitHubRequestFailed, NoPullRequest, UnknownRepo
+from flow.github.errors import GitHubRequestFailed, NoPullRequest
 from flow.github.models import CheckState, CommitChecks, PullInfo, WorkflowRunState
 from flow.github.remote import current_branch, origin_repo
 
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 _RUN_IN_URL = re.compile(r"/actions/runs/(\d+)")
-PENDING_RUN_STATUSES = {"queued", "in_progress", "waiting", "requested", "pending"}
 
 
 def _pull_info(repo: str, data: dict[str, Any]) -> PullInfo:
@@ -74,10 +73,7 @@ def get_pull(client: GitHubClient, repo: str, number: int, cache: ETagCache | No
     except GitHubRequestFailed as e:
         if e.status != 404:
             raise
-        try:
-            client.repo(repo)
-        except UnknownRepo:
-            raise
+        client.repo(repo)  # raises UnknownRepo when it is the repository that is missing
         raise NoPullRequest(repo, f"#{number}") from None
     return _pull_info(repo, data)
 

@@ -88,3 +88,10 @@ def test_timeouts_are_retried(fake_github: FakeGitHub) -> None:
     fake_github.fault(r"/pulls/1$", None, delay=1.6)
     client = connect(settings=ClientSettings(timeout=1, backoff=0.0, seconds_between_writes=None), sleep=lambda s: None)
     assert "a" * 40 == get_pull(client, "octo/proj", 1).head_sha
+
+
+def test_tick_on_unknown_repo_names_the_repo(client: GitHubClient, fake_github: FakeGitHub) -> None:
+    """A PR read in a repository that does not exist says the repo is unknown, not that the PR is."""
+    from flow.github.reads import read_tick
+    with pytest.raises(UnknownRepo):
+        read_tick(client, "octo/missing", 1)

@@ -106,3 +106,12 @@ def test_new_commit_is_picked_up(client: GitHubClient, fake_github: FakeGitHub, 
     repo.add_run(wf, "b" * 40, jobs=[("test", None)])
     pull, checks = read_tick(client, "octo/proj", 1, cache)
     assert ("b" * 40, ["queued"]) == (pull.head_sha, [c.status for c in checks.checks])
+
+
+def test_corrupt_cache_file_costs_a_full_read(client: GitHubClient, fake_github: FakeGitHub, tmp_path: Path) -> None:
+    """A garbled cache file is treated as empty: the tick reads everything afresh and rewrites it."""
+    many_checks(fake_github, 3)
+    cache = tmp_path / "etags.json"
+    cache.write_text("{not json")
+    _, checks = read_tick(client, "octo/proj", 1, cache)
+    assert (3, {200}) == (len(checks.checks), {r.status for r in fake_github.requests})

@@ -1,0 +1,17 @@
+"""Importing the pure parts must not import PyGithub (a --resume or --feed stays fast)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["flow.github", "flow.github.errors", "flow.github.models", "flow.github.remote",
+                                    "flow.ci", "flow.ci.classify", "flow.ci.patterns", "flow.ci.logs"])
+def test_pure_modules_do_not_import_pygithub(module: str) -> None:
+    """`github` is absent from sys.modules after importing the module in a fresh interpreter."""
+    code = f"import sys, {module}; print('github' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "False" == out.stdout.strip()
