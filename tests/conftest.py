@@ -1,0 +1,3 @@
+"""Shared pytest set-up: the fake GitHub server fixture is available to every test."""
+
+pytest_plugins = ["tests.fakegithub.plugin"]
