@@ -2,6 +2,8 @@
 
 Modules, each a function of its inputs with IO passed in or kept in thin adapters:
 
+- ``shellsplit``: split a shell block into simple commands (quotes, continuations,
+  comments, here-docs) without running a shell.
 - ``forms``: recognise the reproducer form, split shell blocks, decide ``needs_tree``.
 - ``verdict``: the four output models, exactly the seed's fields.
 - ``refined_command``: render the single shell string of the output contract.
@@ -11,6 +13,8 @@ Modules, each a function of its inputs with IO passed in or kept in thin adapter
 - ``ci_env``: ci_repo inference, the build_env table, CI job-log folding.
 - ``wheels``: same-build-day check, pip argument lists, the cwd / in-tree-import rules.
 - ``artifacts``: range probe, download with retries, wheel extraction (urllib only).
+- ``commands``: fill a profile's git recipes per argument (never a shell string).
+- ``sourcebuild``: the local profile's Stage 2 (source dir -> wheel -> fresh venv).
 - ``profiles``: load and validate ``reference/reproduce/*.toml``.
 - ``batch``: batch files of reproducers, buckets, Markdown and JSON reports.
 
