@@ -122,9 +122,11 @@ def summarise(file: str, device: str, returncode: int, outcomes: list[TestOutcom
 
 
 def run_local_tests(file: Path, cwd: Path, device: str, *, python: str = sys.executable,
-                    junit_path: Path | None = None, timeout: float = 1800.0) -> LocalTestResult:
+                    junit_path: Path | None = None, timeout: float = 1800.0,
+                    extra_args: list[str] | None = None) -> LocalTestResult:
     """Run ``python -m pytest FILE --junitxml=...`` for ``device`` and return FAIL/ERROR lists.
 
+    ``extra_args`` are appended to pytest's argument list (never through a shell).
     ``device`` goes to torch's ``PYTORCH_TESTING_DEVICE_ONLY_FOR`` so device-type classes
     instantiate for that device only. Raises ``JUnitError`` when pytest wrote no report
     (a missing report is never read as success) and ``subprocess.TimeoutExpired``.
@@ -132,7 +134,7 @@ def run_local_tests(file: Path, cwd: Path, device: str, *, python: str = sys.exe
     junit = junit_path or cwd / f".local_test_{device}.xml"
     if junit.exists():
         junit.unlink()  # never read a previous round's report
-    cmd = [python, "-m", "pytest", str(file), f"--junitxml={junit}", "-q", "-p", "no:cacheprovider"]
+    cmd = [python, "-m", "pytest", str(file), f"--junitxml={junit}", "-q", "-p", "no:cacheprovider", *(extra_args or [])]
     env = {**os.environ, "PYTORCH_TESTING_DEVICE_ONLY_FOR": device}
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
     if not junit.exists():

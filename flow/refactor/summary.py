@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flow.refactor.analysis import TestMove
 from flow.refactor.findings import CheckResult
 
 
@@ -53,6 +54,15 @@ class SummaryInput(BaseModel):
     harness: str = "claude"
 
 
+def moved_tests(moves: list[TestMove]) -> list[MovedTests]:
+    """Group moves by (source, target) class, dropping mechanism-only changes within one class."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for m in moves:
+        if m.old_class != m.new_class:
+            groups.setdefault((m.old_class, m.new_class), []).append(m.test)
+    return [MovedTests(source_class=s, target_class=t, tests=tests) for (s, t), tests in groups.items()]
+
+
 def _cell(text: str) -> str:
     """Escape a table cell so a class or test name cannot break the table."""
     return text.replace("|", "\\|").replace("\n", " ")
@@ -75,7 +85,7 @@ def render_summary(s: SummaryInput) -> str:
     out += ["", "## Checks", ""]
     if s.checks:
         out += ["| Check | Result | Errors | Warnings |", "|---|---|---|---|"]
-        out += [f"| {c.name} | {'pass' if c.passed else 'FAIL'} | {c.errors} | {c.warnings} |" for c in s.checks]
+        out += [f"| {_cell(c.name)} | {'pass' if c.passed else 'FAIL'} | {c.errors} | {c.warnings} |" for c in s.checks]
     else:
         out.append("No checks recorded.")
     out += ["", "## Retries used", ""]

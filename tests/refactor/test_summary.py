@@ -1,0 +1,60 @@
+"""Phase 7: final_summary.md rendered from typed inputs."""
+
+from __future__ import annotations
+
+from flow.refactor.analysis import AnalystReport, moves
+from flow.refactor.assess import Assessment
+from flow.refactor.findings import CheckResult
+from flow.refactor.summary import AppliedRule, DeferredFailure, SummaryInput, moved_tests, render_summary
+
+
+def _input(**overrides: object) -> SummaryInput:
+    base = {
+        "file": "test/test_small_ops.py",
+        "field": "core",
+        "rules": [AppliedRule(rule_id="TR001", title="onlyCUDA to onlyAccelerator", by="codemod", changes=2),
+                  AppliedRule(rule_id="TR004", title="device-agnostic class", by="coder")],
+        "checks": [CheckResult(name="lint", passed=True, errors=0, warnings=1)],
+        "retries": {"TR004": 1, "final_review": 0},
+        "deferred": [DeferredFailure(test_name="test_small_ops.TestSmallOpsDeviceCPU.test_add_cpu", reason="pre-existing")],
+        "local_tests": "cpu: 9 passed, 2 skipped",
+        "harness": "codex",
+    }
+    base.update(overrides)
+    return SummaryInput.model_validate(base)
+
+
+def test_moves_grouped_by_class_pair(small_before: Assessment, small_report: AnalystReport) -> None:
+    """Moves are grouped per (source, target); a change of mechanism alone is not a move."""
+    actual = [(m.source_class, m.target_class, len(m.tests)) for m in moved_tests(moves(small_report, small_before))]
+    assert [("TestSmallOps", "TestSmallOpsDevice", 5), ("TestSmallUtils", "TestSmallOpsDevice", 1), ("TestSmallUtils", "TestSmallCudnn", 1)] == actual
+
+
+def test_sections_and_next_steps(small_before: Assessment, small_report: AnalystReport) -> None:
+    """Every section appears with its content, and the next steps carry the sticky harness flag."""
+    text = render_summary(_input(moves=moved_tests(moves(small_report, small_before))))
+    expected_lines = [
+        "| TestSmallOps | TestSmallOpsDevice | 5: test_add, test_mul_dtypes, test_to_accelerator, test_pinned_copy, test_native_only |",
+        "- `TR001` onlyCUDA to onlyAccelerator (codemod, 2 edits)",
+        "- `TR004` device-agnostic class (coder, 0 edits)",
+        "| lint | pass | 0 | 1 |",
+        "- TR004: 1",
+        "cpu: 9 passed, 2 skipped",
+        "- `test_small_ops.TestSmallOpsDeviceCPU.test_add_cpu`: pre-existing",
+        '2. Start CI monitoring: say "look after the CI" or run `python orchestrator.py --harness codex --ci-check [--pr-number N]`.',
+    ]
+    assert [] == [line for line in expected_lines if line not in text.splitlines()]
+
+
+def test_empty_inputs_say_none() -> None:
+    """A baseline run with nothing moved still renders every section, saying so."""
+    text = render_summary(SummaryInput(file="test/distributed/test_c10d_nccl.py", field="distributed"))
+    assert ["No test changed class.", "Not run (no local test gate for this field)."] == [
+        line for line in text.splitlines() if line in ("No test changed class.", "Not run (no local test gate for this field).")
+    ]
+
+
+def test_table_cells_are_escaped() -> None:
+    """A pipe in a name cannot break the Markdown table."""
+    text = render_summary(_input(checks=[CheckResult(name="a|b", passed=False, errors=1, warnings=0)]))
+    assert ["| a\\|b | FAIL | 1 | 0 |"] == [line for line in text.splitlines() if line.startswith("| a")]
