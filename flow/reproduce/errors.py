@@ -49,3 +49,11 @@ class ArtifactError(ReproduceError):
         super().__init__(message)
         self.url = url
         self.blocker = blocker
+
+
+class UnresolvedNodeId(ReproduceError):
+    """A bare ``Class::test`` node id is defined in no single file of the tree."""
+
+    def __init__(self, message: str, *, node_id: str) -> None:
+        super().__init__(message)
+        self.node_id = node_id

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.reproduce.errors import InTreeImportTrap
+from flow.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
 from flow.reproduce.forms import Form, Reproducer
 
 _DEV = re.compile(r"\.dev(\d{8})")
@@ -131,6 +131,28 @@ def shadowing_package(cwd: str | Path, package: str) -> Path | None:
     return None
 
 
+def resolve_bare_node(node_id: str, tree: str | Path, test_dir: str = "test") -> str | None:
+    """The repo-relative file defining a bare ``Class::test`` node id, searched under
+    ``<tree>/<test_dir>`` (seed: "pytest rootdir discovery needs the tree"). torch's
+    device-generic names (``TestFooXPU::test_bar_xpu_float32``) are found through their
+    source names. None when no file or more than one file defines it (never a guess)."""
+    parts = [p for p in node_id.split("::") if p]
+    if len(parts) < 2:
+        return None
+    cls, test = parts[-2], re.sub(r"\[.*\]$", "", parts[-1])
+    classes = {cls, re.sub(r"XPU$", "", cls)}
+    tests = {test, re.sub(r"_xpu(_.*)?$", "", test)}
+    class_re = re.compile(r"^class (%s)\b" % "|".join(map(re.escape, classes)), re.M)
+    test_re = re.compile(r"^\s+def (%s)\(" % "|".join(map(re.escape, tests)), re.M)
+    root = Path(tree)
+    hits = []
+    for path in sorted((root / test_dir).rglob("*.py")):
+        text = path.read_text(errors="replace")
+        if class_re.search(text) and test_re.search(text):
+            hits.append(path.relative_to(root).as_posix())
+    return hits[0] if len(hits) == 1 else None
+
+
 class CwdChoice(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     cwd: str
@@ -148,20 +170,36 @@ def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str 
     - pytest target under ``test/xpu/``: ``<tree>/<xpu_ops_subdir>``, target made relative
       to it (the tests' relative sys.path appends resolve only there);
     - other repo-relative pytest targets: made absolute under ``tree``, run from ``scratch``;
-    - absolute targets, python -c, scripts, shell blocks: ``scratch`` (a cd in the block
-      is applied on top of it).
-    Raises InTreeImportTrap when the chosen cwd would import ``package`` from a tree
-    (``package=None``: no guard, for projects whose tests import from their tree).
+    - absolute targets, python -c, scripts, shell blocks, and commands that ``cd``
+      themselves: ``scratch`` with the written cds applied on top of it.
+    A bare ``Class::test`` is first resolved to its file in the tree (UnresolvedNodeId
+    when no single file defines it). Raises InTreeImportTrap when the chosen cwd would
+    import ``package`` from a tree (``package=None``: no guard, for projects whose tests
+    import from their own tree).
     """
     choice: CwdChoice
-    if rep.form is Form.PYTEST and rep.needs_tree and tree:
+    bare = [t for t in rep.pytest_targets if "::" in t and not t.split("::")[0].endswith(".py")]
+    if rep.form is Form.PYTEST and tree and bare:
+        resolved = {}
+        for node in bare:
+            found = resolve_bare_node(node, tree)
+            if found is None:
+                raise UnresolvedNodeId(
+                    f"bare node id {node!r} is defined in no single file under {tree}/test; "
+                    "give the reproducer as path/test_file.py::Class::test", node_id=node)
+            resolved[node] = f"{found}::{node}"
+        rep = rep.model_copy(update={
+            "pytest_args": [resolved.get(a, a) for a in rep.pytest_args],
+            "pytest_targets": [resolved.get(t, t) for t in rep.pytest_targets]})
+    if rep.form is Form.PYTEST and rep.needs_tree and tree and not rep.cd:
         rewritten, rule, cwd = [], "repo-relative target made absolute, run outside the tree", scratch
         xpu_targets = [t for t in rep.pytest_targets if t.startswith("test/xpu/")]
         if xpu_targets:
             cwd = posixpath.join(tree, xpu_ops_subdir)
             rule = "torch-xpu-ops test: run from its test/xpu dir"
         for arg in rep.pytest_args:
-            if arg in rep.pytest_targets and (arg.endswith(".py") or "/" in arg.split("::")[0]) \
+            path = arg.split("::")[0]
+            if arg in rep.pytest_targets and (path.endswith(".py") or "/" in path) \
                     and not posixpath.isabs(arg):
                 arg = arg[len("test/xpu/"):] if xpu_targets and arg.startswith("test/xpu/") \
                     else posixpath.join(tree, arg)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flow.reproduce.errors import InTreeImportTrap
+from flow.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
 from flow.reproduce.forms import parse_reproducer
 from flow.reproduce.wheels import (
     choose_cwd, install_plan, parse_version, pip_for, pip_index_versions, pip_install,
@@ -107,6 +107,8 @@ def tree(tmp_path: Path) -> Path:
     (root / "torch" / "__init__.py").write_text("")
     (root / "third_party" / "torch-xpu-ops" / "test" / "xpu").mkdir(parents=True)
     (root / "test").mkdir()
+    (root / "test" / "test_foo.py").write_text(
+        "class TestFoo(TestCase):\n    def test_bar(self, device, dtype):\n        pass\n")
     (tmp_path / "scratch").mkdir()
     return root
 
@@ -117,6 +119,10 @@ CWD_ROWS = [
      ["-v", "test_ops_xpu.py::T::t"]),
     ("pytest test/test_nn.py::T::t -k x", "scratch", ["{tree}/test/test_nn.py::T::t", "-k", "x"]),
     ('python -c "import torch"', "scratch", None),
+    ("pytest test_nn.py::T::t", "scratch", ["{tree}/test_nn.py::T::t"]),
+    ("cd /opt/proj && pytest tests/test_a.py", "/opt/proj", None),
+    ("TestFooXPU::test_bar_xpu_float32", "scratch", ["{tree}/test/test_foo.py::TestFooXPU::test_bar_xpu_float32"]),
+    ("pytest -sv TestFoo::test_bar", "scratch", ["-sv", "{tree}/test/test_foo.py::TestFoo::test_bar"]),
     ("git clone x\ncd x\npip install .\npython repro.py", "scratch/x", None),
 ]
 
@@ -130,6 +136,13 @@ def test_choose_cwd(tree: Path, text: str, cwd: str, args: list[str] | None) -> 
                         package="torch")
     expected_args = [a.format(tree=tree) for a in args] if args is not None else None
     assert (str(base / cwd), expected_args) == (choice.cwd, choice.pytest_args)
+
+
+def test_unresolvable_bare_node(tree: Path) -> None:
+    """A bare node id no file defines is refused, never guessed."""
+    with pytest.raises(UnresolvedNodeId, match="TestNope::test_x"):
+        choose_cwd(parse_reproducer("TestNope::test_x"), scratch=str(tree.parent / "scratch"),
+                   tree=str(tree), package="torch")
 
 
 def test_in_tree_import_trap(tree: Path) -> None:
