@@ -9,6 +9,9 @@ one ``orjson.loads``:
 - ``s``: the distinct tokens of every string literal (paths, dotted names, model names).
 - ``c``: top-level calls, each ``{"f": name, "l": line, "p": n_positional, "k": {kw: value},
   "bad": [kw whose value is not a literal]}``; registrations are read from these.
+- ``n``: every word (``\\w+``) of the imports and string tokens, plus ``"\\0rel"`` when the
+  file has a relative or dynamic import: the names through which it can reach a file, for
+  the import graph's importer index.
 - ``e``: the syntax error, or None.
 """
 
@@ -24,13 +27,25 @@ from typing import Any
 
 import orjson
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2
 Facts = dict[str, Any]
 
 # Separators are anything outside names, dots, dashes and slashes: "--x=a.b c/d.py" splits
 # into "--x", "a.b", "c/d.py".
 _TOKEN = re.compile(r"[\w.\-/]{3,}")
 _DYNAMIC = {"import_module", "__import__"}
+_WORD = re.compile(r"\w+")
+_WORD_B = re.compile(rb"\w+")
+REL = "\0rel"  # index key of files with a relative or dynamic import
+
+
+def words(data: bytes) -> set[str]:
+    """Index keys of an unparsed file, a superset of its facts' ``n``: every ``\\w+`` word,
+    plus ``REL`` when it may hold a relative or dynamic import."""
+    out = {w.decode("latin-1") for w in _WORD_B.findall(data)}
+    if b"from ." in data or b"import_module" in data or b"__import__" in data:
+        out.add(REL)
+    return out
 
 
 def _call_name(func: ast.expr) -> str | None:
@@ -54,6 +69,27 @@ def _top_call(node: ast.Call) -> dict[str, Any]:
             "k": kwargs, "bad": bad}
 
 
+_AST = ast.AST
+# Leaves that never hold a string or an import; skipping them (every Name carries a Load())
+# makes the walk about three times faster than ast.walk.
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _walk(tree: ast.AST) -> list[ast.AST]:
+    out: list[ast.AST] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                stack.extend([v for v in value if isinstance(v, _AST)])
+            elif isinstance(value, _AST) and not isinstance(value, _LEAVES):
+                stack.append(value)
+    return out
+
+
 def extract(source: bytes) -> Facts:
     """Parse ``source`` and return its facts; never raises (a syntax error lands in ``e``)."""
     try:
@@ -62,11 +98,11 @@ def extract(source: bytes) -> Facts:
             tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
-        return {"i": [], "s": [], "c": [], "e": f"line {line}: {exc.__class__.__name__}: "
-                f"{getattr(exc, 'msg', exc)}"}
+        return {"i": [], "s": [], "c": [], "n": [], "e": f"line {line}: "
+                f"{exc.__class__.__name__}: {getattr(exc, 'msg', exc)}"}
     imports: list[list[Any]] = []
     tokens: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         cls = node.__class__
         if cls is ast.Constant:
             value = node.value  # type: ignore[attr-defined]
@@ -86,7 +122,15 @@ def extract(source: bytes) -> Facts:
                 imports.append([args[0].value, -1, []])
     calls = [_top_call(stmt.value) for stmt in tree.body
              if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)]
-    return {"i": imports, "s": sorted(tokens), "c": calls, "e": None}
+    names: set[str] = set()
+    for mod, level, imported in imports:
+        names.update(_WORD.findall(mod))
+        names.update(imported)
+        if level != 0:
+            names.add(REL)
+    for tok in tokens:
+        names.update(_WORD.findall(tok))
+    return {"i": imports, "s": sorted(tokens), "c": calls, "n": sorted(names), "e": None}
 
 
 def _extract_many(sources: list[bytes]) -> list[Facts]:
@@ -94,19 +138,21 @@ def _extract_many(sources: list[bytes]) -> list[Facts]:
 
 
 class FactsCache:
-    """Facts by content hash, persisted as one JSON file under ``cache_dir`` (or memory only
-    when ``cache_dir`` is None). Not safe for concurrent writers: last ``save`` wins, which
+    """Facts by content hash, and the last tree's resolved edges (see ``ImportGraph``),
+    persisted as one JSON file under ``cache_dir`` (or memory only when it is None). Not safe for concurrent writers: last ``save`` wins, which
     only costs a re-parse."""
 
     def __init__(self, cache_dir: Path | None) -> None:
         self.path = None if cache_dir is None else Path(cache_dir) / f"facts-v{FACTS_VERSION}.json"
         self.entries: dict[str, Facts] = {}
+        self.edges: dict[str, Any] = {}  # {"tree": key, "files": {path: [sha1, [deps]]}}
         self.dirty = False
         if self.path is not None and self.path.is_file():
             try:
-                self.entries = orjson.loads(self.path.read_bytes())
-            except (orjson.JSONDecodeError, OSError):
-                self.entries = {}  # a corrupt cache is only a cold start
+                raw = orjson.loads(self.path.read_bytes())
+                self.entries, self.edges = raw["facts"], raw["edges"]
+            except (orjson.JSONDecodeError, OSError, KeyError, TypeError):
+                self.entries, self.edges = {}, {}  # a corrupt cache is only a cold start
 
     def save(self) -> None:
         """Write the cache atomically when it changed; a no-op for a memory-only cache."""
@@ -114,48 +160,25 @@ class FactsCache:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(orjson.dumps(self.entries))
+        tmp.write_bytes(orjson.dumps({"facts": self.entries, "edges": self.edges}))
         os.replace(tmp, self.path)
         self.dirty = False
 
 
-def facts_for(repo_dir: Path, paths: list[str], cache: FactsCache,
-              workers: int = 0) -> dict[str, Facts]:
-    """Facts of each readable file in ``paths`` (repo-relative), parsing only cache misses.
-
-    ``workers`` > 1 parses misses in that many processes (worth it past a few hundred
-    files); 0 picks ``min(4, cpu count)`` when there are more than 400 misses. Unreadable
-    files are skipped. Never raises on file content.
-    """
-    out: dict[str, Facts] = {}
-    misses: list[tuple[str, str, bytes]] = []
-    entries = cache.entries
-    for rel in paths:
-        try:
-            data = (repo_dir / rel).read_bytes()
-        except OSError:
-            continue
-        key = hashlib.sha1(data).hexdigest()
-        hit = entries.get(key)
-        if hit is None:
-            misses.append((rel, key, data))
-        else:
-            out[rel] = hit
-    if not misses:
-        return out
+def parse_many(sources: list[bytes], workers: int = 0) -> list[Facts]:
+    """Facts of each source, in order. ``workers`` > 1 parses in that many processes;
+    0 picks ``min(4, cpu count)`` past 400 sources, where it pays for the pool."""
     if workers == 0:
-        workers = min(4, os.cpu_count() or 1) if len(misses) > 400 else 1
-    sources = [m[2] for m in misses]
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-        size = -(-len(sources) // (workers * 4))
-        chunks = [sources[i:i + size] for i in range(0, len(sources), size)]
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            parsed = [f for part in pool.map(_extract_many, chunks) for f in part]
-    else:
-        parsed = _extract_many(sources)
-    for (rel, key, _), facts in zip(misses, parsed):
-        entries[key] = facts
-        out[rel] = facts
-    cache.dirty = True
-    return out
+        workers = min(4, os.cpu_count() or 1) if len(sources) > 400 else 1
+    if workers <= 1:
+        return _extract_many(sources)
+    from concurrent.futures import ProcessPoolExecutor
+    size = -(-len(sources) // (workers * 4))
+    chunks = [sources[i:i + size] for i in range(0, len(sources), size)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return [f for part in pool.map(_extract_many, chunks) for f in part]
+
+
+def sha1(data: bytes) -> str:
+    """The cache key of a file's bytes."""
+    return hashlib.sha1(data).hexdigest()

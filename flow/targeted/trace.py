@@ -93,12 +93,12 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     cache = FactsCache(cache_dir)
     tests = {p for p in tracked if p.endswith(".py") and is_test(p, cfg)}
     graph = build_graph(repo_dir, tracked, cfg, cache, phantoms=gone, tests=tests)
-    cache.save()
 
     regs: dict[str, list[Registration]] = {}
     unreadable: dict[str, Unreadable] = {}
+    graph.ensure(sorted(tests))
     for path in sorted(tests):
-        facts = graph.facts.get(path)
+        facts = graph.facts_of(path)
         got = from_facts(path, facts, cfg) if facts is not None else Unreadable(
             path=path, reason="unreadable file")
         if isinstance(got, Unreadable):
@@ -147,7 +147,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
                         reached_from=visited[p][1], via=visited[p][2])
             for p in sorted(reached & set(regs)) for r in regs[p]]
     hit = sorted(reached & acting)
-    return AffectedReport(
+    report = AffectedReport(
         base=base, depth=depth, hub_limit=hub_limit, changed=changed, tests=rows,
         rerun=[rerun_line(p) for p in hit],
         labels=_labels(hit, regs, cfg),
@@ -160,6 +160,9 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         unimported=_unimported(changed, graph, tests),
         unreadable=[unreadable[p] for p in sorted(reached & set(unreadable))],
     )
+    graph.remember()
+    cache.save()  # after the last parse
+    return report
 
 
 def _hub(node: str, count: int, seen: tuple[int, str, str | None],
@@ -205,7 +208,7 @@ def _closure(graph: ImportGraph, start: str) -> set[str]:
     seen = {start}
     stack = [start]
     while stack:
-        for dep in graph.deps.get(stack.pop(), ()):
+        for dep in graph.deps_of(stack.pop()):
             if dep not in seen:
                 seen.add(dep)
                 stack.append(dep)

@@ -60,13 +60,14 @@ CASES = [
 
 @pytest.mark.parametrize("name,src,text,target", CASES, ids=[c[0] for c in CASES])
 def test_import_form_makes_edge(repo, name, src, text, target):
-    """Each import form the seed names yields an edge from the importer to its target."""
+    """Each import form the seed names yields an edge, seen from both ends (the lazy
+    importer lookup's byte prefilter must not miss it)."""
     files = dict(PKG)
     files.update({"tests/e2e/helper.py": "H = 1\n", "tests/fast-gpu/helper.py": "H = 1\n",
                   "tests/conftest.py": "import pytest\n", src: text})
     repo.commit(files)
     graph = build_graph(repo.path, Git().tracked(repo.path), TargetedConfig())
-    assert target in graph.deps.get(src, set())
+    assert (True, True) == (target in graph.deps_of(src), src in graph.importers(target))
 
 
 NEGATIVE = [
@@ -86,7 +87,7 @@ def test_non_reference_makes_no_edge(repo, name, src, text, target):
     files.update({"tests/conftest.py": "", src: text})
     repo.commit(files)
     graph = build_graph(repo.path, Git().tracked(repo.path), TargetedConfig())
-    assert target not in graph.deps.get(src, set())
+    assert (False, False) == (target in graph.deps_of(src), src in graph.importers(target))
 
 
 def test_syntax_error_is_a_fact_not_an_exception():
@@ -100,7 +101,7 @@ def test_warm_cache_skips_parsing(repo, tmp_path, monkeypatch):
     repo.commit(dict(PKG))
     tracked = Git().tracked(repo.path)
     cache = FactsCache(tmp_path / "cache")
-    cold = build_graph(repo.path, tracked, TargetedConfig(), cache)
+    cold = build_graph(repo.path, tracked, TargetedConfig(), cache).complete()
     cache.save()
     import flow.targeted.facts as facts_mod
 
@@ -109,4 +110,41 @@ def test_warm_cache_skips_parsing(repo, tmp_path, monkeypatch):
 
     monkeypatch.setattr(facts_mod, "extract", refuse)
     warm = build_graph(repo.path, tracked, TargetedConfig(), FactsCache(tmp_path / "cache"))
-    assert cold.deps == warm.deps
+    assert cold == warm.complete()
+
+
+def _random_tree(n: int, seed: int) -> dict[str, str]:
+    import random
+
+    rng = random.Random(seed)
+    mods = [(f"p{i % 4}", f"m{i}") for i in range(n)]
+    files = {"p0/__init__.py": "", "p1/__init__.py": "from . import m1\n", "p2/__init__.py": "",
+             "p3/__init__.py": "", "scripts/models/tiny-1B.sh": "", "tests/conftest.py": ""}
+    for i, (pkg, mod) in enumerate(mods):
+        lines = []
+        for _ in range(3):
+            opkg, omod = mods[rng.randrange(n)]
+            lines.append(rng.choice([f"import {opkg}.{omod}", f"from {opkg} import {omod}",
+                                     f"X = '{opkg}.{omod}.fn'", f"P = '{opkg}/{omod}.py'",
+                                     "from .. import p2" if opkg == pkg else "M = 'tiny-1B_lora'",
+                                     f"from .{omod} import *" if opkg == pkg else "",
+                                     "from . import m0"]))
+        files[f"{pkg}/{mod}.py"] = "\n".join(lines) + "\n"
+    for t in range(10):
+        files[f"tests/test_{t}.py"] = f"import p{t % 4}.m{t}\n"
+    return files
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_lazy_importers_match_the_complete_graph(repo, seed):
+    """importers() through the byte prefilter equals the reverse of the fully parsed graph."""
+    repo.commit(_random_tree(40, seed))
+    tracked = Git().tracked(repo.path)
+    full = build_graph(repo.path, tracked, TargetedConfig()).complete()
+    reverse: dict[str, set[str]] = {}
+    for src, targets in full.items():
+        for dst in targets:
+            reverse.setdefault(dst, set()).add(src)
+    lazy = build_graph(repo.path, tracked, TargetedConfig())
+    nodes = sorted(set(full) | set(reverse))
+    assert {n: reverse.get(n, set()) for n in nodes} == {n: lazy.importers(n) for n in nodes}

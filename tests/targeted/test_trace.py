@@ -251,3 +251,13 @@ def test_bad_base_raises_git_error(repo, base):
     with pytest.raises(GitError) as info:
         trace(repo, base)
     assert base in info.value.message
+
+
+def test_edge_cache_invalidated_by_a_new_file(repo, tmp_path):
+    """Cached edges are reused only for the same tree: a new importer is still found."""
+    base = repo.commit({**LIB, "tests/test_x.py": cuda_test("import pkg.b")})
+    repo.commit({"pkg/a.py": "A = 2\n"})
+    trace(repo, base, cache_dir=tmp_path / "c")
+    repo.commit({"tests/test_new.py": cuda_test("from pkg import a")})
+    assert ["tests/test_new.py", "tests/test_x.py"] == [
+        t.path for t in trace(repo, base, cache_dir=tmp_path / "c").tests]

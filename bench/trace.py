@@ -1,0 +1,184 @@
+"""Bench: trace a generated 2,000-module repository cold and warm, against grimp.
+
+Runnable on its own: ``python bench/trace.py [--modules 2000] [--repeat 3]``. Prints one
+JSON object. Targets (issue 6): cold trace <= 3x ``grimp.build_graph`` on the same tree in
+the same run, warm trace (content cache hit) <= 1x. ``grimp`` runs with ``cache_dir=None``
+(its own cache off) so both sides parse every file; its cached time is reported too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+
+from flow.targeted.config import TargetedConfig  # noqa: E402
+from flow.targeted.facts import FactsCache, parse_many  # noqa: E402
+from flow.targeted.gitdiff import Git  # noqa: E402
+from flow.targeted.import_graph import build_graph  # noqa: E402
+from flow.targeted.trace import affected_tests  # noqa: E402
+
+PKG = "benchpkg"
+_BODY = '''
+
+def f{i}(x: int) -> int:
+    """Helper {i}: see {ref} and the docs for details."""
+    if x > {i}:
+        return x - {i}
+    return helper_{i}(x) + {i}
+
+
+def helper_{i}(x: int) -> int:
+    values = [x * k for k in range(10)]
+    message = "value %d out of range for {name}" % x
+    return sum(values) if message else 0
+
+
+class Thing{i}:
+    NAME = "{name}"
+
+    def run(self, *args: object) -> str:
+        return "--flag-{i} " + self.NAME
+'''
+
+
+def generate(root: Path, n_modules: int, seed: int = 7) -> list[str]:
+    """Write ``n_modules`` modules in 20 subpackages plus one test per 10 modules; return the
+    module paths. Imports are absolute, relative and ``from pkg import module`` forms."""
+    rng = random.Random(seed)
+    per = n_modules // 20
+    names = [(f"sub{s:02d}", f"mod{m:03d}") for s in range(20) for m in range(per)]
+    (root / PKG).mkdir(parents=True)
+    (root / PKG / "__init__.py").write_text("")
+    paths: list[str] = []
+    for s in range(20):
+        (root / PKG / f"sub{s:02d}").mkdir()
+        (root / PKG / f"sub{s:02d}" / "__init__.py").write_text("")
+    for idx, (sub, mod) in enumerate(names):
+        lines = ['"""Generated module for the trace bench."""', "from __future__ import annotations",
+                 "import os", "import typing"]
+        for _ in range(rng.randint(2, 5)):
+            osub, omod = names[rng.randrange(max(1, idx))] if idx else names[0]
+            if (osub, omod) == (sub, mod):
+                continue
+            form = rng.randrange(3)
+            if form == 0:
+                lines.append(f"import {PKG}.{osub}.{omod}")
+            elif form == 1 and osub == sub:
+                lines.append(f"from . import {omod}")
+            else:
+                lines.append(f"from {PKG}.{osub} import {omod}")
+        ref = ".".join((PKG, *names[rng.randrange(len(names))]))
+        text = "\n".join(lines) + _BODY.format(i=idx, ref=ref, name=mod)
+        rel = f"{PKG}/{sub}/{mod}.py"
+        (root / rel).write_text(text)
+        paths.append(rel)
+    (root / "tests").mkdir()
+    for t in range(n_modules // 10):
+        sub, mod = names[rng.randrange(len(names))]
+        (root / "tests" / f"test_{t:04d}.py").write_text(
+            f"from {PKG}.{sub} import {mod}\n"
+            f"register_cuda_ci(est_time=60, suite='stage-b', labels=['l{t % 7}'])\n"
+            f"def test_it():\n    assert {mod}\n")
+    return paths
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid",
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-C", str(root), "-c", "commit.gpgsign=false", *args], check=True,
+                   capture_output=True, env=env)
+
+
+def _best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--modules", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    import grimp
+
+    tmp = Path(tempfile.mkdtemp(prefix="trace-bench-"))
+    try:
+        repo = tmp / "repo"
+        repo.mkdir()
+        paths = generate(repo, args.modules)
+        _git(repo, "init", "-q", "-b", "main")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", "base")
+        base = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        changed = repo / paths[len(paths) // 2]
+        changed.write_text(changed.read_text() + "\nEXTRA = 1\n")
+        _git(repo, "commit", "-q", "-am", "change")
+        sys.path.insert(0, str(repo))
+        cfg = TargetedConfig()
+        tracked = Git().tracked(repo)
+
+        grimp_cold = _best(lambda: grimp.build_graph(PKG, cache_dir=None), args.repeat)
+        gcache = tmp / "grimp-cache"
+        grimp.build_graph(PKG, cache_dir=str(gcache))
+        grimp_warm = _best(lambda: grimp.build_graph(PKG, cache_dir=str(gcache)), args.repeat)
+
+        sources = [(repo / p).read_bytes() for p in tracked if p.endswith(".py")]
+        cold_serial = _best(lambda: parse_many(sources, workers=1), args.repeat)
+        cold_parallel = _best(lambda: parse_many(sources), args.repeat)
+        cold_graph = _best(lambda: build_graph(repo, tracked, cfg, FactsCache(None)).complete(),
+                           args.repeat)
+
+        def trace_cold() -> None:
+            shutil.rmtree(tmp / "cache", ignore_errors=True)
+            affected_tests(repo, base, config=cfg, cache_dir=tmp / "cache")
+
+        cold_trace = _best(trace_cold, args.repeat)
+        affected_tests(repo, base, config=cfg, cache_dir=tmp / "cache")
+        warm_trace = _best(lambda: affected_tests(repo, base, config=cfg,
+                                                  cache_dir=tmp / "cache"), args.repeat)
+        full = tmp / "full-cache"
+        warm_cache = FactsCache(full)
+        build_graph(repo, tracked, cfg, warm_cache).complete()
+        warm_cache.save()
+        warm_graph = _best(lambda: build_graph(repo, tracked, cfg, FactsCache(full)).complete(),
+                           args.repeat)
+        report = affected_tests(repo, base, config=cfg, cache_dir=tmp / "cache")
+        out = {
+            "modules": len(paths), "files": len(tracked), "cpus": os.cpu_count(),
+            "grimp_cold_s": round(grimp_cold, 4), "grimp_warm_s": round(grimp_warm, 4),
+            "parse_serial_s": round(cold_serial, 4), "parse_auto_s": round(cold_parallel, 4),
+            "graph_cold_s": round(cold_graph, 4), "graph_warm_s": round(warm_graph, 4),
+            "trace_cold_s": round(cold_trace, 4), "trace_warm_s": round(warm_trace, 4),
+            "cold_ratio": round(cold_trace / grimp_cold, 2),
+            "warm_ratio": round(warm_trace / grimp_cold, 2),
+            "warm_ratio_vs_grimp_cached": round(warm_trace / grimp_warm, 2),
+            "targets": {"cold_ratio_max": 3.0, "warm_ratio_max": 1.0},
+            "met": {"cold": cold_trace <= 3 * grimp_cold, "warm": warm_trace <= grimp_cold},
+            "tests_reached": len({t.path for t in report.tests}),
+            "hubs": len(report.hubs), "frontier": len(report.frontier),
+        }
+        print(orjson.dumps(out, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
