@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict
 from flow.refactor.errors import SourceSyntaxError
 
 DEVICE_STRING = re.compile(r"^(cuda|xpu|mps|hpu)(:\d+)?$")
+#: Cheap text prefilter: a function whose source matches none of these cannot hold a
+#: device literal or a gate, so its subtree is not walked (walking dominates run time).
+SUSPECT = re.compile(r"cuda|xpu|mps|hpu|TEST_")
 #: Module-level flags PyTorch tests use as availability gates.
 GATE_NAMES = frozenset({"TEST_CUDA", "TEST_MULTIGPU", "TEST_CUDNN", "TEST_XPU", "TEST_MPS"})
 INSTANTIATORS = {
@@ -158,11 +161,24 @@ def dotted(node: ast.expr) -> str:
     return ""
 
 
-def _decorator(node: ast.expr) -> Decorator:
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """Source text of ``node``: sliced from its line when it is one ASCII line, else unparsed.
+
+    Slicing is several times cheaper than ``ast.unparse``; ast's column offsets are UTF-8
+    byte offsets, so a non-ASCII line falls back to unparsing.
+    """
+    if node.lineno == node.end_lineno and node.end_col_offset is not None:
+        line = lines[node.lineno - 1]
+        if line.isascii():
+            return line[node.col_offset : node.end_col_offset]
+    return ast.unparse(node)
+
+
+def _decorator(node: ast.expr, lines: list[str]) -> Decorator:
     args: list[str] = []
     if isinstance(node, ast.Call):
-        args = [ast.unparse(a) for a in node.args]
-        args += [f"{k.arg}={ast.unparse(k.value)}" for k in node.keywords]
+        args = [_segment(lines, a) for a in node.args]
+        args += [f"{k.arg}={_segment(lines, k.value)}" if k.arg else f"**{_segment(lines, k.value)}" for k in node.keywords]
     return Decorator(name=dotted(node), line=node.lineno, args=args)
 
 
@@ -200,40 +216,47 @@ def _start(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
 
-def _class(node: ast.ClassDef, instantiations: list[Instantiation]) -> ClassInfo:
+def _suspect(lines: list[str], node: ast.AST) -> bool:
+    start, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+    return any(SUSPECT.search(line) for line in lines[start - 1 : end])
+
+
+def _class(node: ast.ClassDef, instantiations: list[Instantiation], lines: list[str]) -> ClassInfo:
     tests: list[TestInfo] = []
     guard: int | None = None
     for item in node.body:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        suspect = _suspect(lines, item) or any(_suspect(lines, d) for d in item.decorator_list)
         if item.name.startswith("test"):
             # Device strings in decorators (onlyOn(["cuda"])) belong to the decorator
             # rules; gates there (skipIf(not torch.cuda.is_available())) still count.
-            literals, gates = _scan_body(item.body)
-            gates = [g for d in item.decorator_list for g in _scan_body([d])[1]] + gates
+            literals, gates = _scan_body(item.body) if suspect else ([], [])
+            if suspect:
+                gates = [g for d in item.decorator_list for g in _scan_body([d])[1]] + gates
             tests.append(
                 TestInfo(
                     name=item.name,
                     start=_start(item),
                     end=item.end_lineno or item.lineno,
-                    decorators=[_decorator(d) for d in item.decorator_list],
+                    decorators=[_decorator(d, lines) for d in item.decorator_list],
                     takes_device=_takes_device(item),
                     device_literals=literals,
                     gates=gates,
                 )
             )
-        elif item.name in ("setUp", "setUpClass"):
+        elif item.name in ("setUp", "setUpClass") and suspect:
             literals, gates = _scan_body(item.body)
             if literals or gates:
                 guard = item.lineno
-    decorators = [_decorator(d) for d in node.decorator_list]
+    decorators = [_decorator(d, lines) for d in node.decorator_list]
     for dec in decorators:
         kind = INSTANTIATORS.get(dec.name.rsplit(".", 1)[-1])
         if kind is not None:
             instantiations.append(Instantiation(kind=kind, target=node.name, line=dec.line))  # type: ignore[arg-type]
     return ClassInfo(
         name=node.name,
-        bases=[ast.unparse(b) for b in node.bases],
+        bases=[_segment(lines, b) for b in node.bases],
         decorators=decorators,
         start=_start(node),
         end=node.end_lineno or node.lineno,
@@ -294,9 +317,10 @@ def assess_tree(tree: ast.Module, text: str, path: str) -> Assessment:
     classes: list[ClassInfo] = []
     instantiations: list[Instantiation] = []
     imports: list[ImportInfo] = []
+    lines = text.splitlines()
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):
-            classes.append(_class(stmt, instantiations))
+            classes.append(_class(stmt, instantiations, lines))
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.extend(_imports(stmt))
         else:

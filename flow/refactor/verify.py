@@ -41,6 +41,8 @@ class VerifyInput(BaseModel):
     decorate_info_files: dict[str, str] = Field(default_factory=dict)  # path -> text
     external_files: dict[str, str] = Field(default_factory=dict)  # path -> text
     sentinel_names: dict[str, list[str]] = Field(default_factory=dict)  # folder -> file names
+    #: Phase 1's assessment of ``before`` (assessment.json); when given, ``before`` is not re-parsed.
+    before_assessment: Assessment | None = None
 
 
 class _Ctx:
@@ -181,25 +183,60 @@ def _stale_patterns(ctx: _Ctx) -> list[Finding]:
     return out
 
 
-def _import_audit(ctx: _Ctx) -> list[Finding]:
-    out: list[Finding] = []
-    used: set[str] = set()
-    defined: set[str] = set(BUILTINS) | {"__name__", "__file__"}
+IDENT = re.compile(r"[A-Za-z_]\w*")
+#: Triple-quoted strings and comments: mentions there do not count as uses.
+NOT_CODE = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|#[^\n]*')
+
+
+def _module_bindings(body: list[ast.stmt]) -> tuple[set[str], bool]:
+    """Names bound at module level (defs, classes, assignments, loops, withs, imports), star-import flag."""
+    names: set[str] = set()
     star = False
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Name):
-            (used if isinstance(node.ctx, ast.Load) else defined).add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            defined.add(node.name)
-        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            star = True
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            for a in stmt.names:
+                star |= a.name == "*"
+                names.add(a.asname or a.name.split(".", 1)[0])
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For | ast.With):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+            if isinstance(stmt, ast.With):
+                targets = [i.optional_vars for i in stmt.items]
+            for t in targets:
+                for sub in ast.walk(t) if t is not None else ():
+                    if isinstance(sub, ast.Name):
+                        names.add(sub.id)
+        elif isinstance(stmt, ast.If | ast.Try):
+            inner, inner_star = _module_bindings([*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),
+                                                  *(s for h in getattr(stmt, "handlers", []) for s in h.body)])
+            names |= inner
+            star |= inner_star
+    return names, star
+
+
+def _import_audit(ctx: _Ctx) -> list[Finding]:
+    """Unused imports (warning) and decorators used without a binding (error).
+
+    "Used" is any identifier token outside import statements, comments and triple-quoted
+    strings, so a name mentioned only in a short string literal counts as used: this
+    under-reports unused imports (a warning) rather than walking the whole tree, which
+    costs more than parsing it.
+    """
+    out: list[Finding] = []
+    lines = ctx.inp.after.splitlines()
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            for i in range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno):
+                lines[i] = ""
+    used = set(IDENT.findall(NOT_CODE.sub(" ", "\n".join(lines))))
+    defined, star = _module_bindings(ctx.tree.body)
     bound = {i.bound: i for i in ctx.after.imports if i.name != "*"}
-    exported = set(re.findall(r"['\"](\w+)['\"]", ast.unparse(next((s for s in ctx.tree.body if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in s.targets)), ast.Pass()))))
     for name, imp in sorted(bound.items(), key=lambda kv: kv[1].line):
-        if name not in used and name not in exported:
+        if name not in used:
             out.append(ctx.f("import_audit", "V701", "warning", imp.line, f"{name!r} is imported from {imp.module} but unused; remove it"))
     if not star:
-        known = defined | set(bound)
+        known = defined | BUILTINS
         for cls in ctx.after.classes:
             for t in cls.tests:
                 for d in t.decorators:
@@ -228,21 +265,23 @@ def verify(inp: VerifyInput) -> VerificationReport:
     """Run ``inp.checks`` on the refactored text; never raises for bad input code.
 
     An unparsable *before* text is reported as a syntax finding too, since nothing can
-    be compared against it.
+    be compared against it. With ``before_assessment`` set, ``before`` is not parsed.
     """
     findings: list[Finding] = []
     results = []
+    texts = [("after", inp.after)] if inp.before_assessment is not None else [("before", inp.before), ("after", inp.after)]
     trees: list[ast.Module] = []
-    for label, text in (("before", inp.before), ("after", inp.after)):
+    for label, text in texts:
         try:
             trees.append(ast.parse(text, filename=inp.path))
         except SyntaxError as exc:
             findings.append(Finding(check="syntax", code="V101", severity="error", file=inp.path,
                                     line=exc.lineno or 1, message=f"{label} text does not parse: {exc.msg}"))
     results.append(summarise("syntax", findings))
-    if len(trees) < 2:
+    if len(trees) < len(texts):
         return VerificationReport(file=inp.path, checks=results, findings=findings)
-    ctx = _Ctx(inp, assess_tree(trees[0], inp.before, inp.path), assess_tree(trees[1], inp.after, inp.path), trees[1])
+    before = inp.before_assessment or assess_tree(trees[0], inp.before, inp.path)
+    ctx = _Ctx(inp, before, assess_tree(trees[-1], inp.after, inp.path), trees[-1])
     for name in inp.checks:
         if name == "syntax":
             continue

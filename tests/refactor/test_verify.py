@@ -109,3 +109,10 @@ def test_real_collect_only_confirms_the_count(tmp_path: Path, small_report: Anal
     assert (12, 11, []) == (len(before.node_ids), len(after.node_ids), compare_collected(before, after, assessment, small_report, "small_ops.py"))
     broken = after.model_copy(update={"node_ids": [n for n in after.node_ids if "test_add" not in n]})
     assert ["V203"] == [f.code for f in compare_collected(before, broken, assessment, small_report, "small_ops.py")]
+
+
+def test_phase1_assessment_reuse_gives_the_same_report(small_report: AnalystReport) -> None:
+    """Handing verify phase 1's assessment (no re-parse of before) changes no finding."""
+    inp = VerifyInput(path="small_ops.py", before=BEFORE, after=BEFORE, plan=small_report)
+    reused = inp.model_copy(update={"before_assessment": assess_source(BEFORE, "small_ops.py")})
+    assert verify(inp).findings == verify(reused).findings

@@ -1,0 +1,118 @@
+"""Bench: assess + verify on a 10,000-line PyTorch-style test file.
+
+The file is built by repeating the large fixture's classes under fresh names until it
+reaches the target size. The "after" text is the same file with the decorator rules
+applied by plain text substitution (setup only, not timed). Prints one JSON object:
+median wall time of ``assess_source(before)`` + ``verify(...)``, the median of
+``ast.parse`` on the same file, and their ratio. Target: median <= 1.0 s.
+
+Run: ``python bench/assess_verify.py [--lines 10000] [--repeat 7]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from flow.refactor.analysis import AnalystReport  # noqa: E402
+from flow.refactor.assess import assess_source  # noqa: E402
+from flow.refactor.verify import VerifyInput, verify  # noqa: E402
+
+FIXTURE = ROOT / "tests" / "fixtures" / "refactor" / "large" / "large_ops_before.py"
+TARGET_S = 1.0
+
+
+def build(lines: int) -> str:
+    """Return a file of at least ``lines`` lines: the fixture's header, then renamed copies of its body."""
+    text = FIXTURE.read_text(encoding="utf-8")
+    main = text.index('\nif __name__ == "__main__":')
+    first_class = text.index("\nclass ")
+    header, body = text[:first_class], text[first_class:main]
+    names = re.findall(r"^class (\w+)\(", body, flags=re.M)
+    chunks = [header]
+    copy = 0
+    while sum(c.count("\n") for c in chunks) < lines:
+        chunk = body
+        for name in names:
+            chunk = re.sub(rf"\b{name}\b", f"{name}R{copy}", chunk)
+        chunks.append(chunk)
+        copy += 1
+    chunks.append(text[main:])
+    return "".join(chunks)
+
+
+def refactor_text(before: str) -> str:
+    """Apply the decorator rules by text substitution (bench setup only)."""
+    after = re.sub(r"@onlyCUDA\n|@onlyOn\([^)]*\)\n", "@onlyAccelerator\n", before)
+    after = re.sub(r"\n\s*@onlyNativeDeviceTypes(And\([^)]*\))?(?=\n)", "", after)
+    return after.replace("    onlyCUDA,\n", "    onlyAccelerator,\n")
+
+
+def identity_plan(before: str) -> AnalystReport:
+    """Every test stays in its class with the strategy its instantiation implies."""
+    a = assess_source(before, "bench.py")
+    device = {i.target for i in a.instantiations if i.kind == "device_type"}
+    rows = [
+        {"test": f"{c.name}.{t.name}", "strategy": "device_agnostic" if c.name in device else "cpu_only", "target_class": c.name}
+        for c in a.classes
+        for t in c.tests
+    ]
+    return AnalystReport.model_validate({"file": "bench.py", "classifications": rows})
+
+
+def median_time(fn, repeat: int) -> float:
+    """Median wall time of ``fn()`` over ``repeat`` runs, after one warm-up run."""
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    before = build(args.lines)
+    after = refactor_text(before)
+    plan = identity_plan(before)
+    inp = VerifyInput(path="bench.py", before=before, after=after, plan=plan)
+
+    def run() -> None:
+        # As in the workflow: phase 1's assessment is handed to verify, not recomputed.
+        assessment = assess_source(before, "bench.py")
+        verify(inp.model_copy(update={"before_assessment": assessment}))
+
+    report = verify(inp)
+    assess = assess_source(before, "bench.py")
+    median = median_time(run, args.repeat)
+    parse = median_time(lambda: ast.parse(before), args.repeat)
+    print(json.dumps({
+        "bench": "assess_verify",
+        "lines": before.count("\n"),
+        "classes": len(assess.classes),
+        "tests": len(assess.test_ids()),
+        "findings": len(report.findings),
+        "repeat": args.repeat,
+        "median_s": round(median, 4),
+        "ast_parse_median_s": round(parse, 4),
+        "ratio_to_ast_parse": round(median / parse, 2),
+        "target_s": TARGET_S,
+        "within_target": median <= TARGET_S,
+    }))
+
+
+if __name__ == "__main__":
+    main()
