@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from flow.refactor.analysis import TestMove
 from flow.refactor.errors import SourceSyntaxError
 
 if TYPE_CHECKING:
@@ -272,3 +273,12 @@ def decorate_info(code: str, class_map: Mapping[tuple[str, str], str]) -> Codemo
 
     module = MetadataWrapper(_parse(code)).visit(Rewriter())
     return CodemodResult(code=module.code if changes else code, changes=changes)
+
+
+def class_map(moves: list[TestMove]) -> dict[tuple[str, str], str]:
+    """The ``decorate_info`` map for ``moves``: ``(old_class, test) -> new_class``.
+
+    DecorateInfo names the generic class (``TestFoo``, never ``TestFooCPU``), so a
+    mechanism-only change (same class, now per device) needs no entry.
+    """
+    return {(m.old_class, m.test): m.new_class for m in moves if m.old_class != m.new_class}
