@@ -1,0 +1,214 @@
+"""What one CI tick decides, as a pure function of the classification and the flow's data.
+
+`decide(classification, runs, head_sha, data)` returns one `Decision`; the `ci` workflow's
+steps (flow/ci/workflow.py) carry it out. Precedence, first match wins:
+
+1. the debugger pushed a commit and the PR head has not moved off the debugged head: wait
+2. a regression: hand it to the debugger (a new fix round), or stop with `gave_up` once
+   `max_rounds` rounds were used
+3. infra or flaky checks in a *completed* workflow run not re-run before: re-run its failed
+   jobs (once per run id, ever)
+4. anything still pending (including infra in a run that is still going): wait
+5. red checks nobody here can fix (broken trunk, infra or flaky that failed again after its
+   re-run, a red status with no workflow run): stop with `needs_attention`
+6. every check green or ignored, at least one green: `all_green`
+7. otherwise (only ignored checks): wait; that is never "all checks passed"
+
+Imports no PyGithub.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flow.ci.classify import CheckVerdict, TickClassification
+from flow.github.models import WorkflowRunState
+
+DEFAULT_MAX_ROUNDS = 3
+
+
+class Failure(BaseModel):
+    """One red check as handed to the debugger and kept in the round's history."""
+
+    model_config = ConfigDict(extra="forbid")
+    check_name: str
+    job: str
+    category: str
+    reason: str
+    workflow: str | None = None
+    run_id: int | None = None
+    job_id: int | None = None
+    details_url: str | None = None
+    failing_lines: list[str] = Field(default_factory=list)
+    log_truncated: bool = False
+
+
+class Rerun(BaseModel):
+    """A workflow run whose failed jobs this flow re-ran (or is about to): never twice."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: int
+    attempt: int  # the run's attempt when the re-run was decided
+    head_sha: str
+    checks: list[str] = Field(default_factory=list)
+
+
+class Awaiting(BaseModel):
+    """The debugger pushed `pushed`; the flow waits until the PR head leaves `from_sha`."""
+
+    model_config = ConfigDict(extra="forbid")
+    from_sha: str
+    pushed: str
+
+
+class FixRound(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    round: int
+    head_sha: str
+    failures: list[str]
+    fixes_applied: list[dict[str, Any]] = Field(default_factory=list)
+    unrelated: list[dict[str, Any]] = Field(default_factory=list)
+    pushed_commit: str | None = None
+
+
+class EndReport(BaseModel):
+    """How the flow ends; set by the step that decides it, read by the report and done steps."""
+
+    model_config = ConfigDict(extra="forbid")
+    outcome: Literal["all_green", "gave_up", "needs_attention"]
+    reason: str
+    head_sha: str
+    still_failing: list[Failure] = Field(default_factory=list)
+    recovered: list[str] = Field(default_factory=list)
+
+
+class CiData(BaseModel):
+    """`ctx.data` of the ci workflow."""
+
+    model_config = ConfigDict(extra="forbid")
+    repo: str
+    number: int
+    pr_url: str = ""
+    mark_ready: bool = False
+    comment_on_stop: bool = False
+    max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1)
+    head_sha: str = ""
+    fix_round: int = 0  # fix rounds whose debugger result was applied
+    failures: list[Failure] = Field(default_factory=list)  # the open round's failures
+    awaiting: Awaiting | None = None
+    fix_history: list[FixRound] = Field(default_factory=list)
+    rerun_pending: list[Rerun] = Field(default_factory=list)
+    reruns: list[Rerun] = Field(default_factory=list)
+    end: EndReport | None = None
+    marked_ready: bool = False
+    comment_url: str | None = None
+
+
+Action = Literal["wait", "debug", "rerun", "stop", "green"]
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: Action
+    ci_phase: str
+    reason: str
+    failures: list[Failure] = Field(default_factory=list)
+    reruns: list[Rerun] = Field(default_factory=list)
+    end: EndReport | None = None
+
+
+def failure_of(v: CheckVerdict) -> Failure:
+    """The debugger's view of one red verdict (log lines as read, never interpreted)."""
+    c = v.check
+    return Failure(
+        check_name=c.name, job=f"{c.workflow} / {c.name}" if c.workflow else c.name,
+        category=v.category, reason=v.reason, workflow=c.workflow, run_id=c.run_id,
+        job_id=c.id if c.kind == "check_run" else None, details_url=c.details_url,
+        failing_lines=list(v.log.lines) if v.log else [],
+        log_truncated=bool(v.log and v.log.truncated))
+
+
+def same_commit(a: str, b: str) -> bool:
+    """True if two shas (one possibly abbreviated, at least 7 digits) name the same commit."""
+    a, b = a.lower(), b.lower()
+    short = min(len(a), len(b))
+    return short >= 7 and a[:short] == b[:short]
+
+
+def decide(result: TickClassification, runs: list[WorkflowRunState], head_sha: str,
+           data: CiData) -> Decision:
+    """The next action for this tick; see the module docstring. Never raises."""
+    if data.awaiting is not None and same_commit(head_sha, data.awaiting.from_sha):
+        return Decision(action="wait", ci_phase="waiting_for_push",
+                        reason=f"the debugger pushed {data.awaiting.pushed[:12]}; the PR head is "
+                               f"still {head_sha[:12]}")
+    regressions = result.of("regression")
+    if regressions:
+        failures = [failure_of(v) for v in regressions]
+        if data.fix_round >= data.max_rounds:
+            red = [failure_of(v) for v in result.verdicts if v.category in
+                   ("regression", "broken_trunk", "infra", "flaky")]
+            return Decision(action="stop", ci_phase="gave_up", reason=(
+                f"{len(failures)} check(s) still fail after {data.fix_round} fix round(s), "
+                f"the limit"), end=EndReport(outcome="gave_up", head_sha=head_sha,
+                                             reason=f"fix-round limit {data.max_rounds} reached",
+                                             still_failing=red))
+        return Decision(action="debug", ci_phase="debugging", failures=failures,
+                        reason=f"{len(failures)} regression(s) on {head_sha[:12]}")
+
+    done_runs = {r.run_id for r in data.reruns}
+    by_run = {r.id: r for r in runs}
+    candidates: dict[int, Rerun] = {}
+    for v in result.verdicts:
+        rid = v.check.run_id
+        if v.category not in ("infra", "flaky") or rid is None or rid in done_runs:
+            continue
+        run = by_run.get(rid)
+        if run is None or run.status != "completed":
+            continue
+        entry = candidates.setdefault(rid, Rerun(run_id=rid, attempt=run.run_attempt,
+                                                 head_sha=head_sha))
+        entry.checks.append(v.check.name)
+    if candidates:
+        names = sorted({n for r in candidates.values() for n in r.checks})
+        return Decision(action="rerun", ci_phase="rerunning", reruns=list(candidates.values()),
+                        reason=f"infra or flaky failures ({', '.join(names)}): re-running "
+                               f"the failed jobs of run(s) {sorted(candidates)} once")
+
+    pending = result.of("pending")
+    waiting_runs = [v for v in result.verdicts if v.category in ("infra", "flaky")
+                    and v.check.run_id is not None and v.check.run_id not in done_runs]
+    if pending or waiting_runs:
+        return Decision(action="wait", ci_phase="waiting_for_ci",
+                        reason=f"{len(pending) + len(waiting_runs)} check(s) still running "
+                               f"on {head_sha[:12]}")
+
+    red = [v for v in result.verdicts if v.category in ("broken_trunk", "infra", "flaky")]
+    if red:
+        return Decision(action="stop", ci_phase="needs_attention", reason=(
+            "checks fail for reasons a code fix here cannot address"),
+            end=EndReport(outcome="needs_attention", head_sha=head_sha,
+                          reason=_why(red, done_runs),
+                          still_failing=[failure_of(v) for v in red]))
+    if result.all_green:
+        return Decision(action="green", ci_phase="done", reason="every check passed",
+                        end=EndReport(outcome="all_green", head_sha=head_sha,
+                                      reason="every check is green or ignored",
+                                      recovered=[v.check.name for v in result.recovered]))
+    return Decision(action="wait", ci_phase="waiting_for_ci",
+                    reason="no check has passed yet (only ignored ones reported)")
+
+
+def _why(red: list[CheckVerdict], done_runs: set[int]) -> str:
+    parts = []
+    for v in red:
+        if v.category == "broken_trunk":
+            parts.append(f"{v.check.name}: also fails at the merge base (broken trunk)")
+        elif v.check.run_id in done_runs:
+            parts.append(f"{v.check.name}: failed the same way after its one re-run "
+                         f"({v.reason})")
+        else:
+            parts.append(f"{v.check.name}: {v.reason}; it cannot be re-run from here")
+    return "; ".join(parts)
