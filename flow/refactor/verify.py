@@ -231,7 +231,8 @@ def _import_audit(ctx: _Ctx) -> list[Finding]:
                 lines[i] = ""
     used = set(IDENT.findall(NOT_CODE.sub(" ", "\n".join(lines))))
     defined, star = _module_bindings(ctx.tree.body)
-    bound = {i.bound: i for i in ctx.after.imports if i.name != "*"}
+    # __future__ imports are compiler directives, never "used" by name.
+    bound = {i.bound: i for i in ctx.after.imports if i.name != "*" and i.module != "__future__"}
     for name, imp in sorted(bound.items(), key=lambda kv: kv[1].line):
         if name not in used:
             out.append(ctx.f("import_audit", "V701", "warning", imp.line, f"{name!r} is imported from {imp.module} but unused; remove it"))

@@ -7,7 +7,7 @@ import pytest
 from flow.refactor.assess import Assessment, assess_source
 from flow.refactor.errors import SourceSyntaxError
 
-from conftest import LARGE, read
+from tests.refactor.conftest import LARGE, read
 
 
 def _test(a: Assessment, test_id: str):

@@ -12,7 +12,7 @@ import pytest
 
 from flow.refactor.codemods import CodemodResult, decorate_info, only_accelerator, remove_only_native
 
-from conftest import LARGE, SMALL, read
+from tests.refactor.conftest import LARGE, SMALL, read
 
 Codemod = Callable[[str], CodemodResult]
 

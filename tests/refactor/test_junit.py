@@ -11,7 +11,7 @@ import pytest
 from flow.refactor.errors import JUnitError
 from flow.refactor.junit import parse_junit, run_local_tests
 
-from conftest import FIXTURES, SMALL, read
+from tests.refactor.conftest import FIXTURES, SMALL, read
 
 JUNIT = FIXTURES / "junit"
 M = "test_outcomes"

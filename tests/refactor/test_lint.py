@@ -10,7 +10,7 @@ from flow.refactor.analysis import AnalystReport
 from flow.refactor.assess import assess_source
 from flow.refactor.lint import lint
 
-from conftest import SMALL, read
+from tests.refactor.conftest import SMALL, read
 
 CASES: list[tuple[str, str, list[tuple[str, str, int]]]] = [
     ("setup-guard-rejected", """

@@ -16,7 +16,7 @@ from flow.refactor.junit import run_local_tests
 from flow.refactor.rules import load_catalogue
 from flow.refactor.verify import VerifyInput, verify
 
-from conftest import LARGE, SMALL, read
+from tests.refactor.conftest import LARGE, SMALL, read
 
 BEFORE = read(LARGE / "large_ops_before.py")
 

@@ -11,7 +11,7 @@ from flow.refactor.analysis import AnalystReport, TestMove, moves
 from flow.refactor.assess import Assessment
 from flow.refactor.sentinels import SENTINEL_DIRS, apply_renames, list_sentinels, plan_renames
 
-from conftest import SMALL
+from tests.refactor.conftest import SMALL
 
 RENAME = TestMove(test="test_a", old_class="TestFoo", new_class="TestFooDevice", old_device=True, new_device=True)
 TO_CPU = TestMove(test="test_b", old_class="TestFoo", new_class="TestFoo", old_device=True, new_device=False)

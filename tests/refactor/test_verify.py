@@ -13,7 +13,7 @@ from flow.refactor.collect import base_test, collect_tests, compare_collected
 from flow.refactor.fields import FIELD_AGNOSTIC_CHECKS
 from flow.refactor.verify import VerifyInput, verify
 
-from conftest import SMALL, read
+from tests.refactor.conftest import SMALL, read
 
 BEFORE = read(SMALL / "small_ops_before.py")
 AFTER = read(SMALL / "small_ops_after.py")
@@ -116,3 +116,20 @@ def test_phase1_assessment_reuse_gives_the_same_report(small_report: AnalystRepo
     inp = VerifyInput(path="small_ops.py", before=BEFORE, after=BEFORE, plan=small_report)
     reused = inp.model_copy(update={"before_assessment": assess_source(BEFORE, "small_ops.py")})
     assert verify(inp).findings == verify(reused).findings
+
+
+IMPORT_CASES = [
+    ("future-exempt", "from __future__ import annotations\n", []),
+    ("unused-name", "from m import used, unused as alias\nused()\n", [("V701", 1)]),
+    ("mentioned-only-in-comment", "import os\n# os is handy\n", [("V701", 1)]),
+    ("decorator-not-imported", "class T:\n    @onlyAccelerator\n    def test_a(self, device): pass\n", [("V702", 2)]),
+    ("decorator-bound-by-assignment", "onlyAccelerator = lambda f: f\nclass T:\n    @onlyAccelerator\n    def test_a(self, device): pass\n", []),
+    ("star-import-hides-missing", "from m import *\nclass T:\n    @onlyAccelerator\n    def test_a(self, device): pass\n", []),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "expected"), IMPORT_CASES, ids=[c[0] for c in IMPORT_CASES])
+def test_import_audit_case(name: str, code: str, expected: list[tuple[str, int]]) -> None:
+    """The import audit flags unused imports and unbound decorators, and nothing else."""
+    report = verify(VerifyInput(path="m.py", before=code, after=code, checks=("import_audit",)))
+    assert expected == [(f.code, f.line) for f in report.findings]
