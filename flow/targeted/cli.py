@@ -1,0 +1,81 @@
+"""``orchestrator.py affected-tests``: the tracer on the command line.
+
+``affected-tests --base REV [--depth 3] [--hub-limit 40] [--json] [--profile NAME]
+[--repo-dir DIR]`` traces ``git diff <merge base of REV>...HEAD`` of DIR (default: the
+current directory) and prints the seed's step-1 report: as text by default, or as one JSON
+object (the usual envelope plus ``report``) with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from flow.errors import WorkflowInputError
+
+DEFAULT_DEPTH = 3
+DEFAULT_HUB_LIMIT = 40
+
+
+def repo_dir_of(value: str | None) -> Path:
+    """The repository to trace: ``value`` or the current directory. Raises WorkflowInputError
+    when it is not a directory inside a git work tree."""
+    path = Path(value).expanduser().resolve() if value else Path.cwd()
+    if not path.is_dir():
+        raise WorkflowInputError(f"--repo-dir {str(path)!r} is not a directory",
+                                 "pass the checkout of the PR branch (or run from inside it)")
+    probe = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        raise WorkflowInputError(f"{str(path)!r} is not inside a git repository",
+                                 "pass --repo-dir DIR with the PR branch checked out")
+    return Path(probe.stdout.strip())
+
+
+def check_bounds(depth: int, hub_limit: int) -> None:
+    """Refuse a depth or hub limit below 1 (the trace would list nothing meaningful)."""
+    if depth < 1:
+        raise WorkflowInputError(f"--depth {depth} is below 1", "use --depth 3 (the default)")
+    if hub_limit < 1:
+        raise WorkflowInputError(f"--hub-limit {hub_limit} is below 1",
+                                 "use --hub-limit 40 (the default)")
+
+
+def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int,
+          profile: str | None, cache_dir: Path | None = None) -> Any:
+    """Run the tracer; every tracer error (bad base, not a repository, bad config) becomes a
+    WorkflowInputError with the tracer's own message and hint. Returns an AffectedReport."""
+    from flow.targeted.config import load_config
+    from flow.targeted.errors import TargetedError
+    from flow.targeted.trace import affected_tests
+
+    if not base:
+        raise WorkflowInputError("--base is required",
+                                 "pass the revision the PR branches from, e.g. --base origin/main")
+    check_bounds(depth, hub_limit)
+    try:
+        cfg = load_config(repo_dir, profile)
+        return affected_tests(repo_dir, base, depth, hub_limit, cfg, cache_dir=cache_dir)
+    except TargetedError as err:
+        raise WorkflowInputError(err.message, err.hint, code=err.code) from err
+
+
+def affected_tests_command(args: argparse.Namespace, root: Path,
+                           harness: str) -> dict[str, Any] | str:
+    """Back ``orchestrator.py affected-tests``: the text report, or with ``--json`` the
+    envelope plus ``report`` (``AffectedReport.model_dump(mode="json")``).
+
+    Raises WorkflowInputError for a missing or unknown base, a directory that is not a git
+    repository, a bad depth/hub limit or an invalid config. Writes nothing.
+    """
+    from flow.render import envelope
+    from flow.targeted.report import render_text
+
+    depth = DEFAULT_DEPTH if args.depth is None else args.depth
+    hub_limit = DEFAULT_HUB_LIMIT if args.hub_limit is None else args.hub_limit
+    report = trace(repo_dir_of(args.repo_dir), args.base, depth, hub_limit, args.profile)
+    if not args.json:
+        return render_text(report)
+    return {**envelope(None, root, "done", harness), "report": report.model_dump(mode="json")}

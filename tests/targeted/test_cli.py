@@ -1,0 +1,89 @@
+"""``orchestrator.py affected-tests`` through the real CLI, on synthetic git repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.contract.driver import Driver
+from tests.targeted.conftest import Repo, cuda_test
+
+
+def _pr(repo: Repo) -> str:
+    """main with a module and a CUDA test importing it; branch pr changes the module."""
+    repo.commit({"pkg/__init__.py": "", "pkg/core.py": "X = 1\n",
+                 "tests/test_core.py": cuda_test("from pkg import core")}, "base")
+    repo.git("checkout", "-q", "-b", "pr")
+    return repo.commit({"pkg/core.py": "X = 2\n"}, "change core")
+
+
+def test_json_report_lists_the_reached_test_and_its_rerun_line(repo: Repo, tmp_path: Path) -> None:
+    """--json prints the envelope plus the report; the changed module reaches its test."""
+    _pr(repo)
+    call = Driver(tmp_path / "ws").call(["affected-tests", "--base", "main", "--json",
+                                         "--repo-dir", str(repo.path)])
+    assert 0 == call.code
+    report = call.spec["report"]
+    assert ("done", None) == (call.spec["status"], call.spec["flow_id"])
+    assert ["/rerun-test tests/test_core.py"] == report["rerun"]
+    assert [("tests/test_core.py", "pkg/core.py", 1)] == [
+        (t["path"], t["reached_from"], t["hop"]) for t in report["tests"]]
+    assert (3, 40) == (report["depth"], report["hub_limit"])
+
+
+def test_text_report_is_printed_as_is(repo: Repo, tmp_path: Path) -> None:
+    """Without --json the rendered sections are printed, not a JSON object."""
+    import subprocess
+    import sys
+
+    from tests.contract.driver import SCRIPT
+
+    _pr(repo)
+    out = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "ws"),
+                          "affected-tests", "--base", "main", "--depth", "2"],
+                         cwd=repo.path, capture_output=True, text=True, check=True).stdout
+    assert out.startswith("Affected tests since the merge base of main and HEAD; depth 2,")
+    assert "## Ready-to-post /rerun-test lines\n/rerun-test tests/test_core.py\n" in out
+
+
+def test_profile_and_bounds_are_passed_through(repo: Repo, tmp_path: Path) -> None:
+    """--depth, --hub-limit and --profile reach the tracer (the miles profile's allowlist)."""
+    _pr(repo)
+    repo.commit({"Dockerfile": "FROM x\n"}, "docker")
+    call = Driver(tmp_path / "ws").call(["affected-tests", "--base", "main", "--json",
+                                         "--depth", "1", "--hub-limit", "5", "--profile",
+                                         "miles", "--repo-dir", str(repo.path)])
+    report = call.spec["report"]
+    assert (1, 5) == (report["depth"], report["hub_limit"])
+    assert [{"path": "Dockerfile", "reason": "non-Python file"},
+            {"path": "pkg/core.py", "reason": "Python outside the allowlist"}] \
+        == report["outside_trace"]
+
+
+@pytest.mark.parametrize("argv, code, needle", [
+    (["--base", "no-such-rev"], "targeted_git", "no-such-rev"),
+    ([], "bad_input", "--base is required"),
+    (["--base", "main", "--depth", "0"], "bad_input", "--depth 0"),
+    (["--base", "main", "--profile", "nope"], "targeted_config", "'nope'"),
+    (["--base=-all"], "targeted_git", "'-all'"),
+])
+def test_bad_input_is_an_error_object_with_a_hint(repo: Repo, tmp_path: Path, argv: list[str],
+                                                  code: str, needle: str) -> None:
+    """A bad base, missing base, bad bound or unknown profile: exit 2, code, message, hint."""
+    _pr(repo)
+    call = Driver(tmp_path / "ws").call(["affected-tests", "--json", "--repo-dir",
+                                         str(repo.path), *argv])
+    assert (2, "error", code) == (call.code, call.spec["status"], call.spec["error"]["code"])
+    assert needle in call.spec["error"]["message"]
+    assert call.spec["error"]["hint"]
+
+
+def test_not_a_repository_is_refused(tmp_path: Path) -> None:
+    """A --repo-dir outside any git work tree is a bad_input error naming the directory."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    call = Driver(tmp_path / "ws").call(["affected-tests", "--base", "main", "--json",
+                                         "--repo-dir", str(plain)])
+    assert (2, "bad_input") == (call.code, call.spec["error"]["code"])
+    assert str(plain) in call.spec["error"]["message"]
