@@ -7,8 +7,10 @@ Modules, each a function of its inputs returning typed results:
 - ``assess``     phase 1: the stdlib-``ast`` assessment of a test file
 - ``analysis``   phase 2: the analyst report model and its check against the assessment
 - ``distribute`` phase 3: analyst report + catalogue -> ordered per-rule coder tasks
-- ``codemods``   phase 4 (mechanical rules): libcst rewrites and sentinel renames
-- ``verify`` / ``lint``  phase 5: deterministic checks reporting ``Finding`` objects
+- ``codemods``   phase 4 (mechanical rules): libcst rewrites (TR001, TR002, TR009)
+- ``sentinels``  phase 4 (TR010): dynamo sentinel files renamed by file name
+- ``verify`` / ``lint``  phase 5: deterministic checks reporting ``findings.Finding``
+- ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
 - ``summary``    phase 7: ``final_summary.md``
 

@@ -98,6 +98,18 @@ CASES: list[tuple[str, Codemod, str, str]] = [
         @onlyAccelerator
         def test_a(self, device): ...
         """),
+    ("onlycuda-attribute-form-gets-an-import", only_accelerator, """
+        import torch.testing._internal.common_device_type as cdt
+
+        @cdt.onlyCUDA
+        def test_a(self, device): ...
+        """, """
+        import torch.testing._internal.common_device_type as cdt
+        from torch.testing._internal.common_device_type import onlyAccelerator
+
+        @onlyAccelerator
+        def test_a(self, device): ...
+        """),
     ("onlycuda-nothing-to-do", only_accelerator, """
         @onlyAccelerator
         def test_a(self, device): ...
