@@ -246,8 +246,9 @@ def test_a_cancelled_job_in_a_running_workflow_waits_before_any_rerun(
     assert 0 == fake_github.count(r"/rerun-failed-jobs$", "POST")
 
 
+@pytest.mark.parametrize("when", ["before", "after"])
 def test_rerun_is_never_repeated_when_killed_at_any_write(fake_github: FakeGitHub,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path, when: str) -> None:
     """SIGKILL at every atomic write of the re-run tick, then resume: exactly one re-run POST."""
     counter = tmp_path / "count"
     _infra(fake_github, "o/count")
@@ -258,11 +259,11 @@ def test_rerun_is_never_repeated_when_killed_at_any_write(fake_github: FakeGitHu
     points = int(counter.read_text())
     assert points >= 4
     for n in range(1, points + 1):
-        name = f"o/kill{n}"
+        name = f"o/kill-{when}-{n}"
         _infra(fake_github, name)
         env = {"PYTHONPATH": str(CRASH_HOOK), "ORCHESTRATOR_TEST_CRASH_AT": str(n),
                "ORCHESTRATOR_TEST_CRASH_COUNTER": str(tmp_path / f"c{n}"),
-               "ORCHESTRATOR_TEST_CRASH_WHEN": "after"}
+               "ORCHESTRATOR_TEST_CRASH_WHEN": when}
         drv = Driver(tmp_path / f"ws{n}", env)
         argv = ["--ci-check", "--repo", name, "--pr-number", "1"]
         first = drv.call(argv)
