@@ -1,0 +1,134 @@
+"""The thin subprocess adapter of the reproduce workflow: run a command, keep its log,
+and read a reproducer run into a ``RunOutcome`` through the pure ``interpret`` rules.
+
+Every command is an argument list, or the ``refined_command`` string run as
+``bash -c "$refined_command"`` exactly as the seed's callers will run it. Outputs go to
+log files in the flow folder, never into the flow state (the state stays small and
+deterministic).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from flow.reproduce.forms import Reproducer
+from flow.reproduce.interpret import (
+    RunOutcome, collect_only, interpret_command, interpret_pytest, setup_blocker,
+)
+from flow.reproduce.refined_command import render
+
+DEFAULT_TIMEOUT = 1800.0
+
+
+def environment(settings: Mapping[str, str], path_head: str | None) -> dict[str, str]:
+    """The environment a run sees: the settings, with ``path_head`` leading PATH (the
+    stage's interpreter bin, so a bare ``pytest`` means that environment's pytest)."""
+    env = dict(settings)
+    if path_head:
+        env["PATH"] = os.pathsep.join(filter(None, [path_head, env.get("PATH", "")]))
+    return env
+
+
+def run(argv: list[str], *, cwd: str | Path | None, env: Mapping[str, str], log: Path,
+        timeout: float = DEFAULT_TIMEOUT, stdin: str | None = None) -> tuple[int, str]:
+    """Run ``argv``; write ``$ argv`` plus stdout+stderr to ``log``; return (code, output).
+    A missing program or a timeout is exit 127 / 124 with the reason as output (never raises)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        proc = subprocess.run(argv, cwd=cwd, env=dict(env), input=stdin, capture_output=True,
+                              text=True, timeout=timeout)
+        code, output = proc.returncode, proc.stdout + proc.stderr
+    except FileNotFoundError as exc:
+        code, output = 127, f"{argv[0]}: command not found ({exc})"
+    except subprocess.TimeoutExpired as exc:
+        code, output = 124, f"timed out after {timeout:.0f}s: {exc}"
+    log.write_text(f"$ {shlex.join(argv)}\n(cwd {cwd})\n{output}")
+    return code, output
+
+
+class Exercise(BaseModel):
+    """One run of the reproducer: the refined command it ran and what the run means."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    refined: str
+    outcome: RunOutcome
+    exit_code: int
+
+
+def node_target(pytest_args: list[str] | None, cwd: str) -> tuple[Path, str] | None:
+    """(test file, node id) of the single ``file.py::...`` target, resolved from ``cwd``."""
+    targets = [a for a in pytest_args or [] if "::" in a and a.split("::")[0].endswith(".py")]
+    if len(targets) != 1:
+        return None
+    path = Path(cwd) / targets[0].split("::")[0]
+    return (path, targets[0]) if path.is_file() else None
+
+
+def decorators_of(pytest_args: list[str] | None, cwd: str) -> list[str]:
+    """Decorator names on the target test ([] when there is no single readable target)."""
+    found = node_target(pytest_args, cwd)
+    if found is None:
+        return []
+    from flow.reproduce.skipmarker import decorator_names
+
+    try:
+        return decorator_names(found[0].read_bytes(), found[1])
+    except Exception:  # a file libcst cannot parse: no decorator evidence, not an error
+        return []
+
+
+def collect(rep: Reproducer, *, python: str, cwd: str, pytest_args: list[str],
+            env: Mapping[str, str], log: Path) -> RunOutcome:
+    """``pytest --collect-only`` of the reproducer's targets, from ``cwd``."""
+    code, output = run([python, "-m", "pytest", "--collect-only", "-q", *pytest_args],
+                       cwd=cwd, env={**env, **rep.env}, log=log)
+    return collect_only(code, output)
+
+
+def run_setup(rep: Reproducer, *, cwd: str, env: Mapping[str, str], logs: Path) -> str | None:
+    """Run a shell block's setup steps in order, in one bash so cd/export carry over.
+    Returns the blocker of the first failing step, or None."""
+    script = []
+    for i, step in enumerate(rep.setup):
+        script.append(f"{step.text}\nrc=$?; if [ $rc -ne 0 ]; then echo __SETUP_FAILED__ {i} $rc; exit $rc; fi")
+    if not script:
+        return None
+    code, output = run(["bash", "-c", "\n".join(script)], cwd=cwd, env=env, log=logs / "setup.log")
+    if code == 0:
+        return None
+    marker = [line.split() for line in output.splitlines() if line.startswith("__SETUP_FAILED__")]
+    index = int(marker[-1][1]) if marker else len(rep.setup) - 1
+    return setup_blocker(rep.setup[index].text, code)
+
+
+def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None, env: Mapping[str, str],
+             log: Path, failure_pattern: str | None, markers: tuple[str, ...],
+             extra_env: dict[str, str] | None = None, timeout: int | None = None,
+             exitfirst: bool = False) -> Exercise:
+    """Render the refined command, run it with ``bash -c``, interpret it per form.
+
+    Pytest runs get ``-rs --junitxml`` appended for the interpretation only; the refined
+    command returned is the contract's string (what a caller re-runs)."""
+    refined = render(rep, cwd=cwd, env=extra_env, sv=rep.step_is_pytest, timeout=timeout,
+                     exitfirst=exitfirst, pytest_args=pytest_args)
+    if rep.step_is_pytest:
+        junit = log.with_suffix(".xml")
+        junit.unlink(missing_ok=True)
+        command = f"{refined} -rs --junitxml={shlex.quote(str(junit))}"
+        code, output = run(["bash", "-c", command], cwd="/", env=env, log=log, stdin=rep.stdin)
+        xml = junit.read_text() if junit.is_file() and junit.stat().st_size else None
+        try:
+            outcome = interpret_pytest(code, output, xml, decorators_of(pytest_args, cwd),
+                                       markers, failure_pattern)
+        except ValueError:  # a half-written JUnit file: fall back to the text summary
+            outcome = interpret_pytest(code, output, None, decorators_of(pytest_args, cwd),
+                                       markers, failure_pattern)
+    else:
+        code, output = run(["bash", "-c", refined], cwd="/", env=env, log=log, stdin=rep.stdin)
+        outcome = interpret_command(code, output, failure_pattern)
+    return Exercise(refined=refined, outcome=outcome, exit_code=code)

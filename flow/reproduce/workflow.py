@@ -1,0 +1,215 @@
+"""The ``reproduce`` workflow (seed: fix-reproduce.md) wired into the engine.
+
+begin -> preflight -> prepare -> collect -> stage1 [-> unskip] -> stage2 [-> unskip]
+-> stage3 [-> unskip] -> verdict (Done), any stage jumping to verdict when it decides;
+begin -> batch_setup -> batch_entry (one entry per visit) -> batch_report (Done) for
+``--batch FILE`` (see ``batchflow``).
+
+Deterministic work (git, pip, collect-only, the reproducer runs, GitHub lookups) runs
+inside the steps; the long source build is a ``run`` task (local profile) or an agent
+task loading the build skill (pytorch-xpu). The skip-marker re-run records the pending
+restore in the state *before* the test file is edited (stage step returns Go to save
+it), and every step first restores a pending file, so a crash in between is undone on
+resume before anything else runs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from flow.errors import WorkflowInputError
+from flow.feeds import Feed, RunResult
+from flow.outcome import Done, Go
+from flow.reproduce import batchflow, stepsflow
+from flow.reproduce.skipmarker import PendingRestore, restore
+from flow.reproduce.stages import preflight as preflight_decision
+from flow.reproduce.verdict import VERDICT_ADAPTER, VerdictReport
+from flow.workflow import Workflow
+
+
+class ReproData(BaseModel):
+    """``ctx.data`` of a reproduce flow."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str | None = None
+    stage: Literal["auto", "nightly"] = "auto"
+    ci_commit: str | None = None
+    source_dir: str | None = None
+    ci_repo: str | None = None
+    failure_pattern: str | None = None
+    profile: str = "local"
+    # progress
+    current_stage: str = "nightly"
+    tree: str | None = None
+    cwd: str | None = None
+    pytest_args: list[str] | None = None
+    python: str | None = None          # the interpreter of the stage being run
+    path_head: str | None = None       # its bin dir, put first on PATH
+    base: str = "origin/main"
+    trunk_ok: bool | None = None
+    fallback_ok: bool | None = None
+    pending_restore: PendingRestore | None = None
+    rerun_done: bool = False
+    ci_env: dict[str, Any] = {}        # env/timeout/exitfirst folded from the CI job log
+    verdict: dict[str, Any] | None = None
+    installed_versions: dict[str, str] = {}
+    ci_image: str | None = None
+    notes: list[str] = []
+    # batch
+    batch_file: str | None = None
+    batch_entries: list[dict[str, Any]] = []
+    batch_index: int = 0
+    batch_verdicts: dict[str, dict[str, Any]] = {}
+    batch_notes: dict[str, str] = {}
+    batch_unskip: bool = False
+
+
+class BuildResult(Feed):
+    """An agent's Stage 2 build (pytorch-xpu: the xpu-build-pytorch skill)."""
+
+    ok: bool
+    detail: str = ""
+
+
+def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
+    """The normalised inputs; the flow id hashes them."""
+    command = opts.get("repro_command")
+    if opts.get("command_file"):
+        path = Path(opts["command_file"]).expanduser()
+        if not path.is_file():
+            raise WorkflowInputError(f"--command-file {str(path)!r} does not exist",
+                                     "pass the path of a file holding the reproducer block")
+        command = path.read_text()
+    batch = None
+    if opts.get("batch"):
+        path = Path(opts["batch"]).expanduser()
+        if not path.is_file():
+            raise WorkflowInputError(f"--batch {str(path)!r} does not exist",
+                                     "pass a JSON, JSON-lines or one-command-per-line file")
+        batch = str(path.resolve())
+    profile = opts.get("profile") or "local"
+    source = opts.get("source_dir")
+    if source:
+        source = str(Path(source).expanduser().resolve())
+    return {"command": command, "stage": opts.get("stage") or "auto",
+            "ci_commit": opts.get("ci_commit"), "source_dir": source,
+            "ci_repo": opts.get("ci_repo"), "failure_pattern": opts.get("failure_pattern"),
+            "profile": profile, "batch_file": batch,
+            "batch_text": Path(batch).read_text() if batch else None}
+
+
+def locate(opts: dict[str, Any], root: Path) -> str:
+    """``reproduce/<12 hex of sha1 over the inputs>`` (``reproduce/batch-...`` for a batch)."""
+    digest = hashlib.sha1(json.dumps(_inputs(opts), sort_keys=True).encode()).hexdigest()[:12]
+    return f"reproduce/{'batch-' if opts.get('batch') else ''}{digest}"
+
+
+def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
+    """Initial data; WorkflowInputError for an unknown profile, a bad --ci-commit, or a
+    reproducer that cannot be split (nothing is written then)."""
+    from flow.reproduce.errors import ProfileError, ReproducerParseError
+    from flow.reproduce.forms import parse_reproducer
+    from flow.reproduce.profiles import load_profile
+
+    inputs = _inputs(opts)
+    try:
+        load_profile(inputs["profile"])
+    except ProfileError as exc:
+        raise WorkflowInputError(str(exc), "pass --profile local or --profile pytorch-xpu") from None
+    sha = inputs["ci_commit"]
+    if sha and not all(c in "0123456789abcdefABCDEF" for c in sha) or sha and not 7 <= len(sha) <= 40:
+        raise WorkflowInputError(f"--ci-commit {sha!r} is not a commit sha", "pass 7-40 hex digits")
+    if inputs["command"] and not inputs["batch_file"]:
+        try:
+            parse_reproducer(inputs["command"])
+        except ReproducerParseError as exc:
+            raise WorkflowInputError(f"the reproducer cannot be split into commands: {exc}",
+                                     "close the open quote or here-doc and run again") from None
+    inputs.pop("batch_text")
+    return ReproData(**inputs)
+
+
+def _restore_first(step: Any) -> Any:
+    """Wrap a step: a file left edited by a crashed skip-marker re-run is restored first."""
+    def guarded(ctx: Any) -> Any:
+        pending = ctx.data.pending_restore
+        if pending is not None and restore(pending):
+            ctx.log(f"restored {pending.path} left edited by an interrupted re-run")
+        return step(ctx)
+    guarded.__name__ = getattr(step, "__name__", "step")
+    guarded.__doc__ = step.__doc__
+    return guarded
+
+
+def begin(ctx: Any) -> Any:
+    return Go("batch" if ctx.data.batch_file else "single")
+
+
+def preflight(ctx: Any) -> Any:
+    """No command -> NO_REPRODUCER(no_command), before touching any stage."""
+    verdict = preflight_decision(ctx.data.command)
+    if verdict is not None:
+        ctx.data.verdict = verdict.model_dump(mode="json")
+        return Go("decided")
+    return Go("ok")
+
+
+def finish(ctx: Any) -> Any:
+    """Write verdict.json and report.json; Done with outcome, verdict and report."""
+    verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
+    report = VerdictReport(verdict=verdict, installed_versions=ctx.data.installed_versions,
+                           ci_image=ctx.data.ci_image, notes=ctx.data.notes)
+    dumped = report.model_dump(mode="json")
+    ctx.write_json("verdict.json", dumped["verdict"])
+    ctx.write_json("report.json", dumped)
+    steps = {
+        "REPRODUCED": ["hand refined_command to the fix workflow; it re-triggers the failure: "
+                       "bash -c \"$refined_command\""],
+        "NOT_REPRODUCED": ["report to the user (or triage) that the failure no longer reproduces"],
+        "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
+        "CANNOT_VERIFY": ["fix the blocker, then re-run with --restart"],
+    }[verdict.verdict]
+    return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
+                 "verdict_path": str(ctx.path("verdict.json"))}, steps)
+
+
+STEPS = {
+    "begin": begin, "preflight": preflight, "prepare": stepsflow.prepare,
+    "collect": stepsflow.collect, "stage1": stepsflow.stage1, "stage2": stepsflow.stage2,
+    "stage3": stepsflow.stage3, "unskip": stepsflow.unskip, "verdict": finish,
+    "batch_setup": batchflow.setup, "batch_entry": batchflow.entry,
+    "batch_report": batchflow.report,
+}
+
+WORKFLOW = Workflow(
+    name="reproduce",
+    states=tuple(STEPS),
+    transitions=(
+        ("single", "begin", "preflight"), ("batch", "begin", "batch_setup"),
+        ("ok", "preflight", "prepare"), ("decided", "preflight", "verdict"),
+        ("prepared", "prepare", "collect"), ("decided", "prepare", "verdict"),
+        ("collected", "collect", "stage1"), ("decided", "collect", "verdict"),
+        ("decided", "stage1", "verdict"), ("unskip", "stage1", "unskip"),
+        ("next", "stage1", "stage2"),
+        ("decided", "stage2", "verdict"), ("unskip", "stage2", "unskip"),
+        ("next", "stage2", "stage3"),
+        ("decided", "stage3", "verdict"), ("unskip", "stage3", "unskip"),
+        ("decided", "unskip", "verdict"), ("to_stage2", "unskip", "stage2"),
+        ("to_stage3", "unskip", "stage3"),
+        ("ready", "batch_setup", "batch_entry"), ("next", "batch_entry", "batch_entry"),
+        ("finished", "batch_entry", "batch_report"),
+    ),
+    initial="begin",
+    terminal=frozenset({"verdict", "batch_report"}),
+    steps={name: _restore_first(step) for name, step in STEPS.items()},
+    feeds={"run": RunResult, "build": BuildResult},
+    data_model=ReproData,
+    skill="fix-reproduce",
+    description="Does a bug still reproduce? nightly -> source build -> CI environment; "
+                "a typed verdict (REPRODUCED / NOT_REPRODUCED / NO_REPRODUCER / CANNOT_VERIFY).",
+)
