@@ -1,0 +1,191 @@
+"""Pure decisions of the ``ci-targeted`` loop: its state, the poll schedule, the final report.
+
+Nothing here does IO; ``workflow.py`` calls these with what it read from git and GitHub.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flow.feeds import Feed
+from flow.targeted.config import TargetedConfig
+from flow.targeted.report import AffectedReport
+from flow.targeted.select import Plan
+from flow.targeted.timing import est_time, timing_line
+
+MAX_FIX_ROUNDS = 3
+DEFAULT_EST = 600  # seconds assumed for a test without est_time, for the poll schedule only
+
+FileStatus = Literal["queued", "running", "passed", "failed"]
+Cause = Literal["caused_by_pr", "infra", "flake"]
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Attempt(_M):
+    """One run of one file: the SHA it ran at, its result and its measured time."""
+
+    round: int
+    sha: str
+    run_id: int | None = None
+    url: str = ""
+    conclusion: str | None = None
+    seconds: int | None = None
+    failed_job: int | None = None
+
+
+class FileRun(_M):
+    """A test file the loop runs with ``/rerun-test``; ``after`` is the newest run id seen
+    when its comment was queued (its run is newer)."""
+
+    path: str
+    status: FileStatus = "queued"
+    after: int = 0
+    attempts: list[Attempt] = []
+    flake_reruns: int = 0
+    cause: Cause | None = None
+    why: str = ""
+
+
+class Fix(_M):
+    round: int
+    files: list[str]
+    commit: str
+    why: str
+
+
+class Outbox(_M):
+    """What ``post`` must do, recorded before doing it: the exact comment bodies with the
+    number of identical comments the PR had then (a count above it means already posted),
+    and labels (adding a label twice is harmless)."""
+
+    comments: dict[str, int] = {}
+    labels: list[str] = []
+
+
+class TargetedData(_M):
+    repo: str
+    number: int
+    repo_dir: str
+    base: str
+    depth: int = 3
+    hub_limit: int = 40
+    profile: str | None = None
+    approved: bool = False
+    head_sha: str
+    round: int = 0  # fix rounds done
+    plan: Plan | None = None
+    to_run: list[str] = []  # files of the pending dispatch
+    outbox: Outbox | None = None
+    files: dict[str, FileRun] = {}
+    posted: list[str] = []  # every comment body posted, in order
+    labels_added: list[str] = []
+    fixes: list[Fix] = []
+    reported: list[str] = []  # failures reported without a fix (infra/flake twice, unfixed)
+    new_tests: list[str] = []
+    suites: dict[str, str] = {}
+    est: dict[str, int] = {}
+    not_run: list[str] = []
+    declined: bool = False
+
+
+class FileVerdict(_M):
+    path: str
+    cause: Cause
+    why: str
+
+
+class DebugResult(Feed):
+    """The debugger's answer for one round: a verdict per failed file, the fixes it made
+    and the commit it pushed (None when it pushed nothing)."""
+
+    verdicts: list[FileVerdict]
+    fixes: list[str] = []
+    pushed_commit: str | None = Field(None, pattern=r"^[0-9a-f]{7,40}$")
+
+
+def poll_minutes(est_times: list[int | None]) -> int:
+    """Minutes between polls: half the longest pending test's est_time, kept within the
+    seed's 10-30 minutes (never a tight loop)."""
+    longest = max((e or DEFAULT_EST for e in est_times), default=DEFAULT_EST)
+    return min(30, max(10, math.ceil(longest / 120)))
+
+
+def cron_every(minutes: int) -> str:
+    return f"*/{minutes} * * * *"
+
+
+def files_of(plan: Plan) -> list[str]:
+    """The test paths of a plan's ``/rerun-test`` comments."""
+    return [c.split(" ", 1)[1] for c in plan.comments]
+
+
+def not_run(report: AffectedReport, plan: Plan) -> list[str]:
+    """What the loop deliberately does not run, and why, from the first trace."""
+    out: list[str] = []
+    planned = set(files_of(plan))
+    for t in report.tests:
+        if t.path in planned:
+            continue
+        if t.disabled:
+            out.append(f"{t.path}: disabled ({t.disabled})")
+        elif t.backend == "cpu" and not t.labels:
+            out.append(f"{t.path}: unlabeled CPU test ({t.suite}) runs on every PR")
+        elif t.backend == "rocm":
+            out.append(f"{t.path}: ROCm registration; /rerun-test cannot run it")
+        elif plan.mode == "labels":
+            out.append(f"{t.path}: covered by the labels {', '.join(plan.labels)}")
+    out += [f"{u.path}: registration unreadable ({u.reason})" for u in report.unreadable]
+    out += [f"hub {h.path} not followed ({h.met})" for h in report.hubs]
+    out += [f"{f.importer}: left at depth {report.depth}" for f in report.frontier if f.reaches]
+    out += [f"judgement: {j}" for j in plan.judgement]
+    return sorted(set(out), key=out.index)
+
+
+def new_tests(report: AffectedReport) -> list[str]:
+    """CUDA test files the diff adds or moves: they need a measured est_time."""
+    added = {c.path for c in report.changed if c.status in ("A", "R", "C")}
+    return sorted({t.path for t in report.tests if t.backend == "cuda" and t.path in added})
+
+
+def timing_lines(data: TargetedData, cfg: TargetedConfig) -> list[str]:
+    """The PR-description line for each new test with a measured passing run; a note
+    saying why for the others."""
+    out: list[str] = []
+    for path in data.new_tests:
+        fr = data.files.get(path)
+        ok = [a for a in (fr.attempts if fr else []) if a.conclusion == "success"]
+        if not ok:
+            out.append(f"{path}: no passing run, so no est_time measured")
+        elif ok[-1].seconds is None:
+            out.append(f"{path}: the run's 'Run tests' step has no timing; read it from "
+                       f"{ok[-1].url}")
+        else:
+            a = ok[-1]
+            out.append(timing_line(path, data.suites.get(path, "?"), a.seconds,
+                                   est_time(a.seconds, cfg.timing), a.url))
+    return out
+
+
+def final_report(data: TargetedData, outcome: str, cfg: TargetedConfig) -> dict[str, object]:
+    """The seed's report: files run with results and times, failures and the commits that
+    fixed them, what was not run and why, plus the timing lines for new tests."""
+    files = []
+    for fr in data.files.values():
+        last = fr.attempts[-1] if fr.attempts else None
+        files.append({"path": fr.path, "result": fr.status,
+                      "conclusion": last.conclusion if last else None,
+                      "seconds": last.seconds if last else None,
+                      "run_url": last.url if last else "", "runs": len(fr.attempts)})
+    failures = [{"path": fr.path, "cause": fr.cause, "why": fr.why,
+                 "fixed_by": [f.commit for f in data.fixes if fr.path in f.files]}
+                for fr in data.files.values() if fr.cause]
+    return {"outcome": outcome, "pr": f"{data.repo}#{data.number}", "fix_rounds": data.round,
+            "files": files, "failures": failures, "labels_added": data.labels_added,
+            "comments_posted": data.posted, "reported": data.reported,
+            "not_run": data.not_run, "timing_lines": timing_lines(data, cfg)}
