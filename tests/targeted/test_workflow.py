@@ -1,0 +1,182 @@
+"""The ``ci-targeted`` workflow through the real CLI, a real git repo and the fake GitHub.
+
+The Driver reads only the printed JSON; between calls ``RerunBot`` plays the repository's
+"Rerun Test" workflow, dispatching one run per ``/rerun-test`` comment.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.contract.driver import Call, Driver
+from tests.fakegithub import FakeGitHub
+from tests.targeted.conftest import Repo, cuda_test
+from tests.targeted.rerunbot import NUMBER, REPO, RerunBot, with_step_times
+
+A, B, C = "tests/test_a.py", "tests/test_b.py", "tests/test_c.py"
+FAIL_LOG = "collected 1 item\nE   AssertionError: expected 2, got 3\nFAILED tests/test_a.py::test_x\n"
+
+
+def rerun(path: str) -> str:
+    return f"/rerun-test {path}"
+
+
+class Flow:
+    """One PR: repo main has pkg.core (tests a, b) and pkg.other (test c); the PR changes core."""
+
+    def __init__(self, repo: Repo, fake: FakeGitHub, tmp: Path,
+                 script: dict[str, list[tuple[str, str]]] | None = None,
+                 extra: dict[str, str | None] | None = None) -> None:
+        self.repo = repo
+        repo.commit({"pkg/__init__.py": "", "pkg/core.py": "X = 1\n", "pkg/other.py": "Y = 1\n",
+                     A: cuda_test("from pkg import core", est=1500),
+                     B: cuda_test("from pkg import core"),
+                     C: cuda_test("from pkg import other")}, "base")
+        repo.git("checkout", "-q", "-b", "pr")
+        self.head = repo.commit({"pkg/core.py": "X = 2\n", **(extra or {})}, "change core")
+        self.bot = RerunBot(fake, self.head, script or {})
+        self.drv = Driver(tmp / "ws")
+
+    def start(self, *flags: str) -> Call:
+        return self.drv.call(["ci-targeted", "--base", "main", "--pr-number", str(NUMBER),
+                              "--repo", REPO, "--repo-dir", str(self.repo.path), *flags])
+
+    def answer(self, spec: dict[str, Any], value: str) -> Call:
+        return self.drv.shell(next(o["command"] for o in spec["options"] if o["value"] == value))
+
+    def runs_finish(self, spec: dict[str, Any]) -> Call:
+        """CI dispatches a run per new comment; the cron fires once."""
+        assert "schedule_cron" == spec["status"]
+        self.bot.react()
+        return self.drv.shell(spec["resume_command"])
+
+    def feed(self, spec: dict[str, Any], result: dict[str, Any]) -> Call:
+        assert "need_agent" == spec["status"], spec
+        task = spec["tasks"][0]
+        Path(task["feed_file"]).write_text(json.dumps(result))
+        return self.drv.shell(task["feed_command"])
+
+    def fix(self, files: dict[str, str | None]) -> str:
+        """The debugger's fix: a commit on the PR branch, pushed."""
+        sha = self.repo.commit(files, "fix")
+        self.bot.gh.push(NUMBER, sha)
+        return sha
+
+
+def verdict(path: str, cause: str, pushed: str | None = None) -> dict[str, Any]:
+    return {"verdicts": [{"path": path, "cause": cause, "why": "the log says so"}],
+            "fixes": ["changed the assertion"] if pushed else [], "pushed_commit": pushed,
+            "agent_id": "dbg-1", "agent_name": "debugger"}
+
+
+@pytest.fixture
+def flow_of(repo: Repo, fake_github: FakeGitHub, tmp_path: Path) -> Any:
+    return lambda **kw: Flow(repo, fake_github, tmp_path, **kw)
+
+
+def test_approval_gate_shows_exact_comments_and_declining_posts_nothing(flow_of: Any) -> None:
+    """Without --approved: need_human with the exact comments; decline spends nothing."""
+    f = flow_of()
+    spec = f.start().spec
+    assert ("need_human", "ci-targeted/acme/widgets/pr-7") == (spec["status"], spec["flow_id"])
+    assert [rerun(A), rerun(B)] == spec["comments"]
+    assert "comment: /rerun-test tests/test_a.py\ncomment: /rerun-test tests/test_b.py" \
+        in spec["question"]
+    assert [] == f.bot.comments()
+    done = f.answer(spec, "decline").spec
+    assert ("done", "declined", []) == (done["status"], done["outcome"], f.bot.comments())
+
+
+def test_files_mode_posts_one_exact_comment_per_file_and_ends_green(flow_of: Any) -> None:
+    """Approved: one exact comment per reached file, a poll cron from est_time, then green."""
+    f = flow_of()
+    spec = f.answer(f.start().spec, "approve").spec
+    assert [rerun(A), rerun(B)] == f.bot.comments()
+    # test_a's est_time 1500 s: half of it is 13 minutes, inside the seed's 10-30.
+    assert ("schedule_cron", "*/13 * * * *") == (spec["status"],
+                                                 spec["on_complete"]["cron_interval"])
+    again = f.drv.shell(spec["resume_command"]).spec  # no run yet: sleep again, post nothing
+    assert ("schedule_cron", 2) == (again["status"], len(f.bot.comments()))
+    done = f.runs_finish(again).spec
+    assert ("green", 0) == (done["outcome"], done["fix_rounds"])
+    assert [(A, "passed", 1), (B, "passed", 1)] == [(x["path"], x["result"], x["runs"])
+                                                    for x in done["files"]]
+    assert [rerun(A), rerun(B)] == f.bot.comments()
+
+
+def test_labels_mode_adds_the_smallest_label_set_and_no_comments(flow_of: Any) -> None:
+    """A changed path outside the trace (a Dockerfile) makes the change broad: labels."""
+    f = flow_of(extra={"Dockerfile": "FROM python\n"})
+    spec = f.start().spec
+    assert ([], ["run-ci-rollout"]) == (spec["comments"], spec["labels"])
+    done = f.answer(spec, "approve").spec
+    assert ("done", "labels_added") == (done["status"], done["outcome"])
+    assert (["run-ci-rollout"], []) == (f.bot.labels(), f.bot.comments())
+    assert "--ci-check" in done["next_steps"][0]
+
+
+def test_failure_goes_to_debugger_then_retrace_reruns_only_what_the_fix_reaches(
+        flow_of: Any) -> None:
+    """A failed file's log goes to the debugger (fenced); after the fix push the re-trace
+    from the passing runs' SHA re-runs the failed file and what the fix reaches, not b."""
+    f = flow_of(script={A: [("failure", FAIL_LOG), ("success", "")]})
+    spec = f.runs_finish(f.start("--approved").spec).spec
+    assert ("need_agent", "debugger", [A]) == (spec["status"], spec["tasks"][0]["feed_as"],
+                                               spec["failures"])
+    prompt = json.dumps(spec["tasks"][0])
+    assert "<untrusted CI failure logs" in prompt and "expected 2, got 3" in prompt
+    sha = f.fix({"pkg/other.py": "Y = 2\n"})  # the fix reaches test_c, not test_b
+    spec = f.feed(spec, verdict(A, "caused_by_pr", sha)).spec
+    assert [rerun(A), rerun(B), rerun(A), rerun(C)] == f.bot.comments()
+    done = f.runs_finish(spec).spec
+    assert ("green", 1) == (done["outcome"], done["fix_rounds"])
+    assert [{"path": A, "cause": "caused_by_pr", "why": "the log says so",
+             "fixed_by": [sha]}] == done["failures"]
+    assert {A: 2, B: 1, C: 1} == {x["path"]: x["runs"] for x in done["files"]}
+
+
+def test_flake_is_rerun_once_then_reported(flow_of: Any) -> None:
+    """infra/flake: one re-run of that file only; failing the same way again is reported."""
+    bad = ("failure", "ConnectionResetError: peer reset\n")
+    f = flow_of(script={B: [bad, bad]})
+    spec = f.runs_finish(f.start("--approved").spec).spec
+    spec = f.feed(spec, verdict(B, "flake")).spec
+    assert [rerun(A), rerun(B), rerun(B)] == f.bot.comments()
+    spec = f.runs_finish(spec).spec
+    done = f.feed(spec, verdict(B, "flake")).spec
+    assert ("done", "failures_reported") == (done["status"], done["outcome"])
+    assert [f"{B}: flake again after one re-run: the log says so"] == done["reported"]
+    assert 3 == len(f.bot.comments())
+
+
+def test_three_rounds_without_a_fix_give_up_honestly(flow_of: Any) -> None:
+    """A PR-caused failure the debugger cannot fix: 3 rounds, then outcome gave_up."""
+    f = flow_of(script={A: [("failure", FAIL_LOG)]})
+    spec = f.runs_finish(f.start("--approved").spec).spec
+    for _ in range(3):
+        spec = f.feed(spec, verdict(A, "caused_by_pr")).spec
+    assert ("done", "gave_up", 3) == (spec["status"], spec["outcome"], spec["fix_rounds"])
+    assert [rerun(A), rerun(B)] == f.bot.comments()
+
+
+def test_new_test_gets_est_time_and_the_ci_timing_line(flow_of: Any) -> None:
+    """A test the PR adds: est_time = ceil(1.25 x 41 s) rounded up to 60, and its line."""
+    f = flow_of(extra={"tests/test_new.py": cuda_test("from pkg import core")})
+    with with_step_times(41):
+        done = f.runs_finish(f.start("--approved").spec).spec
+    run_url = next(x["run_url"] for x in done["files"] if x["path"] == "tests/test_new.py")
+    assert [f"CI timing: tests/test_new.py on stage-b-2-gpu-h200, Run tests 41 s, "
+            f"est_time=60, {run_url}"] == done["timing_lines"]
+
+
+def test_bad_base_is_refused_before_any_state(flow_of: Any, tmp_path: Path) -> None:
+    """An unknown --base is bad input and writes no flow."""
+    f = flow_of()
+    call = f.drv.call(["ci-targeted", "--base", "nope", "--pr-number", str(NUMBER), "--repo",
+                       REPO, "--repo-dir", str(f.repo.path)])
+    assert (2, "bad_input") == (call.code, call.spec["error"]["code"])
+    assert [] == list((tmp_path / "ws").rglob("flow_state.json"))
