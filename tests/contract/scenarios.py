@@ -16,6 +16,20 @@ def _toy_answer(task: dict[str, Any]) -> dict[str, Any]:
 
 
 TOY = Scenario(name="toy", start=["start", "toy", "alpha"], answer=_toy_answer,
-               env={"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"})
+               env={"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}, kill_points=None)
 
-SCENARIOS: list[Scenario] = [TOY]
+from tests.targeted.rerunbot import contract_scenario  # noqa: E402
+
+TARGETED = contract_scenario()
+
+SCENARIOS: list[Scenario] = [TOY, TARGETED]
+
+
+def _ci() -> Scenario:
+    from tests.ci import contract_fake
+
+    return Scenario(name="ci", start=["--ci-check", "--repo", contract_fake.REPO, "--pr-number", "1"],
+                    answer=contract_fake.answer, env=contract_fake.env())
+
+
+SCENARIOS.append(_ci())
