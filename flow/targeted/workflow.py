@@ -94,7 +94,9 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Targ
     check_bounds(depth, hub_limit)
     repo = _repo(opts, repo_dir)
     number = _number(opts, repo_dir, repo, settings)
-    pull = get_pull(_client(settings), repo, number)
+    client = _client(settings)
+    client.repo(repo)  # UnknownRepo names the repository before any PR lookup
+    pull = get_pull(client, repo, number)
     return TargetedData(repo=repo, number=number, repo_dir=str(repo_dir), base=base,
                         depth=depth, hub_limit=hub_limit, profile=opts.get("profile"),
                         approved=bool(opts.get("approved")), head_sha=pull.head_sha)

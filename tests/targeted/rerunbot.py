@@ -80,3 +80,64 @@ def with_step_times(seconds: int) -> Iterator[None]:
         yield
     finally:
         render.job = original
+
+
+class ContractGitHub(FakeGitHub):
+    """A fake whose "Rerun Test" bot reacts as soon as a comment is posted, and which starts
+    the PR afresh whenever a flow starts (``start`` reads the repository first), with run and
+    job ids counted from a fixed number: the contract suite replays one scenario many times
+    against one server and compares the final states."""
+
+    def __init__(self, head_sha: str, script: dict[str, list[tuple[str, str]]]) -> None:
+        super().__init__()
+        self.head_sha, self.initial = head_sha, script
+        self.reset_pr()
+
+    def reset_pr(self) -> None:
+        with self.lock:
+            self.repos.clear()
+            counter = iter(range(50_000, 60_000))
+            self.bot = RerunBot(self, self.head_sha, self.initial, run_ids=lambda: next(counter))
+
+    def handle(self, method: str, raw_path: str, headers: dict[str, str],
+               body: bytes) -> tuple[int, dict[str, str], bytes]:
+        path = raw_path.split("?", 1)[0]
+        if method == "GET" and path == f"/repos/{REPO}":
+            self.reset_pr()
+        out = super().handle(method, raw_path, headers, body)
+        if method == "POST" and path.endswith(f"/issues/{NUMBER}/comments"):
+            self.bot.react()
+        return out
+
+
+def contract_scenario() -> Any:
+    """The ``ci-targeted`` contract Scenario: approve, a failure the debugger calls a flake,
+    one re-run that passes, green. Builds its git repo and starts its fake GitHub now."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tests.contract.driver import Scenario
+    from tests.targeted.conftest import Repo, cuda_test
+
+    tmp = Path(tempfile.mkdtemp(prefix="targeted-contract-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    repo = Repo(tmp / "repo")
+    repo.commit({"pkg/__init__.py": "", "pkg/core.py": "X = 1\n",
+                 "tests/test_a.py": cuda_test("from pkg import core")}, "base")
+    repo.git("checkout", "-q", "-b", "pr")
+    head = repo.commit({"pkg/core.py": "X = 2\n"}, "change core")
+    fake = ContractGitHub(head, {"tests/test_a.py": [("failure", "ConnectionResetError\n")]})
+    fake.start()
+    atexit.register(fake.stop)
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        return {"verdicts": [{"path": "tests/test_a.py", "cause": "flake", "why": "reset"}],
+                "fixes": [], "pushed_commit": None, "agent_id": "dbg", "agent_name": "debugger"}
+
+    return Scenario(name="ci-targeted",
+                    start=["ci-targeted", "--base", "main", "--pr-number", str(NUMBER), "--repo",
+                           REPO, "--repo-dir", str(repo.path)],
+                    answer=answer,
+                    env={"ORCHESTRATOR_GITHUB_API": fake.base_url, "GITHUB_TOKEN": fake.token})
