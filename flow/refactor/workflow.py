@@ -1,0 +1,113 @@
+"""The ``refactor`` workflow (seed: pytorch-test-refactoring.md, phases 1-7) wired into the engine.
+
+assess -> analyze -> distribute -> code -> verify -> review -> test -> finalize (Done), with
+verify -> verify (lint fix round), review -> verify (review fix round), any bounded loop that
+runs out escalating to a person (carry on / abort -> aborted).
+
+The file is edited in place in the repository (``--pytorch-dir``, default the current
+directory); the original is kept at ``original/<name>`` in the flow folder and every phase's
+artifact (assessment.json, analyst_report.json, coder_tasks.json, verification.json,
+review_findings.json, local_test.json, final_summary.md) is written next to it.
+Mechanical rules (TR001, TR002, TR009, TR010) are applied by the orchestrator's codemods in
+distribute; agents get only the judgment rules.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from flow.errors import WorkflowInputError
+from flow.outcome import Done, Go
+from flow.refactor import steps
+from flow.refactor.errors import FieldConflictError
+from flow.refactor.feedmodels import FEEDS, RefactorData
+from flow.refactor.fields import detect_field, load_field_lists, normalise
+from flow.workflow import Workflow
+
+REFERENCE = Path(__file__).resolve().parents[2] / "reference"
+
+
+def _paths(opts: dict[str, Any]) -> tuple[Path, Path, str]:
+    """(repo root, absolute file, path relative to the root) for the CLI options."""
+    raw = opts.get("file") or (opts.get("words") or [None])[0]
+    if not raw:
+        raise WorkflowInputError("no test file given", "run: orchestrator.py test/test_ops.py")
+    repo = Path(opts.get("source_dir") or os.getcwd()).resolve()
+    path = Path(raw)
+    absolute = (path if path.is_absolute() else repo / path).resolve()
+    try:
+        rel = absolute.relative_to(repo).as_posix()
+    except ValueError:
+        rel = normalise(raw)
+    return repo, absolute, rel
+
+
+def locate(opts: dict[str, Any], root: Path) -> str:
+    """``refactor/<field>/<file stem>`` (the seed's agent_space/refactor/{field}/{file_name}/)."""
+    _, absolute, rel = _paths(opts)
+    return f"refactor/{_field(rel)}/{absolute.stem}"
+
+
+def _field(rel: str) -> str:
+    try:
+        # REFACTOR_REFERENCE_DIR points tests (and forks) at other field lists.
+        return detect_field(rel, load_field_lists(Path(os.environ.get("REFACTOR_REFERENCE_DIR") or REFERENCE)))
+    except FieldConflictError as exc:
+        raise WorkflowInputError(str(exc), "remove the path from one of reference/distributed/"
+                                 "test_list.txt and reference/graph/test_list.txt") from None
+
+
+def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
+    """The initial data; ``WorkflowInputError`` for a missing file or a field conflict."""
+    repo, absolute, rel = _paths(opts)
+    if not absolute.is_file():
+        raise WorkflowInputError(f"test file {str(absolute)!r} does not exist",
+                                 "give a path relative to the PyTorch checkout (--pytorch-dir, "
+                                 "default the current directory) or an absolute path")
+    return RefactorData(file=str(absolute), rel=rel, repo=str(repo), field=_field(rel))  # type: ignore[arg-type]
+
+
+def finalize(ctx: Any) -> Any:
+    path = steps.write_summary(ctx)
+    return Done({"outcome": "refactored", "summary_path": str(path),
+                 "file": ctx.data.file, "field": ctx.data.field},
+                [f"Review the changes to {ctx.data.file} and {path}.",
+                 "Create the PR by hand: a branch, a commit, push, and a draft PR.",
+                 f"Then say 'look after the CI' or run: {ctx.cmds.cli('--ci-check')}"])
+
+
+def aborted(ctx: Any) -> Any:
+    return Done({"outcome": "aborted", "file": ctx.data.file,
+                 "notes": ctx.data.notes}, [f"The flow stopped by request; artifacts are in {ctx.dir}."])
+
+
+WORKFLOW = Workflow(
+    name="refactor",
+    states=("assess", "analyze", "distribute", "code", "verify", "review", "test", "finalize",
+            "aborted"),
+    transitions=(
+        ("assessed", "assess", "analyze"),
+        ("analyzed", "analyze", "distribute"),
+        ("distributed", "distribute", "code"),
+        ("coded", "code", "verify"),
+        ("abort", "code", "aborted"),
+        ("reverify", "verify", "verify"),
+        ("verified", "verify", "review"),
+        ("abort", "verify", "aborted"),
+        ("refix", "review", "verify"),
+        ("reviewed", "review", "test"),
+        ("abort", "review", "aborted"),
+        ("tested", "test", "finalize"),
+    ),
+    initial="assess",
+    terminal=frozenset({"finalize", "aborted"}),
+    steps={"assess": steps.assess, "analyze": steps.analyze, "distribute": steps.distribute,
+           "code": steps.code, "verify": steps.verify, "review": steps.review, "test": steps.test,
+           "finalize": finalize, "aborted": aborted},
+    feeds=FEEDS,
+    data_model=RefactorData,
+    skill="pytorch-test-refactoring",
+    description="Decouple a PyTorch test file from specific accelerators (seed phases 1-7).",
+)
