@@ -198,11 +198,17 @@ def post(ctx: Any) -> Any:
 
 
 def poll(ctx: Any) -> Any:
+    from flow.github.errors import RateLimited
     from flow.targeted.runs import list_runs, names_file
 
     d: TargetedData = ctx.data
     running = [f for f in d.files.values() if f.status == "running"]
-    runs = list_runs(_client(ctx.settings), d.repo, min(f.after for f in running))
+    try:
+        runs = list_runs(_client(ctx.settings), d.repo, min(f.after for f in running))
+    except RateLimited as err:
+        # Polling can wait: sleep past the reset instead of failing the tick.
+        return Sleep(f"GitHub rate limit reached; it resets at {err.reset_at.isoformat()}",
+                     cron_interval=loop.cron_every(30), poll_seconds=1800)
     claimed = {a.run_id for f in d.files.values() for a in f.attempts if a.run_id}
     for fr in sorted(running, key=lambda f: f.path):
         att = fr.attempts[-1]

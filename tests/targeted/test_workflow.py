@@ -180,3 +180,17 @@ def test_bad_base_is_refused_before_any_state(flow_of: Any, tmp_path: Path) -> N
                        REPO, "--repo-dir", str(f.repo.path)])
     assert (2, "bad_input") == (call.code, call.spec["error"]["code"])
     assert [] == list((tmp_path / "ws").rglob("flow_state.json"))
+
+
+def test_rate_limit_while_polling_sleeps_instead_of_failing(flow_of: Any,
+                                                            fake_github: FakeGitHub) -> None:
+    """A spent API budget during a poll schedules the next tick; nothing is lost."""
+    f = flow_of()
+    spec = f.start("--approved").spec
+    fake_github.rate_remaining = 0
+    spec = f.drv.shell(spec["resume_command"]).spec
+    assert ("schedule_cron", "*/30 * * * *") == (spec["status"],
+                                                 spec["on_complete"]["cron_interval"])
+    assert spec["reason"].startswith("GitHub rate limit reached")
+    fake_github.rate_remaining = 5000
+    assert "green" == f.runs_finish(spec).spec["outcome"]
