@@ -22,7 +22,19 @@ from tests.targeted.rerunbot import contract_scenario  # noqa: E402
 
 TARGETED = contract_scenario()
 
-SCENARIOS: list[Scenario] = [TOY, TARGETED]
+def _reproduce_answer(task: dict[str, Any]) -> dict[str, Any]:
+    # The scripted harness reports each source build as failed: origin/main, then ci_commit.
+    # The log path is given relative to the flow folder so the feed's digest is the same in
+    # every workspace (the kill test compares states across workspaces).
+    return {"exit_code": 1, "log_path": f"logs/{task['task_id']}.log"}
+
+
+REPRODUCE = Scenario(name="reproduce", answer=_reproduce_answer, start=[
+    "reproduce", "--profile", "local", "--source-dir", "examples/calc", "--ci-commit", "a" * 40,
+    "--command", "pytest tests/test_calc.py::test_add"])
+
+
+SCENARIOS: list[Scenario] = [TOY, REPRODUCE, TARGETED]
 
 
 def _ci() -> Scenario:
@@ -33,3 +45,7 @@ def _ci() -> Scenario:
 
 
 SCENARIOS.append(_ci())
+
+from tests.refactor.contract import contract_scenario as _refactor  # noqa: E402
+
+SCENARIOS.append(_refactor())
