@@ -290,11 +290,15 @@ def _failures_text(d: CiData) -> str:
 def _history_text(d: CiData) -> str:
     if not d.fix_history:
         return "(this is the first round)"
+    import json
+
     out = []
     for r in d.fix_history:
-        out.append(f"round {r.round} on {r.head_sha[:12]}: failures {r.failures}; pushed "
-                   f"{r.pushed_commit or 'nothing'}; fixes {r.fixes_applied}; "
-                   f"unrelated {r.unrelated}")
+        # sort_keys: the text must not depend on whether the dicts came back from disk
+        out.append(f"round {r.round} on {r.head_sha[:12]}: failures {', '.join(r.failures)}; "
+                   f"pushed {r.pushed_commit or 'nothing'}\n"
+                   f"  fixes_applied: {json.dumps(r.fixes_applied, sort_keys=True)}\n"
+                   f"  unrelated: {json.dumps(r.unrelated, sort_keys=True)}")
     return "\n".join(out)
 
 
