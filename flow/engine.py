@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from flow import render
 from flow.commands import Commands
-from flow.errors import AnswerRejected, FeedRejected, OrchestratorError, WorkflowBug
+from flow.errors import AnswerRejected, FeedRejected, WorkflowBug
 from flow.outcome import Ask, Done, Go, Human, Sleep, Task
 from flow.state import FlowState, Question, TaskRecord
 from flow.workflow import Workflow
@@ -114,6 +114,7 @@ class Engine:
         self.cmds = cmds
         self.settings = settings or {}
         self._saved = dumps(state.model_dump(mode="json"))
+        self._handed_out: int | None = None  # the wave this call emitted, if any
 
     # -- construction -----------------------------------------------------------------
 
@@ -157,10 +158,15 @@ class Engine:
             if self.state.result is not None or self.state.aborted:
                 return self._cache(render.done_spec(self.state, self.store.root, self.store.dir,
                                                     self.cmds))
-            if self.state.pending():
-                return self._cache(render.agent_spec(self.state, self.store.root,
-                                                     self.store.dir, self.cmds,
-                                                     self.state.wave_extra))
+            pending = self.state.pending()
+            if pending:
+                args = (self.state, self.store.root, self.store.dir, self.cmds,
+                        self.state.wave_extra)
+                later = render.agent_spec(*args, fresh=False)
+                self._cache(later)
+                if self._handed_out == pending[0].wave:
+                    return render.agent_spec(*args, fresh=True)
+                return later
             q = self.state.question
             if q is not None and q.key not in self.state.answers:
                 return self._cache(render.human_spec(self.state, self.store.root,
@@ -183,6 +189,7 @@ class Engine:
         step = self.wf.steps[state.phase]
         outcome = step(ctx)
         new_data = data.model_dump(mode="json")
+        _check_fields(state.phase, outcome)
         if isinstance(outcome, Go):
             dest = self.wf.fire(state.phase, outcome.trigger)
             state.history.append({"from": state.phase, "to": dest, "trigger": outcome.trigger,
@@ -243,7 +250,8 @@ class Engine:
                               f"Grant more attempts, or abort the flow?"),
                     options=[("retry", f"grant {task.max_attempts} more attempts"),
                              ("abort", "end the flow now with outcome 'aborted'")],
-                    extra={"task_key": task.key, "last_attempts": allowed},
+                    extra={"task_key": task.key, "last_attempts": allowed,
+                           "grant_key": grant_key},
                 )
                 self._save("exhausted", task=task.key, attempts=allowed)
                 return
@@ -268,6 +276,7 @@ class Engine:
             self.store.logs_dir.mkdir(parents=True, exist_ok=True)
         state.waves = wave
         state.tasks.extend(records)
+        self._handed_out = wave
         self._save("emitted", tasks=ids)
 
     # -- inputs from outside --------------------------------------------------------------
@@ -349,7 +358,7 @@ class Engine:
         self.state.answers[q.key] = value
         self.state.question = None
         if q.key.startswith(EXHAUSTED):
-            grant_key = q.key[len(EXHAUSTED):].rsplit(":", 1)[0]
+            grant_key = str(q.extra["grant_key"])
             if value == "abort":
                 self.state.aborted = True
                 self.state.result = {"outcome": "aborted",
@@ -361,6 +370,16 @@ class Engine:
                 self.state.grants[grant_key] = self.state.grants.get(grant_key, 0) + extra
         self._save("answered", key=q.key, value=value)
         return self.advance()
+
+
+def _check_fields(phase: str, outcome: object) -> None:
+    """Fields a step adds to the printed object must not overwrite the envelope's."""
+    for name in ("extra", "result"):
+        fields = getattr(outcome, name, None) or {}
+        clash = sorted(render.RESERVED & set(fields))
+        if clash:
+            raise WorkflowBug(f"step {phase!r} sets reserved field(s) {clash} in its {name}",
+                              "the envelope sets these itself; rename the step's fields")
 
 
 def _read_feed(path: Path) -> dict[str, Any]:
@@ -389,5 +408,3 @@ def _payload(content: dict[str, Any]) -> dict[str, Any]:
     """The result without the envelope field ``task_id``."""
     return {k: v for k, v in content.items() if k != "task_id"}
 
-
-__all__ = ["Ctx", "Engine", "OrchestratorError"]

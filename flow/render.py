@@ -13,9 +13,13 @@ SPEC_VERSION = 1
 HARNESSES = ("claude", "codex")
 
 
+RESERVED = frozenset({"schema_version", "status", "workflow", "flow_id", "phase", "harness",
+                      "workspace"})
+
+
 def envelope(state: FlowState | None, root: Path, status: str, harness: str,
              workspace: Path | None = None, **fields: Any) -> dict[str, Any]:
-    """The fields every printed object carries, plus ``fields``."""
+    """The fields every printed object carries, plus ``fields`` (never one of ``RESERVED``)."""
     out: dict[str, Any] = {
         "schema_version": SPEC_VERSION,
         "status": status,
@@ -75,7 +79,7 @@ def task_spec(task: TaskRecord, cmds: Commands, agents: dict[str, str],
 
 
 def on_complete(task: TaskRecord, cmds: Commands, count: int) -> dict[str, Any]:
-    note = (f"Write the result JSON to feed_file, then run command (as is, from any directory)."
+    note = ("Write the result JSON to feed_file, then run command (as is, from any directory)."
             if count == 1 else
             f"{count} tasks are pending; each has its own feed_file and feed_command. "
             f"Feed each as it finishes, in any order; this one is the first.")
@@ -83,22 +87,32 @@ def on_complete(task: TaskRecord, cmds: Commands, count: int) -> dict[str, Any]:
             "feed_file": task.feed_file, "note": note}
 
 
+IN_FLIGHT_NOTE = ("These tasks were handed out by an earlier call: do not start them again. "
+                  "Wait for their agents and feed each result. Only if an agent is gone (or "
+                  "was never started) start it from tasks[]: same task_id and feed_file.")
+
+
 def agent_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands,
-               extra: dict[str, Any]) -> dict[str, Any]:
+               extra: dict[str, Any], *, fresh: bool) -> dict[str, Any]:
+    """``need_agent`` when this call handed out the wave; ``waiting`` on every later print.
+
+    A cron firing or a second harness must never take a re-print for new work: only the call
+    that emitted a wave says ``need_agent``. Both carry the same ``tasks[]`` (same ids), so a
+    harness that lost its agents can still start them.
+    """
     pending = state.pending()
-    wave = [t for t in state.tasks if t.wave == pending[0].wave]
     tasks = [task_spec(t, cmds, state.agents, state.workflow) for t in pending]
-    partly_fed = len(pending) < len(wave)
-    status = "waiting" if partly_fed else "need_agent"
+    status = "need_agent" if fresh else "waiting"
     fields: dict[str, Any] = {
         "retry_count": max(t.attempt for t in pending) - 1,
         "tasks": tasks,
         "on_complete": on_complete(pending[0], cmds, len(pending)),
         "resume_command": cmds.resume(),
     }
-    if partly_fed:
+    if not fresh:
         fields["in_flight"] = [{"task_id": t.task_id, "agent_name": t.role,
                                 "feed_file": t.feed_file} for t in pending]
+        fields["note"] = IN_FLIGHT_NOTE
     if cmds.harness == "codex" and all(t["method"] == "inline" for t in tasks):
         fields["method"] = "inline"
         fields["instruction"] = "\n\n---\n\n".join(t["instruction"] for t in tasks)

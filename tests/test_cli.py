@@ -94,7 +94,10 @@ def test_emitted_commands_work_from_any_directory_with_awkward_paths(tmp_path: P
     drv = Driver(ws, TOY)
     spec = drv.call(["start", "toy", "q"]).spec
     again = drv.shell(spec["resume_command"])
-    assert spec == again.spec
+    assert ("waiting", spec["tasks"]) == (again.spec["status"], again.spec["tasks"])
+    Path(spec["tasks"][0]["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
+    fed = drv.shell(spec["tasks"][0]["feed_command"])
+    assert (0, "waiting") == (fed.code, fed.spec["status"])
 
 
 def _modules_after(argv: list[str], env: dict[str, str]) -> set[str]:

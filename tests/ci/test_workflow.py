@@ -351,13 +351,16 @@ def test_without_a_number_the_current_branch_finds_its_pr(fake_github: FakeGitHu
 
 def test_a_tick_while_the_debugger_works_spawns_nothing_and_asks_github_nothing(
         fake_github: FakeGitHub, drv: Driver) -> None:
-    """Cron firing mid-debug: the same pending task (same id), no new task, no request."""
+    """Cron firing mid-debug: `waiting` with the same task (same id), no new task, no request."""
     _regression(fake_github)
     spec = drv.call(START).spec
     fake_github.reset_log()
     again = _resume(drv, spec)
     direct = drv.call(START).spec
-    assert spec == again == direct
+    assert ("need_agent", "waiting") == (spec["status"], again["status"])
+    assert again == direct
+    assert spec["tasks"] == again["tasks"]
+    assert [t["task_id"] for t in spec["tasks"]] == [t["task_id"] for t in again["in_flight"]]
     assert 0 == len(fake_github.requests)
     audit = (Path(spec["workspace"]) / "audit.jsonl").read_text().splitlines()
     assert 1 == sum(1 for line in audit if json.loads(line)["event"] == "emitted")
@@ -406,4 +409,5 @@ def test_malformed_debugger_results_are_refused(fake_github: FakeGitHub, drv: Dr
     call = drv.shell(task["feed_command"])
     assert (2, "invalid_feed") == (call.code, call.spec["error"]["code"])
     assert field in [e["field"] for e in call.spec["error"]["field_errors"]]
-    assert spec == _resume(drv, spec)
+    after = _resume(drv, spec)
+    assert ("waiting", spec["tasks"]) == (after["status"], after["tasks"])
