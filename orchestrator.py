@@ -21,10 +21,6 @@ from workspace.paths import workspace_root  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 ENV_HARNESS = ("ORCHESTRATOR_HARNESS", "PYTORCH_TEST_REFACTOR_HARNESS")
-COMMANDS = {"status", "schema", "graph", "reproduce", "affected-tests", "ci-targeted", "demo",
-            "start"}
-LEGACY = {"ci_check": "ci", "ingest_feedback": "ingest", "apply_ingest": "ingest",
-          "review_queue": "review-queue"}
 
 
 def _parser() -> Any:
@@ -98,19 +94,17 @@ def _fast_resume(argv: list[str]) -> int | None:
     The cache is used only when it was rendered from exactly the state bytes on disk, so
     this never skips work; it skips importing pydantic and transitions on the hot path.
     """
-    allowed = {"--resume", "--flow", "--workspace", "--harness"}
-    flags = [a for a in argv if a.startswith("--")]
-    if "--resume" not in flags or "--flow" not in flags or not set(flags) <= allowed:
-        return None
-    try:
-        opts: dict[str, str] = {}
-        it = iter(argv)
-        for a in it:
-            if a in {"--flow", "--workspace", "--harness"}:
-                opts[a] = next(it)
-            elif a != "--resume":
+    opts: dict[str, str] = {}
+    it = iter(argv)
+    for arg in it:
+        if arg in {"--flow", "--workspace", "--harness"}:
+            value = next(it, None)
+            if value is None:
                 return None
-    except StopIteration:
+            opts[arg] = value
+        elif arg != "--resume":
+            return None  # anything else (a feed, an answer, a command) takes the full path
+    if "--resume" not in argv or "--flow" not in opts:
         return None
     from workspace.store import FlowStore
 
@@ -119,7 +113,7 @@ def _fast_resume(argv: list[str]) -> int | None:
     except OrchestratorError:
         return None
     spec = store.cached_spec()
-    if spec is None or spec.get("status") not in {"need_agent", "waiting", "need_human", "done"}:
+    if spec is None or spec.get("status") not in {"waiting", "need_human", "done"}:
         return None
     if spec.get("harness") != opts.get("--harness", spec.get("harness")):
         return None

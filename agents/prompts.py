@@ -54,7 +54,3 @@ def render(name: str, **values: str | Untrusted | int) -> str:
         raise WorkflowBug(f"prompt template {name!r} needs a value for {exc.args[0]!r}",
                           "pass every placeholder the template names") from None
 
-
-def placeholders(name: str) -> set[str]:
-    """The placeholder names template ``name`` uses (for tests and docs)."""
-    return set(_load(name).get_identifiers())

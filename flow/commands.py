@@ -34,9 +34,6 @@ class Commands:
     def schema(self, name: str) -> str:
         return shlex.join([self.python, str(self.script), "schema", name])
 
-    def with_flow(self, flow_id: str) -> Commands:
-        return Commands(self.script, self.root, self.harness, flow_id, self.python)
-
     def cli(self, *args: str) -> str:
         """Any other orchestrator invocation, with the sticky flags."""
         return shlex.join([self.python, str(self.script), "--workspace", str(self.root),

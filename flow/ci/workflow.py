@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, render
-from flow.ci.decide import Awaiting, CiData, Decision, FixRound, Rerun, decide
+from flow.ci.decide import Awaiting, CiData, Decision, FixRound, decide
 from flow.ci.feeds import DebuggerResult
 from flow.errors import WorkflowInputError
 from flow.outcome import Ask, Done, Go, Sleep, Task

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flow.errors import WorkflowInputError
-from flow.outcome import Done, Go
+from flow.outcome import Done
 from flow.refactor import steps
 from flow.refactor.errors import FieldConflictError
 from flow.refactor.feedmodels import FEEDS, RefactorData

@@ -13,7 +13,6 @@ from typing import Any
 from flow.outcome import Ask, Go, Task
 from flow.reproduce import runner
 from flow.reproduce.forms import Form, Reproducer, parse_reproducer
-from flow.reproduce.interpret import Outcome
 from flow.reproduce.profiles import Profile, load_profile
 from flow.reproduce.stages import (
     BuildStep, Decision, Next, RerunWithoutSkip, StageMode, after_collect_only, stage1 as stage1_table,
