@@ -33,7 +33,6 @@ class Scenario:
     answer: Callable[[dict[str, Any]], dict[str, Any]]
     choose: Callable[[dict[str, Any]], str] = lambda spec: spec["options"][0]["value"]
     env: dict[str, str] = field(default_factory=dict)
-    ticks: int = 3  # how many schedule_cron firings to follow before giving up
     # The kill test replays the scenario once per persistence point; None replays every point
     # (the toy flow does, pinning the engine), a number samples that many points evenly.
     kill_points: int | None = 8
