@@ -52,6 +52,7 @@ def task_spec(task: TaskRecord, cmds: Commands, agents: dict[str, str],
         "feed_as": task.role,
         "feed_file": task.feed_file,
         "feed_command": feed_command,
+        "feed_schema": f"{workflow}.{task.feed}",
         "feed_schema_command": cmds.schema(f"{workflow}.{task.feed}"),
     }
     if task.method == "run":

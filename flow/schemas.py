@@ -47,6 +47,7 @@ class TaskSpec(BaseModel):
     feed_as: str
     feed_file: str
     feed_command: str
+    feed_schema: str  # the feed model's schema name (WORKFLOW.FEED): what the result must be
 
 
 class HumanOption(BaseModel):
