@@ -222,7 +222,7 @@ class ImportGraph:
         todo = [p for p in dict.fromkeys(paths) if p in self._data and p not in self._facts]
         if not todo:
             return
-        for rel, facts in zip(todo, parse_many([self._data[p] for p in todo])):
+        for rel, facts in zip(todo, parse_many([self._data[p] for p in todo]), strict=True):
             self._facts[rel] = facts
             self.cache.entries[self._key[rel]] = facts
         self.cache.dirty = True

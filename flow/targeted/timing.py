@@ -15,8 +15,10 @@ from fractions import Fraction
 from flow.targeted.config import Timing
 from flow.targeted.errors import TargetedError
 
+DEFAULT_RULE = Timing()
 
-def est_time(measured_s: float, rule: Timing = Timing()) -> int:
+
+def est_time(measured_s: float, rule: Timing = DEFAULT_RULE) -> int:
     """``ceil(factor x measured_s)`` rounded up by ``rule``; raises TargetedError when the
     measurement is not a positive number of seconds."""
     if not isinstance(measured_s, (int, float)) or isinstance(measured_s, bool) \

@@ -120,7 +120,7 @@ def _random_tree(n: int, seed: int) -> dict[str, str]:
     mods = [(f"p{i % 4}", f"m{i}") for i in range(n)]
     files = {"p0/__init__.py": "", "p1/__init__.py": "from . import m1\n", "p2/__init__.py": "",
              "p3/__init__.py": "", "scripts/models/tiny-1B.sh": "", "tests/conftest.py": ""}
-    for i, (pkg, mod) in enumerate(mods):
+    for pkg, mod in mods:
         lines = []
         for _ in range(3):
             opkg, omod = mods[rng.randrange(n)]
