@@ -17,38 +17,10 @@ from flow.targeted.facts import Facts, extract
 from flow.targeted.paths import any_match, glob_match
 
 
-class Registration(BaseModel):
-    """One CI registration of one test file."""
+class Declaration(BaseModel):
+    """The keyword arguments a ``register_*_ci`` call may carry, read strictly from literals:
+    a typo or a wrong type makes the declaration invalid."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    path: str
-    backend: Backend
-    suite: str
-    est_time: int | None = None
-    labels: list[str] = []
-    hardware: list[str] = []
-    nightly: bool = False
-    disabled: str | None = None
-    num_gpus: int | None = None
-    implicit: bool = False  # registered by location (``TargetedConfig.implicit``)
-
-    @property
-    def enabled(self) -> bool:
-        return not self.disabled
-
-
-class Unreadable(BaseModel):
-    """A test file whose registration cannot be read, and why."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: str
-    reason: str
-
-
-class _Declared(BaseModel):
-    # The keyword arguments a register_*_ci call may carry; a typo is an invalid declaration.
     model_config = ConfigDict(extra="forbid", strict=True)
 
     suite: str
@@ -58,6 +30,29 @@ class _Declared(BaseModel):
     nightly: bool = False
     disabled: str | None = None
     num_gpus: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return not self.disabled
+
+
+class Registration(Declaration):
+    """One CI registration of one test file: its declaration plus where it was found."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    path: str
+    backend: Backend
+    implicit: bool = False  # registered by location (``TargetedConfig.implicit``)
+
+
+class Unreadable(BaseModel):
+    """A test file whose registration cannot be read, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    reason: str
 
 
 def from_facts(path: str, facts: Facts, cfg: TargetedConfig) -> list[Registration] | Unreadable:
@@ -80,7 +75,7 @@ def from_facts(path: str, facts: Facts, cfg: TargetedConfig) -> list[Registratio
             return Unreadable(path=path, reason=f"invalid declaration: {where}: "
                               f"{', '.join(call['bad'])} not a literal")
         try:
-            declared = _Declared.model_validate(_coerce(call["k"]))
+            declared = Declaration.model_validate(_coerce(call["k"]))
         except ValidationError as exc:
             first = exc.errors()[0]
             key = ".".join(str(p) for p in first["loc"])

@@ -141,9 +141,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         frontier[i] = f.model_copy(update={"reaches": sorted((reach(f.importer) & acting)
                                                              - reached)})
 
-    rows = [ReachedTest(path=r.path, backend=r.backend, suite=r.suite, labels=r.labels,
-                        hardware=r.hardware, nightly=r.nightly, est_time=r.est_time,
-                        disabled=r.disabled, num_gpus=r.num_gpus, hop=visited[p][0],
+    rows = [ReachedTest(**r.model_dump(exclude={"implicit"}), hop=visited[p][0],
                         reached_from=visited[p][1], via=visited[p][2])
             for p in sorted(reached & set(regs)) for r in regs[p]]
     hit = sorted(reached & acting)
