@@ -14,7 +14,7 @@ from typing import Any
 
 from flow import registry
 from flow.commands import Commands
-from flow.errors import FlowNotFound, NotBuilt, OrchestratorError, UsageError
+from flow.errors import FlowNotFound, OrchestratorError, UsageError
 from workspace.jsonio import dumps
 from workspace.paths import check_flow_id
 from workspace.store import FlowStore
@@ -42,11 +42,8 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
 
         return affected_tests_command(args, root, harness)
     if command == "demo":
-        try:
-            from flow.demo import demo_command
-        except ModuleNotFoundError:
-            raise NotBuilt("'demo' is not built in this version of skill-orchestrator",
-                           "drive the workflow with a harness instead; see the README") from None
+        from flow.demo import demo_command
+
         return demo_command(words[1:], args, root, harness, script)
 
     if args.feed_file and not args.feed:

@@ -1,0 +1,90 @@
+"""``orchestrator.py demo refactor``: the refactor workflow answered by a replay harness.
+
+The replay harness is a real harness in all but judgment: it reads only the printed JSON,
+writes each result to the task's ``feed_file`` and runs the task's ``feed_command`` as printed
+(argument list, no shell). Its answers are recorded files in ``examples/refactor/replay/``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+from argparse import Namespace
+from pathlib import Path
+from typing import Any
+
+from flow.errors import OrchestratorError, UsageError, WorkflowInputError
+from workspace.jsonio import dumps, loads
+
+TEST_FILE = "test/test_small_ops.py"
+MAX_CALLS = 60
+
+
+def _example(script: Path) -> Path:
+    src = script.parent / "examples" / "refactor"
+    if not (src / "checkout").is_dir():
+        raise WorkflowInputError(f"the demo's example files are not at {str(src)!r}",
+                                 "run the demo from a checkout of skill-orchestrator")
+    return src
+
+
+def _call(argv: list[str]) -> dict[str, Any]:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    try:
+        spec = loads(proc.stdout)
+    except ValueError:
+        raise WorkflowInputError(f"the orchestrator printed no JSON (exit {proc.returncode})",
+                                 f"its stderr: {proc.stderr[-500:]}") from None
+    sys.stderr.write(dumps(spec).decode() + "\n")
+    return dict(spec)
+
+
+def _answer(task: dict[str, Any], replay: Path, checkout: Path) -> dict[str, Any]:
+    """The recorded result for ``task``, chosen by the feed model it names."""
+    feed = task["feed_schema"].split(".", 1)[1]
+    ident = {"agent_id": f"replay/{task['agent_name']}", "agent_name": task["agent_name"]}
+    if feed == "analyst":
+        shutil.copy(replay / "analyst_report.json", task["report_path"])
+        return ident
+    if feed == "coder":
+        shutil.copy(replay / "coder_edit.py", checkout / TEST_FILE)
+    if feed == "coder_test":
+        reason = loads((replay / "coder_test.json").read_bytes())["defer_reason"]
+        return {**ident, "verdicts": [{"test_name": name, "verdict": "deferred",
+                                       "defer_reason": reason} for name in task["failures"]]}
+    path = replay / f"{feed}.json"
+    if not path.exists():
+        raise WorkflowInputError(f"the replay has no recorded result for feed {feed!r}",
+                                 f"add {str(path)!r}")
+    return {**ident, **loads(path.read_bytes())}
+
+
+def demo_command(words: list[str], args: Namespace, root: Path, harness: str,
+                 script: Path) -> dict[str, Any]:
+    """Run the demo to its end; return the final spec plus what the demo did."""
+    if words != ["refactor"]:
+        raise UsageError(f"no demo named {' '.join(words) or '(none)'!r}",
+                         "run: orchestrator.py demo refactor")
+    src = _example(script)
+    checkout = root / "demo-checkout"
+    shutil.rmtree(checkout, ignore_errors=True)
+    shutil.copytree(src / "checkout", checkout)
+    base = [sys.executable, str(script), "--workspace", str(root), "--harness", harness]
+    spec = _call([*base, "--restart", TEST_FILE, "--pytorch-dir", str(checkout)])
+    calls = 1
+    while spec["status"] in {"need_agent", "waiting"} and calls < MAX_CALLS:
+        task = spec["tasks"][0]
+        Path(task["feed_file"]).write_bytes(dumps(_answer(task, src / "replay", checkout)))
+        spec = _call(shlex.split(task["feed_command"]))
+        calls += 1
+    if spec["status"] != "done":
+        err = spec.get("error") or {}
+        raise OrchestratorError(
+            f"the demo stopped at status {spec['status']!r} in phase {spec.get('phase')!r}: "
+            f"{err.get('message', spec.get('question', ''))}",
+            err.get("hint") or "run the printed resume_command to look at the flow",
+            code="demo_stopped")
+    return {**spec, "demo": {"calls": calls, "checkout": str(checkout),
+                             "replay": str(src / "replay")}}
