@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -73,48 +74,40 @@ class Git:
     def tracked(self, repo_dir: Path) -> list[str]:
         """Every path git tracks at HEAD's working tree (``git ls-files``)."""
         out = _git(repo_dir, "ls-files", "-z")
-        return [p for p in out.decode("utf-8", errors="surrogateescape").split("\0") if p]
+        return [rec[0] for rec in _records(out, lambda _: 0)]
+
+
+def _records(raw: bytes, tail: Callable[[str], int]) -> Iterator[list[str]]:
+    """Split ``-z`` output into records: a head field and the ``tail(head)`` fields after it
+    (git puts rename paths in fields of their own). A truncated last record is dropped."""
+    parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
+    i = 0
+    while i < len(parts):
+        if not parts[i]:
+            i += 1
+            continue
+        end = i + 1 + tail(parts[i])
+        if end <= len(parts):
+            yield parts[i:end]
+        i = end
 
 
 def parse_numstat(raw: bytes) -> dict[str, bool | None]:
     """Map each new path to "adds only" from ``git diff --numstat -z`` output."""
-    parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
     out: dict[str, bool | None] = {}
-    i = 0
-    while i < len(parts):
-        head = parts[i]
-        if not head:
-            i += 1
-            continue
-        added, deleted, path = (head.split("\t", 2) + ["", ""])[:3]
-        if path == "":  # rename: "a\td\t" then old and new as their own fields
-            path = parts[i + 2] if i + 2 < len(parts) else ""
-            i += 3
-        else:
-            i += 1
-        out[path] = None if deleted == "-" else deleted == "0"
+    # A rename's head is "added\tdeleted\t": its old and new paths follow as two fields.
+    for rec in _records(raw, lambda head: 2 if head.split("\t", 2)[2:] == [""] else 0):
+        _, deleted, path = (rec[0].split("\t", 2) + ["", ""])[:3]
+        out[path or rec[-1]] = None if deleted == "-" else deleted == "0"
     return out
 
 
 def parse_name_status(raw: bytes, adds: dict[str, bool | None]) -> list[ChangedFile]:
     """Parse ``git diff --name-status -z`` output into ChangedFile rows, sorted by path."""
-    parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
     rows: list[ChangedFile] = []
-    i = 0
-    while i < len(parts):
-        code = parts[i]
-        if not code:
-            i += 1
-            continue
-        kind = code[0]
-        if kind in "RC":
-            old, new = parts[i + 1], parts[i + 2]
-            rows.append(ChangedFile(path=new, status=kind, old_path=old,  # type: ignore[arg-type]
-                                    adds_only=adds.get(new)))
-            i += 3
-        else:
-            path = parts[i + 1]
-            rows.append(ChangedFile(path=path, status=kind,  # type: ignore[arg-type]
-                                    adds_only=adds.get(path)))
-            i += 2
+    for rec in _records(raw, lambda code: 2 if code[0] in "RC" else 1):
+        kind, path = rec[0][0], rec[-1]
+        rows.append(ChangedFile(path=path, status=kind,  # type: ignore[arg-type]
+                                old_path=rec[1] if len(rec) == 3 else None,
+                                adds_only=adds.get(path)))
     return sorted(rows, key=lambda r: r.path)
