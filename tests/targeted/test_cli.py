@@ -87,3 +87,25 @@ def test_not_a_repository_is_refused(tmp_path: Path) -> None:
                                          "--repo-dir", str(plain)])
     assert (2, "bad_input") == (call.code, call.spec["error"]["code"])
     assert str(plain) in call.spec["error"]["message"]
+
+
+def test_affected_tests_never_imports_pygithub_or_libcst(repo: Repo, tmp_path: Path) -> None:
+    """The tracer on the command line needs no GitHub client and no CST: neither is loaded."""
+    import subprocess
+    import sys
+
+    from tests.contract.driver import SCRIPT
+
+    _pr(repo)
+    code = ("import io, sys\n"
+            f"sys.path.insert(0, {str(SCRIPT.parent)!r})\n"
+            "import orchestrator\n"
+            "sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
+            "code = orchestrator.main(sys.argv[1:])\n"
+            "sys.stderr.write(f'\\nEXIT {code} MODULES ' + ' '.join(sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code, "--workspace", str(tmp_path / "ws"),
+                           "affected-tests", "--base", "main", "--json", "--repo-dir",
+                           str(repo.path)], capture_output=True, text=True, check=True)
+    status, mods = proc.stderr.rsplit("\nEXIT ", 1)[1].split(" MODULES ", 1)
+    assert ("0", set()) == (status, {m for m in mods.split()
+                                     if m.split(".")[0] in {"github", "libcst"}})
