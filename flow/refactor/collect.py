@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from flow.refactor.analysis import AnalystReport
 from flow.refactor.assess import Assessment
+from flow.refactor.errors import CollectError
 from flow.refactor.findings import Finding
 
 
@@ -31,32 +32,23 @@ class CollectResult(BaseModel):
     stderr_tail: str
 
 
-class CollectError(RuntimeError):
-    """Collection failed (pytest exit code other than 0 or 5); never read as zero tests."""
-
-    def __init__(self, file: str, result: CollectResult) -> None:
-        self.file = file
-        self.result = result
-        super().__init__(
-            f"pytest --collect-only {file!r} exited {result.returncode}: {result.stderr_tail[-400:]!r}; "
-            "run it by hand to see the import error"
-        )
-
-
 def collect_tests(file: Path, cwd: Path, *, python: str = sys.executable, timeout: float = 600.0,
                   env: dict[str, str] | None = None) -> CollectResult:
     """Run ``python -m pytest FILE --collect-only -q`` in ``cwd``; return the node ids.
 
-    Raises ``CollectError`` when pytest fails to collect (exit code not 0 or 5) and
-    ``subprocess.TimeoutExpired`` on timeout.
+    Raises ``CollectError`` when pytest fails to collect (exit code not 0 or 5), cannot be
+    started (no such interpreter) or times out.
     """
     cmd = [python, "-m", "pytest", str(file), "--collect-only", "-q", "-p", "no:cacheprovider"]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, check=False)
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})}, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CollectError(str(file), f"could not run {python!r}: {exc}") from exc
     ids = [line.strip() for line in proc.stdout.splitlines() if "::" in line and not line.startswith(" ")]
     result = CollectResult(node_ids=ids, returncode=proc.returncode, stderr_tail=(proc.stderr or proc.stdout)[-2000:])
     if proc.returncode not in (0, 5):
-        raise CollectError(str(file), result)
+        raise CollectError(str(file), f"exited {proc.returncode}: {result.stderr_tail[-400:]!r}")
     return result
 
 

@@ -129,14 +129,17 @@ def run_local_tests(file: Path, cwd: Path, device: str, *, python: str = sys.exe
     ``extra_args`` are appended to pytest's argument list (never through a shell).
     ``device`` goes to torch's ``PYTORCH_TESTING_DEVICE_ONLY_FOR`` so device-type classes
     instantiate for that device only. Raises ``JUnitError`` when pytest wrote no report
-    (a missing report is never read as success) and ``subprocess.TimeoutExpired``.
+    (a missing report is never read as success), could not be started or timed out.
     """
     junit = junit_path or cwd / f".local_test_{device}.xml"
     if junit.exists():
         junit.unlink()  # never read a previous round's report
     cmd = [python, "-m", "pytest", str(file), f"--junitxml={junit}", "-q", "-p", "no:cacheprovider", *(extra_args or [])]
     env = {**os.environ, "PYTORCH_TESTING_DEVICE_ONLY_FOR": device}
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JUnitError(str(junit), f"pytest could not run with {python!r}: {exc}") from exc
     if not junit.exists():
         raise JUnitError(str(junit), f"pytest exited {proc.returncode} without writing it: {proc.stderr[-400:]!r}")
     outcomes = parse_junit(junit.read_text(encoding="utf-8"), str(junit))

@@ -21,6 +21,7 @@ from flow.outcome import Ask, Go, Human, Task
 from flow.refactor.analysis import AnalystReport, check_report, moves
 from flow.refactor.assess import Assessment, assess_source
 from flow.refactor.distribute import CoderTask, distribute as plan_tasks
+from flow.refactor.errors import CatalogueError
 from flow.refactor.feedmodels import load_assessment, load_report
 from flow.refactor.fields import field_profile
 from flow.refactor.rules import load_catalogue
@@ -173,8 +174,8 @@ def _apply_mechanical(ctx: Any, task: CoderTask, report: AnalystReport, before: 
             count += len(apply_renames(folder, plan))
             ctx.data.notes += [f"{folder.name}/{u.name}: {u.reason}" for u in plan.unresolved]
         return count
-    raise ValueError(f"rule {task.rule_id} names unknown codemod {task.codemod!r}; "
-                     "fix reference/refactor/rules.json")
+    raise CatalogueError("reference/refactor/rules.json",
+                         f"rule {task.rule_id} names unknown codemod {task.codemod!r}")
 
 
 def distribute(ctx: Any) -> Any:
@@ -281,7 +282,8 @@ def _verify_report(ctx: Any) -> Any:
 
 def _collect_findings(ctx: Any, report: AnalystReport) -> list[Any]:
     """The real ``pytest --collect-only`` count check (only where torch is importable)."""
-    from flow.refactor.collect import CollectError, collect_tests, compare_collected
+    from flow.refactor.collect import collect_tests, compare_collected
+    from flow.refactor.errors import CollectError
     from flow.refactor.findings import Finding
 
     file = Path(ctx.data.file)

@@ -55,8 +55,7 @@ def _field(rel: str) -> str:
         # REFACTOR_REFERENCE_DIR points tests (and forks) at other field lists.
         return detect_field(rel, load_field_lists(Path(os.environ.get("REFACTOR_REFERENCE_DIR") or REFERENCE)))
     except FieldConflictError as exc:
-        raise WorkflowInputError(str(exc), "remove the path from one of reference/distributed/"
-                                 "test_list.txt and reference/graph/test_list.txt") from None
+        raise WorkflowInputError(exc.message, exc.hint) from None
 
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:

@@ -38,7 +38,7 @@ def test_path_in_two_lists_is_an_error_with_a_hint() -> None:
     with pytest.raises(FieldConflictError) as info:
         detect_field("test/shared.py", LISTS)
     assert ["distributed", "graph"] == info.value.fields
-    assert "remove it from all but one" in str(info.value)
+    assert ("field_conflict", True) == (info.value.code, "remove it from all but one" in info.value.hint)
 
 
 @pytest.mark.parametrize(

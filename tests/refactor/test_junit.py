@@ -74,9 +74,9 @@ def test_malformed_xml_raises() -> None:
 
 
 def test_missing_interpreter_raises(tmp_path: Path) -> None:
-    """A missing interpreter surfaces as FileNotFoundError, never as a result."""
+    """A missing interpreter is a JUnitError naming it (a reportable error, not a crash), never a result."""
     (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(JUnitError, match="no-python"):
         run_local_tests(Path("test_x.py"), tmp_path, "cpu", python=str(tmp_path / "no-python"))
 
 
