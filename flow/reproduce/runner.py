@@ -74,11 +74,12 @@ def decorators_of(pytest_args: list[str] | None, cwd: str) -> list[str]:
     found = node_target(pytest_args, cwd)
     if found is None:
         return []
+    from flow.reproduce.errors import SkipMarkerNotFound
     from flow.reproduce.skipmarker import decorator_names
 
     try:
         return decorator_names(found[0].read_bytes(), found[1])
-    except Exception:  # a file libcst cannot parse: no decorator evidence, not an error
+    except (SkipMarkerNotFound, OSError):  # unparsable or unreadable: no decorator evidence
         return []
 
 

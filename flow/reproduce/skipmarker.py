@@ -105,11 +105,24 @@ def _find(module: object, cls: str | None, test: str) -> object | None:
     return None
 
 
-def decorator_names(source: bytes, node_id: str) -> list[str]:
-    """Decorator names on the test ``node_id`` names ([] when it is not found)."""
+def _parse(source: bytes, node_id: str) -> object:
+    """The libcst module of ``source``; SkipMarkerNotFound when libcst cannot parse it (a
+    syntax newer than libcst knows, or a broken file): no marker can be located then."""
     import libcst as cst
 
-    module = cst.parse_module(source)
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise SkipMarkerNotFound(
+            f"the file defining {node_id!r} does not parse with libcst ({exc.message}, line "
+            f"{exc.raw_line}); take the marker off by hand and run with --stage nightly",
+            target=node_id) from exc
+
+
+def decorator_names(source: bytes, node_id: str) -> list[str]:
+    """Decorator names on the test ``node_id`` names ([] when it is not found).
+    Raises SkipMarkerNotFound when the source does not parse or the id names no test."""
+    module = _parse(source, node_id)
     cls, test = split_node_id(node_id)
     for c, t in _candidates(cls, test):
         func = _find(module, c, t)
@@ -122,12 +135,11 @@ def remove_skip_marker(source: bytes, node_id: str,
                        markers: tuple[str, ...] = DEFAULT_XPU_SKIP_MARKERS) -> Removal:
     """Take the XPU skip decorators off the one test ``node_id`` names.
 
-    Raises SkipMarkerNotFound when the test is not in the source or carries no marker.
-    Everything else in the file (other tests' decorators, comments, blank lines) is kept.
+    Raises SkipMarkerNotFound when the source does not parse, or the test is not in it or
+    carries no marker. Everything else in the file (other tests' decorators, comments,
+    blank lines) is kept.
     """
-    import libcst as cst
-
-    module = cst.parse_module(source)
+    module = _parse(source, node_id)
     cls, test = split_node_id(node_id)
     for c, t in _candidates(cls, test):
         func = _find(module, c, t)

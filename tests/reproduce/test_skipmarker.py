@@ -111,3 +111,9 @@ def test_restore_after_crash(tmp_path: Path) -> None:
     write_atomic(path, remove_skip_marker(SOURCE.encode(), "TestFoo::test_a").modified)
     restore(pending)
     assert SOURCE.encode() == path.read_bytes()
+
+
+def test_unparsable_file_is_not_found() -> None:
+    """A file libcst cannot parse raises SkipMarkerNotFound (a blocker), not a parser error."""
+    with pytest.raises(SkipMarkerNotFound, match="does not parse with libcst"):
+        remove_skip_marker(b"def test_a(:\n    pass\n", "test_x.py::test_a")
