@@ -194,3 +194,50 @@ def test_rate_limit_while_polling_sleeps_instead_of_failing(flow_of: Any,
     assert spec["reason"].startswith("GitHub rate limit reached")
     fake_github.rate_remaining = 5000
     assert "green" == f.runs_finish(spec).spec["outcome"]
+
+
+def test_without_pr_number_the_branch_pr_is_found_on_github(flow_of: Any) -> None:
+    """No --pr-number: the PR whose head is the checked-out branch of origin's repository."""
+    f = flow_of()
+    f.repo.git("remote", "add", "origin", f"https://github.com/{REPO}.git")
+    spec = f.drv.call(["ci-targeted", "--base", "main", "--repo-dir", str(f.repo.path)]).spec
+    assert ("need_human", f"ci-targeted/acme/widgets/pr-{NUMBER}") == (spec["status"],
+                                                                       spec["flow_id"])
+    assert [rerun(A), rerun(B)] == spec["comments"]
+
+
+def test_fix_round_whose_retrace_is_broad_asks_again_for_labels(flow_of: Any) -> None:
+    """A fix that also touches a path outside the trace: the re-trace picks labels, which the
+    first approval did not cover; once approved the failed file re-runs and the labels land."""
+    f = flow_of(script={A: [("failure", FAIL_LOG), ("success", "")]})
+    spec = f.runs_finish(f.answer(f.start().spec, "approve").spec).spec
+    sha = f.fix({"pkg/core.py": "X = 3\n", "Dockerfile": "FROM python\n"})
+    spec = f.feed(spec, verdict(A, "caused_by_pr", sha)).spec
+    assert ("need_human", [rerun(A)], ["run-ci-rollout"]) == (
+        spec["status"], spec["comments"], spec["labels"])
+    assert ([rerun(A), rerun(B)], []) == (f.bot.comments(), f.bot.labels())
+    spec = f.answer(spec, "approve").spec
+    assert ([rerun(A), rerun(B), rerun(A)], ["run-ci-rollout"]) == (f.bot.comments(),
+                                                                   f.bot.labels())
+    done = f.runs_finish(spec).spec
+    assert ("green", 1, ["run-ci-rollout"]) == (done["outcome"], done["fix_rounds"],
+                                                done["labels_added"])
+    assert "--ci-check" in done["next_steps"][0]
+
+
+def test_fix_commit_missing_from_the_checkout_is_an_error_until_pulled(flow_of: Any) -> None:
+    """A pushed fix the local checkout does not have: an error naming the SHA with a hint;
+    after pulling it, --resume re-traces and carries on."""
+    f = flow_of(script={A: [("failure", FAIL_LOG), ("success", "")]})
+    spec = f.runs_finish(f.start("--approved").spec).spec
+    f.repo.git("checkout", "-q", "-b", "elsewhere")
+    sha = f.fix({"pkg/other.py": "Y = 2\n"})
+    f.repo.git("checkout", "-q", "pr")
+    call = f.feed(spec, verdict(A, "caused_by_pr", sha))
+    assert (2, "targeted") == (call.code, call.spec["error"]["code"])
+    assert sha in call.spec["error"]["message"] and "--resume" in call.spec["error"]["hint"]
+    f.repo.git("merge", "-q", "--ff-only", "elsewhere")
+    spec = f.drv.shell(spec["resume_command"]).spec
+    assert [rerun(A), rerun(B), rerun(A), rerun(C)] == f.bot.comments()
+    done = f.runs_finish(spec).spec
+    assert ("green", 1) == (done["outcome"], done["fix_rounds"])
