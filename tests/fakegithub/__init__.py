@@ -1,7 +1,7 @@
 """A reusable fake GitHub server (real HTTP on 127.0.0.1) for PyGithub-based tests.
 
-Use the `fake_github` pytest fixture (register `tests.fakegithub.plugin` in
-`pytest_plugins`) or `FakeGitHub().start()` directly. Build the scenario through
+Use the `fake_github` and `client` pytest fixtures (tests/fakegithub/plugin.py, registered for
+every test by tests/conftest.py) or `FakeGitHub().start()` directly. Build the scenario through
 `fake.repo("owner/name")` and its builders (`add_pull`, `add_workflow`, `add_run`,
 `add_job`, `add_check_run`, `add_status`, `push`, `rerun_failed`); inject trouble with
 `fake.fault(...)`, `fake.rate_remaining = 0`, `fake.blob_ttl = 0`; count traffic with
