@@ -9,6 +9,7 @@ Modules, each a function of its inputs returning typed results:
 - ``distribute`` phase 3: analyst report + catalogue -> ordered per-rule coder tasks
 - ``codemods``   phase 4 (mechanical rules): libcst rewrites (TR001, TR002, TR009)
 - ``sentinels``  phase 4 (TR010): dynamo sentinel files renamed by file name
+- ``mechanical`` phase 3's IO: applies the codemods from snapshots, so a re-run repeats them
 - ``verify`` / ``lint``  phase 5: deterministic checks reporting ``findings.Finding``
 - ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner

@@ -21,22 +21,16 @@ from flow.outcome import Ask, Go, Human, Task
 from flow.refactor.analysis import AnalystReport, check_report, moves
 from flow.refactor.assess import Assessment, assess_source
 from flow.refactor.distribute import CoderTask, distribute as plan_tasks
-from flow.refactor.errors import CatalogueError
+from flow.refactor.mechanical import apply_mechanical, cmi_files, original, sentinel_dirs
 from flow.refactor.feedmodels import load_assessment, load_report
 from flow.refactor.fields import field_profile
 from flow.refactor.rules import load_catalogue
 from flow.refactor.summary import AppliedRule, DeferredFailure, SummaryInput, moved_tests, render_summary
 
 MAX_ROUNDS = 3
-CMI = "torch/testing/_internal/common_methods_invocations.py"
-SENTINEL_DIRS = ("dynamo_skips", "dynamo_expected_failures")
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-def _original(ctx: Any) -> Path:
-    return ctx.path(f"original/{Path(ctx.data.file).name}")
-
 
 def _report(ctx: Any) -> AnalystReport:
     return load_report(ctx.path("analyst_report.json").read_bytes())
@@ -46,25 +40,12 @@ def _assessment(ctx: Any) -> Assessment:
     return load_assessment(ctx.path("assessment.json").read_bytes())
 
 
-def _cmi_files(ctx: Any) -> list[Path]:
-    """common_methods_invocations.py in the repository, or next to the file (fixtures)."""
-    repo, here = Path(ctx.data.repo), Path(ctx.data.file).parent
-    return [p for p in (repo / CMI, here / "common_methods_invocations.py") if p.is_file()]
-
-
-def _sentinel_dirs(ctx: Any) -> list[Path]:
-    """test/dynamo_skips and test/dynamo_expected_failures (or beside the file)."""
-    repo, here = Path(ctx.data.repo), Path(ctx.data.file).parent
-    found = [d for base in (repo / "test", here) for d in (base / n for n in SENTINEL_DIRS)]
-    return [d for d in dict.fromkeys(found) if d.is_dir()]
-
-
 def _python(ctx: Any) -> str:
     return str(ctx.settings.get("ORCHESTRATOR_PYTHON") or sys.executable)
 
 
 def _common(ctx: Any) -> dict[str, str]:
-    return {"file": ctx.data.file, "original_path": str(_original(ctx)),
+    return {"file": ctx.data.file, "original_path": str(original(ctx)),
             "report_path": str(ctx.path("analyst_report.json"))}
 
 
@@ -82,12 +63,10 @@ def _escalate(ctx: Any, key: str, question: str) -> Any:
 # -- phase 1: assess -------------------------------------------------------------------------
 
 def assess(ctx: Any) -> Any:
-    text = Path(ctx.data.file).read_text(encoding="utf-8")
-    original = _original(ctx)
-    if not original.exists():  # a re-run after distribute must not overwrite the original
-        original.parent.mkdir(parents=True, exist_ok=True)
-        ctx.write_text(f"original/{original.name}", text)
-    text = original.read_text(encoding="utf-8")
+    kept = original(ctx)
+    if not kept.exists():  # a re-run must never take an edited file for the original
+        ctx.write_text(f"original/{kept.name}", Path(ctx.data.file).read_text(encoding="utf-8"))
+    text = kept.read_text(encoding="utf-8")
     ctx.write_json("assessment.json", assess_source(text, ctx.data.rel).model_dump(mode="json"))
     return Go("assessed")
 
@@ -148,47 +127,12 @@ def analyze(ctx: Any) -> Any:
 
 # -- phase 3: distribute (+ the mechanical rules) --------------------------------------------
 
-def _apply_mechanical(ctx: Any, task: CoderTask, report: AnalystReport, before: Assessment) -> int:
-    from flow.refactor import codemods
-    from flow.refactor.sentinels import apply_renames, list_sentinels, plan_renames
-
-    test_moves = moves(report, before)
-    if task.codemod in {"only_accelerator", "remove_only_native"}:
-        path = Path(ctx.data.file)
-        result = getattr(codemods, task.codemod)(path.read_text(encoding="utf-8"))
-        if result.changed:
-            path.write_text(result.code, encoding="utf-8")
-        return len(result.changes)
-    if task.codemod == "decorate_info":
-        count = 0
-        for cmi in _cmi_files(ctx):
-            result = codemods.decorate_info(cmi.read_text(encoding="utf-8"), codemods.class_map(test_moves))
-            if result.changed:
-                cmi.write_text(result.code, encoding="utf-8")
-            count += len(result.changes)
-        return count
-    if task.codemod == "sentinel_rename":
-        count = 0
-        for folder in _sentinel_dirs(ctx):
-            plan = plan_renames(list_sentinels(folder), test_moves)
-            count += len(apply_renames(folder, plan))
-            ctx.data.notes += [f"{folder.name}/{u.name}: {u.reason}" for u in plan.unresolved]
-        return count
-    raise CatalogueError("reference/refactor/rules.json",
-                         f"rule {task.rule_id} names unknown codemod {task.codemod!r}")
-
-
 def distribute(ctx: Any) -> Any:
     report, before = _report(ctx), _assessment(ctx)
     profile = field_profile(ctx.data.field)
     tasks = plan_tasks(report, before, load_catalogue(), safe_baseline=profile.safe_baseline)
     ctx.write_json("coder_tasks.json", [t.model_dump(mode="json") for t in tasks])
-    done = {a.rule_id for a in ctx.data.applied}
-    for task in tasks:
-        if task.mechanical and task.rule_id not in done:
-            changes = _apply_mechanical(ctx, task, report, before)
-            ctx.data.applied.append(AppliedRule(rule_id=task.rule_id, title=task.title,
-                                                by="codemod", changes=changes))
+    ctx.data.applied = apply_mechanical(ctx, [t for t in tasks if t.mechanical], report, before)
     ctx.data.agent_rules = [t.rule_id for t in tasks if not t.mechanical]
     return Go("distributed")
 
@@ -267,12 +211,12 @@ def _verify_report(ctx: Any) -> Any:
 
     report = _report(ctx)
     inp = VerifyInput(
-        path=ctx.data.rel, before=_original(ctx).read_text(encoding="utf-8"),
+        path=ctx.data.rel, before=original(ctx).read_text(encoding="utf-8"),
         after=Path(ctx.data.file).read_text(encoding="utf-8"), plan=report,
         checks=field_profile(ctx.data.field).checks,
         keep_decorators=tuple(load_catalogue().keep_decorators),
-        decorate_info_files={str(p): p.read_text(encoding="utf-8") for p in _cmi_files(ctx)},
-        sentinel_names={d.name: list_sentinels(d) for d in _sentinel_dirs(ctx)},
+        decorate_info_files={str(p): p.read_text(encoding="utf-8") for p in cmi_files(ctx)},
+        sentinel_names={d.name: list_sentinels(d) for d in sentinel_dirs(ctx)},
         before_assessment=_assessment(ctx))
     result = run_verify(inp)
     if result.passed and importlib.util.find_spec("torch") is not None and "test_count" in inp.checks:
@@ -288,7 +232,7 @@ def _collect_findings(ctx: Any, report: AnalystReport) -> list[Any]:
 
     file = Path(ctx.data.file)
     try:
-        before = collect_tests(_original(ctx), _original(ctx).parent, python=_python(ctx))
+        before = collect_tests(original(ctx), original(ctx).parent, python=_python(ctx))
         after = collect_tests(file, file.parent, python=_python(ctx))
     except CollectError as exc:
         return [Finding(check="test_count", code="V204", severity="error", file=ctx.data.rel,

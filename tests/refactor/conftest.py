@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,14 @@ def small_report() -> AnalystReport:
 def large_report() -> AnalystReport:
     """The analyst report bundled with the large fixture."""
     return AnalystReport.model_validate_json(read(LARGE / "analyst_report.json"))
+
+
+def small_checkout(tmp_path: Path) -> Path:
+    """A checkout holding the small fixture as test/test_small_ops.py with its CMI and sentinels."""
+    test = tmp_path / "repo" / "test"
+    test.mkdir(parents=True)
+    shutil.copy(SMALL / "small_ops_before.py", test / "test_small_ops.py")
+    shutil.copy(SMALL / "common_methods_invocations.py", test / "common_methods_invocations.py")
+    for name in ("dynamo_skips", "dynamo_expected_failures"):
+        shutil.copytree(SMALL / name, test / name)
+    return tmp_path / "repo"

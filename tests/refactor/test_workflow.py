@@ -10,18 +10,7 @@ from typing import Any
 import pytest
 
 from tests.contract.driver import Driver, Scenario
-from tests.refactor.conftest import SMALL
-
-
-def _repo(tmp_path: Path) -> Path:
-    """A checkout holding the small fixture as test/test_small_ops.py with its sentinels."""
-    test = tmp_path / "repo" / "test"
-    test.mkdir(parents=True)
-    shutil.copy(SMALL / "small_ops_before.py", test / "test_small_ops.py")
-    shutil.copy(SMALL / "common_methods_invocations.py", test / "common_methods_invocations.py")
-    for name in ("dynamo_skips", "dynamo_expected_failures"):
-        shutil.copytree(SMALL / name, test / name)
-    return tmp_path / "repo"
+from tests.refactor.conftest import SMALL, small_checkout
 
 
 def _report_for(task: dict[str, Any]) -> None:
@@ -65,7 +54,7 @@ def _start(repo: Path) -> list[str]:
 def test_small_fixture_runs_to_finalize(tmp_path: Path) -> None:
     """The small fixture goes from assess to done/finalize with a summary and codemod edits."""
     pytest.importorskip("torch")
-    repo = _repo(tmp_path)
+    repo = small_checkout(tmp_path)
     specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo)))
     last = specs[-1]
     summary = Path(last["summary_path"]).read_text()
@@ -76,7 +65,7 @@ def test_small_fixture_runs_to_finalize(tmp_path: Path) -> None:
 
 def test_empty_review_is_refused(tmp_path: Path) -> None:
     """A `{}` full review is refused as an invalid feed, never read as all_clear."""
-    repo = _repo(tmp_path)
+    repo = small_checkout(tmp_path)
     drv = Driver(tmp_path / "ws")
     spec = drv.call(_start(repo)).spec
     answer = _answer(repo)
@@ -92,7 +81,7 @@ def test_empty_review_is_refused(tmp_path: Path) -> None:
 
 def test_analyst_retry_then_fresh_analyst(tmp_path: Path) -> None:
     """A report missing tests is sent back with the problems; `{}` without a report gets a fresh analyst."""
-    repo = _repo(tmp_path)
+    repo = small_checkout(tmp_path)
     drv = Driver(tmp_path / "ws")
     task = drv.call(_start(repo)).spec["tasks"][0]
     report = json.loads((SMALL / "analyst_report.json").read_text())

@@ -1,0 +1,114 @@
+"""Phase 3's IO: apply the mechanical rules (codemods, sentinel renames) to the checkout.
+
+Every codemod is computed from a snapshot taken before distribute first touched anything
+(the test file's ``original/<name>`` from assess, ``original/decorate_info-<n>.py`` for
+each ``common_methods_invocations.py``, ``sentinels_before.json`` for the sentinel folder
+listings) and its result is written over the current file. So when distribute crashes
+after an edit but before the engine saved its state, the re-run recomputes the same edits
+from the same snapshots, writes the same files and records the same change counts, rather
+than finding nothing left to change and reporting 0. Edits are atomic (``write_atomic``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flow.refactor.analysis import AnalystReport, TestMove, moves
+from flow.refactor.assess import Assessment
+from flow.refactor.distribute import CoderTask
+from flow.refactor.errors import CatalogueError
+from flow.refactor.sentinels import SENTINEL_DIRS
+from flow.refactor.summary import AppliedRule
+
+CMI = "torch/testing/_internal/common_methods_invocations.py"
+FILE_CODEMODS = ("only_accelerator", "remove_only_native")
+
+
+def original(ctx: Any) -> Path:
+    """The flow folder's copy of the test file as it was before the refactor."""
+    return ctx.path(f"original/{Path(ctx.data.file).name}")
+
+
+def cmi_files(ctx: Any) -> list[Path]:
+    """common_methods_invocations.py in the repository, or next to the file (fixtures)."""
+    repo, here = Path(ctx.data.repo), Path(ctx.data.file).parent
+    return [p for p in (repo / CMI, here / "common_methods_invocations.py") if p.is_file()]
+
+
+def sentinel_dirs(ctx: Any) -> list[Path]:
+    """test/dynamo_skips and test/dynamo_expected_failures (or beside the file)."""
+    repo, here = Path(ctx.data.repo), Path(ctx.data.file).parent
+    found = [d for base in (repo / "test", here) for d in (base / n for n in SENTINEL_DIRS)]
+    return [d for d in dict.fromkeys(found) if d.is_dir()]
+
+
+def _write(path: Path, text: str) -> None:
+    from workspace.atomic import write_atomic
+
+    if path.read_text(encoding="utf-8") != text:
+        write_atomic(path, text.encode("utf-8"))
+
+
+def _snapshot(ctx: Any, name: str, source: Path) -> str:
+    """``source``'s text as first seen by distribute, kept in the flow folder as ``name``."""
+    kept = ctx.path(name)
+    if not kept.exists():
+        ctx.write_text(name, source.read_text(encoding="utf-8"))
+    return kept.read_text(encoding="utf-8")
+
+
+def _decorate_info(ctx: Any, test_moves: list[TestMove]) -> int:
+    from flow.refactor import codemods
+
+    count = 0
+    for n, cmi in enumerate(cmi_files(ctx)):
+        result = codemods.decorate_info(_snapshot(ctx, f"original/decorate_info-{n}.py", cmi),
+                                        codemods.class_map(test_moves))
+        _write(cmi, result.code)
+        count += len(result.changes)
+    return count
+
+
+def _sentinel_rename(ctx: Any, test_moves: list[TestMove]) -> int:
+    from flow.refactor.sentinels import apply_renames, list_sentinels, plan_renames
+
+    name = "sentinels_before.json"
+    if not ctx.path(name).exists():
+        ctx.write_json(name, {str(d): list_sentinels(d) for d in sentinel_dirs(ctx)})
+    count = 0
+    for folder, names in ctx.read_json(name).items():
+        plan = plan_renames(names, test_moves)
+        apply_renames(Path(folder), plan)  # skips what an interrupted run already renamed
+        count += sum((Path(folder) / r.new).exists() for r in plan.renames)
+        ctx.data.notes += [f"{Path(folder).name}/{u.name}: {u.reason}" for u in plan.unresolved]
+    return count
+
+
+def apply_mechanical(ctx: Any, tasks: list[CoderTask], report: AnalystReport,
+                     before: Assessment) -> list[AppliedRule]:
+    """Apply every mechanical task in order; one ``AppliedRule`` (by "codemod") per task.
+
+    Raises ``CatalogueError`` for a codemod this module does not know.
+    """
+    from flow.refactor import codemods
+
+    test_moves = moves(report, before)
+    text = original(ctx).read_text(encoding="utf-8")
+    applied: list[AppliedRule] = []
+    for task in tasks:
+        if task.codemod in FILE_CODEMODS:
+            result = getattr(codemods, task.codemod)(text)
+            text, changes = result.code, len(result.changes)
+        elif task.codemod == "decorate_info":
+            changes = _decorate_info(ctx, test_moves)
+        elif task.codemod == "sentinel_rename":
+            changes = _sentinel_rename(ctx, test_moves)
+        else:
+            raise CatalogueError("reference/refactor/rules.json",
+                                 f"rule {task.rule_id} names unknown codemod {task.codemod!r}")
+        applied.append(AppliedRule(rule_id=task.rule_id, title=task.title, by="codemod",
+                                   changes=changes))
+    if any(t.codemod in FILE_CODEMODS for t in tasks):
+        _write(Path(ctx.data.file), text)
+    return applied
