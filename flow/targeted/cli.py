@@ -43,11 +43,24 @@ def check_bounds(depth: int, hub_limit: int) -> None:
                                  "use --hub-limit 40 (the default)")
 
 
-def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int,
-          profile: str | None, cache_dir: Path | None = None) -> Any:
-    """Run the tracer; every tracer error (bad base, not a repository, bad config) becomes a
-    WorkflowInputError with the tracer's own message and hint. Returns an AffectedReport."""
+def load(repo_dir: Path, profile: str | None) -> Any:
+    """The TargetedConfig of ``repo_dir`` (``profile``, else its pyproject table, else the
+    defaults). An unknown profile or an invalid table is a WorkflowInputError with the
+    config's own message and hint."""
     from flow.targeted.config import load_config
+    from flow.targeted.errors import TargetedError
+
+    try:
+        return load_config(repo_dir, profile)
+    except TargetedError as err:
+        raise WorkflowInputError(err.message, err.hint, code=err.code) from err
+
+
+def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int, cfg: Any,
+          cache_dir: Path | None = None) -> Any:
+    """Run the tracer with config ``cfg`` (see ``load``); every tracer error (bad base, not a
+    repository) becomes a WorkflowInputError with the tracer's own message and hint. Returns
+    an AffectedReport."""
     from flow.targeted.errors import TargetedError
     from flow.targeted.trace import affected_tests
 
@@ -56,7 +69,6 @@ def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int,
                                  "pass the revision the PR branches from, e.g. --base origin/main")
     check_bounds(depth, hub_limit)
     try:
-        cfg = load_config(repo_dir, profile)
         return affected_tests(repo_dir, base, depth, hub_limit, cfg, cache_dir=cache_dir)
     except TargetedError as err:
         raise WorkflowInputError(err.message, err.hint, code=err.code) from err
@@ -75,7 +87,8 @@ def affected_tests_command(args: argparse.Namespace, root: Path,
 
     depth = DEFAULT_DEPTH if args.depth is None else args.depth
     hub_limit = DEFAULT_HUB_LIMIT if args.hub_limit is None else args.hub_limit
-    report = trace(repo_dir_of(args.repo_dir), args.base, depth, hub_limit, args.profile)
+    repo_dir = repo_dir_of(args.repo_dir)
+    report = trace(repo_dir, args.base, depth, hub_limit, load(repo_dir, args.profile))
     if not args.json:
         return render_text(report)
     return {**envelope(None, root, "done", harness), "report": report.model_dump(mode="json")}

@@ -103,23 +103,24 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Targ
 
 
 def _cfg(d: TargetedData) -> Any:
-    from flow.targeted.config import load_config
+    from flow.targeted.cli import load
 
-    return load_config(Path(d.repo_dir), d.profile)
+    return load(Path(d.repo_dir), d.profile)
 
 
-def _trace(d: TargetedData, base: str) -> Any:
+def _plan(d: TargetedData, base: str) -> tuple[Any, Any]:
+    """Trace ``base...HEAD`` of the checkout and choose files or labels: (report, plan)."""
     from flow.targeted.cli import trace
+    from flow.targeted.select import choose
 
-    return trace(Path(d.repo_dir), base, d.depth, d.hub_limit, d.profile)
+    cfg = _cfg(d)
+    report = trace(Path(d.repo_dir), base, d.depth, d.hub_limit, cfg)
+    return report, choose(report, cfg)
 
 
 def trace_step(ctx: Any) -> Any:
-    from flow.targeted.select import choose
-
     d: TargetedData = ctx.data
-    report = _trace(d, d.base)
-    plan = choose(report, _cfg(d))
+    report, plan = _plan(d, d.base)
     ctx.write_json("trace-0.json", report.model_dump(mode="json"))
     d.plan = plan
     d.to_run = loop.files_of(plan)
@@ -286,7 +287,8 @@ def debug(ctx: Any) -> Any:
     d.outbox = Outbox()
     if pr_caused and res.pushed_commit:
         d.fixes.append(Fix(round=d.round, files=pr_caused, commit=res.pushed_commit,
-                           why="; ".join(res.fixes) or fr.why))
+                           why="; ".join(res.fixes) or "; ".join(d.files[p].why
+                                                                  for p in pr_caused)))
         return Go("fixed")
     if pr_caused:
         d.reported += [f"{p}: caused by the PR, no fix pushed in round {d.round}"
@@ -298,7 +300,6 @@ def debug(ctx: Any) -> Any:
 def retrace(ctx: Any) -> Any:
     """Re-trace from the SHA the runs used to the fix, and queue what it reaches."""
     from flow.targeted.errors import TargetedError
-    from flow.targeted.select import choose
 
     d: TargetedData = ctx.data
     fix = d.fixes[-1].commit
@@ -310,8 +311,7 @@ def retrace(ctx: Any) -> Any:
                             f"{str(where)!r}", "pull the PR branch there, then --resume")
     ran = [a.sha for f in d.files.values() for a in f.attempts if a.conclusion == "success"]
     base = ran[-1] if ran else d.files[d.fixes[-1].files[0]].attempts[-1].sha
-    report = _trace(d, base)
-    plan = choose(report, _cfg(d))
+    report, plan = _plan(d, base)
     ctx.write_json(f"trace-{d.round}.json", report.model_dump(mode="json"))
     failed = [f.path for f in d.files.values() if f.status == "failed"]
     d.to_run = sorted(set(loop.files_of(plan)) | set(failed) | set(d.to_run))
