@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, render
-from flow.ci.decide import Awaiting, CiData, Decision, FixRound, decide
+from flow.ci.decide import DEFAULT_MAX_ROUNDS, Awaiting, CiData, Decision, EndReport, FixRound, decide
 from flow.ci.feeds import DebuggerResult
 from flow.errors import WorkflowInputError
 from flow.outcome import Ask, Done, Go, Sleep, Task
@@ -43,7 +43,6 @@ from flow.workflow import Workflow
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 MAX_ROUNDS_ENV = "ORCHESTRATOR_CI_MAX_ROUNDS"
 COMMENT_ENV = "ORCHESTRATOR_CI_COMMENT"
-BACKOFF_ENV = "ORCHESTRATOR_GITHUB_BACKOFF"
 CACHE = "github_cache.json"
 
 
@@ -54,12 +53,9 @@ def _repo_dir(opts: Mapping[str, Any]) -> Path:
 
 
 def _client(settings: Mapping[str, str]) -> Any:
-    from flow.github.client import ClientSettings, connect
+    from flow.github.client import connect
 
-    knobs = ClientSettings()
-    if settings.get(BACKOFF_ENV):
-        knobs = ClientSettings(backoff=float(settings[BACKOFF_ENV]))
-    return connect(env=settings, settings=knobs)
+    return connect(env=settings)  # reads the token, API URL and backoff settings itself
 
 
 def _target(opts: Mapping[str, Any]) -> tuple[str, int]:
@@ -97,19 +93,33 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> CiDa
     from flow.github.reads import get_pull
 
     repo, number = _target(opts)
-    try:
-        rounds = int(settings.get(MAX_ROUNDS_ENV) or 3)
-        if rounds < 1:
-            raise ValueError
-    except ValueError:
-        raise WorkflowInputError(f"{MAX_ROUNDS_ENV}={settings.get(MAX_ROUNDS_ENV)!r} is not a "
-                                 f"positive whole number", f"unset it or set e.g. "
-                                 f"{MAX_ROUNDS_ENV}=3") from None
+    rounds, comment = _max_rounds(settings), _comment_on_stop(settings)
     pull = get_pull(_client(settings), repo, number)
     return CiData(repo=repo, number=number, pr_url=pull.html_url,
                   mark_ready=bool(opts.get("mark_ready")), max_rounds=rounds,
-                  comment_on_stop=settings.get(COMMENT_ENV, "") not in ("", "0", "false"),
-                  head_sha=pull.head_sha)
+                  comment_on_stop=comment, head_sha=pull.head_sha)
+
+
+def _max_rounds(settings: Mapping[str, str]) -> int:
+    raw = settings.get(MAX_ROUNDS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_ROUNDS
+    if not raw.isdigit() or int(raw) < 1:
+        raise WorkflowInputError(f"{MAX_ROUNDS_ENV}={raw!r} is not a positive whole number",
+                                 f"unset it for {DEFAULT_MAX_ROUNDS} rounds, or set e.g. "
+                                 f"{MAX_ROUNDS_ENV}=2")
+    return int(raw)
+
+
+def _comment_on_stop(settings: Mapping[str, str]) -> bool:
+    raw = settings.get(COMMENT_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise WorkflowInputError(f"{COMMENT_ENV}={settings[COMMENT_ENV]!r} is neither on nor off",
+                             f"set {COMMENT_ENV}=1 to comment on the PR when the flow stops "
+                             f"without green, or unset it")
 
 
 # -- shared pieces -------------------------------------------------------------------------
@@ -188,8 +198,6 @@ def debug(ctx: Any) -> Any:
         return Go("debugged")
     unrelated = {u.check_name for u in res.unrelated}
     if d.failures and {f.check_name for f in d.failures} <= unrelated:
-        from flow.ci.decide import EndReport
-
         d.end = EndReport(outcome="needs_attention", head_sha=d.head_sha,
                           reason="the debugger judged every failure unrelated to this PR and "
                                  "pushed nothing", still_failing=list(d.failures))

@@ -4,7 +4,7 @@ PyGithub is imported only inside the submodules that talk HTTP (`client`, `reads
 `actions`, `artifacts`), never here, so importing `flow.github` (for its errors or
 snapshot models) stays cheap. Modules:
 
-- `errors`    typed errors (MissingToken, UnknownRepo, NoPullRequest, RateLimited, ...)
+- `errors`    typed errors (MissingToken, BadSetting, UnknownRepo, NoPullRequest, RateLimited, ...)
 - `models`    pydantic snapshots the adapter produces and `flow.ci.classify` reads
 - `remote`    owner/repo and branch from a local git checkout's `origin`
 - `client`    connect(): settings, retries with backoff, error translation

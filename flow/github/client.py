@@ -2,7 +2,8 @@
 
 Settings come from arguments first, then the environment: the token from
 GITHUB_TOKEN / GH_TOKEN, the API base URL from ORCHESTRATOR_GITHUB_API (default
-https://api.github.com; a GitHub Enterprise URL or a test server works the same).
+https://api.github.com; a GitHub Enterprise URL or a test server works the same), the
+first retry wait from ORCHESTRATOR_GITHUB_BACKOFF (seconds; default 1).
 The token is handed to PyGithub's auth object and never logged, stored or quoted.
 
 PyGithub's own retry (which sleeps until a rate-limit reset, possibly an hour) is
@@ -13,6 +14,7 @@ so a cron tick can reschedule itself instead of hanging.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -24,11 +26,13 @@ from github import Auth, Github
 from pydantic import BaseModel, ConfigDict
 
 from flow.github.errors import (
-    GitHubRequestFailed, GitHubUnavailable, LinkExpired, MissingToken, RateLimited, UnknownRepo, utc_from_epoch,
+    BadSetting, GitHubRequestFailed, GitHubUnavailable, LinkExpired, MissingToken, RateLimited, UnknownRepo,
+    utc_from_epoch,
 )
 
 DEFAULT_API = "https://api.github.com"
 API_ENV = "ORCHESTRATOR_GITHUB_API"
+BACKOFF_ENV = "ORCHESTRATOR_GITHUB_BACKOFF"
 TOKEN_ENVS = ("GITHUB_TOKEN", "GH_TOKEN")
 T = TypeVar("T")
 
@@ -173,20 +177,34 @@ def _rate_limit_reset(e: github.GithubException) -> float | None:
     return time.time() + 60.0
 
 
+def _settings_from(env: Mapping[str, str]) -> ClientSettings:
+    raw = env.get(BACKOFF_ENV, "").strip()
+    if not raw:
+        return ClientSettings()
+    try:
+        backoff = float(raw)
+    except ValueError:
+        backoff = math.nan
+    if not (math.isfinite(backoff) and backoff >= 0):
+        raise BadSetting(BACKOFF_ENV, raw, "a number of seconds, 0 or more (e.g. 1 or 0.5)")
+    return ClientSettings(backoff=backoff)
+
+
 def connect(api_url: str | None = None, token: str | None = None, *,
             settings: ClientSettings | None = None, env: Mapping[str, str] | None = None,
             sleep: Callable[[float], None] = time.sleep) -> GitHubClient:
     """A client for `api_url` (else $ORCHESTRATOR_GITHUB_API, else api.github.com).
 
+    Without `settings`, the backoff comes from $ORCHESTRATOR_GITHUB_BACKOFF when set.
     Makes no request. Raises MissingToken when no token is given or found in
-    GITHUB_TOKEN / GH_TOKEN.
+    GITHUB_TOKEN / GH_TOKEN, BadSetting when the backoff is not a number of seconds.
     """
     env = os.environ if env is None else env
     token = token or next((env[k] for k in TOKEN_ENVS if env.get(k)), None)
     if not token:
         raise MissingToken()
     url = (api_url or env.get(API_ENV) or DEFAULT_API).rstrip("/")
-    s = settings or ClientSettings()
+    s = settings or _settings_from(env)
     gh = Github(
         base_url=url, auth=Auth.Token(token), timeout=s.timeout, per_page=s.per_page, retry=None,
         seconds_between_requests=None, seconds_between_writes=s.seconds_between_writes,

@@ -27,6 +27,19 @@ class MissingToken(GitHubError):
         )
 
 
+class BadSetting(GitHubError):
+    """An environment setting of the adapter holds a value it cannot use."""
+
+    code = "github_bad_setting"
+
+    def __init__(self, name: str, value: str, expected: str) -> None:
+        super().__init__(
+            f"{name}={value!r} is not {expected}",
+            f"unset {name} for the default, or export a valid value, then re-run",
+            setting=name,
+        )
+
+
 class UnknownRepo(GitHubError):
     code = "github_unknown_repo"
 

@@ -305,19 +305,22 @@ def test_server_errors_after_retries_are_a_clear_error_and_change_nothing(
     assert before == state.read_bytes()
 
 
-@pytest.mark.parametrize(("setup", "argv", "code"), [
-    ("no_token", START, "github_missing_token"),
-    ("none", ["--ci-check", "--repo", "o/missing", "--pr-number", "1"], "github_unknown_repo"),
-    ("repo_only", ["--ci-check", "--repo", "o/r", "--pr-number", "7"], "github_no_pull_request"),
-    ("none", ["--ci-check", "--repo", "not a repo", "--pr-number", "1"], "bad_input"),
+@pytest.mark.parametrize(("with_pr", "env", "argv", "code"), [
+    (True, {"GITHUB_TOKEN": "", "GH_TOKEN": ""}, START, "github_missing_token"),
+    (False, {}, ["--ci-check", "--repo", "o/missing", "--pr-number", "1"], "github_unknown_repo"),
+    (True, {}, ["--ci-check", "--repo", "o/r", "--pr-number", "7"], "github_no_pull_request"),
+    (False, {}, ["--ci-check", "--repo", "not a repo", "--pr-number", "1"], "bad_input"),
+    (True, {"ORCHESTRATOR_CI_MAX_ROUNDS": "0"}, START, "bad_input"),
+    (True, {"ORCHESTRATOR_CI_MAX_ROUNDS": "three"}, START, "bad_input"),
+    (True, {"ORCHESTRATOR_CI_COMMENT": "maybe"}, START, "bad_input"),
+    (True, {"ORCHESTRATOR_GITHUB_BACKOFF": "fast"}, START, "github_bad_setting"),
 ])
 def test_bad_starts_are_clear_errors_that_write_no_flow(fake_github: FakeGitHub, drv: Driver,
-                                                        setup: str, argv: list[str],
-                                                        code: str) -> None:
-    """Missing token, unknown repo, no such PR, malformed --repo: an error with a hint."""
-    if setup != "none":
+                                                        with_pr: bool, env: dict[str, str],
+                                                        argv: list[str], code: str) -> None:
+    """Missing token, unknown repo, no such PR, bad --repo or setting: an error with a hint."""
+    if with_pr:
         _pr(fake_github)
-    env = {"GITHUB_TOKEN": "", "GH_TOKEN": ""} if setup == "no_token" else None
     call = drv.call(argv, env)
     assert (2, "error", code) == (call.code, call.spec["status"], call.spec["error"]["code"])
     assert call.spec["error"]["hint"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from flow.github.client import DEFAULT_API, ClientSettings, GitHubClient, connect
-from flow.github.errors import GitHubRequestFailed, GitHubUnavailable, MissingToken, RateLimited, UnknownRepo
+from flow.github.errors import (
+    BadSetting, GitHubRequestFailed, GitHubUnavailable, MissingToken, RateLimited, UnknownRepo,
+)
 from flow.github.reads import get_pull
 from tests.fakegithub import FakeGitHub
 
@@ -36,6 +38,21 @@ def test_missing_token_is_a_typed_error_with_a_fix() -> None:
 def test_api_url_setting(arg: str | None, env: dict[str, str], expected: str) -> None:
     """The API base URL comes from the argument, then ORCHESTRATOR_GITHUB_API, then api.github.com."""
     assert expected == connect(arg, "tok", env=env).api_url
+
+
+@pytest.mark.parametrize("value, expected", [("", 1.0), ("0.01", 0.01), (" 2 ", 2.0), ("0", 0.0)])
+def test_backoff_setting(value: str, expected: float) -> None:
+    """ORCHESTRATOR_GITHUB_BACKOFF sets the first retry wait; empty means the default."""
+    assert expected == connect("http://127.0.0.1:9", "tok", env={"ORCHESTRATOR_GITHUB_BACKOFF": value}).settings.backoff
+
+
+@pytest.mark.parametrize("value", ["fast", "-1", "nan", "inf"])
+def test_bad_backoff_setting_is_a_typed_error_with_a_fix(value: str) -> None:
+    """A backoff that is not a finite number of seconds >= 0 raises BadSetting quoting it, not ValueError."""
+    with pytest.raises(BadSetting) as err:
+        connect("http://127.0.0.1:9", "tok", env={"ORCHESTRATOR_GITHUB_BACKOFF": value})
+    assert (f"ORCHESTRATOR_GITHUB_BACKOFF={value!r}", "unset ORCHESTRATOR_GITHUB_BACKOFF") == (
+        err.value.message.split(" is ")[0], err.value.hint.split(" for ")[0])
 
 
 def test_unknown_repo(client: GitHubClient) -> None:
