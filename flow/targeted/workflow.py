@@ -14,92 +14,19 @@ with ``--ci-check``, not here.
 
 from __future__ import annotations
 
-import re
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flow.errors import WorkflowInputError
 from flow.outcome import Ask, Done, Go, Human, Sleep, Task
 from flow.targeted import loop
+# locate and start serve the registry, which reads them from this module.
+from flow.targeted.inputs import github, locate, start  # noqa: F401
 from flow.targeted.loop import Attempt, FileRun, Fix, Outbox, TargetedData
 from flow.workflow import Workflow
 
 OUTCOMES = {"nothing": "nothing_to_run", "declined": "declined", "green": "green",
             "labelled": "labels_added", "reported": "failures_reported", "gave_up": "gave_up"}
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]", "-", text).strip(".") or "x"
-
-
-def _client(settings: Mapping[str, str]) -> Any:
-    from flow.github.client import connect
-
-    return connect(env=settings)
-
-
-def _repo_dir(opts: dict[str, Any]) -> Path:
-    from flow.targeted.cli import repo_dir_of
-
-    return repo_dir_of(opts.get("repo_dir"))
-
-
-def _repo(opts: dict[str, Any], repo_dir: Path) -> str:
-    from flow.github.remote import origin_repo
-
-    repo = opts.get("repo") or origin_repo(repo_dir)
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
-        raise WorkflowInputError(f"--repo {repo!r} is not owner/name", "pass --repo owner/name")
-    return repo
-
-
-def _number(opts: dict[str, Any], repo_dir: Path, repo: str, settings: Mapping[str, str]) -> int:
-    if opts.get("pr_number") is not None:
-        return int(opts["pr_number"])
-    from flow.github.reads import locate_pr
-
-    return locate_pr(_client(settings), repo_dir, None, repo).number
-
-
-def locate(opts: dict[str, Any], root: Path) -> str:
-    """``ci-targeted/<owner>/<repo>/pr-<N>``; without --pr-number the current branch's PR is
-    looked up on GitHub."""
-    import os
-
-    repo_dir = _repo_dir(opts)
-    repo = _repo(opts, repo_dir)
-    owner, name = repo.split("/")
-    return f"ci-targeted/{_slug(owner)}/{_slug(name)}/pr-{_number(opts, repo_dir, repo, os.environ)}"
-
-
-def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> TargetedData:
-    """Check the inputs (base resolves in the checkout, the PR exists) and record them."""
-    from flow.github.reads import get_pull
-    from flow.targeted.cli import check_bounds
-
-    base = opts.get("base")
-    if not base or base.startswith("-"):
-        raise WorkflowInputError(f"--base {base!r} is missing or not a revision",
-                                 "pass the revision the PR branches from, e.g. --base origin/main")
-    repo_dir = _repo_dir(opts)
-    probe = subprocess.run(["git", "-C", str(repo_dir), "rev-parse", "--verify", "--quiet",
-                            f"{base}^{{commit}}"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        raise WorkflowInputError(f"--base {base!r} is not a commit in {str(repo_dir)!r}",
-                                 "fetch it first (git fetch origin) or pass a SHA")
-    depth = opts.get("depth") or 3
-    hub_limit = opts.get("hub_limit") or 40
-    check_bounds(depth, hub_limit)
-    repo = _repo(opts, repo_dir)
-    number = _number(opts, repo_dir, repo, settings)
-    client = _client(settings)
-    client.repo(repo)  # UnknownRepo names the repository before any PR lookup
-    pull = get_pull(client, repo, number)
-    return TargetedData(repo=repo, number=number, repo_dir=str(repo_dir), base=base,
-                        depth=depth, hub_limit=hub_limit, profile=opts.get("profile"),
-                        approved=bool(opts.get("approved")), head_sha=pull.head_sha)
 
 
 def _cfg(d: TargetedData) -> Any:
@@ -161,7 +88,7 @@ def dispatch(ctx: Any) -> Any:
     from flow.targeted.runs import comment_counts, newest_run_id
 
     d: TargetedData = ctx.data
-    client = _client(ctx.settings)
+    client = github(ctx.settings)
     counts = comment_counts(client, d.repo, d.number)
     after = newest_run_id(client, d.repo)
     d.head_sha = get_pull(client, d.repo, d.number).head_sha
@@ -183,7 +110,7 @@ def post(ctx: Any) -> Any:
 
     d: TargetedData = ctx.data
     box = d.outbox or Outbox()
-    client = _client(ctx.settings)
+    client = github(ctx.settings)
     counts = comment_counts(client, d.repo, d.number) if box.comments else {}
     for body, before in box.comments.items():
         if counts.get(body, 0) <= before:
@@ -205,7 +132,7 @@ def poll(ctx: Any) -> Any:
     d: TargetedData = ctx.data
     running = [f for f in d.files.values() if f.status == "running"]
     try:
-        runs = list_runs(_client(ctx.settings), d.repo, min(f.after for f in running))
+        runs = list_runs(github(ctx.settings), d.repo, min(f.after for f in running))
     except RateLimited as err:
         # Polling can wait: sleep past the reset instead of failing the tick.
         return Sleep(f"GitHub rate limit reached; it resets at {err.reset_at.isoformat()}",
@@ -242,7 +169,7 @@ def _failure_text(ctx: Any, fr: FileRun) -> str:
     if att.failed_job is None:
         return head + "(no failed job to read a log from)\n"
     try:
-        ex = job_failure_lines(_client(ctx.settings), ctx.data.repo, att.failed_job)
+        ex = job_failure_lines(github(ctx.settings), ctx.data.repo, att.failed_job)
     except GitHubError as err:
         return head + f"(log unavailable: {err.message})\n"
     infra = f"(matches the known infra pattern {ex.infra})\n" if ex.infra else ""

@@ -1,0 +1,90 @@
+"""The inputs of ``ci-targeted``: which flow the CLI options mean, and its initial data.
+
+``locate`` names the flow ``ci-targeted/<owner>/<repo>/pr-<N>``; ``start`` checks that the
+base resolves in the checkout and that the PR exists before anything is written. Without
+``--pr-number`` the PR of the checked-out branch is looked up on GitHub.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flow.errors import WorkflowInputError
+from flow.targeted.loop import TargetedData
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]", "-", text).strip(".") or "x"
+
+
+def github(settings: Mapping[str, str]) -> Any:
+    """The GitHub client the settings (env) point at."""
+    from flow.github.client import connect
+
+    return connect(env=settings)
+
+
+def _repo_dir(opts: dict[str, Any]) -> Path:
+    from flow.targeted.cli import repo_dir_of
+
+    return repo_dir_of(opts.get("repo_dir"))
+
+
+def _repo(opts: dict[str, Any], repo_dir: Path) -> str:
+    from flow.github.remote import origin_repo
+
+    repo = opts.get("repo") or origin_repo(repo_dir)
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
+        raise WorkflowInputError(f"--repo {repo!r} is not owner/name", "pass --repo owner/name")
+    return repo
+
+
+def _number(opts: dict[str, Any], repo_dir: Path, repo: str, settings: Mapping[str, str]) -> int:
+    if opts.get("pr_number") is not None:
+        return int(opts["pr_number"])
+    from flow.github.reads import locate_pr
+
+    return locate_pr(github(settings), repo_dir, None, repo).number
+
+
+def locate(opts: dict[str, Any], root: Path) -> str:
+    """``ci-targeted/<owner>/<repo>/pr-<N>``; without --pr-number the current branch's PR is
+    looked up on GitHub."""
+    import os
+
+    repo_dir = _repo_dir(opts)
+    repo = _repo(opts, repo_dir)
+    owner, name = repo.split("/")
+    return f"ci-targeted/{_slug(owner)}/{_slug(name)}/pr-{_number(opts, repo_dir, repo, os.environ)}"
+
+
+def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> TargetedData:
+    """Check the inputs (base resolves in the checkout, the PR exists) and record them."""
+    from flow.github.reads import get_pull
+    from flow.targeted.cli import check_bounds
+
+    base = opts.get("base")
+    if not base or base.startswith("-"):
+        raise WorkflowInputError(f"--base {base!r} is missing or not a revision",
+                                 "pass the revision the PR branches from, e.g. --base origin/main")
+    repo_dir = _repo_dir(opts)
+    probe = subprocess.run(["git", "-C", str(repo_dir), "rev-parse", "--verify", "--quiet",
+                            f"{base}^{{commit}}"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        raise WorkflowInputError(f"--base {base!r} is not a commit in {str(repo_dir)!r}",
+                                 "fetch it first (git fetch origin) or pass a SHA")
+    depth = opts.get("depth") or 3
+    hub_limit = opts.get("hub_limit") or 40
+    check_bounds(depth, hub_limit)
+    repo = _repo(opts, repo_dir)
+    number = _number(opts, repo_dir, repo, settings)
+    client = github(settings)
+    client.repo(repo)  # UnknownRepo names the repository before any PR lookup
+    pull = get_pull(client, repo, number)
+    return TargetedData(repo=repo, number=number, repo_dir=str(repo_dir), base=base,
+                        depth=depth, hub_limit=hub_limit, profile=opts.get("profile"),
+                        approved=bool(opts.get("approved")), head_sha=pull.head_sha)
