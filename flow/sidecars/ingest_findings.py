@@ -52,7 +52,7 @@ def render_section(pr: PrFeedback, proposals: list[Proposal], first_key: int, ma
         if p.comment_ids:
             lines.append(f"{INDENT}Evidence: comments {', '.join(str(c) for c in p.comment_ids)}")
         lines.append("")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def render_header(pr: PrFeedback, repo: str, apply_command: str) -> str:
