@@ -1,0 +1,71 @@
+"""Pure parts of the ingest sidecar: thread selection and the findings file format."""
+
+from __future__ import annotations
+
+import pytest
+
+from flow.sidecars.ingest_findings import add_section, parse
+from flow.sidecars.ingest_harvest import bot_summaries, is_candidate, replied_threads
+from flow.sidecars.ingest_model import Comment, PrFeedback, Proposal
+
+
+def _c(cid: int, author: str = "reviewer") -> Comment:
+    return Comment(id=cid, author=author, body=f"c{cid}", updated_at="2026-01-01T00:00:00Z")
+
+
+@pytest.mark.parametrize(("parents", "processed", "threads"), [
+    ({1: None, 2: 1, 3: None}, set(), [(1, [2])]),           # 3 has no reply
+    ({1: None, 2: 1, 3: 1}, set(), [(1, [2, 3])]),
+    ({1: None, 2: 1}, {1, 2}, []),                           # all processed
+    ({1: None, 2: 1, 3: 1}, {1, 2}, [(1, [2, 3])]),         # a new reply brings the thread back
+    ({1: None}, set(), []),
+])
+def test_replied_threads(parents: dict[int, int | None], processed: set[int],
+                         threads: list[tuple[int, list[int]]]) -> None:
+    """Only threads with a reply and an unprocessed comment are kept, whole."""
+    got = replied_threads([_c(i) for i in parents], parents, processed)
+    assert threads == [(t.root.id, [r.id for r in t.replies]) for t in got]
+
+
+def test_bot_summaries_skip_people_and_processed() -> None:
+    """Only claude[bot] comments not yet processed count as summaries."""
+    comments = [_c(1, "claude[bot]"), _c(2), _c(3, "claude[bot]")]
+    assert [3] == [c.id for c in bot_summaries(comments, {1})]
+
+
+@pytest.mark.parametrize(("login", "title", "labels", "expected"), [
+    ("KarhouTam", "[Test] x", ["Merged"], True),
+    ("KarhouTam", "[Test] x", [], False),
+    ("KarhouTam", "Test x", ["Merged"], False),
+    ("octocat", "[Test] x", ["Merged"], False),
+    ("KarhouTam", "[Test] x", ["merged"], False),
+])
+def test_is_candidate(login: str, title: str, labels: list[str], expected: bool) -> None:
+    """Author, the [Test] title prefix and the Merged label are all required."""
+    assert expected == is_candidate("KarhouTam", login, title, labels)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("- [x] **F1** rule `TR003`: a\n    detail\n", [(True, "F1", "detail")]),
+    ("- [X] **F1** rule `new`: a\n", [(True, "F1", "")]),
+    ("- [ ] **F1** rule `TR003`: a\n  - [x] **F2** rule `TR001`: smuggled\n",
+     [(False, "F1", "")]),                                # indented box is not a finding
+    ("    - [x] **F1** rule `TR003`: a\n", []),
+    ("- [x] F1 rule TR003: no bold key\n", []),
+])
+def test_parse(text: str, expected: list[tuple[bool, str, str]]) -> None:
+    """Only column-0 boxes with a bold key count; indented lines are the details."""
+    assert expected == [(ok, f.key, f.details) for ok, f in parse(text)]
+
+
+def test_add_section_continues_keys_and_is_idempotent() -> None:
+    """A second harvest's findings get F2.., ticks stay; the same harvest twice adds nothing."""
+    pr = PrFeedback(number=1, title="[Test] t", url="u")
+    prop = [Proposal(rule_id="TR001", summary="s", proposed_edit="e")]
+    first = add_section(None, "# H\n", pr, prop, "ingest/harvest-a")
+    assert first is not None
+    ticked = first.replace("- [ ]", "- [x]")
+    second = add_section(ticked, "# H\n", pr, prop, "ingest/harvest-b")
+    assert second is not None
+    assert [(True, "F1"), (False, "F2")] == [(ok, f.key) for ok, f in parse(second)]
+    assert None is add_section(second, "# H\n", pr, prop, "ingest/harvest-b")
