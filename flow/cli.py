@@ -102,10 +102,20 @@ def _which(args: argparse.Namespace, words: list[str]) -> tuple[str, dict[str, A
 
 def _drive(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, harness: str,
            script: Path, *, new: bool, opts: dict[str, Any] | None = None) -> dict[str, Any]:
+    settings = dict(os.environ)
+    try:
+        return _locked(module, store, args, root, harness, script, new, opts, settings)
+    finally:
+        if new and not store.exists():
+            _remove_unstarted(store)
+
+
+def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, harness: str,
+            script: Path, new: bool, opts: dict[str, Any] | None,
+            settings: dict[str, str]) -> dict[str, Any]:
     from flow.engine import Engine
     from workspace.lock import FlowLock
 
-    settings = dict(os.environ)
     with FlowLock(store.dir):
         state = None
         try:
@@ -129,12 +139,23 @@ def _drive(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, 
             else:
                 spec = engine.advance()
         except OrchestratorError as err:
-            err.state = state  # type: ignore[attr-defined]
-            err.workspace = store.dir  # type: ignore[attr-defined]
-            _record_error(store, err)
+            if store.exists():  # a flow that never started keeps no error file
+                err.state = state  # type: ignore[attr-defined]
+                err.workspace = store.dir  # type: ignore[attr-defined]
+                _record_error(store, err)
             raise
     _clear_error(store)
     return spec
+
+
+def _remove_unstarted(store: FlowStore) -> None:
+    """A start that failed leaves no folder behind: only its lock files could be there."""
+    for name in (".lock", ".lock.holder"):
+        (store.dir / name).unlink(missing_ok=True)
+    folder = store.dir
+    while folder != store.root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def _peek_workflow(store: FlowStore) -> str:

@@ -131,3 +131,12 @@ def test_cached_resume_skips_pydantic_and_transitions(tmp_path: Path) -> None:
     mods = _modules_after(["--workspace", str(tmp_path), "--flow", "toy/cached", "--resume"],
                           drv.env)
     assert not {m for m in mods if m.split(".")[0] in {"pydantic", "transitions", "libcst"}}
+
+
+def test_a_start_refused_by_the_workflow_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Bad input to a new flow: an error with a hint, and no folder, lock or error file."""
+    ws = tmp_path / "ws"
+    code, spec = _run(ws, "start", "toy", "bad")
+    assert (2, "bad_input") == (code, spec["error"]["code"])
+    leftovers = sorted(str(p) for p in ws.rglob("*")) if ws.exists() else []
+    assert [] == leftovers

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from flow.errors import WorkflowInputError
 from flow.feeds import Feed
 from flow.outcome import Ask, Done, Go, Human, Task
 from flow.workflow import Workflow
@@ -38,6 +39,8 @@ def locate(opts: dict[str, Any], root: Path) -> str:
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ToyData:
     words = opts.get("words") or ["toy"]
+    if words[0] == "bad":
+        raise WorkflowInputError(f"toy name {words[0]!r} is refused", "pick another name")
     return ToyData(name=words[0])
 
 
