@@ -36,6 +36,7 @@ from typing import Any
 from agents.prompts import Untrusted, render
 from flow.ci.decide import DEFAULT_MAX_ROUNDS, Awaiting, CiData, Decision, EndReport, FixRound, decide
 from flow.ci.feeds import DebuggerResult
+from flow.ci.text import failures_text, history_text, stop_comment
 from flow.errors import WorkflowInputError
 from flow.outcome import Ask, Done, Go, Sleep, Task
 from flow.workflow import Workflow
@@ -182,8 +183,8 @@ def debug(ctx: Any) -> Any:
         failures = [f.model_dump(mode="json") for f in d.failures]
         prompt = render("ci_debugger", repo=d.repo, number=d.number, pr_url=d.pr_url,
                         head_sha=d.head_sha, fix_round=round_no, max_rounds=d.max_rounds,
-                        failures=Untrusted(_failures_text(d), "CI failures and log lines"),
-                        history=Untrusted(_history_text(d), "earlier debugger reports"))
+                        failures=Untrusted(failures_text(d.failures), "CI failures and log lines"),
+                        history=Untrusted(history_text(d.fix_history), "earlier debugger reports"))
         return Ask([Task(key="debugger", role="debugger", feed="debugger", prompt=prompt)],
                    extra={"ci_phase": "debugging", "fix_round": round_no,
                           "pr_url": d.pr_url, "pr_number": d.number, "head_sha": d.head_sha,
@@ -243,7 +244,7 @@ def report(ctx: Any) -> Any:
         if d.comment_on_stop and d.comment_url is None:
             marker = f"<!-- orchestrator:{ctx.flow_id}:{end.outcome}:round-{d.fix_round} -->"
             if not any(marker in body for body in list_comments(client, d.repo, d.number)):
-                d.comment_url = post_comment(client, d.repo, d.number, _comment(d, marker))
+                d.comment_url = post_comment(client, d.repo, d.number, stop_comment(d, marker))
             else:
                 d.comment_url = ""  # posted by an earlier run of this step
     except RateLimited as err:
@@ -279,44 +280,6 @@ def stopped(ctx: Any) -> Any:
              + ctx.cmds.cli("--ci-check", "--repo", d.repo, "--pr-number", str(d.number),
                             "--restart")]
     return Done(result, steps)
-
-
-# -- text ----------------------------------------------------------------------------------
-
-def _failures_text(d: CiData) -> str:
-    blocks = []
-    for i, f in enumerate(d.failures, 1):
-        head = f"[{i}] check: {f.check_name}\n    job: {f.job}\n    why: {f.reason}"
-        if f.details_url:
-            head += f"\n    details: {f.details_url}"
-        lines = "\n".join(f"    | {ln}" for ln in f.failing_lines) or "    (no log lines read)"
-        more = "\n    (log trimmed to its last failing lines)" if f.log_truncated else ""
-        blocks.append(f"{head}\n    failing lines:\n{lines}{more}")
-    return "\n\n".join(blocks) or "(no failures recorded)"
-
-
-def _history_text(d: CiData) -> str:
-    if not d.fix_history:
-        return "(this is the first round)"
-    import json
-
-    out = []
-    for r in d.fix_history:
-        # sort_keys: the text must not depend on whether the dicts came back from disk
-        out.append(f"round {r.round} on {r.head_sha[:12]}: failures {', '.join(r.failures)}; "
-                   f"pushed {r.pushed_commit or 'nothing'}\n"
-                   f"  fixes_applied: {json.dumps(r.fixes_applied, sort_keys=True)}\n"
-                   f"  unrelated: {json.dumps(r.unrelated, sort_keys=True)}")
-    return "\n".join(out)
-
-
-def _comment(d: CiData, marker: str) -> str:
-    assert d.end is not None
-    lines = [marker, f"**CI babysitter stopped: {d.end.outcome}.** {d.end.reason}.", "",
-             "Still failing:"]
-    lines += [f"- `{f.check_name}` ({f.category}): {f.reason}" for f in d.end.still_failing]
-    lines += ["", f"Fix rounds used: {d.fix_round} of {d.max_rounds}. CI is not green."]
-    return "\n".join(lines)
 
 
 WORKFLOW = Workflow(
