@@ -288,7 +288,8 @@ def _finish(ctx: Any) -> Done:
         "still_pending": stays,
     }
     steps = [f"The batch comment is at {d.comment_url}." if d.comment_url else
-             "Nothing was posted: no PR was reviewed and none was not-applicable."]
+             "Nothing was posted: no PR was reviewed and none was not-applicable. This is "
+             "today's batch; to run another one today, add --restart."]
     if stays:
         steps.append(f"{len(stays)} PR(s) stay in {QUEUE_FILE}; the next --review-queue "
                      f"run (tomorrow's batch) picks them up.")

@@ -110,7 +110,7 @@ def _meta(n: int, files: list[str], state: str = "open", merged: bool = False) -
 
 PROFILE = core.load_profile()
 SELECT_CASES = [
-    # (lines, limit, busy, metas (None: fetch fails), queue, not_applicable, skipped)
+    # (lines, limit, busy, metas (None: fetch fails, "stop": rate limited), queue, n/a, skipped)
     (["1", "2", "3"], 10, set(), {1: _meta(1, ["test/test_a.py"]), 2: _meta(2, ["docs/x.md"]),
                                   3: _meta(3, ["test/a.py"], "closed", True)},
      ["1"], [("2", "no_test_changes"), ("3", "merged")], []),
@@ -120,6 +120,8 @@ SELECT_CASES = [
      {9: None, 1: _meta(1, ["test/a.py"])}, ["1"], [], ["9", "4"]),
     (["1", "2"], 10, set(), {1: _meta(1, ["test/a.py"], "closed"), 2: _meta(2, ["tools/test/a"])},
      [], [("1", "closed"), ("2", "no_test_changes")], []),
+    (["1", "2", "3"], 10, set(), {1: _meta(1, ["test/a.py"]), 2: "stop", 3: _meta(3, ["test/c"])},
+     ["1"], [], ["2", "3"]),
 ]
 
 
@@ -127,11 +129,14 @@ SELECT_CASES = [
 def test_select_rules(lines: list[str], limit: int, busy: set[str], metas: dict[int, Any],
                       queue: list[str], na: list[tuple[str, str]], skipped: list[str]) -> None:
     """FIFO: open PRs with test/ or torch/testing/ changes queue up to the limit; closed, merged
-    and test-free PRs are not applicable; unreadable, duplicate-of-busy PRs are skipped."""
+    and test-free PRs are not applicable; unreadable and busy PRs are skipped, and after a rate
+    limit every later PR too."""
     def fetch(ref: core.PRRef) -> core.PRMeta:
         meta = metas.get(ref.number)
         if meta is None:
             raise core.FetchFailed("404")
+        if meta == "stop":
+            raise core.StopFetching("rate limited")
         return meta
 
     key = {str(n): f"{UPSTREAM}#{n}" for n in range(20)}
