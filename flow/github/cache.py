@@ -2,17 +2,18 @@
 
 The caller owns the path (one per workflow state dir). A corrupt or missing file is an
 empty cache: the cost is one full read, never a wrong answer. Writes are atomic
-(write to a temp file, then rename) so a killed tick cannot leave half a file.
+(workspace.atomic.write_atomic) so a killed tick cannot leave half a file. On disk it is
+a list of [key, entry] pairs, oldest first: the order is what eviction goes by, and the
+project's one `dumps` sorts object keys.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from workspace.atomic import write_atomic
+from workspace.jsonio import dumps, loads
 
 MAX_ENTRIES = 1000  # old commits' pages age out; a tick on a 300-check PR needs about 10
 
@@ -24,9 +25,8 @@ class ETagCache:
         self._dirty = False
         if path is not None and path.exists():
             try:
-                loaded = json.loads(path.read_text())
-                self._data = loaded if isinstance(loaded, dict) else {}
-            except (OSError, ValueError):
+                self._data = {k: v for k, v in loads(path.read_bytes()) if isinstance(v, dict)}
+            except (OSError, ValueError, TypeError):  # unreadable, not JSON, or not [[key, entry], ...]
                 self._data = {}
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -56,9 +56,5 @@ class ETagCache:
             return
         for key in list(self._data)[: max(len(self._data) - MAX_ENTRIES, 0)]:
             del self._data[key]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".etag-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(self._data, f)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, dumps(list(self._data.items()), indent=False))
         self._dirty = False
