@@ -1,4 +1,4 @@
-"""Importing the pure parts must not import PyGithub (a --resume or --feed stays fast)."""
+"""Importing the pure parts, and the ci workflow itself, must not import PyGithub (a --resume or --feed stays fast)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 
 
 @pytest.mark.parametrize("module", ["flow.github", "flow.github.errors", "flow.github.models", "flow.github.remote",
-                                    "flow.ci", "flow.ci.classify", "flow.ci.patterns", "flow.ci.logs"])
+                                    "flow.ci", "flow.ci.classify", "flow.ci.patterns", "flow.ci.logs",
+                                    "flow.ci.decide", "flow.ci.feeds", "flow.ci.text", "flow.ci.workflow"])
 def test_pure_modules_do_not_import_pygithub(module: str) -> None:
     """`github` is absent from sys.modules after importing the module in a fresh interpreter."""
     code = f"import sys, {module}; print('github' in sys.modules)"
