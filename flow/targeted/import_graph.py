@@ -21,7 +21,7 @@ import orjson
 
 from flow.targeted.config import TargetedConfig
 from flow.targeted.facts import REL, Facts, FactsCache, parse_many, sha1, words
-from flow.targeted.paths import any_match
+from flow.targeted.paths import any_match, module_name
 from flow.targeted.resolve import Resolver
 
 
@@ -169,7 +169,26 @@ class ImportGraph:
             else:  # a stem no ASCII word spells (``my-tool.py``): scan the bytes
                 raw = key.encode()
                 out += [p for p, d in self._data.items() if raw in d]
+        if base != "__init__.py":
+            out = self._near(path, out)
         return list(dict.fromkeys(out))
+
+    def _near(self, path: str, cands: list[str]) -> list[str]:
+        """Keep the candidates that can reach ``path`` inside a package directory: they also
+        spell the directory's name (an absolute import, a dotted or repo-relative string),
+        have a relative or dynamic import, or sit in that directory or below it (a sibling
+        import, a path beside or above the file). Without this a common stem (``utils``)
+        would parse every file naming any ``utils``."""
+        folder = posixpath.dirname(path)
+        parent = posixpath.basename(folder)
+        name = module_name(path, self.cfg.roots)
+        if not parent or not (parent.isidentifier() and parent.isascii()) \
+                or (name is not None and "." not in name):
+            return cands  # a top-level module: ``import mod`` spells no directory
+        index = self._words()
+        near = set(index.get(parent, ())) | set(index.get(REL, ()))
+        prefix = folder + "/"
+        return [c for c in cands if c in near or c.startswith(prefix)]
 
 
 def build_graph(repo_dir: Path, tracked: list[str], cfg: TargetedConfig,

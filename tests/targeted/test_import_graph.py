@@ -148,3 +148,22 @@ def test_lazy_importers_match_the_complete_graph(repo, seed):
     lazy = build_graph(repo.path, tracked, TargetedConfig())
     nodes = sorted(set(full) | set(reverse))
     assert {n: reverse.get(n, set()) for n in nodes} == {n: lazy.importers(n) for n in nodes}
+
+
+def test_a_common_stem_parses_only_files_that_can_name_its_package(repo, monkeypatch):
+    """Importers of alpha/util.py are looked for among files naming ``util`` that also name
+    ``alpha``, import relatively or live in alpha/: beta's users of its own util are not
+    parsed."""
+    import flow.targeted.import_graph as graph_mod
+
+    parsed: list[str] = []
+    real = graph_mod.parse_many
+    monkeypatch.setattr(graph_mod, "parse_many",
+                        lambda sources, workers=0: (parsed.extend(s.decode() for s in sources),
+                                                    real(sources, workers))[1])
+    users = {f"beta/m{i}.py": "from beta import util\n" for i in range(5)}
+    repo.commit({"alpha/__init__.py": "", "alpha/util.py": "", "beta/__init__.py": "",
+                 "beta/util.py": "", "app.py": "from alpha import util\n",
+                 "alpha/sub/rel.py": "from .. import util\n", **users})
+    graph = build_graph(repo.path, Git().tracked(repo.path), TargetedConfig())
+    assert ({"app.py", "alpha/sub/rel.py"}, 2) == (graph.importers("alpha/util.py"), len(parsed))
