@@ -6,10 +6,11 @@ the same run, warm trace (content cache hit) <= 1x. ``grimp`` runs with ``cache_
 (its own cache off) so both sides parse every file; its cached time is reported too.
 
 Where the cold time goes (profiled): on this random tree a depth-3 trace parses nearly every
-file (``cold_sources_parsed`` counts the distinct sources), because each visited file's hub count looks ``depth`` more hops
-out; it parses them with ``ast`` plus a Python walk, serially in the lazy lookup's small
-batches, against grimp's Rust parser. Nothing is read, hashed or parsed twice, so the cold
-target is missed by the parser's speed, not by repeated work.
+file (``cold_sources_parsed`` counts distinct sources), because each visited file's hub
+count looks ``depth`` more hops out; it parses them with ``ast`` plus a Python walk,
+serially in the lazy lookup's small batches, against grimp's Rust parser. Nothing is read,
+hashed or parsed twice, so the cold target is missed by the parser's speed, not by
+repeated work.
 """
 
 from __future__ import annotations
