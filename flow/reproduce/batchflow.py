@@ -105,8 +105,8 @@ def entry(ctx: Any) -> Any:
                                          logs=ctx.path(f"logs/{item.id}"))
     if problem:
         return _settle(ctx, item, stepsflow.blocked(ctx, Stage.NIGHTLY, problem))
-    ran = stepsflow.exercise(ctx, profile, f"batch-{ctx.data.batch_index}")
-    return _settle(ctx, item, stepsflow.act(ctx, stepsflow.table(ctx, Stage.NIGHTLY, ran)))
+    decision = stepsflow.decide(ctx, profile, Stage.NIGHTLY, f"batch-{ctx.data.batch_index}")
+    return _settle(ctx, item, stepsflow.act(ctx, decision))
 
 
 def report(ctx: Any) -> Any:

@@ -1,11 +1,11 @@
-"""The single-reproducer steps of the ``reproduce`` workflow (see ``workflow``).
+"""The single-reproducer steps of the ``reproduce`` workflow (see ``workflow``), and the
+helpers they share with Stage 3 (``ciflow``) and the batch sweep (``batchflow``).
 
-Each step reads ``ctx.data``, runs what the seed says through ``runner``/``ci_fetch``, and
-hands what it saw to the pure tables in ``stages``; the decision becomes a trigger.
+Each step reads ``ctx.data``, runs what the seed says through ``runner``, and hands what
+it saw to the pure tables in ``stages``; the decision becomes a trigger.
 """
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from flow.reproduce.stages import (
     BuildStep, Decision, Next, RerunWithoutSkip, StageMode, after_collect_only, stage1 as stage1_table,
     stage2 as stage2_table, stage2_build, stage3 as stage3_table,
 )
-from flow.reproduce.verdict import CannotVerify, Stage
+from flow.reproduce.verdict import CannotVerify, NotReproduced, Stage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILE_URL_ENV = "ORCHESTRATOR_REPRODUCE_INDEX_URL"
@@ -52,6 +52,18 @@ def env_of(ctx: Any) -> dict[str, str]:
     return runner.environment(ctx.settings, ctx.data.path_head)
 
 
+def run_each(ctx: Any, commands: list[list[str]], label: str, what: str,
+             cwd: str | None = None) -> str | None:
+    """Run ``commands`` in order (logs ``logs/<label>-<i>.log``); the blocker of the first
+    one that fails, or None."""
+    for i, argv in enumerate(commands):
+        code, output = runner.run(argv, cwd=cwd, env=ctx.settings,
+                                  log=ctx.path(f"logs/{label}-{i}.log"))
+        if code != 0:
+            return f"{what} failed (exit {code}): {output.strip()[-300:]}"
+    return None
+
+
 def prepare_tree(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
     """Prepare's tree (seed: "Get the pytorch tree"); returns a blocker or None.
 
@@ -71,11 +83,9 @@ def prepare_tree(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
                             tree=tree))
     recipes += [fill(r, tree=tree) for r in (profile.tree.fetch, profile.tree.detach_main,
                                               profile.tree.submodules)]
-    for i, argv in enumerate(recipes):
-        code, output = runner.run(argv, cwd=None, env=ctx.settings,
-                                  log=ctx.path(f"logs/prepare-{i}.log"))
-        if code != 0:
-            return f"prepare: {' '.join(argv[:4])} failed (exit {code}): {output.strip()[-300:]}"
+    problem = run_each(ctx, recipes, "prepare", f"prepare of the tree at {tree}")
+    if problem:
+        return problem
     ctx.data.tree = tree
     return None
 
@@ -118,46 +128,55 @@ def collect(ctx: Any) -> Any:
     return Go("collected")
 
 
+def installed_versions(ctx: Any, packages: list[str]) -> dict[str, str]:
+    """{package: version} in the orchestrator's interpreter; {} when the query fails. The
+    JSON line is searched from the end: stderr (a warning) is appended after stdout."""
+    import json
+
+    from flow.reproduce.wheels import versions_query
+
+    _, output = runner.run(versions_query(sys.executable, packages), cwd=scratch(ctx),
+                           env=ctx.settings, log=ctx.path("logs/versions.log"))
+    for line in reversed(output.splitlines()):
+        try:
+            found = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            return {str(k): str(v) for k, v in found.items()}
+    return {}
+
+
 def install_nightly(ctx: Any, profile: Profile) -> str | None:
     """Stage 1's install: the profile's packages (same build day, else reinstalled together);
     records the versions. ``kind=current`` installs nothing. Returns a blocker or None."""
-    import json
-
-    from flow.reproduce.wheels import install_plan, pip_for, pip_install, same_build_day, versions_query
+    from flow.reproduce.wheels import install_plan, pip_for, pip_install, same_build_day
 
     nightly, pip = profile.nightly, pip_for(sys.executable)
-    commands = []
     if nightly.kind == "index":
-        commands.append(pip_install(pip, nightly.packages, index_url=nightly.index_url,
-                                    pre=nightly.pre, upgrade=True))
-    for i, argv in enumerate(commands):
-        code, output = runner.run(argv, cwd=scratch(ctx), env=ctx.settings,
-                                  log=ctx.path(f"logs/install-{i}.log"))
-        if code != 0:
-            return f"nightly install failed (exit {code}): {output.strip()[-300:]}"
-    code, output = runner.run(versions_query(sys.executable, nightly.packages), cwd=scratch(ctx),
-                              env=ctx.settings, log=ctx.path("logs/versions.log"))
-    installed = json.loads(output.strip().splitlines()[-1]) if code == 0 else {}
+        problem = run_each(ctx, [pip_install(pip, nightly.packages, index_url=nightly.index_url,
+                                             pre=nightly.pre, upgrade=True)],
+                           "install", "nightly install", cwd=scratch(ctx))
+        if problem:
+            return problem
+    installed = installed_versions(ctx, nightly.packages)
     if nightly.same_day_check:
         check = same_build_day(installed, nightly.packages)
-        for i, argv in enumerate(install_plan(pip, check, nightly.packages,
-                                              index_url=nightly.index_url, pre=nightly.pre)):
-            code, output = runner.run(argv, cwd=scratch(ctx), env=ctx.settings,
-                                      log=ctx.path(f"logs/reinstall-{i}.log"))
-            if code != 0:
-                return f"reinstall of {nightly.packages} failed (exit {code}): {output.strip()[-300:]}"
+        problem = run_each(ctx, install_plan(pip, check, nightly.packages,
+                                             index_url=nightly.index_url, pre=nightly.pre),
+                           "reinstall", f"reinstall of {nightly.packages}", cwd=scratch(ctx))
+        if problem:
+            return problem
         if not check.ok:
-            code, output = runner.run(versions_query(sys.executable, nightly.packages),
-                                      cwd=scratch(ctx), env=ctx.settings,
-                                      log=ctx.path("logs/versions.log"))
-            installed = json.loads(output.strip().splitlines()[-1]) if code == 0 else {}
+            installed = installed_versions(ctx, nightly.packages)
     ctx.data.installed_versions = installed
     return None
 
 
-def exercise(ctx: Any, profile: Profile, label: str) -> runner.Exercise:
+def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -> runner.Exercise:
+    """One run of the reproducer; ``aligned`` adds what Stage 3 folded from the CI job log."""
     rep = reproducer(ctx)
-    align = ctx.data.ci_env
+    align = ctx.data.ci_env if aligned else {}
     return runner.exercise(rep, cwd=ctx.data.cwd, pytest_args=ctx.data.pytest_args,
                            env=env_of(ctx), log=ctx.path(f"logs/{label}.log"),
                            failure_pattern=ctx.data.failure_pattern,
@@ -174,6 +193,19 @@ def table(ctx: Any, stage: str, ran: runner.Exercise) -> Decision:
     if stage == Stage.SOURCE_BUILD:
         return stage2_table(ran.outcome, ctx.data.base, ran.refined, rerun_done=done)
     return stage3_table(ran.outcome, ran.refined, rerun_done=done)
+
+
+def decide(ctx: Any, profile: Profile, stage: str, label: str) -> Decision:
+    """Run the reproducer and read the stage's table. Stage 3 runs it as written first and,
+    only when that passes, once more with the env and flags folded from the CI job log
+    (seed: "What to check if the failure still doesn't reproduce")."""
+    decision = table(ctx, stage, exercise(ctx, profile, label))
+    align = ctx.data.ci_env
+    if stage == Stage.CI_ENV and isinstance(decision, NotReproduced) and any(align.values()):
+        ctx.data.notes.append(f"{label}: passes as written; re-ran with the CI job log's "
+                              f"{align}")
+        decision = table(ctx, stage, exercise(ctx, profile, f"{label}-aligned", aligned=True))
+    return decision
 
 
 def act(ctx: Any, decision: Decision, *, from_unskip: bool = False) -> Go:
@@ -208,7 +240,7 @@ def stage1(ctx: Any) -> Any:
     problem = runner.run_setup(rep, cwd=scratch(ctx), env=env_of(ctx), logs=ctx.path("logs"))
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
-    return act(ctx, table(ctx, Stage.NIGHTLY, exercise(ctx, profile, "stage1")))
+    return act(ctx, decide(ctx, profile, Stage.NIGHTLY, "stage1"))
 
 
 def unskip(ctx: Any) -> Any:
@@ -230,14 +262,14 @@ def unskip(ctx: Any) -> Any:
         return blocked(ctx, Stage(stage), f"skipped, but the XPU marker cannot be removed: {exc}")
     try:
         write_atomic(pending.path, removal.modified)
-        ran = exercise(ctx, profile, f"{stage}-unskipped")
+        decision = decide(ctx, profile, stage, f"{stage}-unskipped")
     finally:
         restore(pending)
     ctx.data.pending_restore = None
     ctx.data.rerun_done = True
     ctx.data.notes.append(f"{stage}: re-ran without {removal.removed} on {removal.function}; "
                           f"file restored")
-    return act(ctx, table(ctx, stage, ran), from_unskip=True)
+    return act(ctx, decision, from_unskip=True)
 
 
 def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Task:
@@ -284,109 +316,16 @@ def stage2(ctx: Any) -> Any:
         if profile.tree is not None:
             from flow.reproduce.commands import fill
 
-            for i, tpl in enumerate((profile.tree.fallback_detach, profile.tree.submodules)):
-                argv = fill(tpl, tree=ctx.data.tree or "", ci_commit=plan.base)
-                code, output = runner.run(argv, cwd=None, env=ctx.settings,
-                                          log=ctx.path(f"logs/fallback-{i}.log"))
-                if code != 0:
-                    return blocked(ctx, Stage.SOURCE_BUILD, f"checkout of ci_commit failed: "
-                                                            f"{output.strip()[-300:]}")
+            problem = run_each(ctx, [fill(tpl, tree=ctx.data.tree or "", ci_commit=plan.base)
+                                     for tpl in (profile.tree.fallback_detach,
+                                                 profile.tree.submodules)],
+                               "fallback", f"checkout of ci_commit {plan.base}")
+            if problem:
+                return blocked(ctx, Stage.SOURCE_BUILD, problem)
         return Ask([_build_task(ctx, profile, "build-fallback", plan.base)],
                    extra={"stage": "source_build", "fallback": plan.base})
     ctx.data.base = plan.base
     if profile.source_build.kind == "venv":
         ctx.data.python = str((ctx.dir / "build/venv/bin/python"))
         ctx.data.path_head = str((ctx.dir / "build/venv/bin"))
-    return act(ctx, table(ctx, Stage.SOURCE_BUILD, exercise(ctx, profile, "stage2")))
-
-
-def stage3(ctx: Any) -> Any:
-    """Stage 3: clean stage-2 outputs, find and fetch CI wheels, install them, align the
-    tree, fold the CI job log's env and flags into the command, run, decide."""
-    from flow.reproduce import ci_fetch, ci_env
-
-    profile, rep = profile_of(ctx), reproducer(ctx)
-    ctx.data.current_stage = Stage.CI_ENV.value
-    if ctx.data.tree and profile.tree is not None:
-        from flow.reproduce.commands import fill
-
-        for i, tpl in enumerate(profile.tree.clean):
-            runner.run(fill(tpl, tree=ctx.data.tree), cwd=None, env=ctx.settings,
-                       log=ctx.path(f"logs/clean-{i}.log"))
-    explicit = ctx.data.ci_repo
-    if profile.ci_env.pytorch is None:  # local: the profile's (or --ci-repo's) repository
-        candidates, override = None, explicit if explicit and "/" in explicit else None
-    else:
-        given = ci_env.CiRepo(explicit) if explicit in {c.value for c in ci_env.CiRepo} else None
-        candidates, override = ci_env.infer_ci_repo(rep, given, ctx.data.tree), None
-    wheels_dir = ctx.path("ci_env/wheels")
-    got = ci_fetch.fetch(profile, candidates, override, ctx.settings, wheels_dir)
-    if isinstance(got, CannotVerify):
-        return act(ctx, got)
-    ctx.data.ci_image = got.image
-    ctx.data.notes += [f"ci_env: run {got.run_id} of {got.repo} (Path {got.path}, {got.head_sha})",
-                       *got.notes]
-    problem = install_ci(ctx, profile, got.wheels)
-    if problem:
-        return blocked(ctx, Stage.CI_ENV, problem)
-    target = (ctx.data.pytest_args or [rep.script or ""])[-1] if rep.step_is_pytest or rep.script else None
-    align = ci_env.fold_job_log(got.job_log, target, tuple(profile.ci_env.env_var_patterns)
-                                or ci_env.DEFAULT_ENV_PATTERNS)
-    ctx.data.ci_env = align.model_dump(mode="json") if rep.step_is_pytest else {"env": align.env}
-    return act(ctx, table(ctx, Stage.CI_ENV, exercise(ctx, profile, "stage3")))
-
-
-def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
-    """Install the CI wheels: into a fresh venv (local profile), else uninstall the stack
-    and force-install into the current environment, then align the tree to the wheel."""
-    from flow.reproduce.commands import fill
-    from flow.reproduce.wheels import pip_for, pip_install, pip_uninstall
-
-    if profile.source_build.kind == "venv":
-        from flow.reproduce.sourcebuild import install_built, pytest_script, tools_pth, venv_plan
-        import sysconfig
-
-        work = ctx.path("ci_env")
-        shutil.rmtree(work / "venv", ignore_errors=True)
-        plan = venv_plan(sys.executable, "-", work)
-        commands = [plan.create, install_built(sys.executable, plan, wheels)]
-        for i, argv in enumerate(commands):
-            code, output = runner.run(argv, cwd=None, env=ctx.settings,
-                                      log=ctx.path(f"logs/ci-install-{i}.log"))
-            if code != 0:
-                return f"CI wheel install failed (exit {code}): {output.strip()[-300:]}"
-        code, purelib = runner.run(plan.purelib_query, cwd=None, env=ctx.settings,
-                                   log=ctx.path("logs/ci-purelib.log"))
-        pth, content = tools_pth(purelib.strip().splitlines()[-1], [sysconfig.get_path("purelib")])
-        pth.write_text(content)
-        script, body = pytest_script(plan)
-        script.write_text(body)
-        script.chmod(0o755)
-        ctx.data.python, ctx.data.path_head = plan.venv_python, str(Path(plan.venv_python).parent)
-        return None
-    pip = pip_for(sys.executable)
-    commands = [pip_uninstall(pip, profile.ci_env.uninstall),
-                pip_install(pip, wheels, force_reinstall=True)]
-    for i, argv in enumerate(commands):
-        code, output = runner.run(argv, cwd=None, env=ctx.settings,
-                                  log=ctx.path(f"logs/ci-install-{i}.log"))
-        if code != 0 and i == 1:
-            return f"CI wheel install failed (exit {code}): {output.strip()[-300:]}"
-    ctx.data.python, ctx.data.path_head = sys.executable, str(Path(sys.executable).parent)
-    if ctx.data.tree and profile.tree is not None:
-        code, sha = runner.run(fill(profile.tree.wheel_commit_query, python=sys.executable),
-                               cwd=ctx.path("scratch"), env=ctx.settings,
-                               log=ctx.path("logs/wheel-commit.log"))
-        try:
-            recipes = [fill(profile.tree.fetch, tree=ctx.data.tree),
-                       fill(profile.tree.align, tree=ctx.data.tree,
-                            wheel_commit=sha.strip().splitlines()[-1] if sha.strip() else ""),
-                       fill(profile.tree.submodules, tree=ctx.data.tree)]
-        except ValueError as exc:
-            return f"cannot align the tree to the CI wheel: {exc}"
-        for i, argv in enumerate(recipes):
-            code, output = runner.run(argv, cwd=None, env=ctx.settings,
-                                      log=ctx.path(f"logs/align-{i}.log"))
-            if code != 0:
-                return f"aligning the tree failed (exit {code}): {output.strip()[-300:]}"
-    return None
+    return act(ctx, decide(ctx, profile, Stage.SOURCE_BUILD, "stage2"))

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from flow.errors import WorkflowInputError
 from flow.feeds import Feed, RunResult
 from flow.outcome import Done, Go
-from flow.reproduce import batchflow, stepsflow
+from flow.reproduce import batchflow, ciflow, stepsflow
 from flow.reproduce.skipmarker import PendingRestore, restore
 from flow.reproduce.stages import preflight as preflight_decision
 from flow.reproduce.verdict import VERDICT_ADAPTER, VerdictReport
@@ -180,7 +180,7 @@ def finish(ctx: Any) -> Any:
 STEPS = {
     "begin": begin, "preflight": preflight, "prepare": stepsflow.prepare,
     "collect": stepsflow.collect, "stage1": stepsflow.stage1, "stage2": stepsflow.stage2,
-    "stage3": stepsflow.stage3, "unskip": stepsflow.unskip, "verdict": finish,
+    "stage3": ciflow.stage3, "unskip": stepsflow.unskip, "verdict": finish,
     "batch_setup": batchflow.setup, "batch_entry": batchflow.entry,
     "batch_report": batchflow.report,
 }

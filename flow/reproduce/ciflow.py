@@ -1,0 +1,110 @@
+"""Stage 3 of the ``reproduce`` workflow (seed: "Stage 3: CI Environment Alignment").
+
+Clean the stage-2 outputs, find and fetch the CI wheels (``ci_fetch``), install them,
+align the tree to the wheel's commit, fold the CI job log, then run: as written first,
+and with the job log's env and flags only when that passes (``stepsflow.decide``).
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from flow.reproduce import runner
+from flow.reproduce.profiles import Profile
+from flow.reproduce.stepsflow import act, blocked, decide, profile_of, reproducer, run_each
+from flow.reproduce.verdict import CannotVerify, Stage
+
+
+def stage3(ctx: Any) -> Any:
+    """Stage 3: clean, fetch the CI wheels, install them, fold the job log, run, decide."""
+    from flow.reproduce import ci_env, ci_fetch
+    from flow.reproduce.commands import fill
+
+    profile, rep = profile_of(ctx), reproducer(ctx)
+    ctx.data.current_stage = Stage.CI_ENV.value
+    if ctx.data.tree and profile.tree is not None:
+        for i, tpl in enumerate(profile.tree.clean):  # best effort, as the seed's `|| true`
+            runner.run(fill(tpl, tree=ctx.data.tree), cwd=None, env=ctx.settings,
+                       log=ctx.path(f"logs/clean-{i}.log"))
+    explicit = ctx.data.ci_repo
+    if profile.ci_env.pytorch is None:  # local: the profile's (or --ci-repo's) repository
+        candidates, override = None, explicit if explicit and "/" in explicit else None
+    else:
+        given = ci_env.CiRepo(explicit) if explicit in {c.value for c in ci_env.CiRepo} else None
+        candidates, override = ci_env.infer_ci_repo(rep, given, ctx.data.tree), None
+    got = ci_fetch.fetch(profile, candidates, override, ctx.settings, ctx.path("ci_env/wheels"))
+    if isinstance(got, CannotVerify):
+        return act(ctx, got)
+    ctx.data.ci_image = got.image
+    ctx.data.notes += [f"ci_env: run {got.run_id} of {got.repo} (Path {got.path}, {got.head_sha})",
+                       *got.notes]
+    problem = install_ci(ctx, profile, got.wheels)
+    if problem:
+        return blocked(ctx, Stage.CI_ENV, problem)
+    target = (ctx.data.pytest_args or [rep.script or ""])[-1] if rep.step_is_pytest or rep.script else None
+    align = ci_env.fold_job_log(got.job_log, target, tuple(profile.ci_env.env_var_patterns)
+                                or ci_env.DEFAULT_ENV_PATTERNS)
+    ctx.data.ci_env = align.model_dump(mode="json") if rep.step_is_pytest else {"env": align.env}
+    return act(ctx, decide(ctx, profile, Stage.CI_ENV, "stage3"))
+
+
+def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
+    """Install the CI wheels: into a fresh venv (local profile), else uninstall the stack
+    and force-install into the current environment, then align the tree to the wheel.
+    Returns a blocker or None."""
+    from flow.reproduce.commands import fill
+    from flow.reproduce.wheels import pip_for, pip_install, pip_uninstall
+
+    if profile.source_build.kind == "venv":
+        return _install_into_venv(ctx, wheels)
+    pip = pip_for(sys.executable)
+    runner.run(pip_uninstall(pip, profile.ci_env.uninstall), cwd=None, env=ctx.settings,
+               log=ctx.path("logs/ci-uninstall.log"))  # seed: `pip uninstall ... || true`
+    problem = run_each(ctx, [pip_install(pip, wheels, force_reinstall=True)], "ci-install",
+                       "CI wheel install")
+    if problem:
+        return problem
+    ctx.data.python, ctx.data.path_head = sys.executable, str(Path(sys.executable).parent)
+    if ctx.data.tree and profile.tree is not None:
+        code, sha = runner.run(fill(profile.tree.wheel_commit_query, python=sys.executable),
+                               cwd=ctx.path("scratch"), env=ctx.settings,
+                               log=ctx.path("logs/wheel-commit.log"))
+        try:
+            recipes = [fill(profile.tree.fetch, tree=ctx.data.tree),
+                       fill(profile.tree.align, tree=ctx.data.tree,
+                            wheel_commit=sha.strip().splitlines()[-1] if sha.strip() else ""),
+                       fill(profile.tree.submodules, tree=ctx.data.tree)]
+        except ValueError as exc:
+            return f"cannot align the tree to the CI wheel (query exit {code}): {exc}"
+        return run_each(ctx, recipes, "align", "aligning the tree to the CI wheel")
+    return None
+
+
+def _install_into_venv(ctx: Any, wheels: list[str]) -> str | None:
+    """The local profile: a fresh ``ci_env/venv`` holding the wheels, test tools lent by
+    the current environment (``sourcebuild``); it becomes the stage's interpreter."""
+    import sysconfig
+
+    from flow.reproduce.sourcebuild import install_built, pytest_script, tools_pth, venv_plan
+
+    work = ctx.path("ci_env")
+    shutil.rmtree(work / "venv", ignore_errors=True)
+    plan = venv_plan(sys.executable, "-", work)
+    problem = run_each(ctx, [plan.create, install_built(sys.executable, plan, wheels)],
+                       "ci-install", "CI wheel install")
+    if problem:
+        return problem
+    code, output = runner.run(plan.purelib_query, cwd=None, env=ctx.settings,
+                              log=ctx.path("logs/ci-purelib.log"))
+    purelib = next((line for line in reversed(output.splitlines()) if Path(line).is_dir()), None)
+    if code != 0 or purelib is None:
+        return f"the CI venv's site-packages query failed (exit {code}): {output.strip()[-300:]}"
+    pth, content = tools_pth(purelib, [sysconfig.get_path("purelib")])
+    pth.write_text(content)
+    script, body = pytest_script(plan)
+    script.write_text(body)
+    script.chmod(0o755)
+    ctx.data.python, ctx.data.path_head = plan.venv_python, str(Path(plan.venv_python).parent)
+    return None
