@@ -139,8 +139,8 @@ def _extract_many(sources: list[bytes]) -> list[Facts]:
 
 class FactsCache:
     """Facts by content hash, and the last tree's resolved edges (see ``ImportGraph``),
-    persisted as one JSON file under ``cache_dir`` (or memory only when it is None). Not safe for concurrent writers: last ``save`` wins, which
-    only costs a re-parse."""
+    persisted as one JSON file under ``cache_dir`` (or memory only when it is None). Not safe
+    for concurrent writers: last ``save`` wins, which only costs a re-parse."""
 
     def __init__(self, cache_dir: Path | None) -> None:
         self.path = None if cache_dir is None else Path(cache_dir) / f"facts-v{FACTS_VERSION}.json"
@@ -155,13 +155,16 @@ class FactsCache:
                 self.entries, self.edges = {}, {}  # a corrupt cache is only a cold start
 
     def save(self) -> None:
-        """Write the cache atomically when it changed; a no-op for a memory-only cache."""
+        """Write the cache atomically when it changed; a no-op for a memory-only cache.
+        Never raises: a cache that cannot be written only costs the next run a re-parse."""
+        from workspace.atomic import write_atomic
+
         if self.path is None or not self.dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(orjson.dumps({"facts": self.entries, "edges": self.edges}))
-        os.replace(tmp, self.path)
+        try:
+            write_atomic(self.path, orjson.dumps({"facts": self.entries, "edges": self.edges}))
+        except OSError:
+            return
         self.dirty = False
 
 

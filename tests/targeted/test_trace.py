@@ -261,3 +261,11 @@ def test_edge_cache_invalidated_by_a_new_file(repo, tmp_path):
     repo.commit({"tests/test_new.py": cuda_test("from pkg import a")})
     assert ["tests/test_new.py", "tests/test_x.py"] == [
         t.path for t in trace(repo, base, cache_dir=tmp_path / "c").tests]
+
+
+def test_unwritable_cache_dir_is_only_a_cold_start(repo, tmp_path):
+    """A cache_dir that cannot be created (a file is in the way) traces as without a cache."""
+    base = repo.commit({**LIB, "tests/test_x.py": cuda_test("import pkg.b")})
+    repo.commit({"pkg/a.py": "A = 2\n"})
+    (tmp_path / "blocked").write_text("a file, not a directory")
+    assert trace(repo, base) == trace(repo, base, cache_dir=tmp_path / "blocked" / "c")
