@@ -44,3 +44,21 @@ def test_timing_line_matches_seed_format():
                        "https://github.com/radixark/miles/actions/runs/7")
     assert ("CI timing: tests/fast-gpu/test_x.py on stage-b-2-gpu-h200, Run tests 41 s, "
             "est_time=60, https://github.com/radixark/miles/actions/runs/7") == line
+
+
+@pytest.mark.parametrize("seconds, expected", [
+    (41, "CI timing: t/test_n.py on s, Run tests 41 s, est_time=60, u"),
+    (0, "t/test_n.py: the run's 'Run tests' step has no timing; read it from u"),
+    (None, "t/test_n.py: the run's 'Run tests' step has no timing; read it from u"),
+])
+def test_timing_lines_need_a_measured_positive_time(seconds, expected):
+    """A new test's line comes from its passing run's time; none or 0 s gives a note, not an
+    error that would stop the final report."""
+    from flow.targeted.config import TargetedConfig
+    from flow.targeted.loop import Attempt, FileRun, TargetedData, timing_lines
+
+    run = Attempt(round=0, sha="a" * 40, conclusion="success", seconds=seconds, url="u")
+    data = TargetedData(repo="o/r", number=1, repo_dir="/x", base="main", head_sha="a" * 40,
+                        new_tests=["t/test_n.py"], suites={"t/test_n.py": "s"},
+                        files={"t/test_n.py": FileRun(path="t/test_n.py", attempts=[run])})
+    assert [expected] == timing_lines(data, TargetedConfig())
