@@ -59,12 +59,6 @@ class TickClassification(BaseModel):
         """Green checks that failed in an earlier attempt on this commit: flaky, worth reporting."""
         return [v for v in self.verdicts if v.category == "green" and "earlier attempt failed" in v.reason]
 
-    @property
-    def rerun_run_ids(self) -> list[int]:
-        """Workflow runs holding infra or flaky jobs: candidates for re-run-failed-jobs."""
-        ids = {v.check.run_id for v in self.verdicts if v.category in ("infra", "flaky") and v.check.run_id}
-        return sorted(i for i in ids if i is not None)
-
 
 def failed_checks(head: CommitChecks, patterns: Patterns) -> list[CheckState]:
     """Completed checks whose conclusion is in `failed`: the ones whose logs (and merge base) matter."""

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow.ci.classify import CheckVerdict, TickClassification
+from flow.ci.classify import RED, CheckVerdict, TickClassification
 from flow.github.models import WorkflowRunState
 
 DEFAULT_MAX_ROUNDS = 3
@@ -130,17 +130,10 @@ def failure_of(v: CheckVerdict) -> Failure:
         log_truncated=bool(v.log and v.log.truncated))
 
 
-def same_commit(a: str, b: str) -> bool:
-    """True if two shas (one possibly abbreviated, at least 7 digits) name the same commit."""
-    a, b = a.lower(), b.lower()
-    short = min(len(a), len(b))
-    return short >= 7 and a[:short] == b[:short]
-
-
 def decide(result: TickClassification, runs: list[WorkflowRunState], head_sha: str,
            data: CiData) -> Decision:
     """The next action for this tick; see the module docstring. Never raises."""
-    if data.awaiting is not None and same_commit(head_sha, data.awaiting.from_sha):
+    if data.awaiting is not None and head_sha == data.awaiting.from_sha:  # both full shas from GitHub
         return Decision(action="wait", ci_phase="waiting_for_push",
                         reason=f"the debugger pushed {data.awaiting.pushed[:12]}; the PR head is "
                                f"still {head_sha[:12]}")
@@ -148,8 +141,7 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], head_sha: s
     if regressions:
         failures = [failure_of(v) for v in regressions]
         if data.fix_round >= data.max_rounds:
-            red = [failure_of(v) for v in result.verdicts if v.category in
-                   ("regression", "broken_trunk", "infra", "flaky")]
+            red = [failure_of(v) for v in result.verdicts if v.category in RED]
             return Decision(action="stop", ci_phase="gave_up", reason=(
                 f"{len(failures)} check(s) still fail after {data.fix_round} fix round(s), "
                 f"the limit"), end=EndReport(outcome="gave_up", head_sha=head_sha,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from flow.ci.decide import CiData, decide
 from flow.ci.observe import observe
 from flow.ci.patterns import load_patterns
 from flow.github.client import GitHubClient
@@ -143,12 +144,13 @@ def test_rerun_that_passes_is_green_and_reported(client: GitHubClient, fake_gith
 
 
 def test_rerun_targets(client: GitHubClient, fake_github: FakeGitHub, tmp_path: Path) -> None:
-    """Infra verdicts name their workflow run as the one to re-run; regressions do not."""
+    """decide names only the finished run holding an infra verdict for a re-run, with its check; a green run is left."""
     repo, wf = _setup(fake_github.repo("octo/proj"))
     infra_run = repo.add_run(wf, HEAD, jobs=[("lint", "cancelled")])
-    bad = repo.add_run(repo.add_workflow("t", ".github/workflows/t.yml"), HEAD, jobs=[("test", "failure")])
-    repo.jobs_of(bad)[0].log = FAIL_LOG
-    assert [infra_run.id] == observe(client, "octo/proj", 1, tmp_path / "c.json").classification.rerun_run_ids
+    repo.add_run(repo.add_workflow("t", ".github/workflows/t.yml"), HEAD, jobs=[("test", "success")])
+    obs = observe(client, "octo/proj", 1, tmp_path / "c.json")
+    decision = decide(obs.classification, obs.head.runs, HEAD, CiData(repo="octo/proj", number=1))
+    assert ("rerun", [(infra_run.id, ["lint"])]) == (decision.action, [(r.run_id, r.checks) for r in decision.reruns])
 
 
 def test_expired_log_is_a_regression_not_green(client: GitHubClient, fake_github: FakeGitHub, tmp_path: Path) -> None:
