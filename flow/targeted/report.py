@@ -74,10 +74,6 @@ class Frontier(_Row):
     imports: str
     reaches: list[str]
 
-    @property
-    def relevant(self) -> bool:
-        return bool(self.reaches)
-
 
 class Outside(_Row):
     """A changed path the import trace does not cover, and why."""
