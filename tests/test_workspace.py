@@ -87,3 +87,20 @@ def test_spec_cache_is_ignored_once_the_state_changes(tmp_path: Path) -> None:
     assert {"status": "done"} == store.cached_spec()
     write_atomic(store.state_path, json.dumps({"a": 2}).encode())
     assert None is store.cached_spec()
+
+
+def test_atomic_write_keeps_an_existing_files_mode_and_gives_new_ones_the_usual(
+        tmp_path: Path) -> None:
+    """Replacing a file keeps its permission bits; a new file is not left private (0600)."""
+    import os
+
+    script = tmp_path / "run.sh"
+    script.write_bytes(b"old")
+    script.chmod(0o755)
+    write_atomic(script, b"new")
+    fresh = tmp_path / "fresh.md"
+    write_atomic(fresh, b"x")
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert (0o755, 0o666 & ~umask) == (script.stat().st_mode & 0o777,
+                                       fresh.stat().st_mode & 0o777)

@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import os
 import tempfile
+from functools import cache
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: str | Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new bytes, never a mix.
 
-    The folder is created if needed. Raises ``OSError`` on failure; the old file is then intact.
+    An existing file keeps its permission bits (a restored test file, a script); a new one
+    gets the usual ``0o666`` less the umask, not ``mkstemp``'s private ``0o600``. The folder is
+    created if needed. Raises ``OSError`` on failure; the old file is then intact.
     """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -27,6 +36,14 @@ def write_atomic(path: Path, data: bytes) -> None:
             pass
         raise
     _fsync_dir(path.parent)
+
+
+@cache
+def _umask() -> int:
+    # os.umask can only be read by setting it; read it once per process and put it back.
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from flow.reproduce.errors import SkipMarkerNotFound
 from flow.reproduce.interpret import DEFAULT_XPU_SKIP_MARKERS
+from workspace.atomic import write_atomic
 
 
 class Removal(BaseModel):
@@ -175,22 +174,6 @@ def remove_skip_marker(source: bytes, node_id: str,
     name = f"{c}.{t}" if c else t
     return Removal(original=source, modified=new_module.code.encode(module.encoding),
                    removed=removed, function=name)
-
-
-def write_atomic(path: str | Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (temp file in the same folder, fsync, rename)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def restore(pending: PendingRestore) -> bool:

@@ -247,7 +247,8 @@ def unskip(ctx: Any) -> Any:
     """Take the XPU skip marker off the target test, re-run once, restore the file, decide.
     The file was restored by the step wrapper already if a previous try was interrupted."""
     from flow.reproduce.errors import SkipMarkerNotFound
-    from flow.reproduce.skipmarker import remove_skip_marker, restore, write_atomic
+    from flow.reproduce.skipmarker import remove_skip_marker, restore
+    from workspace.atomic import write_atomic
 
     profile, pending = profile_of(ctx), ctx.data.pending_restore
     stage = ctx.data.current_stage
