@@ -51,9 +51,10 @@ class CoderTestFeed(Feed):
 
 
 class CheckerRuleFeed(Feed):
-    """``--feed checker`` per rule (code phase)."""
+    """``--feed checker`` per rule (code phase); ``issues`` (optional) go to the coder's next fix."""
 
     passed: bool
+    issues: list[str] = Field(default_factory=list)
 
 
 class ReviewFinding(BaseModel):

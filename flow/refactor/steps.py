@@ -21,7 +21,7 @@ from flow.outcome import Ask, Go, Human, Task
 from flow.refactor.analysis import AnalystReport, check_report, moves
 from flow.refactor.assess import Assessment, assess_source
 from flow.refactor.distribute import CoderTask, distribute as plan_tasks
-from flow.refactor.mechanical import apply_mechanical, cmi_files, original, sentinel_dirs
+from flow.refactor.mechanical import apply_mechanical, cmi_files, external_files, original, sentinel_dirs
 from flow.refactor.feedmodels import load_assessment, load_report
 from flow.refactor.fields import field_profile
 from flow.refactor.rules import load_catalogue
@@ -165,6 +165,9 @@ def code(ctx: Any) -> Any:
             feedback = ""
             if n:
                 feedback = "The checker found this rule not applied correctly; re-check it and fix it."
+                prior = ctx.result(f"checker-{rid}-r{n - 1}")
+                if prior is not None and prior.issues:
+                    feedback += "\nThe checker reported:\n" + render_untrusted("\n".join(prior.issues), "checker issues")
             if coder is not None:
                 feedback += "\nYour last attempt reported errors:\n" + render_untrusted("\n".join(coder.errors), "coder errors")
             return Ask([_coder_task(ctx, task, ckey, feedback)],
@@ -216,6 +219,7 @@ def _verify_report(ctx: Any) -> Any:
         checks=field_profile(ctx.data.field).checks,
         keep_decorators=tuple(load_catalogue().keep_decorators),
         decorate_info_files={str(p): p.read_text(encoding="utf-8") for p in cmi_files(ctx)},
+        external_files=external_files(ctx, report),
         sentinel_names={d.name: list_sentinels(d) for d in sentinel_dirs(ctx)},
         before_assessment=_assessment(ctx))
     result = run_verify(inp)

@@ -105,3 +105,44 @@ def test_field_conflict_is_bad_input(tmp_path: Path) -> None:
     spec = drv.call(["test/test_both.py", "--pytorch-dir", str(tmp_path)]).spec
     assert ("error", "bad_input", True) == (spec["status"], spec["error"]["code"],
                                             "test_list.txt" in spec["error"]["hint"])
+
+
+def test_failing_rule_checker_feeds_issues_back_then_escalates_to_abort(tmp_path: Path) -> None:
+    """Checker issues reach the coder's next prompt; after 3 fixes a person is asked and 'abort' ends the flow."""
+    repo = small_checkout(tmp_path)
+    base = _answer(repo)
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        if _kind(task) == "checker_rule":
+            return {"agent_id": "/root/checker", "agent_name": "checker", "passed": False,
+                    "issues": ["line 7: TestSmallOps.test_add still has @onlyCUDA"]}
+        return base(task)
+
+    questions: list[dict[str, Any]] = []
+
+    def choose(spec: dict[str, Any]) -> str:
+        questions.append(spec)
+        return "abort"
+
+    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), answer, choose=choose))
+    coder_prompts = [t["prompt"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]
+                     if t["agent_name"] == "coder"]
+    assert (4, 3, 1, {"retry", "skip", "abort"}, "done", "aborted") == (
+        len(coder_prompts), sum("still has @onlyCUDA" in p for p in coder_prompts), len(questions),
+        {o["value"] for o in questions[0]["options"]}, specs[-1]["status"], specs[-1]["outcome"])
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_review_gate_escalates_after_three_rounds_then_aborts(tmp_path: Path) -> None:
+    """A review never all-clear asks a person after 3 fix rounds (4 reviews); 'abort' ends the flow."""
+    pytest.importorskip("torch")
+    repo = small_checkout(tmp_path)
+    review = {"agent_id": "/root/checker", "agent_name": "checker", "all_clear": False,
+              "findings": [{"severity": "minor", "description": "naming", "line_number": 3}], "summary": "1 issue"}
+    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo, review),
+                                                 choose=lambda spec: "abort"))
+    asked = [s for s in specs if s["status"] == "need_human"]
+    reviews = {t["task_id"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]
+               if t["agent_name"] == "checker" and t["task_id"].startswith("review-")}
+    assert (1, 4, "aborted") == (len(asked), len(reviews), specs[-1]["outcome"])
