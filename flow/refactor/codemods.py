@@ -181,7 +181,7 @@ def _rewrite_decorators(code: str, rule_id: str, targets: set[str], replacement:
             decorators: list[cst.Decorator] = []
             carried: list[cst.EmptyLine] = []
             seen: set[str] = set()
-            for orig, dec in zip(original.decorators, updated.decorators):
+            for orig, dec in zip(original.decorators, updated.decorators, strict=True):
                 name = _decorator_name(dec.decorator)
                 line = self.get_metadata(PositionProvider, orig).start.line
                 if name not in targets:

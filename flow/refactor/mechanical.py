@@ -1,4 +1,4 @@
-"""Phase 3's IO: apply the mechanical rules (codemods, sentinel renames) to the checkout.
+"""The checkout's IO: phase 3 applies the mechanical rules; phase 5 reads what refers to the file.
 
 Every codemod is computed from a snapshot taken before distribute first touched anything
 (the test file's ``original/<name>`` from assess, ``original/decorate_info-<n>.py`` for
@@ -7,6 +7,9 @@ listings) and its result is written over the current file. So when distribute cr
 after an edit but before the engine saved its state, the re-run recomputes the same edits
 from the same snapshots, writes the same files and records the same change counts, rather
 than finding nothing left to change and reporting 0. Edits are atomic (``write_atomic``).
+
+``external_files`` gives verify's external-refs check the other files that name a class
+the plan removes.
 """
 
 from __future__ import annotations
@@ -41,6 +44,36 @@ def sentinel_dirs(ctx: Any) -> list[Path]:
     repo, here = Path(ctx.data.repo), Path(ctx.data.file).parent
     found = [d for base in (repo / "test", here) for d in (base / n for n in SENTINEL_DIRS)]
     return [d for d in dict.fromkeys(found) if d.is_dir()]
+
+
+def removed_classes(report: AnalystReport) -> set[str]:
+    """Classes the plan empties: every test's source class that is no test's target class."""
+    return {c.source_class for c in report.classifications} - {c.target_class for c in report.classifications}
+
+
+def external_files(ctx: Any, report: AnalystReport) -> dict[str, str]:
+    """Python files under the checkout's ``test/`` (else the file's folder) naming a removed class.
+
+    Keys are paths relative to the repository; the refactored file and the
+    ``common_methods_invocations.py`` files (checked by decorate_info) are left out. A byte
+    search keeps this cheap: nothing is read when the plan removes no class, and a file is
+    decoded only when it contains a name (device variants ``TestFooCPU`` contain ``TestFoo``).
+    """
+    names = [n.encode() for n in sorted(removed_classes(report))]
+    if not names:
+        return {}
+    repo, file = Path(ctx.data.repo), Path(ctx.data.file)
+    root = repo / "test" if (repo / "test").is_dir() else file.parent
+    skip = {file.resolve(), *(p.resolve() for p in cmi_files(ctx))}
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.resolve() in skip or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if any(n in data for n in names):
+            rel = path.relative_to(repo) if path.is_relative_to(repo) else path
+            found[rel.as_posix()] = data.decode("utf-8", errors="replace")
+    return found
 
 
 def _write(path: Path, text: str) -> None:

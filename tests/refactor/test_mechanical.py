@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from flow.refactor import steps
+from flow.refactor.analysis import AnalystReport
 from flow.refactor.feedmodels import RefactorData
+from flow.refactor.mechanical import external_files, removed_classes
 from tests.refactor.conftest import SMALL, small_checkout
 from workspace.atomic import write_atomic
 from workspace.jsonio import dumps, loads
@@ -59,3 +61,21 @@ def test_distribute_rerun_after_crash_reports_the_same(tmp_path: Path) -> None:
     counts = {a.rule_id: a.changes for a in first.data.applied}
     assert ({"TR001", "TR002", "TR009", "TR010"}, True, first.data.applied, first.data.notes, after_first) == (
         set(counts), all(counts.values()), again.data.applied, again.data.notes, _checkout_state(repo)), counts
+
+
+def test_external_files_are_those_naming_a_removed_class(tmp_path: Path) -> None:
+    """Only other files naming a class the plan empties are handed to verify; the file itself never."""
+    repo = small_checkout(tmp_path)
+    (repo / "test" / "nested").mkdir()
+    (repo / "test" / "nested" / "test_user.py").write_text("from test_small_ops import TestSmallUtilsCPU\n")
+    (repo / "test" / "test_unrelated.py").write_text("class TestSmallOpsHelper: pass\n")
+    report = AnalystReport.model_validate_json((SMALL / "analyst_report.json").read_text())
+    for c in report.classifications:
+        if c.source_class == "TestSmallUtils":
+            c.target_class = "TestSmallOpsDevice"
+    data = RefactorData(file=str(repo / "test" / "test_small_ops.py"), rel="test/test_small_ops.py",
+                        repo=str(repo), field="core")
+    ctx = FlowDir(tmp_path / "flow", data)
+    assert ({"TestSmallUtils"}, ["test/nested/test_user.py"], {}) == (
+        removed_classes(report), sorted(external_files(ctx, report)),
+        external_files(ctx, AnalystReport.model_validate_json((SMALL / "analyst_report.json").read_text())))
