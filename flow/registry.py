@@ -2,7 +2,9 @@
 
 A workflow module exposes ``WORKFLOW`` (a ``flow.workflow.Workflow``) and two functions:
 ``locate(opts, root) -> flow_id`` (which flow these command-line options mean) and
-``start(opts, root, settings) -> BaseModel`` (the initial data of a new flow). Extra modules
+``start(opts, root, settings) -> BaseModel`` (the initial data of a new flow). Both get the
+same ``opts`` dict: ``locate`` may record there what it had to look up (a PR number found
+from the branch) so that ``start`` does not look it up again. Extra modules
 can be named in ``ORCHESTRATOR_PLUGINS`` (comma-separated module paths).
 """
 

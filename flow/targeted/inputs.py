@@ -59,7 +59,10 @@ def locate(opts: dict[str, Any], root: Path) -> str:
     repo_dir = _repo_dir(opts)
     repo = _repo(opts, repo_dir)
     owner, name = repo.split("/")
-    return f"ci-targeted/{_slug(owner)}/{_slug(name)}/pr-{_number(opts, repo_dir, repo, os.environ)}"
+    number = _number(opts, repo_dir, repo, os.environ)
+    # Hand what was found to start(), which then asks GitHub nothing more to find the PR.
+    opts["repo"], opts["pr_number"] = repo, number
+    return f"ci-targeted/{_slug(owner)}/{_slug(name)}/pr-{number}"
 
 
 def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> TargetedData:
