@@ -20,7 +20,7 @@ from typing import Any
 
 from flow.errors import WorkflowInputError
 from flow.outcome import Done
-from flow.refactor import steps
+from flow.refactor import gates, steps
 from flow.refactor.errors import FieldConflictError
 from flow.refactor.feedmodels import FEEDS, RefactorData
 from flow.refactor.fields import detect_field, load_field_lists, normalise
@@ -69,7 +69,7 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
 
 
 def finalize(ctx: Any) -> Any:
-    path = steps.write_summary(ctx)
+    path = gates.write_summary(ctx)
     return Done({"outcome": "refactored", "summary_path": str(path),
                  "file": ctx.data.file, "field": ctx.data.field},
                 [f"Review the changes to {ctx.data.file} and {path}.",
@@ -103,7 +103,7 @@ WORKFLOW = Workflow(
     initial="assess",
     terminal=frozenset({"finalize", "aborted"}),
     steps={"assess": steps.assess, "analyze": steps.analyze, "distribute": steps.distribute,
-           "code": steps.code, "verify": steps.verify, "review": steps.review, "test": steps.test,
+           "code": steps.code, "verify": gates.verify, "review": gates.review, "test": gates.test,
            "finalize": finalize, "aborted": aborted},
     feeds=FEEDS,
     data_model=RefactorData,

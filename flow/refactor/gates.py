@@ -1,0 +1,193 @@
+"""The refactor workflow's steps for phases 5-7: verify (+ the lint hard gate), the mandatory
+review, the CPU local test gate, and the summary finalize writes.
+
+Bounds: 3 lint rounds, 3 review rounds (then a person: carry on / abort); 3 local-test
+rounds, then a soft fail keeping what still fails as deferred.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents.prompts import Untrusted, render
+from flow.outcome import Ask, Go, Human, Task
+from flow.refactor.analysis import AnalystReport, moves
+from flow.refactor.fields import field_profile
+from flow.refactor.findings import summarise
+from flow.refactor.mechanical import cmi_files, external_files, original, sentinel_dirs
+from flow.refactor.rules import load_catalogue
+from flow.refactor.steps import MAX_ROUNDS, assessment, common, plan
+from flow.refactor.summary import DeferredFailure, SummaryInput, moved_tests, render_summary
+
+
+def _python(ctx: Any) -> str:
+    return str(ctx.settings.get("ORCHESTRATOR_PYTHON") or sys.executable)
+
+
+def _escalate(ctx: Any, key: str, question: str) -> Any:
+    answer = ctx.answer(key)
+    if answer is None:
+        return Human(key, question, {"continue": "carry on to the next phase as it is",
+                                     "abort": "end the flow now (outcome 'aborted')"})
+    if answer == "abort":
+        return Go("abort")
+    ctx.data.notes.append(f"{key}: carried on by a person's decision")
+    return None
+
+
+# -- phase 5: verify (+ the lint hard gate) --------------------------------------------------
+
+def _verify_report(ctx: Any) -> Any:
+    from flow.refactor.sentinels import list_sentinels
+    from flow.refactor.verify import VerifyInput, verify as run_verify
+
+    report = plan(ctx)
+    inp = VerifyInput(
+        path=ctx.data.rel, before=original(ctx).read_text(encoding="utf-8"),
+        after=Path(ctx.data.file).read_text(encoding="utf-8"), plan=report,
+        checks=field_profile(ctx.data.field).checks,
+        keep_decorators=tuple(load_catalogue().keep_decorators),
+        decorate_info_files={str(p): p.read_text(encoding="utf-8") for p in cmi_files(ctx)},
+        external_files=external_files(ctx, report),
+        sentinel_names={d.name: list_sentinels(d) for d in sentinel_dirs(ctx)},
+        before_assessment=assessment(ctx))
+    result = run_verify(inp)
+    if result.passed and importlib.util.find_spec("torch") is not None and "test_count" in inp.checks:
+        result.findings += _collect_findings(ctx, report)
+        # The check's verdict (shown in the summary) must count the collected losses too.
+        counted = summarise("test_count", [f for f in result.findings if f.check == "test_count"])
+        result.checks = [counted if c.name == "test_count" else c for c in result.checks]
+    return result
+
+
+def _collect_findings(ctx: Any, report: AnalystReport) -> list[Any]:
+    """The real ``pytest --collect-only`` count check (only where torch is importable)."""
+    from flow.refactor.collect import collect_tests, compare_collected
+    from flow.refactor.errors import CollectError
+    from flow.refactor.findings import Finding
+
+    file = Path(ctx.data.file)
+    try:
+        before = collect_tests(original(ctx), original(ctx).parent, python=_python(ctx))
+        after = collect_tests(file, file.parent, python=_python(ctx))
+    except CollectError as exc:
+        return [Finding(check="test_count", code="V204", severity="error", file=ctx.data.rel,
+                        line=0, message=str(exc))]
+    return compare_collected(before, after, assessment(ctx), report, ctx.data.rel)
+
+
+def _fix(ctx: Any, key: str, source: str, round_no: int, findings: str) -> Ask:
+    prompt = render("refactor_coder_fix", round=round_no, max_rounds=MAX_ROUNDS, source=source,
+                    findings=Untrusted(findings, source), **common(ctx))
+    ctx.data.fix_key = key
+    return Ask([Task(key=key, role="coder", feed="coder", prompt=prompt, follow_up=True)],
+               extra={"rule_sub_phase": source, "retry_count": round_no})
+
+
+def verify(ctx: Any) -> Any:
+    if ctx.data.fix_key and ctx.data.fix_key.startswith("lint-") and ctx.result(ctx.data.fix_key) is not None:
+        ctx.data.fix_key = None
+        return Go("reverify")
+    result = _verify_report(ctx)
+    ctx.write_json("verification.json", result.model_dump(mode="json"))
+    ctx.data.checks = result.checks
+    lint_errors = result.lint_errors() if "lint" in field_profile(ctx.data.field).checks else []
+    if lint_errors:
+        if ctx.data.lint_rounds >= MAX_ROUNDS:
+            stop = _escalate(ctx, f"lint-gate-{ctx.data.lint_rounds}",
+                             f"{len(lint_errors)} lint errors remain after {MAX_ROUNDS} fix rounds.")
+            if stop is not None:
+                return stop
+        else:
+            ctx.data.lint_rounds += 1
+            ctx.data.retries["lint"] = ctx.data.lint_rounds
+            listing = "\n".join(f"{f.file}:{f.line} [{f.code}] {f.message}" for f in lint_errors)
+            return _fix(ctx, f"lint-fix-{ctx.data.lint_rounds}", "lint", ctx.data.lint_rounds, listing)
+    return Go("verified")
+
+
+# -- phase 6: mandatory full review ----------------------------------------------------------
+
+def review(ctx: Any) -> Any:
+    if ctx.data.fix_key and ctx.data.fix_key.startswith("review-") and ctx.result(ctx.data.fix_key) is not None:
+        ctx.data.fix_key = None
+        return Go("refix")
+    key = f"review-{ctx.data.review_rounds}"
+    res = ctx.result(key)
+    if res is None:
+        findings = ctx.read_json("verification.json")["findings"]
+        listing = "\n".join(f"{f['file']}:{f['line']} [{f['severity']}] {f['message']}" for f in findings) or "no findings"
+        prompt = render("refactor_review", field=ctx.data.field,
+                        verification_path=str(ctx.path("verification.json")),
+                        verification=Untrusted(listing, "verification findings"), **common(ctx))
+        return Ask([Task(key=key, role="checker", feed="checker_review", prompt=prompt,
+                         follow_up=ctx.data.review_rounds > 0)],
+                   extra={"rule_sub_phase": "review", "retry_count": ctx.data.review_rounds})
+    ctx.write_json("review_findings.json", res.model_dump(mode="json"))
+    if res.all_clear:
+        return Go("reviewed")
+    if ctx.data.review_rounds >= MAX_ROUNDS:
+        stop = _escalate(ctx, f"review-gate-{ctx.data.review_rounds}",
+                         f"The checker still reports findings after {MAX_ROUNDS} review rounds: {res.summary!r}")
+        return stop if stop is not None else Go("reviewed")
+    ctx.data.review_rounds += 1
+    ctx.data.retries["review"] = ctx.data.review_rounds
+    listing = "\n".join(f"line {f.line_number}: [{f.severity}/{f.category}] {f.description}"
+                        for f in res.findings) or res.summary or "the checker reported not all clear"
+    return _fix(ctx, f"review-fix-{ctx.data.review_rounds}", "review", ctx.data.review_rounds, listing)
+
+
+# -- phase 6.5: local test gate ---------------------------------------------------------------
+
+def test(ctx: Any) -> Any:
+    if not field_profile(ctx.data.field).local_test_gate:
+        ctx.data.local_tests = f"skipped: no local test gate for the {ctx.data.field} field"
+        return Go("tested")
+    from flow.refactor.junit import run_local_tests
+
+    key = f"test-fix-{ctx.data.test_rounds}"
+    fed = ctx.result(key) if ctx.data.test_rounds else None
+    if fed is not None and ctx.data.fix_key == key:
+        ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=v.defer_reason or "deferred")
+                              for v in fed.verdicts if v.verdict == "deferred"]
+        ctx.data.fix_key = None
+    file = Path(ctx.data.file)
+    result = run_local_tests(file, file.parent, "cpu", python=_python(ctx),
+                             junit_path=ctx.path("local_test_cpu.xml"))
+    ctx.write_json("local_test.json", result.model_dump(mode="json"))
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(result.counts.items()))
+    ctx.data.local_tests = f"cpu: {counts}"
+    deferred = {d.test_name for d in ctx.data.deferred}
+    failing = [n for n in result.FAIL + result.ERROR if n not in deferred]
+    if not failing:
+        return Go("tested")
+    if ctx.data.test_rounds >= MAX_ROUNDS:
+        # Soft fail: keep what is still failing as deferred and finish.
+        ctx.data.deferred += [DeferredFailure(test_name=n, reason=f"still failing after {MAX_ROUNDS} rounds")
+                              for n in failing]
+        ctx.data.notes.append(f"local test gate soft-failed after {MAX_ROUNDS} rounds")
+        return Go("tested")
+    ctx.data.test_rounds += 1
+    ctx.data.retries["test"] = ctx.data.test_rounds
+    key = f"test-fix-{ctx.data.test_rounds}"
+    ctx.data.fix_key = key
+    prompt = render("refactor_coder_test", file=ctx.data.file, device="cpu", round=ctx.data.test_rounds,
+                    max_rounds=MAX_ROUNDS, local_test_path=str(ctx.path("local_test.json")),
+                    failures=Untrusted("\n".join(failing), "failing tests"))
+    return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,
+                     extra={"failures": failing})],
+               extra={"rule_sub_phase": "test", "retry_count": ctx.data.test_rounds})
+
+
+# -- phase 7: finalize ------------------------------------------------------------------------
+
+def write_summary(ctx: Any) -> Path:
+    report = plan(ctx)
+    summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field,
+                           moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
+                           checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
+                           local_tests=ctx.data.local_tests, harness=ctx.harness)
+    return ctx.write_text("final_summary.md", render_summary(summary))
