@@ -14,6 +14,7 @@ Modules, each a function of its inputs returning typed results:
 - ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
 - ``summary``    phase 7: ``final_summary.md``
+- ``workflow``   the engine wiring; its steps are ``steps`` (phases 1-4) and ``gates`` (5-7)
 
 Nothing here imports libcst at package import; ``codemods`` imports it lazily.
 """
