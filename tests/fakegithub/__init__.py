@@ -2,16 +2,19 @@
 
 Use the `fake_github` and `client` pytest fixtures (tests/fakegithub/plugin.py, registered for
 every test by tests/conftest.py) or `FakeGitHub().start()` directly. Build the scenario through
-`fake.repo("owner/name")` and its builders (`add_pull`, `add_workflow`, `add_run`,
-`add_job`, `add_check_run`, `add_status`, `push`, `rerun_failed`); inject trouble with
+`fake.repo("owner/name")` and its builders (`add_pull`, `add_comment`, `add_workflow`, `add_run`,
+`add_job`, `add_check_run`, `add_status`, `push`, `rerun_failed`; on a `Pull`: `add_file`,
+`add_review_comment`, `close`, `merge`); inject trouble with
 `fake.fault(...)`, `fake.rate_remaining = 0`, `fake.blob_ttl = 0`; count traffic with
 `fake.count(path_regex)` over `fake.requests`.
 """
 
 from tests.fakegithub.server import FakeGitHub, Fault, RequestRecord
-from tests.fakegithub.state import Artifact, CheckRun, Pull, Repo, Status, Workflow, WorkflowRun
+from tests.fakegithub.state import (
+    Artifact, CheckRun, Pull, PullFile, Repo, ReviewComment, Status, Workflow, WorkflowRun,
+)
 
 __all__ = [
-    "Artifact", "CheckRun", "FakeGitHub", "Fault", "Pull", "Repo", "RequestRecord", "Status",
-    "Workflow", "WorkflowRun",
+    "Artifact", "CheckRun", "FakeGitHub", "Fault", "Pull", "PullFile", "Repo", "RequestRecord",
+    "ReviewComment", "Status", "Workflow", "WorkflowRun",
 ]

@@ -6,9 +6,12 @@ point back at the fake server.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from tests.fakegithub.state import FIXED_TIME, Artifact, CheckRun, Pull, Repo, Status, Workflow, WorkflowRun
+from tests.fakegithub.state import (
+    FIXED_TIME, Artifact, CheckRun, Pull, PullFile, Repo, ReviewComment, Status, Workflow, WorkflowRun,
+)
 
 
 def user(login: str) -> dict[str, Any]:
@@ -26,20 +29,70 @@ def repo(base: str, r: Repo) -> dict[str, Any]:
     }
 
 
-def pull(base: str, r: Repo, p: Pull) -> dict[str, Any]:
+def pull(base: str, r: Repo, p: Pull, labels: list[dict[str, Any]], *, full: bool = True) -> dict[str, Any]:
+    """A PR; `full` (the single-PR GET) adds what GitHub leaves out of listings: merged and counts."""
     url = f"{base}/repos/{r.full_name}/pulls/{p.number}"
     head_owner = p.head_repo.split("/")[0]
     head_repo = Repo(p.head_repo) if p.head_repo != r.full_name else r
-    return {
+    out = {
         "id": p.number * 7, "node_id": p.node_id, "number": p.number, "state": p.state, "draft": p.draft,
-        "title": p.title, "url": url, "html_url": f"https://github.example/{r.full_name}/pull/{p.number}",
+        "title": p.title, "body": p.body, "url": url,
+        "html_url": f"https://github.example/{r.full_name}/pull/{p.number}",
         "issue_url": f"{base}/repos/{r.full_name}/issues/{p.number}",
         "head": {"ref": p.head_ref, "sha": p.head_sha, "label": f"{head_owner}:{p.head_ref}",
                  "repo": repo(base, head_repo), "user": user(head_owner)},
         "base": {"ref": p.base_ref, "sha": p.base_sha, "label": f"{r.full_name.split('/')[0]}:{p.base_ref}",
                  "repo": repo(base, r), "user": user(r.full_name.split("/")[0])},
-        "user": user(head_owner), "created_at": FIXED_TIME, "updated_at": FIXED_TIME,
+        "user": user(p.login), "labels": labels, "created_at": FIXED_TIME, "updated_at": FIXED_TIME,
+        "closed_at": p.closed_at, "merged_at": p.merged_at,
     }
+    if full:
+        out.update({
+            "merged": p.merged_at is not None, "merged_by": user("maintainer") if p.merged_at else None,
+            "comments": len(r.comments.get(p.number, [])), "review_comments": len(p.review_comments),
+            "commits": 1, "changed_files": len(p.files), "additions": sum(f.additions for f in p.files),
+            "deletions": sum(f.deletions for f in p.files),
+        })
+    return out
+
+
+def pull_file(base: str, r: Repo, p: Pull, f: PullFile) -> dict[str, Any]:
+    sha = hashlib.sha1(f"{p.head_sha}:{f.filename}".encode()).hexdigest()
+    return {
+        "sha": sha, "filename": f.filename, "status": f.status, "additions": f.additions,
+        "deletions": f.deletions, "changes": f.additions + f.deletions,
+        "blob_url": f"https://github.example/{r.full_name}/blob/{p.head_sha}/{f.filename}",
+        "raw_url": f"https://github.example/{r.full_name}/raw/{p.head_sha}/{f.filename}",
+        "contents_url": f"{base}/repos/{r.full_name}/contents/{f.filename}?ref={p.head_sha}",
+        **({"patch": f.patch} if f.patch is not None else {}),  # GitHub omits it for binary or huge diffs
+    }
+
+
+def review_comment(base: str, r: Repo, p: Pull, c: ReviewComment) -> dict[str, Any]:
+    return {
+        "id": c.id, "node_id": f"PRRC_{c.id}", "body": c.body, "user": user(c.login), "path": c.path,
+        "line": c.line, "original_line": c.line, "side": "RIGHT", "position": 1, "original_position": 1,
+        "diff_hunk": "@@ -1 +1 @@", "commit_id": p.head_sha, "original_commit_id": p.head_sha,
+        "created_at": c.created_at, "updated_at": c.updated_at, "in_reply_to_id": c.in_reply_to_id,
+        "url": f"{base}/repos/{r.full_name}/pulls/comments/{c.id}",
+        "html_url": f"https://github.example/{r.full_name}/pull/{p.number}#discussion_r{c.id}",
+        "pull_request_url": f"{base}/repos/{r.full_name}/pulls/{p.number}",
+    }
+
+
+def issue_comment(base: str, r: Repo, number: int, c: dict[str, Any]) -> dict[str, Any]:
+    cid = c["id"]
+    return {
+        "id": cid, "body": c["body"], "user": user(c["login"]), "created_at": c["created_at"],
+        "updated_at": c["updated_at"], "url": f"{base}/repos/{r.full_name}/issues/comments/{cid}",
+        "html_url": f"https://github.example/{r.full_name}/issues/{number}#c{cid}",
+        "issue_url": f"{base}/repos/{r.full_name}/issues/{number}",
+    }
+
+
+def labels(base: str, r: Repo, names: list[str]) -> list[dict[str, Any]]:
+    return [{"id": abs(hash(n)) % 10_000, "name": n, "color": "ededed", "default": False, "description": None,
+             "url": f"{base}/repos/{r.full_name}/labels/{n}"} for n in names]
 
 
 def check_run(base: str, r: Repo, c: CheckRun) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from tests.fakegithub import render
-from tests.fakegithub.state import FIXED_TIME, Repo, next_id
+from tests.fakegithub.state import FIXED_TIME, Pull, Repo
 from tests.fakegithub.server import Paged, Reply
 
 if TYPE_CHECKING:
@@ -59,13 +59,40 @@ def list_pulls(fake: "FakeGitHub", repo: Repo, query: dict[str, str], **_: Any) 
     if head:
         owner, _, ref = head.partition(":")
         pulls = [p for p in pulls if p.head_ref == ref and p.head_repo.split("/")[0] == owner]
-    return Reply(body=Paged([render.pull(fake.base_url, repo, p) for p in pulls]))
+    return Reply(body=Paged([_pull(fake, repo, p, full=False) for p in pulls]))
+
+
+def _pull(fake: "FakeGitHub", repo: Repo, p: Pull, *, full: bool) -> dict[str, Any]:
+    names = repo.labels.get(p.number, [])
+    return render.pull(fake.base_url, repo, p, render.labels(fake.base_url, repo, names), full=full)
 
 
 @_on("GET", _REPO + r"/pulls/(?P<number>\d+)")
 def get_pull(fake: "FakeGitHub", repo: Repo, number: str, **_: Any) -> Reply:
     p = repo.pulls.get(int(number))
-    return NOT_FOUND if p is None else Reply(body=render.pull(fake.base_url, repo, p))
+    return NOT_FOUND if p is None else Reply(body=_pull(fake, repo, p, full=True))
+
+
+@_on("GET", _REPO + r"/pulls/(?P<number>\d+)/files")
+def list_pull_files(fake: "FakeGitHub", repo: Repo, number: str, **_: Any) -> Reply:
+    p = repo.pulls.get(int(number))
+    if p is None:
+        return NOT_FOUND
+    return Reply(body=Paged([render.pull_file(fake.base_url, repo, p, f) for f in p.files]))
+
+
+@_on("GET", _REPO + r"/pulls/(?P<number>\d+)/comments")
+def list_review_comments(fake: "FakeGitHub", repo: Repo, number: str, query: dict[str, str],
+                         **_: Any) -> Reply:
+    """Inline review comments, oldest first; `since` keeps those updated at or after it."""
+    p = repo.pulls.get(int(number))
+    if p is None:
+        return NOT_FOUND
+    since = query.get("since", "")
+    rows = sorted((c for c in p.review_comments if c.updated_at >= since), key=lambda c: (c.created_at, c.id))
+    if query.get("direction") == "desc":
+        rows.reverse()
+    return Reply(body=Paged([render.review_comment(fake.base_url, repo, p, c) for c in rows]))
 
 
 @_on("GET", _REPO + r"/compare/(?P<base>[^.]+)\.\.\.(?P<head>.+)")
@@ -232,29 +259,19 @@ def artifact_zip(fake: "FakeGitHub", repo: Repo, art_id: str, **_: Any) -> Reply
 
 @_on("GET", _REPO + r"/issues/(?P<number>\d+)/comments")
 def list_comments(fake: "FakeGitHub", repo: Repo, number: str, **_: Any) -> Reply:
-    return Reply(body=Paged(list(repo.comments.get(int(number), []))))
+    n = int(number)
+    return Reply(body=Paged([render.issue_comment(fake.base_url, repo, n, c) for c in repo.comments.get(n, [])]))
 
 
 @_on("POST", _REPO + r"/issues/(?P<number>\d+)/comments")
 def create_comment(fake: "FakeGitHub", repo: Repo, number: str, body: Any, **_: Any) -> Reply:
-    cid = next_id()
-    url = f"{fake.base_url}/repos/{repo.full_name}/issues/comments/{cid}"
-    comment = {"id": cid, "body": body["body"], "user": render.user("bot"), "url": url,
-               "html_url": f"https://github.example/{repo.full_name}/issues/{number}#c{cid}",
-               "issue_url": f"{fake.base_url}/repos/{repo.full_name}/issues/{number}",
-               "created_at": FIXED_TIME, "updated_at": FIXED_TIME}
-    repo.comments.setdefault(int(number), []).append(comment)
-    return Reply(201, comment)
-
-
-def _labels(fake: "FakeGitHub", repo: Repo, names: list[str]) -> list[dict[str, Any]]:
-    return [{"id": abs(hash(n)) % 10_000, "name": n, "color": "ededed", "default": False, "description": None,
-             "url": f"{fake.base_url}/repos/{repo.full_name}/labels/{n}"} for n in names]
+    comment = repo.add_comment(int(number), body["body"])
+    return Reply(201, render.issue_comment(fake.base_url, repo, int(number), comment))
 
 
 @_on("GET", _REPO + r"/issues/(?P<number>\d+)/labels")
 def list_labels(fake: "FakeGitHub", repo: Repo, number: str, **_: Any) -> Reply:
-    return Reply(body=Paged(_labels(fake, repo, repo.labels.get(int(number), []))))
+    return Reply(body=Paged(render.labels(fake.base_url, repo, repo.labels.get(int(number), []))))
 
 
 @_on("POST", _REPO + r"/issues/(?P<number>\d+)/labels")
@@ -262,7 +279,7 @@ def add_labels(fake: "FakeGitHub", repo: Repo, number: str, body: Any, **_: Any)
     names = body["labels"] if isinstance(body, dict) else body
     have = repo.labels.setdefault(int(number), [])
     have.extend(n if isinstance(n, str) else n["name"] for n in names if n not in have)
-    return Reply(200, _labels(fake, repo, have))
+    return Reply(200, render.labels(fake.base_url, repo, have))
 
 
 @_on("POST", r"/graphql")

@@ -114,6 +114,31 @@ class Status:
 
 
 @dataclass
+class PullFile:
+    """One changed file of a PR, as `GET /pulls/{n}/files` lists it (`changes` is derived)."""
+
+    filename: str
+    status: str = "modified"  # added | removed | modified | renamed | copied | changed | unchanged
+    additions: int = 1
+    deletions: int = 0
+    patch: str | None = "@@ -1 +1 @@\n-old\n+new"
+
+
+@dataclass
+class ReviewComment:
+    """An inline review comment; a reply's `in_reply_to_id` is its thread's root, as on GitHub."""
+
+    id: int
+    body: str
+    login: str
+    path: str
+    line: int | None
+    created_at: str
+    updated_at: str
+    in_reply_to_id: int | None = None
+
+
+@dataclass
 class Pull:
     number: int
     head_ref: str
@@ -123,9 +148,52 @@ class Pull:
     base_sha: str
     merge_base_sha: str
     draft: bool = True
-    state: str = "open"
+    state: str = "open"  # open | closed (a merged PR is closed with merged_at set)
     node_id: str = ""
     title: str = "A pull request"
+    author: str = ""  # the PR's user.login; empty: the head repo's owner
+    body: str | None = None
+    merged_at: str | None = None
+    closed_at: str | None = None
+    files: list[PullFile] = field(default_factory=list)
+    review_comments: list[ReviewComment] = field(default_factory=list)
+
+    @property
+    def login(self) -> str:
+        """Who opened the PR (GitHub's `user.login`)."""
+        return self.author or self.head_repo.split("/")[0]
+
+    def close(self, at: str = FIXED_TIME) -> None:
+        """Close the PR without merging it."""
+        self.state, self.closed_at = "closed", at
+
+    def merge(self, at: str = FIXED_TIME) -> None:
+        """Merge the PR: closed, with `merged_at` set (GitHub's `merged` is derived from it)."""
+        self.state, self.closed_at, self.merged_at = "closed", at, at
+
+    def add_file(self, filename: str, status: str = "modified", *, additions: int = 1,
+                 deletions: int = 0, patch: str | None = "@@ -1 +1 @@\n-old\n+new") -> PullFile:
+        """Record one changed file of the PR."""
+        f = PullFile(filename, status, additions, deletions, patch)
+        self.files.append(f)
+        return f
+
+    def add_review_comment(self, body: str, login: str, *, reply_to: int | None = None,
+                           path: str = "README.md", line: int | None = 1,
+                           at: str = FIXED_TIME) -> ReviewComment:
+        """Post an inline review comment; `reply_to` (any comment of the thread) makes it a reply.
+
+        As on GitHub, a reply inherits its thread's path and line and points at the root.
+        """
+        if reply_to is not None:
+            parent = next((c for c in self.review_comments if c.id == reply_to), None)
+            if parent is None:
+                raise KeyError(f"no review comment {reply_to} on PR {self.number}")
+            path, line = parent.path, parent.line
+            reply_to = parent.in_reply_to_id or parent.id
+        c = ReviewComment(next_id(), body, login, path, line, at, at, reply_to)
+        self.review_comments.append(c)
+        return c
 
 
 @dataclass
@@ -139,8 +207,8 @@ class Repo:
     statuses: list[Status] = field(default_factory=list)
     workflows: list[Workflow] = field(default_factory=list)
     runs: list[WorkflowRun] = field(default_factory=list)
-    comments: dict[int, list[dict]] = field(default_factory=dict)
-    labels: dict[int, list[str]] = field(default_factory=dict)
+    comments: dict[int, list[dict]] = field(default_factory=dict)  # issue/PR conversation, by number
+    labels: dict[int, list[str]] = field(default_factory=dict)  # label names, by issue/PR number
 
     # ---- builders -------------------------------------------------------------
     def add_pull(
@@ -154,14 +222,37 @@ class Repo:
         base_sha: str = "b" * 40,
         merge_base_sha: str | None = None,
         draft: bool = True,
+        title: str = "A pull request",
+        author: str = "",
+        body: str | None = None,
+        labels: list[str] | None = None,
+        files: list[str] | None = None,
     ) -> Pull:
-        """Open a pull request; `head_repo` other than this repo makes it a fork PR."""
+        """Open a pull request; `head_repo` other than this repo makes it a fork PR.
+
+        `author` is its user.login (default: the head repo's owner); `files` are changed file
+        names (more detail through `Pull.add_file`); `labels` land in `self.labels[number]`.
+        """
         pull = Pull(
             number, head_ref, head_sha, head_repo or self.full_name, base_ref, base_sha,
-            merge_base_sha or base_sha, draft, node_id=f"PR_node_{number}",
+            merge_base_sha or base_sha, draft, node_id=f"PR_node_{number}", title=title,
+            author=author, body=body,
         )
+        for name in files or []:
+            pull.add_file(name)
+        if labels is not None:
+            self.labels[number] = list(labels)
         self.pulls[number] = pull
         return pull
+
+    def add_comment(self, number: int, body: str, login: str = "bot", *, at: str = FIXED_TIME) -> dict:
+        """Post a conversation comment on issue or PR `number`; returns the stored record.
+
+        Records hold data only (id, body, login, times); render.issue_comment adds GitHub's shape.
+        """
+        comment = {"id": next_id(), "body": body, "login": login, "created_at": at, "updated_at": at}
+        self.comments.setdefault(number, []).append(comment)
+        return comment
 
     def push(self, number: int, new_sha: str) -> None:
         """A new commit arrives on the PR's head branch."""

@@ -83,3 +83,39 @@ def test_write_that_times_out_is_not_repeated(fake_github: FakeGitHub, scenario)
     time.sleep(0.1)
     assert (1, ["hello"]) == (fake_github.count(r"/comments$", "POST"),
                               [c["body"] for c in scenario[0].comments[4]])
+
+
+def test_pull_request_fields_files_and_review_threads(client: GitHubClient, fake_github: FakeGitHub) -> None:
+    """PyGithub reads a merged PR's author, body, labels and merged flag, walks its paginated
+    files, and sees every reply of a thread point at the thread's root."""
+    repo = fake_github.repo("octo/proj")
+    p = repo.add_pull(7, "fix", SHA, head_repo="fork/proj", author="alice", body="Fixes #1",
+                      labels=["Merged"], files=[f"test/t{i}.py" for i in range(3)])
+    p.add_file("img.png", "added", additions=0, patch=None)
+    p.merge()
+    root = p.add_review_comment("why?", "bob", path="test/t0.py", line=4)
+    reply = p.add_review_comment("because", "alice", reply_to=root.id)
+    p.add_review_comment("and then?", "bob", reply_to=reply.id)
+    gh = connect(fake_github.base_url, fake_github.token, settings=ClientSettings(per_page=2)).gh
+    pr = gh.get_repo("octo/proj").get_pull(7)
+    files = list(pr.get_files())
+    threads = [(c.user.login, c.path, c.line, c.in_reply_to_id) for c in pr.get_review_comments()]
+    got = (pr.user.login, pr.head.user.login, pr.body, [lb.name for lb in pr.labels], pr.state,
+           pr.merged, pr.merged_at is not None, [(f.filename, f.status, f.changes) for f in files][-2:],
+           files[-1].patch, files[0].patch is not None, threads)
+    assert ("alice", "fork", "Fixes #1", ["Merged"], "closed", True, True,
+            [("test/t2.py", "modified", 1), ("img.png", "added", 0)], None, True,
+            [("bob", "test/t0.py", 4, None), ("alice", "test/t0.py", 4, root.id),
+             ("bob", "test/t0.py", 4, root.id)]) == got
+    assert 2 == fake_github.count(r"/pulls/7/files$")
+
+
+def test_closed_pull_is_listed_unmerged(client: GitHubClient, fake_github: FakeGitHub) -> None:
+    """A closed PR leaves the open listing and reads merged=False once completed."""
+    repo = fake_github.repo("octo/proj")
+    repo.add_pull(1, "a", SHA)
+    repo.add_pull(2, "b", "c" * 40).close()
+    gh_repo = client.gh.get_repo("octo/proj")
+    listed = ([p.number for p in gh_repo.get_pulls(state="open")],
+              [(p.number, p.merged) for p in gh_repo.get_pulls(state="closed")])
+    assert ([1], [(2, False)]) == listed

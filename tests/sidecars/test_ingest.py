@@ -1,17 +1,9 @@
-"""The ingest sidecar through the CLI: harvest from a fake GitHub, findings files, apply.
-
-The fake GitHub (tests/fakegithub) has no route for a PR's inline review comments
-(``GET /repos/{o}/{r}/pulls/{n}/comments``) and so no review-comment replies. The
-``review_comments`` fixture below adds that one route for the length of a test (the route
-table is patched through ``monkeypatch`` and restored afterwards; tests/fakegithub is not
-edited), serving GitHub's shape: every reply carries ``in_reply_to_id`` = the thread's root.
-"""
+"""The ingest sidecar through the CLI: harvest from a fake GitHub, findings files, apply."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,66 +11,32 @@ import pytest
 
 from flow.refactor.rules import DEFAULT_PATH
 from tests.contract.driver import Call, Driver
-from tests.fakegithub import routes
-from tests.fakegithub.server import FakeGitHub, Paged, Reply
-from tests.fakegithub.state import Repo, next_id
+from tests.fakegithub.server import FakeGitHub
 
 REPO = "pytorch/pytorch"
 AUTHOR = "KarhouTam"
-INLINE: dict[tuple[str, int], list[dict[str, Any]]] = {}
-
-
-def _list_review_comments(fake: FakeGitHub, repo: Repo, number: str, **_: Any) -> Reply:
-    return Reply(body=Paged(list(INLINE.get((repo.full_name, int(number)), []))))
-
-
-@pytest.fixture
-def review_comments(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Serve inline review comments from INLINE (the route the fake lacks)."""
-    import re
-
-    extra = ("GET", re.compile(f"^{routes._REPO}/pulls/(?P<number>\\d+)/comments$"),
-             _list_review_comments)
-    monkeypatch.setattr(routes, "_ROUTES", [extra, *routes._ROUTES])
-    INLINE.clear()
-    yield
-    INLINE.clear()
-
-
-def _user(login: str) -> dict[str, Any]:
-    return {"login": login, "id": abs(hash(login)) % 10_000, "type": "User"}
 
 
 def inline(fake: FakeGitHub, number: int, body: str, who: str, *, reply_to: int | None = None,
            at: str = "2026-02-01T00:00:00Z") -> int:
-    cid = next_id()
-    base = f"{fake.base_url}/repos/{REPO}"
-    INLINE.setdefault((REPO, number), []).append({
-        "id": cid, "body": body, "user": _user(who), "in_reply_to_id": reply_to,
-        "path": "test/test_ops.py", "line": 10, "original_line": 10, "position": 1,
-        "diff_hunk": "@@ -1 +1 @@", "commit_id": "a" * 40, "created_at": at, "updated_at": at,
-        "url": f"{base}/pulls/comments/{cid}", "html_url": f"https://github.example/c{cid}",
-        "pull_request_url": f"{base}/pulls/{number}"})
-    return cid
+    """An inline review comment on PR `number` (a reply when `reply_to` is set); its id."""
+    return fake.repo(REPO).pulls[number].add_review_comment(
+        body, who, reply_to=reply_to, path="test/test_ops.py", line=10, at=at).id
 
 
 def convo(fake: FakeGitHub, number: int, body: str, who: str,
           at: str = "2026-02-01T00:00:00Z") -> int:
-    cid = next_id()
-    base = f"{fake.base_url}/repos/{REPO}"
-    fake.repo(REPO).comments.setdefault(number, []).append({
-        "id": cid, "body": body, "user": _user(who), "created_at": at, "updated_at": at,
-        "url": f"{base}/issues/comments/{cid}", "html_url": f"https://github.example/i{cid}",
-        "issue_url": f"{base}/issues/{number}"})
-    return cid
+    """A conversation comment on PR `number`; its id."""
+    return fake.repo(REPO).add_comment(number, body, who, at=at)["id"]
 
 
 def pull(fake: FakeGitHub, number: int, title: str, *, author: str = AUTHOR,
          state: str = "closed", labels: tuple[str, ...] = ("Merged",)) -> None:
-    repo = fake.repo(REPO)
-    p = repo.add_pull(number, f"branch-{number}", f"{number:040d}", head_repo=f"{author}/pytorch")
-    p.state, p.title = state, title
-    repo.labels[number] = list(labels)
+    """A PR from `author`'s fork; closed (not merged: the bot labels it instead) by default."""
+    p = fake.repo(REPO).add_pull(number, f"branch-{number}", f"{number:040d}",
+                                 head_repo=f"{author}/pytorch", title=title, labels=list(labels))
+    if state == "closed":
+        p.close()
 
 
 @pytest.fixture
@@ -89,7 +47,7 @@ def ruleset(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def drive(fake_github: FakeGitHub, review_comments: None, tmp_path: Path, ruleset: Path) -> Driver:
+def drive(fake_github: FakeGitHub, tmp_path: Path, ruleset: Path) -> Driver:
     return Driver(tmp_path / "ws", {"ORCHESTRATOR_INGEST_RULESET": str(ruleset)})
 
 

@@ -1,16 +1,9 @@
-"""The review-queue workflow through the CLI, against the fake GitHub on 127.0.0.1.
-
-The fake server (tests/fakegithub) has no ``/pulls/N/files`` route and renders no PR ``body``
-or ``merged``; ``PullExtras`` adds them by wrapping the fake's public ``handle`` method (the
-fake's own files are left untouched).
-"""
+"""The review-queue workflow through the CLI, against the fake GitHub on 127.0.0.1."""
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -23,58 +16,29 @@ from tests.fakegithub import FakeGitHub
 DAY = "2026-03-02"
 TRACK = "cosdt/pytorch-initial-pr-reviews"
 UPSTREAM = "pytorch/pytorch"
-_PULL = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)(?P<files>/files)?$")
-
-
-class PullExtras:
-    """Serves a PR's changed files and its body/merged fields on top of the fake server."""
-
-    def __init__(self, fake: FakeGitHub) -> None:
-        self.fake = fake
-        self.files: dict[tuple[str, int], list[str]] = {}
-        self.merged: set[tuple[str, int]] = set()
-        self.pull_reads = 0
-        inner = fake.handle
-
-        def handle(method: str, raw_path: str, headers: dict[str, str],
-                   body: bytes) -> tuple[int, dict[str, str], bytes]:
-            m = _PULL.match(urllib.parse.urlsplit(raw_path).path)
-            if method != "GET" or m is None:
-                return inner(method, raw_path, headers, body)
-            key = (m["repo"], int(m["n"]))
-            if m["files"]:
-                if key not in self.files:
-                    return inner(method, raw_path, headers, body)
-                rows = [{"sha": "0" * 40, "filename": f, "status": "modified", "additions": 1,
-                         "deletions": 0, "changes": 1} for f in self.files[key]]
-                return 200, {"Content-Type": "application/json"}, json.dumps(rows).encode()
-            self.pull_reads += 1
-            status, hdrs, data = inner(method, raw_path, headers, body)
-            if status == 200:
-                obj = json.loads(data)
-                obj["body"] = f"Body of {key[1]}"
-                obj["merged"] = key in self.merged
-                data = json.dumps(obj).encode()
-                hdrs.pop("ETag", None)
-            return status, hdrs, data
-
-        fake.handle = handle  # type: ignore[method-assign]
-
-    def pull(self, number: int, files: list[str], *, author: str = "alice",
-             state: str = "open", merged: bool = False, repo: str = UPSTREAM) -> None:
-        p = self.fake.repo(repo).add_pull(number, f"b{number}", f"{number:040d}",
-                                          head_repo=f"{author}/pytorch", draft=False)
-        p.title = f"[Test] decouple test_{number}"
-        p.state = "closed" if merged else state
-        self.files[(repo, number)] = files
-        if merged:
-            self.merged.add((repo, number))
 
 
 @pytest.fixture
-def gh(fake_github: FakeGitHub) -> PullExtras:
+def gh(fake_github: FakeGitHub) -> FakeGitHub:
     fake_github.repo(TRACK)
-    return PullExtras(fake_github)
+    return fake_github
+
+
+def pull(fake: FakeGitHub, number: int, files: list[str], *, author: str = "alice",
+         state: str = "open", merged: bool = False) -> None:
+    """A non-draft PR on UPSTREAM from `author`'s fork, changing `files`."""
+    p = fake.repo(UPSTREAM).add_pull(
+        number, f"b{number}", f"{number:040d}", head_repo=f"{author}/pytorch", draft=False,
+        title=f"[Test] decouple test_{number}", body=f"Body of {number}", files=files)
+    if merged:
+        p.merge()
+    elif state == "closed":
+        p.close()
+
+
+def pull_reads(fake: FakeGitHub) -> int:
+    """GETs of a single PR so far."""
+    return fake.count(r"^/repos/[^/]+/[^/]+/pulls/\d+$", "GET")
 
 
 def _driver(ws: Path, lines: list[str], day: str = DAY) -> Driver:
@@ -146,15 +110,15 @@ def test_select_rules(lines: list[str], limit: int, busy: set[str], metas: dict[
     assert [key[s] for s in skipped] == [s.key for s in sel.skipped]
 
 
-def test_batch_selects_reviews_and_publishes(gh: PullExtras, tmp_path: Path) -> None:
+def test_batch_selects_reviews_and_publishes(gh: FakeGitHub, tmp_path: Path) -> None:
     """One run: selection rules applied, one comment with a details block per reviewed PR and
     the not-applicable PRs listed as 不适用, archive written, processed lines removed."""
-    gh.pull(1, ["test/test_ops.py"], author="alice")
-    gh.pull(2, ["docs/index.md"], author="bob")
-    gh.pull(3, ["test/test_nn.py"], merged=True)
-    gh.pull(4, ["test/x.py"], state="closed")
-    gh.pull(5, ["torch/testing/_internal/common.py"], author="carol")
-    gh.pull(6, ["test/test_later.py"])
+    pull(gh, 1, ["test/test_ops.py"], author="alice")
+    pull(gh, 2, ["docs/index.md"], author="bob")
+    pull(gh, 3, ["test/test_nn.py"], merged=True)
+    pull(gh, 4, ["test/x.py"], state="closed")
+    pull(gh, 5, ["torch/testing/_internal/common.py"], author="carol")
+    pull(gh, 6, ["test/test_later.py"])
     lines = ["https://github.com/pytorch/pytorch/pull/1", "pytorch/pytorch#2", "#3", "4",
              "not a pr", "pytorch/pytorch#99", "5", "6"]
     drv = _driver(tmp_path / "ws", lines)
@@ -169,8 +133,8 @@ def test_batch_selects_reviews_and_publishes(gh: PullExtras, tmp_path: Path) -> 
     assert ["pytorch/pytorch#1", "pytorch/pytorch#5"] == spec["reviewed"]
     assert [f"{UPSTREAM}#{n}" for n in (2, 3, 4)] == spec["not_applicable"]
     assert ["not a pr"] == spec["unparseable"]
-    (body,) = _comments(gh.fake)
-    assert spec["comment_url"].endswith(f"#c{gh.fake.repo(TRACK).comments[1][0]['id']}")
+    (body,) = _comments(gh)
+    assert spec["comment_url"].endswith(f"#c{gh.repo(TRACK).comments[1][0]['id']}")
     assert 2 == body.count("<details>")
     assert "@alice" in body and "@carol" in body
     assert "**Major** (1)" in body and "@\u200bonlyCUDA" in body
@@ -188,10 +152,10 @@ def test_batch_selects_reviews_and_publishes(gh: PullExtras, tmp_path: Path) -> 
     assert (5, "Review of 5.") == (saved["pr"], saved["summary"])
 
 
-def test_claude_reviews_run_in_waves_of_four(gh: PullExtras, tmp_path: Path) -> None:
+def test_claude_reviews_run_in_waves_of_four(gh: FakeGitHub, tmp_path: Path) -> None:
     """Six PRs: a wave of four, then (after all four are fed) a wave of two."""
     for n in range(1, 7):
-        gh.pull(n, [f"test/test_{n}.py"])
+        pull(gh, n, [f"test/test_{n}.py"])
     drv = _driver(tmp_path / "ws", [str(n) for n in range(1, 7)])
     spec = drv.call(["--review-queue", "--harness", "claude"]).spec or {}
     first = spec["tasks"]
@@ -205,10 +169,10 @@ def test_claude_reviews_run_in_waves_of_four(gh: PullExtras, tmp_path: Path) -> 
     assert ("done", 6) == (spec["status"], len(spec["reviewed"]))
 
 
-def test_codex_gets_one_inline_task_for_the_batch(gh: PullExtras, tmp_path: Path) -> None:
+def test_codex_gets_one_inline_task_for_the_batch(gh: FakeGitHub, tmp_path: Path) -> None:
     """Codex: one inline instruction naming every PR; a PR left out of results stays pending."""
     for n in (1, 2, 3):
-        gh.pull(n, [f"test/test_{n}.py"])
+        pull(gh, n, [f"test/test_{n}.py"])
     drv = _driver(tmp_path / "ws", ["1", "2", "3"])
     spec = drv.call(["--review-queue", "--harness", "codex"]).spec or {}
     assert ("need_agent", "inline", 1) == (spec["status"], spec["method"], len(spec["tasks"]))
@@ -218,13 +182,13 @@ def test_codex_gets_one_inline_task_for_the_batch(gh: PullExtras, tmp_path: Path
     spec = _feed(drv, spec["tasks"][0], {"results": results})
     assert ("done", [f"{UPSTREAM}#1", f"{UPSTREAM}#3"]) == (spec["status"], spec["reviewed"])
     assert ["2"] == (tmp_path / "ws" / "pr_needs_review.txt").read_text().splitlines()
-    assert "pytorch/pytorch#2" not in _comments(gh.fake)[0]
+    assert "pytorch/pytorch#2" not in _comments(gh)[0]
 
 
-def test_failed_reviewer_is_not_mentioned_and_stays_pending(gh: PullExtras, tmp_path: Path) -> None:
+def test_failed_reviewer_is_not_mentioned_and_stays_pending(gh: FakeGitHub, tmp_path: Path) -> None:
     """A reviewer feeding {failed: true} leaves its PR out of the comment and in the queue."""
-    gh.pull(1, ["test/test_1.py"])
-    gh.pull(2, ["test/test_2.py"])
+    pull(gh, 1, ["test/test_1.py"])
+    pull(gh, 2, ["test/test_2.py"])
     drv = _driver(tmp_path / "ws", ["1", "2"])
     spec = drv.call(["--review-queue"]).spec or {}
     one, two = spec["tasks"]
@@ -232,31 +196,31 @@ def test_failed_reviewer_is_not_mentioned_and_stays_pending(gh: PullExtras, tmp_
     spec = _feed(drv, two, {"failed": True, "reason": "gh pr diff timed out"})
     assert {"pytorch/pytorch#2": "gh pr diff timed out"} == spec["failed"]
     assert ["2"] == (tmp_path / "ws" / "pr_needs_review.txt").read_text().splitlines()
-    (body,) = _comments(gh.fake)
+    (body,) = _comments(gh)
     assert "pytorch/pytorch#2" not in body
     archive = json.loads((tmp_path / "ws" / "pr_reviews" / "pr_reviewed.json").read_text())
     assert ["pytorch/pytorch#1"] == [r["key"] for r in archive["processed"]]
 
 
-def test_rerun_does_not_reselect_prs_in_flight(gh: PullExtras, tmp_path: Path) -> None:
+def test_rerun_does_not_reselect_prs_in_flight(gh: FakeGitHub, tmp_path: Path) -> None:
     """A plain re-run the same day re-prints the same wave without reading GitHub again; the next
     day's batch skips the PRs the unfinished batch still holds."""
-    gh.pull(1, ["test/test_1.py"])
-    gh.pull(2, ["test/test_2.py"])
+    pull(gh, 1, ["test/test_1.py"])
+    pull(gh, 2, ["test/test_2.py"])
     drv = _driver(tmp_path / "ws", ["1"])
     spec = drv.call(["--review-queue"]).spec or {}
-    reads = gh.pull_reads
+    reads = pull_reads(gh)
     again = drv.call(["--review-queue"]).spec or {}
     assert ("waiting", [t["task_id"] for t in spec["tasks"]]) == \
         (again["status"], [t["task_id"] for t in again["tasks"]])
-    assert reads == gh.pull_reads
+    assert reads == pull_reads(gh)
     (tmp_path / "ws" / "pr_needs_review.txt").write_text("1\n2\n")
     nxt = drv.call(["--review-queue"], {"REVIEW_QUEUE_DATE": "2026-03-03"}).spec or {}
     assert ["pytorch/pytorch#2"] == [t["pr_key"] for t in nxt["tasks"]]
 
 
-def _prepare_last_feed(gh: PullExtras, ws: Path) -> tuple[Driver, dict[str, Any]]:
-    gh.pull(1, ["test/test_1.py"])
+def _prepare_last_feed(gh: FakeGitHub, ws: Path) -> tuple[Driver, dict[str, Any]]:
+    pull(gh, 1, ["test/test_1.py"])
     drv = _driver(ws, ["1"])
     spec = drv.call(["--review-queue"]).spec or {}
     task = spec["tasks"][0]
@@ -264,7 +228,7 @@ def _prepare_last_feed(gh: PullExtras, ws: Path) -> tuple[Driver, dict[str, Any]
     return drv, task
 
 
-def test_comment_posted_once_after_a_kill_and_resume(gh: PullExtras, tmp_path: Path) -> None:
+def test_comment_posted_once_after_a_kill_and_resume(gh: FakeGitHub, tmp_path: Path) -> None:
     """A SIGKILL at any write of the publishing call, then the call again, leaves one comment."""
     ws = tmp_path / "ws"
     drv, task = _prepare_last_feed(gh, ws)
@@ -282,14 +246,14 @@ def test_comment_posted_once_after_a_kill_and_resume(gh: PullExtras, tmp_path: P
     for n, when in [*((n, "before") for n in range(1, points + 1)), (points, "after")]:
         shutil.rmtree(ws)
         shutil.copytree(snapshot, ws)
-        gh.fake.repo(TRACK).comments.clear()
+        gh.repo(TRACK).comments.clear()
         counter.unlink()
         killed = drv.shell(task["feed_command"], {**crash, "ORCHESTRATOR_TEST_CRASH_AT": str(n),
                                                   "ORCHESTRATOR_TEST_CRASH_WHEN": when})
         assert killed.code in (-9, 137), (n, when, killed.stderr)
-        posted_before_kill += len(_comments(gh.fake))
+        posted_before_kill += len(_comments(gh))
         # The harness repeats the interrupted call: a feed already applied counts once.
         spec = drv.shell(task["feed_command"]).spec or {}
-        assert ("done", 1) == (spec["status"], len(_comments(gh.fake))), (n, when, spec)
+        assert ("done", 1) == (spec["status"], len(_comments(gh))), (n, when, spec)
         assert [] == (ws / "pr_needs_review.txt").read_text().splitlines()
     assert posted_before_kill >= 1, "no kill fell between the post and its save"
