@@ -51,7 +51,8 @@ class SummaryInput(BaseModel):
     retries: dict[str, int] = Field(default_factory=dict)  # phase or rule id -> retries used
     deferred: list[DeferredFailure] = Field(default_factory=list)
     local_tests: str = ""  # one line, e.g. "cpu: 42 passed, 3 skipped"
-    harness: str = "claude"
+    # The absolute, quoted command that starts CI monitoring (from the flow's Commands).
+    ci_check_command: str = "orchestrator.py --ci-check"
 
 
 def moved_tests(moves: list[TestMove]) -> list[MovedTests]:
@@ -99,7 +100,7 @@ def render_summary(s: SummaryInput) -> str:
         "",
         "1. Review the diff, then create a branch, commit and push it, and open a draft PR.",
         f"2. Start CI monitoring: say \"look after the CI\" or run "
-        f"`python orchestrator.py --harness {s.harness} --ci-check [--pr-number N]`.",
+        f"`{s.ci_check_command}` (add `--pr-number N` to skip detecting the PR).",
     ]
     if s.deferred:
         out.append("3. Mention the deferred failures in the PR description; CI will show whether they are pre-existing.")

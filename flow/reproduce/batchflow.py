@@ -12,7 +12,6 @@ the source build and CI lookups are per-entry agent work this sweep does not fan
 """
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from flow.outcome import Done, Go
@@ -68,9 +67,9 @@ def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
     if go.trigger == "decided":
         return _next(ctx, entry.id, ctx.data.verdict)
     if go.trigger in {"next", "to_stage2"}:
-        again = shlex.join(["reproduce", "--stage", "auto", "--command", entry.command])
+        again = ctx.cmds.cli("reproduce", "--stage", "auto", "--command", entry.command)
         return _next(ctx, entry.id, None,
-                     f"passes at stage 1; stages 2-3 need their own flow: orchestrator.py {again}")
+                     f"passes at stage 1; stages 2-3 need their own flow: {again}")
     raise AssertionError(f"unexpected trigger {go.trigger!r} for batch entry {entry.id!r}")
 
 

@@ -18,7 +18,7 @@ def _input(**overrides: object) -> SummaryInput:
         "retries": {"TR004": 1, "final_review": 0},
         "deferred": [DeferredFailure(test_name="test_small_ops.TestSmallOpsDeviceCPU.test_add_cpu", reason="pre-existing")],
         "local_tests": "cpu: 9 passed, 2 skipped",
-        "harness": "codex",
+        "ci_check_command": "/v/python /o.py --workspace /ws --harness codex --ci-check",
     }
     base.update(overrides)
     return SummaryInput.model_validate(base)
@@ -31,7 +31,7 @@ def test_moves_grouped_by_class_pair(small_before: Assessment, small_report: Ana
 
 
 def test_sections_and_next_steps(small_before: Assessment, small_report: AnalystReport) -> None:
-    """Every section appears with its content, and the next steps carry the sticky harness flag."""
+    """Every section appears with its content; the next step is the flow's own absolute command."""
     text = render_summary(_input(moves=moved_tests(moves(small_report, small_before))))
     expected_lines = [
         "| TestSmallOps | TestSmallOpsDevice | 5: test_add, test_mul_dtypes, test_to_accelerator, test_pinned_copy, test_native_only |",
@@ -41,7 +41,7 @@ def test_sections_and_next_steps(small_before: Assessment, small_report: Analyst
         "- TR004: 1",
         "cpu: 9 passed, 2 skipped",
         "- `test_small_ops.TestSmallOpsDeviceCPU.test_add_cpu`: pre-existing",
-        '2. Start CI monitoring: say "look after the CI" or run `python orchestrator.py --harness codex --ci-check [--pr-number N]`.',
+        '2. Start CI monitoring: say "look after the CI" or run `/v/python /o.py --workspace /ws --harness codex --ci-check` (add `--pr-number N` to skip detecting the PR).',
     ]
     assert [] == [line for line in expected_lines if line not in text.splitlines()]
 
