@@ -1,8 +1,10 @@
 """What one CI tick decides, as a pure function of the classification and the flow's data.
 
-`decide(classification, runs, head_sha, data)` returns one `Decision`; the `ci` workflow's
+`decide(classification, runs, pull, data)` returns one `Decision`; the `ci` workflow's
 steps (flow/ci/workflow.py) carry it out. Precedence, first match wins:
 
+0. the PR is merged or closed: end (`merged` / `closed`); nothing is left to watch, and a
+   debugger or re-run on it would be wasted work (or a push to a merged branch)
 1. the debugger pushed a commit and the PR head has not moved off the debugged head: wait
 2. a regression: hand it to the debugger (a new fix round), or stop with `gave_up` once
    `max_rounds` rounds were used
@@ -24,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from flow.ci.classify import RED, CheckVerdict, TickClassification
-from flow.github.models import WorkflowRunState
+from flow.github.models import PullInfo, WorkflowRunState
 
 DEFAULT_MAX_ROUNDS = 3
 
@@ -77,7 +79,7 @@ class EndReport(BaseModel):
     """How the flow ends; set by the step that decides it, read by the report and done steps."""
 
     model_config = ConfigDict(extra="forbid")
-    outcome: Literal["all_green", "gave_up", "needs_attention"]
+    outcome: Literal["all_green", "gave_up", "needs_attention", "merged", "closed"]
     reason: str
     head_sha: str
     still_failing: list[Failure] = Field(default_factory=list)
@@ -106,7 +108,7 @@ class CiData(BaseModel):
     comment_url: str | None = None
 
 
-Action = Literal["wait", "debug", "rerun", "stop", "green"]
+Action = Literal["wait", "debug", "rerun", "stop", "green", "closed"]
 
 
 class Decision(BaseModel):
@@ -130,9 +132,16 @@ def failure_of(v: CheckVerdict) -> Failure:
         log_truncated=bool(v.log and v.log.truncated))
 
 
-def decide(result: TickClassification, runs: list[WorkflowRunState], head_sha: str,
+def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullInfo,
            data: CiData) -> Decision:
     """The next action for this tick; see the module docstring. Never raises."""
+    head_sha = pull.head_sha
+    if pull.state == "closed":
+        outcome: Literal["merged", "closed"] = "merged" if pull.merged else "closed"
+        return Decision(action="closed", ci_phase=outcome, reason=f"the PR was {outcome}",
+                        end=EndReport(outcome=outcome, head_sha=head_sha,
+                                      reason=f"PR #{pull.number} was {outcome} on GitHub; "
+                                             f"CI is no longer watched"))
     if data.awaiting is not None and head_sha == data.awaiting.from_sha:  # both full shas from GitHub
         return Decision(action="wait", ci_phase="waiting_for_push",
                         reason=f"the debugger pushed {data.awaiting.pushed[:12]}; the PR head is "

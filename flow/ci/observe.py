@@ -4,7 +4,7 @@ The IO composition the CI workflow's tick step calls; every decision is in
 `flow.ci.classify`. Imports PyGithub (through flow.github), so it is not imported by
 `flow.ci`'s __init__.
 
-Cost of a tick: 1 (PR) + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100),
+Cost of a tick: 1 (PR; only that when the PR is closed or merged) + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100),
 all conditional. Only when a check is red: the merge base (1, conditional), the merge
 base's checks (same formula) and, once per failed job, its log (302 + download;
 trimmed excerpts of finished jobs are cached, since a finished job's log never changes).
@@ -47,6 +47,12 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
     cache = ETagCache(cache_path)
     before = _count(client)
     pull = get_pull(client, repo, number, cache)
+    if pull.state != "open":  # decide ends the flow on the PR alone: no checks, logs or merge base
+        cache.save()
+        empty = CommitChecks(sha=pull.head_sha)
+        return Observation(pull=pull, head=empty, merge_base_sha=None,
+                           classification=classify_tick(empty, base=None, logs={}, patterns=patterns),
+                           requests=_count(client) - before)
     head = read_commit_checks(client, repo, pull.head_sha, cache)
     base: CommitChecks | None = None
     base_sha: str | None = None

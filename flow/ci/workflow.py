@@ -6,13 +6,15 @@ Flow id `ci/<owner>/<repo>/pr-<N>`. States:
     ci_monitor --rerun--> ci_rerun --rerun_requested--> ci_monitor
     ci_monitor --green / stop--> ci_report --finished_green--> ci_done
     ci_debug --stop--> ci_report --finished_red--> ci_stopped
+    ci_monitor --pr_closed--> ci_closed
 
 `ci_monitor` observes once per call (flow.ci.observe) and carries out `flow.ci.decide`:
 pending -> `schedule_cron` in phase ci_monitor; regressions -> one debugger task in
 ci_debug; infra/flaky -> ci_rerun re-runs the failed jobs of each run once; the end goes
 through ci_report, which does the GitHub writes (mark ready, the give-up comment), then to
 ci_done (`outcome: all_green`) or ci_stopped (`gave_up` / `needs_attention`, with what
-still fails; never "all checks passed").
+still fails; never "all checks passed"). A merged or closed PR ends in ci_closed
+(`outcome: merged` / `closed`) on the tick that sees it, with no GitHub write.
 
 GitHub writes survive a crash between the write and the save: the intent is saved first
 (`rerun_pending`, `end`), and each write checks remote state before acting (the run's
@@ -158,7 +160,7 @@ def monitor(ctx: Any) -> Any:
         return _rate_limited(d, err)
     d.head_sha = obs.pull.head_sha
     d.pr_url = obs.pull.html_url or d.pr_url
-    decision: Decision = decide(obs.classification, obs.head.runs, obs.pull.head_sha, d)
+    decision: Decision = decide(obs.classification, obs.head.runs, obs.pull, d)
     if d.awaiting is not None and decision.ci_phase != "waiting_for_push":
         d.awaiting = None  # the head moved: a new round starts on it
     ctx.log(f"{decision.action}: {decision.reason}")
@@ -171,7 +173,7 @@ def monitor(ctx: Any) -> Any:
         d.rerun_pending = decision.reruns
         return Go("rerun")
     d.end = decision.end
-    return Go("green" if decision.action == "green" else "stop")
+    return Go({"green": "green", "closed": "pr_closed"}.get(decision.action, "stop"))
 
 
 def debug(ctx: Any) -> Any:
@@ -282,20 +284,32 @@ def stopped(ctx: Any) -> Any:
     return Done(result, steps)
 
 
+def closed(ctx: Any) -> Any:
+    d: CiData = ctx.data
+    assert d.end is not None
+    result = {"outcome": d.end.outcome, "reason": d.end.reason, "pr_url": d.pr_url,
+              "pr_number": d.number, "head_sha": d.end.head_sha, "fix_rounds": d.fix_round,
+              "fix_history": [r.model_dump() for r in d.fix_history]}
+    return Done(result, [f"Delete this PR's CI cron job (CronDelete) or poll loop: the PR is "
+                         f"{d.end.outcome}, nothing is left to watch."])
+
+
 WORKFLOW = Workflow(
     name="ci",
-    states=("ci_monitor", "ci_debug", "ci_rerun", "ci_report", "ci_done", "ci_stopped"),
+    states=("ci_monitor", "ci_debug", "ci_rerun", "ci_report", "ci_done", "ci_stopped",
+            "ci_closed"),
     transitions=(
         ("debug", "ci_monitor", "ci_debug"), ("debugged", "ci_debug", "ci_monitor"),
         ("rerun", "ci_monitor", "ci_rerun"), ("rerun_requested", "ci_rerun", "ci_monitor"),
         ("green", "ci_monitor", "ci_report"), ("stop", "ci_monitor", "ci_report"),
         ("stop", "ci_debug", "ci_report"),
         ("finished_green", "ci_report", "ci_done"), ("finished_red", "ci_report", "ci_stopped"),
+        ("pr_closed", "ci_monitor", "ci_closed"),
     ),
     initial="ci_monitor",
-    terminal=frozenset({"ci_done", "ci_stopped"}),
+    terminal=frozenset({"ci_done", "ci_stopped", "ci_closed"}),
     steps={"ci_monitor": monitor, "ci_debug": debug, "ci_rerun": rerun, "ci_report": report,
-           "ci_done": done, "ci_stopped": stopped},
+           "ci_done": done, "ci_stopped": stopped, "ci_closed": closed},
     feeds={"debugger": DebuggerResult},
     data_model=CiData,
     skill="pytorch-test-refactoring",

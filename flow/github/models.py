@@ -17,7 +17,8 @@ class _Frozen(BaseModel):
 
 
 class PullInfo(_Frozen):
-    """The PR as one tick sees it."""
+    """The PR as one tick sees it. `state` is GitHub's open / closed; a merged PR is closed
+    with `merged` set (GitHub's `merged_at` is not null)."""
 
     repo: str
     number: int
@@ -28,6 +29,8 @@ class PullInfo(_Frozen):
     draft: bool
     node_id: str
     html_url: str = ""
+    state: Literal["open", "closed"] = "open"
+    merged: bool = False
 
 
 class CheckState(_Frozen):

@@ -29,6 +29,7 @@ def _pull_info(repo: str, data: dict[str, Any]) -> PullInfo:
         repo=repo, number=data["number"], head_sha=head["sha"], head_ref=head["ref"],
         head_repo=(head.get("repo") or {}).get("full_name", repo), base_ref=data["base"]["ref"],
         draft=bool(data.get("draft")), node_id=data.get("node_id", ""), html_url=data.get("html_url", ""),
+        state=data["state"], merged=data.get("merged_at") is not None,
     )
 
 
@@ -49,7 +50,8 @@ def find_pr_for_branch(client: GitHubClient, repo: str, branch: str, head_owner:
             return PullInfo(
                 repo=target.full_name, number=p.number, head_sha=p.head.sha, head_ref=p.head.ref,
                 head_repo=p.head.repo.full_name if p.head.repo else target.full_name, base_ref=p.base.ref,
-                draft=bool(p.draft), node_id=p.node_id, html_url=p.html_url,
+                draft=bool(p.draft), node_id=p.node_id, html_url=p.html_url, state=p.state,
+                merged=p.merged_at is not None,  # in the list answer; `p.merged` would GET the PR
             )
         parent = client.call(lambda t=target: t.parent, what=f"repos/{target.full_name}") if target is gh_repo else None
         if parent is not None:

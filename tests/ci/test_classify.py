@@ -149,7 +149,7 @@ def test_rerun_targets(client: GitHubClient, fake_github: FakeGitHub, tmp_path: 
     infra_run = repo.add_run(wf, HEAD, jobs=[("lint", "cancelled")])
     repo.add_run(repo.add_workflow("t", ".github/workflows/t.yml"), HEAD, jobs=[("test", "success")])
     obs = observe(client, "octo/proj", 1, tmp_path / "c.json")
-    decision = decide(obs.classification, obs.head.runs, HEAD, CiData(repo="octo/proj", number=1))
+    decision = decide(obs.classification, obs.head.runs, obs.pull, CiData(repo="octo/proj", number=1))
     assert ("rerun", [(infra_run.id, ["lint"])]) == (decision.action, [(r.run_id, r.checks) for r in decision.reruns])
 
 

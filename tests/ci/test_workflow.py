@@ -327,6 +327,59 @@ def test_bad_starts_are_clear_errors_that_write_no_flow(fake_github: FakeGitHub,
     assert [] == list(drv.workspace.rglob("flow_state.json"))
 
 
+def _end_pr(repo: Repo, how: str) -> None:
+    if how == "merged":
+        repo.pulls[1].merge()
+    else:
+        repo.pulls[1].close()
+
+
+@pytest.mark.parametrize("how", ["merged", "closed"])
+def test_a_pr_merged_or_closed_while_ci_runs_ends_the_watch(fake_github: FakeGitHub, drv: Driver,
+                                                            how: str) -> None:
+    """Pending CI, then the PR is merged or closed: the next tick ends done in ci_closed with
+    that outcome and a CronDelete step, reading only the PR."""
+    repo, wf = _pr(fake_github)
+    repo.add_run(wf, HEAD, jobs=[("lint", "success"), ("test", None)])
+    spec = drv.call(START).spec
+    assert "schedule_cron" == spec["status"]
+    _end_pr(repo, how)
+    fake_github.reset_log()
+    spec = _resume(drv, spec)
+    assert ("done", "ci_closed", how, HEAD) == (spec["status"], spec["phase"], spec["outcome"],
+                                                spec["head_sha"])
+    assert any("CronDelete" in s for s in spec["next_steps"])
+    assert (1, 0) == (fake_github.count(r"/pulls/1$"), fake_github.count(r"/(check-runs|runs)$"))
+    again = drv.call(["--flow", spec["flow_id"], "--resume"]).spec
+    assert spec == again
+
+
+@pytest.mark.parametrize(("how", "red"), [("merged", "regression"), ("closed", "regression"),
+                                          ("merged", "infra"), ("closed", "infra")])
+def test_a_closed_pr_with_red_checks_is_never_debugged_or_rerun(
+        fake_github: FakeGitHub, drv: Driver, how: str, red: str) -> None:
+    """Red checks on a merged or closed PR: no debugger task, no re-run, no log read."""
+    repo = _regression(fake_github) if red == "regression" else _infra(fake_github)[0]
+    _end_pr(repo, how)
+    spec = drv.call(START).spec
+    assert ("done", "ci_closed", how, 0) == (spec["status"], spec["phase"], spec["outcome"],
+                                             spec["fix_rounds"])
+    assert (0, 0) == (fake_github.count(r"/rerun-failed-jobs$"), fake_github.count(r"/logs$"))
+
+
+def test_a_pr_merged_while_the_debugger_waits_for_its_push_ends_merged(
+        fake_github: FakeGitHub, drv: Driver) -> None:
+    """The debugger pushed, the head has not moved, and the PR is merged: done merged, not wait."""
+    repo = _regression(fake_github)
+    spec = _feed(drv, drv.call(START).spec, _debugged(FIX))
+    assert ("schedule_cron", "waiting_for_push") == (spec["status"], spec["ci_phase"])
+    _end_pr(repo, "merged")
+    spec = _resume(drv, spec)
+    assert ("done", "ci_closed", "merged", 1) == (spec["status"], spec["phase"], spec["outcome"],
+                                                  spec["fix_rounds"])
+    assert [FIX] == [r["pushed_commit"] for r in spec["fix_history"]]
+
+
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True)
 

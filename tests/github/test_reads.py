@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from flow.github.client import GitHubClient
-from flow.github.reads import read_commit_checks, read_tick
+from flow.github.reads import find_pr_for_branch, get_pull, read_commit_checks, read_tick
 from tests.fakegithub import FakeGitHub
 
 SHA = "a" * 40
@@ -115,3 +117,24 @@ def test_corrupt_cache_file_costs_a_full_read(client: GitHubClient, fake_github:
     cache.write_text("{not json")
     _, checks = read_tick(client, "octo/proj", 1, cache)
     assert (3, {200}) == (len(checks.checks), {r.status for r in fake_github.requests})
+
+
+@pytest.mark.parametrize(("end", "expected"), [
+    (None, ("open", False)), ("close", ("closed", False)), ("merge", ("closed", True)),
+])
+def test_pull_info_carries_open_closed_and_merged(client: GitHubClient, fake_github: FakeGitHub,
+                                                 end: str | None, expected: tuple[str, bool]) -> None:
+    """get_pull reports GitHub's state and whether a closed PR was merged."""
+    pull = fake_github.repo("octo/proj").add_pull(1, "feature", SHA)
+    if end is not None:
+        getattr(pull, end)()
+    info = get_pull(client, "octo/proj", 1)
+    assert expected == (info.state, info.merged)
+
+
+def test_branch_lookup_reads_state_from_the_listing(client: GitHubClient, fake_github: FakeGitHub) -> None:
+    """find_pr_for_branch fills state and merged from the list answer, with no extra PR GET."""
+    fake_github.repo("octo/proj").add_pull(3, "feature", SHA)
+    info = find_pr_for_branch(client, "octo/proj", "feature")
+    assert (3, "open", False, 0) == (info.number, info.state, info.merged,
+                                     fake_github.count(r"/pulls/3$"))
