@@ -88,6 +88,8 @@ def _target(opts: Mapping[str, Any]) -> tuple[str, int]:
 def locate(opts: dict[str, Any], root: Path) -> str:
     """`ci/<owner>/<repo>/pr-<N>`; without --pr-number the current branch's open PR."""
     repo, number = _target(opts)
+    # Hand what was found to start(), which then asks GitHub nothing more to find the PR.
+    opts["repo"], opts["pr_number"] = repo, number
     return f"ci/{repo}/pr-{number}"
 
 
