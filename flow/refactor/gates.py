@@ -8,11 +8,13 @@ rounds, then a soft fail keeping what still fails as deferred.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, render
+from flow.errors import WorkflowInputError
 from flow.outcome import Ask, Go, Human, Task
 from flow.refactor.analysis import AnalystReport, moves
 from flow.refactor.fields import field_profile
@@ -25,6 +27,33 @@ from flow.refactor.summary import DeferredFailure, SummaryInput, moved_tests, re
 
 def _python(ctx: Any) -> str:
     return str(ctx.settings.get("ORCHESTRATOR_PYTHON") or sys.executable)
+
+
+DEVICES_ENV = "ORCHESTRATOR_REFACTOR_DEVICES"
+
+
+def _devices(ctx: Any) -> list[str]:
+    """CPU, plus CUDA when the test interpreter's torch sees a GPU (asked once per flow).
+
+    ``ORCHESTRATOR_REFACTOR_DEVICES=cpu,cuda`` overrides the probe.
+    """
+    if ctx.data.test_devices is None:
+        raw = ctx.settings.get(DEVICES_ENV, "").strip()
+        if raw:
+            devices = [d.strip() for d in raw.split(",") if d.strip()]
+            if not devices or not all(d.isidentifier() for d in devices):
+                raise WorkflowInputError(f"{DEVICES_ENV}={raw!r} is not a comma-separated list "
+                                         f"of device types", f"e.g. {DEVICES_ENV}=cpu,cuda")
+        else:
+            try:
+                probe = subprocess.run(
+                    [_python(ctx), "-c", "import torch; print(torch.cuda.is_available())"],
+                    capture_output=True, text=True, timeout=300, check=False).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                probe = ""  # no usable torch: the CPU run will show the import error itself
+            devices = ["cpu", "cuda"] if probe.strip().endswith("True") else ["cpu"]
+        ctx.data.test_devices = devices
+    return list(ctx.data.test_devices)
 
 
 def _escalate(ctx: Any, key: str, question: str) -> Any:
@@ -155,13 +184,18 @@ def test(ctx: Any) -> Any:
                               for v in fed.verdicts if v.verdict == "deferred"]
         ctx.data.fix_key = None
     file = Path(ctx.data.file)
-    result = run_local_tests(file, file.parent, "cpu", python=_python(ctx),
-                             junit_path=ctx.path("local_test_cpu.xml"))
-    ctx.write_json("local_test.json", result.model_dump(mode="json"))
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(result.counts.items()))
-    ctx.data.local_tests = f"cpu: {counts}"
+    devices = _devices(ctx)
+    results = {d: run_local_tests(file, file.parent, d, python=_python(ctx),
+                                  junit_path=ctx.path(f"local_test_{d}.xml")) for d in devices}
+    ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
+    ctx.data.local_tests = "; ".join(
+        f"{d}: " + ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
+        for d, r in results.items())
     deferred = {d.test_name for d in ctx.data.deferred}
-    failing = [n for n in result.FAIL + result.ERROR if n not in deferred]
+    # A plain TestCase runs under every device: name the device beyond the first run.
+    named = [n if d == devices[0] else f"{n} [{d}]"
+             for d, r in results.items() for n in r.FAIL + r.ERROR]
+    failing = [n for n in dict.fromkeys(named) if n not in deferred]
     if not failing:
         return Go("tested")
     if ctx.data.test_rounds >= MAX_ROUNDS:
@@ -174,7 +208,8 @@ def test(ctx: Any) -> Any:
     ctx.data.retries["test"] = ctx.data.test_rounds
     key = f"test-fix-{ctx.data.test_rounds}"
     ctx.data.fix_key = key
-    prompt = render("refactor_coder_test", file=ctx.data.file, device="cpu", round=ctx.data.test_rounds,
+    prompt = render("refactor_coder_test", file=ctx.data.file, device=", ".join(devices),
+                    round=ctx.data.test_rounds,
                     max_rounds=MAX_ROUNDS, local_test_path=str(ctx.path("local_test.json")),
                     failures=Untrusted("\n".join(failing), "failing tests"))
     return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,

@@ -146,3 +146,32 @@ def test_review_gate_escalates_after_three_rounds_then_aborts(tmp_path: Path) ->
     reviews = {t["task_id"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]
                if t["agent_name"] == "checker" and t["task_id"].startswith("review-")}
     assert (1, 4, "aborted") == (len(asked), len(reviews), specs[-1]["outcome"])
+
+
+@pytest.mark.torch
+def test_local_gate_runs_every_device_and_reports_each(tmp_path: Path) -> None:
+    """With CUDA present (forced here), the gate runs CPU and CUDA and reports both runs."""
+    pytest.importorskip("torch")
+    repo = small_checkout(tmp_path)
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu,cuda"})
+    last = drv.run(Scenario("refactor", _start(repo), _answer(repo)))[-1]
+    summary = Path(last["summary_path"]).read_text()
+    flow = Path(last["workspace"])
+    assert ("done", True, True) == (last["status"], (flow / "local_test_cpu.xml").exists(),
+                                    (flow / "local_test_cuda.xml").exists())
+    assert "cpu: " in summary and "; cuda: " in summary
+
+
+def test_a_bad_device_list_is_refused_with_a_hint(tmp_path: Path) -> None:
+    """A malformed ORCHESTRATOR_REFACTOR_DEVICES stops with bad_input, not a crash."""
+    repo = small_checkout(tmp_path)
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu;rm -rf"})
+    spec = drv.call(_start(repo)).spec
+    for _ in range(40):
+        if spec["status"] not in {"need_agent", "waiting"}:
+            break
+        task = spec["tasks"][0]
+        Path(task["feed_file"]).write_text(json.dumps(_answer(repo)(task)))
+        spec = drv.shell(task["feed_command"]).spec
+    assert ("error", "bad_input") == (spec["status"], spec["error"]["code"])
+    assert "ORCHESTRATOR_REFACTOR_DEVICES" in spec["error"]["hint"]
