@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agents.prompts import Untrusted, fence, render
+from flow.errors import WorkflowInputError
 from flow.outcome import Ask, Go, Human, Task
 from flow.refactor.analysis import AnalystReport, check_report
 from flow.refactor.assess import Assessment, assess_source
@@ -50,7 +51,13 @@ def common(ctx: Any) -> dict[str, str]:
 def assess(ctx: Any) -> Any:
     kept = original(ctx)
     if not kept.exists():  # a re-run must never take an edited file for the original
-        ctx.write_text(f"original/{kept.name}", Path(ctx.data.file).read_text(encoding="utf-8"))
+        try:
+            source = Path(ctx.data.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise WorkflowInputError(
+                f"cannot read the test file {ctx.data.file!r}: {exc.strerror or exc}",
+                "restore the file (or check out the branch again), then run --resume") from None
+        ctx.write_text(f"original/{kept.name}", source)
     text = kept.read_text(encoding="utf-8")
     ctx.write_json("assessment.json", assess_source(text, ctx.data.rel).model_dump(mode="json"))
     return Go("assessed")

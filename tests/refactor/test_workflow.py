@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import Driver, Scenario
+from tests.contract.driver import CRASH_HOOK, Driver, Scenario
 from tests.refactor.conftest import SMALL, small_checkout
 
 
@@ -175,3 +175,19 @@ def test_a_bad_device_list_is_refused_with_a_hint(tmp_path: Path) -> None:
         spec = drv.shell(task["feed_command"]).spec
     assert ("error", "bad_input") == (spec["status"], spec["error"]["code"])
     assert "ORCHESTRATOR_REFACTOR_DEVICES" in spec["error"]["hint"]
+
+
+def test_a_test_file_gone_before_assessment_is_bad_input(tmp_path: Path) -> None:
+    """The file vanishing between start and assess gives an error with a hint, not a crash."""
+    repo = small_checkout(tmp_path)
+    drv = Driver(tmp_path / "ws", {"PYTHONPATH": str(CRASH_HOOK),
+                                   "ORCHESTRATOR_TEST_CRASH_AT": "1",
+                                   "ORCHESTRATOR_TEST_CRASH_COUNTER": str(tmp_path / "n"),
+                                   "ORCHESTRATOR_TEST_CRASH_WHEN": "after"})
+    assert drv.call(_start(repo)).code in (-9, 137)  # killed right after the flow was created
+    (repo / "test" / "test_small_ops.py").unlink()
+    flow = next((tmp_path / "ws").rglob("flow_state.json")).parent
+    call = Driver(tmp_path / "ws").call(["--flow", str(flow.relative_to(tmp_path / "ws")),
+                                         "--resume"])
+    assert (2, "bad_input") == (call.code, call.spec["error"]["code"])
+    assert "--resume" in call.spec["error"]["hint"]
