@@ -1,28 +1,32 @@
 """``reproduce --batch FILE``: one flow sweeping many reproducers (issue 3, item 8).
 
 batch_setup parses the file (``batch.parse_batch``) and installs Stage 1 once;
-batch_entry handles one entry per visit (prepare, collect-only, Stage 1, and the
-skip-marker re-run as a second visit of the same entry) and saves its verdict before
-moving on, so a crash resumes at the entry it was on and never re-runs a finished one;
-batch_report ends with the buckets as Markdown and JSON.
-
-Entries are checked at Stage 1 only. An ``auto`` entry that passes there gets no
-verdict (bucket ``unverified``, with the command that runs stages 2 and 3 for it alone):
-the source build and CI lookups are per-entry agent work this sweep does not fan out.
+batch_entry runs Stage 1 for one entry per visit (prepare, collect-only, setup steps,
+the reproducer, and the skip-marker re-run as a second visit of the same entry).
+``auto`` entries that pass there go on together: batch_build builds the source ONCE
+(the single flow's run task or build-skill agent task, with its one ci_commit
+fallback), batch_stage2 re-runs each of them against that build, batch_ci aligns to
+the CI environment ONCE (ci_repo inferred from the first entry going there when
+neither --ci-repo nor the entry names one), batch_stage3 re-runs each of those.
+``nightly`` entries end at Stage 1. Every entry visit saves the entry's row (or its
+place in the next stage's list) before the index moves, so a crash resumes at the
+entry it was on and never re-runs a finished one. batch_report ends with the buckets
+as Markdown and JSON.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from flow.outcome import Done, Go
-from flow.reproduce import stepsflow
+from flow.outcome import Ask, Done, Go
+from flow.reproduce import ciflow, stepsflow
 from flow.reproduce.batch import (
     BatchEntry, InvalidEntry, build_report, parse_batch, render_json, render_markdown,
 )
 from flow.reproduce.verdict import VERDICT_ADAPTER, NoReproducer, Stage
 
 _PER_ENTRY = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
-                  pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value)
+                  pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
+                  ci_env={})
 
 
 def _entries(ctx: Any) -> list[BatchEntry | InvalidEntry]:
@@ -35,6 +39,7 @@ def setup(ctx: Any) -> Any:
     from pathlib import Path
 
     items = parse_batch(Path(ctx.data.batch_file).read_text())
+    ctx.data.batch_ci_repo = ctx.data.ci_repo
     ctx.data.batch_entries = [{"invalid": i.model_dump()} if isinstance(i, InvalidEntry)
                               else {"entry": i.model_dump()} for i in items]
     problem = stepsflow.install_nightly(ctx, stepsflow.profile_of(ctx))
@@ -60,32 +65,53 @@ def _next(ctx: Any, entry_id: str, verdict: dict[str, Any] | None, note: str = "
 
 
 def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
-    """Turn what a single-flow step decided into this entry's row (or a re-run visit)."""
+    """Turn what a single-flow step decided into this entry's row, its place in the next
+    stage's list, or a skip-marker re-run visit."""
     if go.trigger == "unskip":
         ctx.data.batch_unskip = True  # pending restore is saved before the file is edited
         return Go("next")
     if go.trigger == "decided":
         return _next(ctx, entry.id, ctx.data.verdict)
-    if go.trigger in {"next", "to_stage2"}:
-        again = ctx.cmds.cli("reproduce", "--stage", "auto", "--command", entry.command)
-        return _next(ctx, entry.id, None,
-                     f"passes at stage 1; stages 2-3 need their own flow: {again}")
+    if go.trigger in {"next", "to_stage2", "to_stage3"}:  # act() set the stage to go to
+        later = (ctx.data.batch_to_stage2 if ctx.data.current_stage == Stage.SOURCE_BUILD
+                 else ctx.data.batch_to_stage3)
+        if entry.id not in later:
+            later.append(entry.id)
+        return _next(ctx, entry.id, None)
     raise AssertionError(f"unexpected trigger {go.trigger!r} for batch entry {entry.id!r}")
+
+
+def _load(ctx: Any, item: BatchEntry) -> None:
+    ctx.data.command, ctx.data.stage = item.command, item.stage
+    ctx.data.failure_pattern = item.failure_pattern
+    ctx.data.ci_repo = item.ci_repo or ctx.data.batch_ci_repo
+
+
+def _by_id(ctx: Any, entry_id: str) -> BatchEntry:
+    return next(e for e in _entries(ctx) if isinstance(e, BatchEntry) and e.id == entry_id)
+
+
+def _decide_all(ctx: Any, ids: list[str]) -> Go:
+    """The batch-wide step stopped (build or CI alignment): its verdict is every entry's."""
+    for entry_id in ids:
+        ctx.data.batch_verdicts[entry_id] = dict(ctx.data.verdict or {})
+    ctx.data.verdict = None
+    return Go("decided")
 
 
 def entry(ctx: Any) -> Any:
     """One entry per visit; the index moves only once the entry's row is saved."""
     entries = _entries(ctx)
     if ctx.data.batch_index >= len(entries):
-        return Go("finished")
+        ctx.data.batch_index = 0
+        return Go("build" if ctx.data.batch_to_stage2 else "finished")
     item = entries[ctx.data.batch_index]
     if isinstance(item, InvalidEntry):
         return _next(ctx, item.id, None)
     if ctx.data.batch_unskip:
         return _settle(ctx, item, stepsflow.unskip(ctx))
     ctx.log(f"batch entry {ctx.data.batch_index + 1}/{len(entries)}: {item.id}")
-    ctx.data.command, ctx.data.stage = item.command, item.stage
-    ctx.data.failure_pattern, ctx.data.ci_repo = item.failure_pattern, item.ci_repo
+    _load(ctx, item)
     from flow.reproduce.errors import ReproducerParseError
     from flow.reproduce.forms import parse_reproducer
 
@@ -108,6 +134,85 @@ def entry(ctx: Any) -> Any:
     return _settle(ctx, item, stepsflow.act(ctx, decision))
 
 
+def build(ctx: Any) -> Any:
+    """Stage 2 once for the batch: prepare the tree, then the single flow's build task(s)."""
+    import sys
+    from pathlib import Path
+
+    profile, ids = stepsflow.profile_of(ctx), ctx.data.batch_to_stage2
+    ctx.data.current_stage = Stage.SOURCE_BUILD.value
+    if ctx.data.batch_tree is None:
+        if profile.tree is None:
+            ctx.data.batch_tree = ctx.data.source_dir
+        else:  # a fresh tree at origin/main; set once, so a fallback checkout is kept
+            _load(ctx, _by_id(ctx, ids[0]))
+            problem = stepsflow.prepare_tree(ctx, profile, stepsflow.reproducer(ctx))
+            if problem:
+                stepsflow.blocked(ctx, Stage.SOURCE_BUILD, problem)
+                return _decide_all(ctx, ids)
+            ctx.data.batch_tree = ctx.data.tree
+    ctx.data.tree = ctx.data.batch_tree
+    ctx.data.python, ctx.data.path_head = sys.executable, str(Path(sys.executable).parent)
+    pending = stepsflow.source_build(ctx, profile)
+    if isinstance(pending, Ask):
+        return pending
+    if pending is not None:
+        return _decide_all(ctx, ids)
+    ctx.data.batch_python, ctx.data.batch_path_head = ctx.data.python, ctx.data.path_head
+    ctx.data.batch_index = 0
+    return Go("built")
+
+
+def align(ctx: Any) -> Any:
+    """Stage 3's CI environment once for the batch (``ciflow.align``)."""
+    profile, ids = stepsflow.profile_of(ctx), ctx.data.batch_to_stage3
+    ctx.data.current_stage = Stage.CI_ENV.value
+    _load(ctx, _by_id(ctx, ids[0]))
+    ctx.data.tree = ctx.data.batch_tree
+    stopped = ciflow.align(ctx, profile, stepsflow.reproducer(ctx))
+    if stopped is not None:
+        return _decide_all(ctx, ids)
+    if len(ids) > 1:
+        ctx.data.notes.append(f"ci_env: one CI environment for {ids}, chosen for {ids[0]!r}")
+    ctx.data.batch_python, ctx.data.batch_path_head = ctx.data.python, ctx.data.path_head
+    ctx.data.batch_index = 0
+    return Go("aligned")
+
+
+def _rerun(ctx: Any, stage: Stage, ids: list[str], when_done: str) -> Go:
+    """One entry per visit: re-run it against the batch's build / CI environment."""
+    if ctx.data.batch_index >= len(ids):
+        ctx.data.batch_index = 0
+        return Go(when_done)
+    item = _by_id(ctx, ids[ctx.data.batch_index])
+    if ctx.data.batch_unskip:
+        return _settle(ctx, item, stepsflow.unskip(ctx))
+    ctx.log(f"batch {stage.value} {ctx.data.batch_index + 1}/{len(ids)}: {item.id}")
+    _load(ctx, item)
+    ctx.data.current_stage = stage.value
+    profile, rep = stepsflow.profile_of(ctx), stepsflow.reproducer(ctx)
+    ctx.data.tree = ctx.data.batch_tree if rep.needs_tree or ctx.data.source_dir else None
+    problem = stepsflow.place(ctx, profile, rep)
+    if problem:
+        return _settle(ctx, item, stepsflow.blocked(ctx, stage, problem))
+    ctx.data.python, ctx.data.path_head = ctx.data.batch_python, ctx.data.batch_path_head
+    if stage is Stage.CI_ENV:
+        ciflow.fold(ctx, profile, rep)
+    decision = stepsflow.decide(ctx, profile, stage, f"batch-{stage.value}-{ctx.data.batch_index}")
+    return _settle(ctx, item, stepsflow.act(ctx, decision))
+
+
+def stage2_entry(ctx: Any) -> Any:
+    """Stage 2 for one entry that passed Stage 1 (auto)."""
+    return _rerun(ctx, Stage.SOURCE_BUILD, ctx.data.batch_to_stage2,
+                  "align" if ctx.data.batch_to_stage3 else "finished")
+
+
+def stage3_entry(ctx: Any) -> Any:
+    """Stage 3 for one entry that passed Stages 1 and 2."""
+    return _rerun(ctx, Stage.CI_ENV, ctx.data.batch_to_stage3, "finished")
+
+
 def report(ctx: Any) -> Any:
     """The buckets as report.md and report.json; Done."""
     verdicts = {k: VERDICT_ADAPTER.validate_python(v) for k, v in ctx.data.batch_verdicts.items()}
@@ -120,4 +225,4 @@ def report(ctx: Any) -> Any:
     counts = {str(k): v for k, v in built.counts.items()}
     return Done({"outcome": "BATCH", "counts": counts, "report_path": str(md),
                  "report_json_path": str(js)},
-                [f"read {md}", *[n for n in ctx.data.batch_notes.values() if "orchestrator.py" in n]])
+                [f"read {md}"])

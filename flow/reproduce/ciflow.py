@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flow.outcome import Go
 from flow.reproduce import runner
+from flow.reproduce.forms import Reproducer
 from flow.reproduce.profiles import Profile
 from flow.reproduce.stepsflow import act, blocked, decide, profile_of, reproducer, run_each
 from flow.reproduce.verdict import CannotVerify, Stage
@@ -19,11 +21,27 @@ from flow.reproduce.verdict import CannotVerify, Stage
 
 def stage3(ctx: Any) -> Any:
     """Stage 3: clean, fetch the CI wheels, install them, fold the job log, run, decide."""
+    profile, rep = profile_of(ctx), reproducer(ctx)
+    ctx.data.current_stage = Stage.CI_ENV.value
+    stopped = align(ctx, profile, rep)
+    if stopped is not None:
+        return stopped
+    fold(ctx, profile, rep)
+    return act(ctx, decide(ctx, profile, Stage.CI_ENV, "stage3"))
+
+
+JOB_LOG = "ci_env/job_log.txt"
+
+
+def align(ctx: Any, profile: Profile, rep: Reproducer) -> Go | None:
+    """Clean the stage-2 outputs, fetch and install the CI wheels, keep the CI job log in
+    ``ci_env/job_log.txt`` (read by ``fold``). ``Go("decided")`` with a CANNOT_VERIFY
+    verdict in ``ctx.data.verdict`` when blocked; None once the CI environment is the
+    stage's interpreter. ``rep`` infers ci_repo when neither --ci-repo nor the profile
+    names it (the batch passes its first entry and notes that)."""
     from flow.reproduce import ci_env, ci_fetch
     from flow.reproduce.commands import fill
 
-    profile, rep = profile_of(ctx), reproducer(ctx)
-    ctx.data.current_stage = Stage.CI_ENV.value
     if ctx.data.tree and profile.tree is not None:
         for i, tpl in enumerate(profile.tree.clean):  # best effort, as the seed's `|| true`
             runner.run(fill(tpl, tree=ctx.data.tree), cwd=None, env=ctx.settings,
@@ -36,18 +54,29 @@ def stage3(ctx: Any) -> Any:
         candidates, override = ci_env.infer_ci_repo(rep, given, ctx.data.tree), None
     got = ci_fetch.fetch(profile, candidates, override, ctx.settings, ctx.path("ci_env/wheels"))
     if isinstance(got, CannotVerify):
-        return act(ctx, got)
+        ctx.data.verdict = got.model_dump(mode="json")
+        return Go("decided")
     ctx.data.ci_image = got.image
     ctx.data.notes += [f"ci_env: run {got.run_id} of {got.repo} (Path {got.path}, {got.head_sha})",
                        *got.notes]
     problem = install_ci(ctx, profile, got.wheels)
     if problem:
         return blocked(ctx, Stage.CI_ENV, problem)
+    ctx.write_text(JOB_LOG, got.job_log)
+    return None
+
+
+def fold(ctx: Any, profile: Profile, rep: Reproducer) -> None:
+    """``ctx.data.ci_env``: the env vars and flags the CI job log used for this
+    reproducer's target (``decide`` re-runs with them when it passes as written)."""
+    from flow.reproduce import ci_env
+
+    log = ctx.path(JOB_LOG)
+    job_log = log.read_text() if log.is_file() else ""
     target = (ctx.data.pytest_args or [rep.script or ""])[-1] if rep.step_is_pytest or rep.script else None
-    align = ci_env.fold_job_log(got.job_log, target, tuple(profile.ci_env.env_var_patterns)
+    found = ci_env.fold_job_log(job_log, target, tuple(profile.ci_env.env_var_patterns)
                                 or ci_env.DEFAULT_ENV_PATTERNS)
-    ctx.data.ci_env = align.model_dump(mode="json") if rep.step_is_pytest else {"env": align.env}
-    return act(ctx, decide(ctx, profile, Stage.CI_ENV, "stage3"))
+    ctx.data.ci_env = found.model_dump(mode="json") if rep.step_is_pytest else {"env": found.env}
 
 
 def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:

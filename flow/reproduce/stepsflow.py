@@ -92,25 +92,34 @@ def prepare_tree(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
 
 def prepare(ctx: Any) -> Any:
     """needs_tree per the seed's table, the tree, and the cwd rules (never inside a tree)."""
-    from flow.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
-    from flow.reproduce.wheels import choose_cwd
-
     profile, rep = profile_of(ctx), reproducer(ctx)
     if rep.needs_tree or ctx.data.source_dir:
         problem = prepare_tree(ctx, profile, rep)
         if problem:
             return blocked(ctx, Stage.NIGHTLY, problem)
+    problem = place(ctx, profile, rep)
+    if problem:
+        return blocked(ctx, Stage.NIGHTLY, problem)
+    ctx.data.python = sys.executable
+    ctx.data.path_head = str(Path(sys.executable).parent)
+    return Go("prepared")
+
+
+def place(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
+    """Set ``cwd`` and ``pytest_args`` for the tree in ``ctx.data.tree`` (the seed's cwd
+    rules, never inside a tree); returns a blocker or None. Touches no file."""
+    from flow.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
+    from flow.reproduce.wheels import choose_cwd
+
     try:
         choice = choose_cwd(rep, scratch=scratch(ctx), tree=ctx.data.tree,
                             package=profile.import_package,
                             **({"xpu_ops_subdir": profile.xpu_ops_subdir} if profile.xpu_ops_subdir else {}))
     except (InTreeImportTrap, UnresolvedNodeId) as exc:
-        return blocked(ctx, Stage.NIGHTLY, str(exc))
+        return str(exc)
     ctx.data.cwd = choice.cwd
     ctx.data.pytest_args = choice.pytest_args if choice.pytest_args is not None else rep.pytest_args
-    ctx.data.python = sys.executable
-    ctx.data.path_head = str(Path(sys.executable).parent)
-    return Go("prepared")
+    return None
 
 
 def collect(ctx: Any) -> Any:
@@ -302,6 +311,17 @@ def stage2(ctx: Any) -> Any:
     """Stage 2: build origin/main (a run task), fall back once to ci_commit, run, decide."""
     profile = profile_of(ctx)
     ctx.data.current_stage = Stage.SOURCE_BUILD.value
+    pending = source_build(ctx, profile)
+    if pending is not None:
+        return pending
+    return act(ctx, decide(ctx, profile, Stage.SOURCE_BUILD, "stage2"))
+
+
+def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
+    """Stage 2's build, shared by the single flow and the batch: an ``Ask`` (a build to
+    run, or the one ci_commit fallback), ``Go("decided")`` with a CANNOT_VERIFY verdict
+    in ``ctx.data.verdict``, or None once built (``base``, ``python`` and ``path_head``
+    then name the build)."""
     if profile.source_build.kind == "venv" and not ctx.data.source_dir:
         return blocked(ctx, Stage.SOURCE_BUILD, "no source dir to build: pass --source-dir DIR")
     if ctx.data.trunk_ok is None:
@@ -310,7 +330,8 @@ def stage2(ctx: Any) -> Any:
         ctx.data.fallback_ok = _build_ok(ctx, profile, "build-fallback")
     plan = stage2_build(ctx.data.trunk_ok, ctx.data.ci_commit, ctx.data.fallback_ok)
     if isinstance(plan, CannotVerify):
-        return act(ctx, plan)
+        ctx.data.verdict = plan.model_dump(mode="json")
+        return Go("decided")
     if plan.step is BuildStep.BUILD_TRUNK:
         return Ask([_build_task(ctx, profile, "build-trunk", None)], extra={"stage": "source_build"})
     if plan.step is BuildStep.FALL_BACK:
@@ -329,4 +350,4 @@ def stage2(ctx: Any) -> Any:
     if profile.source_build.kind == "venv":
         ctx.data.python = str((ctx.dir / "build/venv/bin/python"))
         ctx.data.path_head = str((ctx.dir / "build/venv/bin"))
-    return act(ctx, decide(ctx, profile, Stage.SOURCE_BUILD, "stage2"))
+    return None

@@ -2,8 +2,9 @@
 
 begin -> preflight -> prepare -> collect -> stage1 [-> unskip] -> stage2 [-> unskip]
 -> stage3 [-> unskip] -> verdict (Done), any stage jumping to verdict when it decides;
-begin -> batch_setup -> batch_entry (one entry per visit) -> batch_report (Done) for
-``--batch FILE`` (see ``batchflow``).
+begin -> batch_setup -> batch_entry (Stage 1, one entry per visit) [-> batch_build ->
+batch_stage2 (one entry per visit) [-> batch_ci -> batch_stage3]] -> batch_report (Done)
+for ``--batch FILE`` (see ``batchflow``).
 
 Deterministic work (git, pip, collect-only, the reproducer runs, GitHub lookups) runs
 inside the steps; the long source build is a ``run`` task (local profile) or an agent
@@ -66,6 +67,12 @@ class ReproData(BaseModel):
     batch_verdicts: dict[str, dict[str, Any]] = {}
     batch_notes: dict[str, str] = {}
     batch_unskip: bool = False
+    batch_ci_repo: str | None = None   # --ci-repo of the batch (an entry's own wins)
+    batch_to_stage2: list[str] = []    # ids that passed Stage 1 under auto
+    batch_to_stage3: list[str] = []    # ids that passed Stage 2 too
+    batch_tree: str | None = None      # the tree the batch's build and re-runs use
+    batch_python: str | None = None    # the interpreter of the batch's build / CI env
+    batch_path_head: str | None = None
 
 
 class BuildResult(Feed):
@@ -182,6 +189,8 @@ STEPS = {
     "collect": stepsflow.collect, "stage1": stepsflow.stage1, "stage2": stepsflow.stage2,
     "stage3": ciflow.stage3, "unskip": stepsflow.unskip, "verdict": finish,
     "batch_setup": batchflow.setup, "batch_entry": batchflow.entry,
+    "batch_build": batchflow.build, "batch_stage2": batchflow.stage2_entry,
+    "batch_ci": batchflow.align, "batch_stage3": batchflow.stage3_entry,
     "batch_report": batchflow.report,
 }
 
@@ -201,7 +210,12 @@ WORKFLOW = Workflow(
         ("decided", "unskip", "verdict"), ("to_stage2", "unskip", "stage2"),
         ("to_stage3", "unskip", "stage3"),
         ("ready", "batch_setup", "batch_entry"), ("next", "batch_entry", "batch_entry"),
-        ("finished", "batch_entry", "batch_report"),
+        ("finished", "batch_entry", "batch_report"), ("build", "batch_entry", "batch_build"),
+        ("built", "batch_build", "batch_stage2"), ("decided", "batch_build", "batch_report"),
+        ("next", "batch_stage2", "batch_stage2"), ("finished", "batch_stage2", "batch_report"),
+        ("align", "batch_stage2", "batch_ci"),
+        ("aligned", "batch_ci", "batch_stage3"), ("decided", "batch_ci", "batch_report"),
+        ("next", "batch_stage3", "batch_stage3"), ("finished", "batch_stage3", "batch_report"),
     ),
     initial="begin",
     terminal=frozenset({"verdict", "batch_report"}),

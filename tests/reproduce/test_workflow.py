@@ -38,13 +38,19 @@ def test_needs_gpu():
 
 def test_ci_strict():
     assert os.environ.get("CALC_STRICT") != "1"
+
+
+def test_not_in_the_built_venv():
+    import sys
+    assert "/build/venv/" not in sys.executable
 '''
 
 
 @pytest.fixture
 def calc(tmp_path: Path) -> Path:
     """A copy of examples/calc with extra tests (an XPU-marker skip, an environmental skip,
-    a test that fails only under the CI job's env) and a test file with no tests."""
+    a test that fails only under the CI job's env, one that fails only in the Stage 2
+    venv) and a test file with no tests."""
     src = Path(shutil.copytree(REPO / "examples" / "calc", tmp_path / "calc"))
     (src / "tests" / "test_extra.py").write_text(EXTRA_TESTS)
     (src / "tests" / "test_empty.py").write_text("X = 1\n")
@@ -243,3 +249,120 @@ def test_batch_resumes_at_the_entry_it_was_on(calc: Path, tmp_path: Path) -> Non
     assert all(ran in (1, 2) and (ran == 1 or before == 1) for before, ran in resumed_ok)
     assert {1, 2} == {ran for _, ran in resumed_ok}
     assert expected == clean.spec["counts"]
+
+
+def _ci_repo_with_wheel(fake_github: FakeGitHub, calc: Path, tmp_path: Path, log: str) -> None:
+    """acme/calc on the fake GitHub: one successful run with a job log and a calc wheel."""
+    repo = fake_github.repo("acme/calc")
+    run = repo.add_run(repo.add_workflow("ci", ".github/workflows/ci.yml"), "c" * 40,
+                       head_branch="main", jobs=[])
+    repo.add_job(run, "test", "success", log=log)
+    run.add_artifact("calc-wheel-1", {"dist/calc-0.1.0-py3-none-any.whl": _wheel_of(calc, tmp_path)})
+
+
+def _feed_until_done(drv: Driver, spec: dict[str, Any], ran: list[list[str]] | None = None,
+                     resume: list[str] | None = None) -> dict[str, Any]:
+    """Run and feed every build task until the flow is done (each task's argv is appended
+    to ``ran``); the build sees no crash hook."""
+    clean_env = {k: v for k, v in drv.env.items() if not k.startswith("ORCHESTRATOR_TEST_CRASH")}
+    while spec["status"] in {"need_agent", "waiting"}:  # waiting: handed out before a kill
+        task = spec["tasks"][0]
+        if ran is not None:
+            ran.append(task["argv"])
+        proc = subprocess.run(task["command"], shell=True, capture_output=True, text=True,
+                              env=clean_env)
+        Path(task["log_file"]).write_text(proc.stdout + proc.stderr)
+        Path(task["feed_file"]).write_text(json.dumps({"exit_code": proc.returncode,
+                                                       "log_path": task["log_file"]}))
+        call = drv.shell(task["feed_command"])
+        if call.spec is None and call.code in (-9, 137) and resume is not None:
+            call = drv.call(resume)  # killed by the crash hook: resume as a harness would
+        assert call.spec is not None, call.stderr
+        spec = call.spec
+    return spec
+
+
+def _rows(spec: dict[str, Any]) -> dict[str, tuple[str, str, Any]]:
+    """{id: (bucket, verdict, stage or checked_stages)} from the batch's report.json."""
+    rows = json.loads(Path(spec["report_json_path"]).read_text())["rows"]
+    return {r["id"]: (r["bucket"], (r["verdict"] or {}).get("verdict"),
+                      (r["verdict"] or {}).get("stage", (r["verdict"] or {}).get("checked_stages")))
+            for r in rows}
+
+
+def test_batch_auto_entries_go_through_one_build_and_one_ci_env(
+        calc: Path, tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """Auto entries passing Stage 1 share ONE source build and ONE CI alignment, each
+    re-run to its verdict; a nightly entry ends at Stage 1."""
+    _ci_repo_with_wheel(fake_github, calc, tmp_path, "env:\n  CALC_STRICT: 1\n")
+    tests = f"{calc}/tests"
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([
+        {"id": "stage1", "command": f"pytest {tests}/test_calc.py::test_mean_of_ints_keeps_the_fraction"},
+        {"id": "everywhere", "command": f"pytest {tests}/test_calc.py::test_add"},
+        {"id": "built", "command": f"pytest {tests}/test_extra.py::test_not_in_the_built_venv"},
+        {"id": "ci", "command": f"pytest {tests}/test_extra.py::test_ci_strict"},
+        {"id": "nightly", "command": f"pytest {tests}/test_calc.py::test_add", "stage": "nightly"},
+    ]))
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_API": fake_github.base_url,
+                                   "GITHUB_TOKEN": fake_github.token})
+    first = drv.call(["reproduce", "--profile", "local", "--source-dir", str(calc),
+                      "--ci-repo", "acme/calc", "--batch", str(batch)])
+    assert first.spec is not None, first.stderr
+    ran: list[list[str]] = []
+    spec = _feed_until_done(drv, first.spec, ran)
+    assert ([["--source", str(calc)]], "done", {
+        "stage1": ("still_failing", "REPRODUCED", "nightly"),
+        "everywhere": ("already_fixed", "NOT_REPRODUCED", ["nightly", "source_build", "ci_env"]),
+        "built": ("still_failing", "REPRODUCED", "source_build"),
+        "ci": ("still_failing", "REPRODUCED", "ci_env"),
+        "nightly": ("already_fixed", "NOT_REPRODUCED", ["nightly"]),
+    }) == ([argv[argv.index("--source"):][:2] for argv in ran], spec["status"], _rows(spec))
+
+
+def _where(marks: Path) -> list[str]:
+    """Which interpreter ran each line of ``marks`` (stage 1's, the build's, the CI env's);
+    the file is removed."""
+    lines = marks.read_text().splitlines()
+    marks.unlink()
+    return ["source_build" if "/build/venv/" in line else "ci_env" if "/ci_env/venv/" in line
+            else "nightly" for line in lines]
+
+
+def test_batch_killed_in_stages_2_and_3_resumes_at_its_entry(
+        calc: Path, tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """A SIGKILL at sampled writes after the batch's build was fed (Stage 2 and 3 visits,
+    the CI alignment), then resume: the same rows, and each stage of an entry runs again
+    at most once (only the visit that was cut short)."""
+    _ci_repo_with_wheel(fake_github, calc, tmp_path, "")
+    marks = tmp_path / "marks"
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([
+        {"id": "stage1", "command": f"pytest {calc}/tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"},
+        {"id": "slow", "command":
+         f"python -c \"import sys; open('{marks}', 'a').write(sys.executable + chr(10))\""},
+    ]))
+    argv = ["reproduce", "--profile", "local", "--source-dir", str(calc), "--ci-repo", "acme/calc",
+            "--batch", str(batch)]
+    github = {"ORCHESTRATOR_GITHUB_API": fake_github.base_url, "GITHUB_TOKEN": fake_github.token}
+    counter = tmp_path / "count"
+    env = {**github, "PYTHONPATH": str(CRASH_HOOK), "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
+           "ORCHESTRATOR_TEST_CRASH_AT": "999999"}
+    drv = Driver(tmp_path / "count-ws", env)
+    first = drv.call(argv)
+    before_feed = int(counter.read_text())
+    clean = _feed_until_done(drv, first.spec)
+    assert "need_agent" == first.spec["status"]  # the build is fed, so kills come after it
+    total, clean_marks = int(counter.read_text()), _where(marks)
+    points = sorted({before_feed + 1 + i * (total - before_feed - 1) // 7 for i in range(8)})
+    extra = []
+    for n in points:
+        drv = Driver(tmp_path / f"ws{n}", {**env, "ORCHESTRATOR_TEST_CRASH_AT": str(n),
+                                           "ORCHESTRATOR_TEST_CRASH_COUNTER": str(tmp_path / f"c{n}")})
+        spec = _feed_until_done(drv, drv.call(argv).spec, resume=argv)
+        ran = _where(marks)
+        assert "done" == spec["status"], f"point {n}: {spec}"
+        assert (_rows(clean), set(clean_marks)) == (_rows(spec), set(ran)), f"point {n}"
+        extra.append(len(ran) - len(clean_marks))
+    assert (["nightly", "source_build", "ci_env"], True, True) == (
+        clean_marks, set(extra) <= {0, 1}, 1 in extra), extra
