@@ -22,9 +22,21 @@ TEST_FILE = "test/test_small_ops.py"
 MAX_CALLS = 60
 
 
+def make_checkout(example: Path, dest: Path) -> Path:
+    """Lay the example out as a PyTorch-style checkout: test/test_small_ops.py, its
+    common_methods_invocations.py and the dynamo sentinel folders. Returns ``dest``."""
+    test = dest / "test"
+    test.mkdir(parents=True)
+    shutil.copy(example / "small_ops_before.py", test / "test_small_ops.py")
+    shutil.copy(example / "common_methods_invocations.py", test / "common_methods_invocations.py")
+    for name in ("dynamo_skips", "dynamo_expected_failures"):
+        shutil.copytree(example / name, test / name)
+    return dest
+
+
 def _example(script: Path) -> Path:
     src = script.parent / "examples" / "refactor"
-    if not (src / "checkout").is_dir():
+    if not (src / "small_ops_before.py").is_file():
         raise WorkflowInputError(f"the demo's example files are not at {str(src)!r}",
                                  "run the demo from a checkout of skill-orchestrator")
     return src
@@ -46,10 +58,11 @@ def _answer(task: dict[str, Any], replay: Path, checkout: Path) -> dict[str, Any
     feed = task["feed_schema"].split(".", 1)[1]
     ident = {"agent_id": f"replay/{task['agent_name']}", "agent_name": task["agent_name"]}
     if feed == "analyst":
-        shutil.copy(replay / "analyst_report.json", task["report_path"])
+        report = loads((replay.parent / "analyst_report.json").read_bytes())
+        Path(task["report_path"]).write_bytes(dumps({**report, "file": TEST_FILE}))
         return ident
-    if feed == "coder":
-        shutil.copy(replay / "coder_edit.py", checkout / TEST_FILE)
+    if feed == "coder":  # the recorded coder's edit: the refactored file
+        shutil.copy(replay.parent / "small_ops_after.py", checkout / TEST_FILE)
     if feed == "coder_test":
         reason = loads((replay / "coder_test.json").read_bytes())["defer_reason"]
         return {**ident, "verdicts": [{"test_name": name, "verdict": "deferred",
@@ -70,7 +83,7 @@ def demo_command(words: list[str], args: Namespace, root: Path, harness: str,
     src = _example(script)
     checkout = root / "demo-checkout"
     shutil.rmtree(checkout, ignore_errors=True)
-    shutil.copytree(src / "checkout", checkout)
+    make_checkout(src, checkout)
     base = [sys.executable, str(script), "--workspace", str(root), "--harness", harness]
     spec = _call([*base, "--restart", TEST_FILE, "--pytorch-dir", str(checkout)])
     calls = 1

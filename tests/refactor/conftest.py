@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,8 @@ from flow.refactor.analysis import AnalystReport
 from flow.refactor.assess import Assessment, assess_source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "refactor"
-SMALL = FIXTURES / "small"
+# The small fixture is the demo's bundled example too: one copy, in examples/.
+SMALL = Path(__file__).resolve().parents[2] / "examples" / "refactor"
 LARGE = FIXTURES / "large"
 
 
@@ -40,10 +40,6 @@ def large_report() -> AnalystReport:
 
 def small_checkout(tmp_path: Path) -> Path:
     """A checkout holding the small fixture as test/test_small_ops.py with its CMI and sentinels."""
-    test = tmp_path / "repo" / "test"
-    test.mkdir(parents=True)
-    shutil.copy(SMALL / "small_ops_before.py", test / "test_small_ops.py")
-    shutil.copy(SMALL / "common_methods_invocations.py", test / "common_methods_invocations.py")
-    for name in ("dynamo_skips", "dynamo_expected_failures"):
-        shutil.copytree(SMALL / name, test / name)
-    return tmp_path / "repo"
+    from flow.demo import make_checkout
+
+    return make_checkout(SMALL, tmp_path / "repo")
