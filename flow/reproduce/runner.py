@@ -39,10 +39,6 @@ def run(argv: list[str], *, cwd: str | Path | None, env: Mapping[str, str], log:
     """Run ``argv``; write ``$ argv`` plus stdout+stderr to ``log``; return (code, output).
     A missing program or a timeout is exit 127 / 124 with the reason as output (never raises)."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    # The tests' crash hook (tests/crashhook, ORCHESTRATOR_TEST_CRASH_*) kills the
-    # orchestrator at its Nth file replace; a pip or pytest child inheriting it would be
-    # killed instead and read as a failed install or run.
-    env = {k: v for k, v in env.items() if not k.startswith("ORCHESTRATOR_TEST_CRASH_")}
     try:
         proc = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True,
                               text=True, timeout=timeout)

@@ -9,10 +9,14 @@ import signal
 
 _AT = os.environ.get("ORCHESTRATOR_TEST_CRASH_AT")
 _COUNTER = os.environ.get("ORCHESTRATOR_TEST_CRASH_COUNTER")
+_when = os.environ.get("ORCHESTRATOR_TEST_CRASH_WHEN", "before")
+# Only this process is armed: children it starts (pip, pytest, a nested orchestrator) must
+# neither be killed nor move the count.
+for _name in [k for k in os.environ if k.startswith("ORCHESTRATOR_TEST_CRASH_")]:
+    del os.environ[_name]
 
 if _AT and _COUNTER:
     _real_replace = os.replace
-    _when = os.environ.get("ORCHESTRATOR_TEST_CRASH_WHEN", "before")
 
     def _count() -> int:
         try:
