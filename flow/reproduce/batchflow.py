@@ -136,7 +136,6 @@ def entry(ctx: Any) -> Any:
 
 def build(ctx: Any) -> Any:
     """Stage 2 once for the batch: prepare the tree, then the single flow's build task(s)."""
-    import sys
     from pathlib import Path
 
     profile, ids = stepsflow.profile_of(ctx), ctx.data.batch_to_stage2
@@ -152,7 +151,8 @@ def build(ctx: Any) -> Any:
                 return _decide_all(ctx, ids)
             ctx.data.batch_tree = ctx.data.tree
     ctx.data.tree = ctx.data.batch_tree
-    ctx.data.python, ctx.data.path_head = sys.executable, str(Path(sys.executable).parent)
+    python = stepsflow.reproduce_python(ctx.settings)
+    ctx.data.python, ctx.data.path_head = python, str(Path(python).parent)
     pending = stepsflow.source_build(ctx, profile)
     if isinstance(pending, Ask):
         return pending

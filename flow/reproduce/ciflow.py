@@ -15,7 +15,9 @@ from flow.outcome import Go
 from flow.reproduce import runner
 from flow.reproduce.forms import Reproducer
 from flow.reproduce.profiles import Profile
-from flow.reproduce.stepsflow import act, blocked, decide, profile_of, reproducer, run_each
+from flow.reproduce.stepsflow import (
+    act, blocked, decide, profile_of, reproduce_python, reproducer, run_each,
+)
 from flow.reproduce.verdict import CannotVerify, Stage
 
 
@@ -81,23 +83,25 @@ def fold(ctx: Any, profile: Profile, rep: Reproducer) -> None:
 
 def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
     """Install the CI wheels: into a fresh venv (local profile), else uninstall the stack
-    and force-install into the current environment, then align the tree to the wheel.
+    and force-install into ``reproduce_python``'s environment (ORCHESTRATOR_REPRODUCE_PYTHON,
+    default the orchestrator's own), then align the tree to the wheel.
     Returns a blocker or None."""
     from flow.reproduce.commands import fill
     from flow.reproduce.wheels import pip_for, pip_install, pip_uninstall
 
     if profile.source_build.kind == "venv":
         return _install_into_venv(ctx, wheels)
-    pip = pip_for(sys.executable)
+    python = reproduce_python(ctx.settings)
+    pip = pip_for(python)
     runner.run(pip_uninstall(pip, profile.ci_env.uninstall), cwd=None, env=ctx.settings,
                log=ctx.path("logs/ci-uninstall.log"))  # seed: `pip uninstall ... || true`
     problem = run_each(ctx, [pip_install(pip, wheels, force_reinstall=True)], "ci-install",
                        "CI wheel install")
     if problem:
         return problem
-    ctx.data.python, ctx.data.path_head = sys.executable, str(Path(sys.executable).parent)
+    ctx.data.python, ctx.data.path_head = python, str(Path(python).parent)
     if ctx.data.tree and profile.tree is not None:
-        code, sha = runner.run(fill(profile.tree.wheel_commit_query, python=sys.executable),
+        code, sha = runner.run(fill(profile.tree.wheel_commit_query, python=python),
                                cwd=ctx.path("scratch"), env=ctx.settings,
                                log=ctx.path("logs/wheel-commit.log"))
         try:

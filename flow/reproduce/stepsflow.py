@@ -3,10 +3,24 @@ helpers they share with Stage 3 (``ciflow``) and the batch sweep (``batchflow``)
 
 Each step reads ``ctx.data``, runs what the seed says through ``runner``, and hands what
 it saw to the pure tables in ``stages``; the decision becomes a trigger.
+
+Settings (``ctx.settings``, i.e. the environment):
+
+- ``ORCHESTRATOR_REPRODUCE_INDEX_URL``: the nightly index (overrides the profile's
+  ``nightly.index_url``).
+- ``ORCHESTRATOR_REPRODUCE_PYTHON``: the interpreter whose environment Stage 1 installs
+  the nightly into and runs the reproducer with (its bin dir leads PATH, so a bare
+  ``python``/``pytest`` in the reproducer means it); also the environment Stage 3 installs
+  the CI wheels into when the profile builds no venv, and the batch's build environment.
+  Default: the orchestrator's own ``sys.executable``. Give a venv's ``bin/python`` as is
+  (it is not resolved through its symlink, which would leave the venv). A value that is
+  not an executable file is refused when the flow starts (``check_python``).
 """
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +36,30 @@ from flow.reproduce.verdict import CannotVerify, NotReproduced, Stage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILE_URL_ENV = "ORCHESTRATOR_REPRODUCE_INDEX_URL"
+PYTHON_ENV = "ORCHESTRATOR_REPRODUCE_PYTHON"
+
+
+def reproduce_python(settings: Mapping[str, str]) -> str:
+    """The interpreter of Stage 1 (see the module docstring): ``ORCHESTRATOR_REPRODUCE_PYTHON``
+    made absolute (symlinks kept), else ``sys.executable``."""
+    value = settings.get(PYTHON_ENV)
+    return os.path.abspath(os.path.expanduser(value)) if value else sys.executable
+
+
+def check_python(settings: Mapping[str, str]) -> None:
+    """Raise WorkflowInputError when ``ORCHESTRATOR_REPRODUCE_PYTHON`` is set but is not an
+    executable file (checked at start, before anything is written)."""
+    from flow.errors import WorkflowInputError
+
+    value = settings.get(PYTHON_ENV)
+    if value is None:
+        return
+    path = reproduce_python(settings)
+    if not value.strip() or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise WorkflowInputError(
+            f"{PYTHON_ENV}={value!r} is not an executable file",
+            f"set {PYTHON_ENV} to an interpreter such as /path/to/venv/bin/python, "
+            "or unset it to use the orchestrator's own")
 
 
 def profile_of(ctx: Any) -> Profile:
@@ -100,8 +138,8 @@ def prepare(ctx: Any) -> Any:
     problem = place(ctx, profile, rep)
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
-    ctx.data.python = sys.executable
-    ctx.data.path_head = str(Path(sys.executable).parent)
+    ctx.data.python = reproduce_python(ctx.settings)
+    ctx.data.path_head = str(Path(ctx.data.python).parent)
     return Go("prepared")
 
 
@@ -138,14 +176,15 @@ def collect(ctx: Any) -> Any:
 
 
 def installed_versions(ctx: Any, packages: list[str]) -> dict[str, str]:
-    """{package: version} in the orchestrator's interpreter; {} when the query fails. The
-    JSON line is searched from the end: stderr (a warning) is appended after stdout."""
+    """{package: version} in the Stage 1 interpreter (``reproduce_python``); {} when the
+    query fails. The JSON line is searched from the end: stderr (a warning) is appended
+    after stdout."""
     import json
 
     from flow.reproduce.wheels import versions_query
 
-    _, output = runner.run(versions_query(sys.executable, packages), cwd=scratch(ctx),
-                           env=ctx.settings, log=ctx.path("logs/versions.log"))
+    _, output = runner.run(versions_query(reproduce_python(ctx.settings), packages),
+                           cwd=scratch(ctx), env=ctx.settings, log=ctx.path("logs/versions.log"))
     for line in reversed(output.splitlines()):
         try:
             found = json.loads(line)
@@ -157,11 +196,14 @@ def installed_versions(ctx: Any, packages: list[str]) -> dict[str, str]:
 
 
 def install_nightly(ctx: Any, profile: Profile) -> str | None:
-    """Stage 1's install: the profile's packages (same build day, else reinstalled together);
-    records the versions. ``kind=current`` installs nothing. Returns a blocker or None."""
+    """Stage 1's install into ``reproduce_python``'s environment: the profile's packages;
+    when they are not all from one build day, uninstall them and reinstall them together,
+    then read the versions again and note the outcome. Records the versions.
+    ``kind=current`` installs nothing. Returns a blocker (a failed pip run, or a set still
+    mixed after the reinstall, naming the versions) or None."""
     from flow.reproduce.wheels import install_plan, pip_for, pip_install, same_build_day
 
-    nightly, pip = profile.nightly, pip_for(sys.executable)
+    nightly, pip = profile.nightly, pip_for(reproduce_python(ctx.settings))
     if nightly.kind == "index":
         problem = run_each(ctx, [pip_install(pip, nightly.packages, index_url=nightly.index_url,
                                              pre=nightly.pre, upgrade=True)],
@@ -169,17 +211,32 @@ def install_nightly(ctx: Any, profile: Profile) -> str | None:
         if problem:
             return problem
     installed = installed_versions(ctx, nightly.packages)
-    if nightly.same_day_check:
-        check = same_build_day(installed, nightly.packages)
-        problem = run_each(ctx, install_plan(pip, check, nightly.packages,
-                                             index_url=nightly.index_url, pre=nightly.pre),
-                           "reinstall", f"reinstall of {nightly.packages}", cwd=scratch(ctx))
-        if problem:
-            return problem
-        if not check.ok:
-            installed = installed_versions(ctx, nightly.packages)
     ctx.data.installed_versions = installed
+    if not nightly.same_day_check:
+        return None
+    check = same_build_day(installed, nightly.packages)
+    if check.ok:
+        return None
+    problem = run_each(ctx, install_plan(pip, check, nightly.packages,
+                                         index_url=nightly.index_url, pre=nightly.pre),
+                       "reinstall", f"reinstall of {nightly.packages}", cwd=scratch(ctx))
+    if problem:
+        return problem
+    installed = installed_versions(ctx, nightly.packages)
+    ctx.data.installed_versions = installed
+    again = same_build_day(installed, nightly.packages)
+    ctx.data.notes.append(f"nightly: after install, {check.reason}; uninstalled and reinstalled "
+                          f"together: {'now one build day' if again.ok else 'still ' + again.reason}"
+                          f" ({_listed(installed, nightly.packages)})")
+    if not again.ok:
+        return (f"the nightly set is still not from one build day after uninstalling and "
+                f"reinstalling it together: {_listed(installed, nightly.packages)}; the index "
+                "may not have all wheels of the newest day yet, retry later")
     return None
+
+
+def _listed(installed: dict[str, str], packages: list[str]) -> str:
+    return ", ".join(f"{p}={installed.get(p, 'not installed')}" for p in packages)
 
 
 def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -> runner.Exercise:

@@ -116,13 +116,15 @@ def locate(opts: dict[str, Any], root: Path) -> str:
 
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
-    """Initial data; WorkflowInputError for an unknown profile, a bad --ci-commit, or a
-    reproducer that cannot be split (nothing is written then)."""
+    """Initial data; WorkflowInputError for an unknown profile, a bad --ci-commit, a
+    reproducer that cannot be split, or an ORCHESTRATOR_REPRODUCE_PYTHON that is not an
+    executable file (nothing is written then)."""
     from flow.reproduce.errors import ProfileError, ReproducerParseError
     from flow.reproduce.forms import parse_reproducer
     from flow.reproduce.profiles import load_profile
 
     inputs = _inputs(opts)
+    stepsflow.check_python(settings)
     try:
         load_profile(inputs["profile"])
     except ProfileError as exc:

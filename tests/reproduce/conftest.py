@@ -23,11 +23,14 @@ def run(argv: list[str] | str, cwd: str | Path | None = None, *, shell: bool = F
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def build_wheel(folder: Path, name: str, version: str) -> Path:
-    """Write a minimal pure-python wheel ``name==version`` (with a valid RECORD) into ``folder``."""
+def build_wheel(folder: Path, name: str, version: str,
+                extra: dict[str, str] | None = None) -> Path:
+    """Write a minimal pure-python wheel ``name==version`` (with a valid RECORD) into
+    ``folder``; ``extra`` adds files ``{path in the wheel: text}``."""
     dist = f"{name}-{version}"
     files = {
         f"{name}/__init__.py": f'__version__ = "{version}"\n'.encode(),
+        **{path: text.encode() for path, text in (extra or {}).items()},
         f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
         f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
