@@ -16,7 +16,8 @@ from flow.reproduce import runner
 from flow.reproduce.forms import Reproducer
 from flow.reproduce.profiles import Profile
 from flow.reproduce.stepsflow import (
-    act, blocked, decide, profile_of, reproduce_python, reproducer, run_each,
+    act, blocked, decide, installed_versions, profile_of, reproduce_python, reproducer,
+    run_each,
 )
 from flow.reproduce.verdict import CannotVerify, Stage
 
@@ -100,6 +101,8 @@ def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
     if problem:
         return problem
     ctx.data.python, ctx.data.path_head = python, str(Path(python).parent)
+    # The verdict's report names what stage 3 ran on, not stage 1's nightly set.
+    ctx.data.installed_versions = installed_versions(ctx, profile.nightly.packages)
     if ctx.data.tree and profile.tree is not None:
         code, sha = runner.run(fill(profile.tree.wheel_commit_query, python=python),
                                cwd=ctx.path("scratch"), env=ctx.settings,
@@ -111,7 +114,11 @@ def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
                        fill(profile.tree.submodules, tree=ctx.data.tree)]
         except ValueError as exc:
             return f"cannot align the tree to the CI wheel (query exit {code}): {exc}"
-        return run_each(ctx, recipes, "align", "aligning the tree to the CI wheel")
+        problem = run_each(ctx, recipes, "align", "aligning the tree to the CI wheel")
+        if problem is None:
+            ctx.data.notes.append(f"ci_env: tree {ctx.data.tree} detached at the CI wheel's "
+                                  f"git_version {sha.strip().splitlines()[-1]} (not the fix base)")
+        return problem
     return None
 
 

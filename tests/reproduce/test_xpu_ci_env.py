@@ -101,3 +101,6 @@ def test_stage3_installs_the_ci_wheel_and_detaches_the_tree_at_its_commit(
         spec["status"], verdict.get("verdict"), verdict.get("stage"), verdict.get("base")), spec
     assert (sha, CI_TORCH) == (_git(git_env, "-C", str(tree), "rev-parse", "HEAD"),
                                _torch_in(venv_python))
+    report = spec["report"]
+    assert CI_TORCH == report["installed_versions"].get("torch")
+    assert any(sha in note and "detached" in note for note in report["notes"])
