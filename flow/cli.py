@@ -188,8 +188,14 @@ def _clear_error(store: FlowStore) -> None:
 
 
 def _move_aside(store: FlowStore) -> None:
+    """Rename the flow folder to ``<name>.old-<UTC stamp>[-n]`` (never onto an earlier one)."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    store.dir.rename(store.dir.with_name(f"{store.dir.name}.old-{stamp}"))
+    target = store.dir.with_name(f"{store.dir.name}.old-{stamp}")
+    n = 1
+    while target.exists():  # two restarts within one second
+        n += 1
+        target = store.dir.with_name(f"{store.dir.name}.old-{stamp}-{n}")
+    store.dir.rename(target)
 
 
 def _graph(words: list[str], root: Path, harness: str) -> dict[str, Any]:

@@ -140,3 +140,30 @@ def test_a_start_refused_by_the_workflow_leaves_nothing_behind(tmp_path: Path) -
     assert (2, "bad_input") == (code, spec["error"]["code"])
     leftovers = sorted(str(p) for p in ws.rglob("*")) if ws.exists() else []
     assert [] == leftovers
+
+
+def test_restarting_twice_within_a_second_keeps_both_old_flows(tmp_path: Path) -> None:
+    """--restart moves the old flow aside under a fresh name even within the same second."""
+    for _ in range(3):
+        code, spec = _run(tmp_path, "start", "toy", "again", "--restart")
+        assert (0, "need_agent") == (code, spec["status"])
+    assert 2 == len(list((tmp_path / "toy").glob("again.old-*")))
+
+
+def test_move_aside_never_lands_on_an_earlier_old_flow(tmp_path: Path) -> None:
+    """Even when <name>.old-<this second> exists, the folder gets a name of its own."""
+    import time
+
+    from flow.cli import _move_aside
+    from workspace.store import FlowStore
+
+    store = FlowStore(tmp_path, "toy/x")
+    store.dir.mkdir(parents=True)
+    (store.dir / "marker").write_text("mine")
+    now = time.time()
+    for t in (now, now + 1):
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(t))
+        (tmp_path / "toy" / f"x.old-{stamp}").mkdir()
+    _move_aside(store)
+    moved = [p for p in (tmp_path / "toy").glob("x.old-*") if (p / "marker").exists()]
+    assert (False, 1) == (store.dir.exists(), len(moved))
