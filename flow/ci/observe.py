@@ -4,10 +4,15 @@ The IO composition the CI workflow's tick step calls; every decision is in
 `flow.ci.classify`. Imports PyGithub (through flow.github), so it is not imported by
 `flow.ci`'s __init__.
 
-Cost of a tick: 1 (PR; only that when the PR is closed or merged) + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100),
-all conditional. Only when a check is red: the merge base (1, conditional), the merge
-base's checks (same formula) and, once per failed job, its log (302 + download;
-trimmed excerpts of finished jobs are cached, since a finished job's log never changes).
+Cost of a tick, every request conditional (ETag; a 304 costs no rate limit):
+1 (the PR) and nothing more when the PR is closed or merged. Otherwise
++ ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100), where the runs listing costs 0
+when every check-runs page and the statuses answered 304, something is still pending and
+every unfinished run has a pending job (see flow.github.reads.read_commit_checks): an
+unchanged pending PR with 300 check runs costs 1 + 3 + 1 = 5. Only when a check is red: the
+merge base (1), the merge base's checks (same formula) and, once per failed job, its log
+(302 + download; trimmed excerpts of finished jobs are cached, since a finished job's log
+never changes).
 """
 
 from __future__ import annotations

@@ -86,30 +86,112 @@ def merge_base(client: GitHubClient, repo: str, pull: PullInfo, cache: ETagCache
     return data["merge_base_commit"]["sha"]
 
 
-def get_cached(client: GitHubClient, cache: ETagCache, url: str, params: dict[str, Any]) -> tuple[Any, str | None]:
-    """One conditional GET: (body, next page URL). A 304 answers from the cache."""
-    key = url + ("?" + urllib.parse.urlencode(sorted(params.items())) if params else "")
+def _key(url: str, params: dict[str, Any]) -> str:
+    return url + ("?" + urllib.parse.urlencode(sorted(params.items())) if params else "")
+
+
+def get_conditional(client: GitHubClient, cache: ETagCache, url: str,
+                    params: dict[str, Any]) -> tuple[Any, str | None, bool]:
+    """One conditional GET: (body, next page URL, not_modified). A 304 answers from the cache
+    and sets not_modified: the body is the one cached, unchanged since it was read."""
+    key = _key(url, params)
     entry = cache.get(key)
     status, headers, data = client.get_json(url, params, entry["etag"] if entry else None)
     if status == 304 and entry is not None:
-        return entry["body"], entry["next"]
+        return entry["body"], entry["next"], True
     m = _NEXT.search(headers.get("link", ""))
     nxt = m.group(1) if m else None
     cache.put(key, headers.get("etag"), data, nxt)
-    return data, nxt
+    return data, nxt, False
+
+
+def get_cached(client: GitHubClient, cache: ETagCache, url: str, params: dict[str, Any]) -> tuple[Any, str | None]:
+    """One conditional GET: (body, next page URL). A 304 answers from the cache."""
+    body, nxt, _ = get_conditional(client, cache, url, params)
+    return body, nxt
+
+
+def read_all(client: GitHubClient, cache: ETagCache, url: str, params: dict[str, Any],
+             key: str) -> tuple[list[Any], int, bool]:
+    """Every item of a paginated list, following Link rel="next":
+    (items, requests made, whether every page answered 304)."""
+    items: list[Any] = []
+    requests = 0
+    unchanged = True
+    next_url: str | None = url
+    while next_url:
+        body, nxt, not_modified = get_conditional(client, cache, next_url, params)
+        requests += 1
+        unchanged = unchanged and not_modified
+        items.extend(body[key])
+        next_url, params = nxt, {}
+    return items, requests, unchanged
 
 
 def get_all(client: GitHubClient, cache: ETagCache, url: str, params: dict[str, Any], key: str) -> tuple[list[Any], int]:
     """Every item of a paginated list, following Link rel="next": (items, requests made)."""
+    items, requests, _ = read_all(client, cache, url, params, key)
+    return items, requests
+
+
+def cached_all(cache: ETagCache, url: str, params: dict[str, Any], key: str) -> list[Any] | None:
+    """Every item of a paginated list as last read, from the cache alone (no request);
+    None when any page of it is not cached."""
     items: list[Any] = []
-    requests = 0
     next_url: str | None = url
     while next_url:
-        body, nxt = get_cached(client, cache, next_url, params)
-        requests += 1
-        items.extend(body[key])
-        next_url, params = nxt, {}
-    return items, requests
+        entry = cache.get(_key(next_url, params))
+        if entry is None or "body" not in entry:
+            return None
+        items.extend(entry["body"][key])
+        next_url, params = entry["next"], {}
+    return items
+
+
+def _runs_request(repo: str, sha: str, per_page: int) -> tuple[str, dict[str, Any]]:
+    return f"/repos/{repo}/actions/runs", {"head_sha": sha, "per_page": per_page}
+
+
+def forget_workflow_runs(cache: ETagCache, repo: str, sha: str, per_page: int) -> None:
+    """Drop the cached workflow-runs listing of `sha`, so the next read of the commit's checks
+    reads it fresh. For after a re-run: its new attempt can show in the listing before any of
+    its jobs exist, that is without the check runs changing. The caller saves the cache."""
+    url, params = _runs_request(repo, sha, per_page)
+    next_url: str | None = url
+    while next_url:
+        key = _key(next_url, params)
+        entry = cache.get(key)
+        cache.forget(key)
+        next_url, params = (entry or {}).get("next"), {}
+
+
+def _run_of(check: dict[str, Any], by_suite: dict[Any, dict[str, Any]],
+            by_id: dict[Any, dict[str, Any]]) -> dict[str, Any] | None:
+    """The workflow run a check run belongs to (by check suite, else by the run id in its URL)."""
+    run = by_suite.get((check.get("check_suite") or {}).get("id"))
+    if run is None:
+        m = _RUN_IN_URL.search(check.get("details_url") or "")
+        run = by_id.get(int(m.group(1))) if m else None
+    return run
+
+
+def _index(raw_runs: list[dict[str, Any]]) -> tuple[dict[Any, dict[str, Any]], dict[Any, dict[str, Any]]]:
+    by_suite = {r["check_suite_id"]: r for r in raw_runs if r.get("check_suite_id") is not None}
+    return by_suite, {r["id"]: r for r in raw_runs}
+
+
+def cached_runs_still_hold(raw_checks: list[dict[str, Any]], combined: dict[str, Any],
+                           cached_runs: list[dict[str, Any]]) -> bool:
+    """Whether a tick whose check runs and statuses all answered 304 may reuse the cached
+    workflow-runs listing instead of asking for it (conditions (c) and (d) of
+    `read_commit_checks`; the caller checks (a) and (b))."""
+    pending = [c for c in raw_checks if c.get("status") != "completed"]
+    if not pending and not any(st.get("state") == "pending" for st in combined.get("statuses", [])):
+        return False  # (c) nothing pending: this tick may end the watch, read the runs fresh
+    by_suite, by_id = _index(cached_runs)
+    running = {run["id"] for c in pending if (run := _run_of(c, by_suite, by_id)) is not None}
+    # (d) a run not completed with no pending job could complete (or is still jobless).
+    return all(r["id"] in running for r in cached_runs if r.get("status") != "completed")
 
 
 def read_commit_checks(client: GitHubClient, repo: str, sha: str,
@@ -119,28 +201,49 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
     The latest attempt of each check goes to `checks`, earlier ones to `history`;
     workflow runs that have no check runs yet (queued, awaiting approval) appear in
     `checks` as kind="workflow_run" so they count as pending, not as green.
+
+    The workflow-runs request is skipped, and its cached answer (every page) reused, only
+    when (a) every check-runs page and the combined status answered 304 (nothing changed
+    since the cached reading), (b) every page of the runs listing is cached, (c) at least one
+    check run or status is still pending, and (d) every run of the cached listing that is not
+    completed has a pending check run in this reading.
+
+    Why that is safe: a workflow run changes without its check runs changing only when it
+    is new (no jobs yet), re-run (attempt + 1, jobs not queued yet), approved (from
+    action_required to queued: pending either way), or completes with no pending job. (d) rules out the last: a run with a pending job cannot complete, and that
+    job's completion changes the check runs, which breaks (a); a not-completed run with no
+    pending job (jobless: queued, awaiting approval) fails (d). A new or re-run run only adds
+    something pending, and by (c) something is pending already, so `flow.ci.decide` still
+    ends at "pending -> wait" at the latest; the rules before it (regression, re-run of a
+    completed run's infra/flaky jobs) see the same check runs the cached listing was read
+    with. So this tick cannot end the watch (all_green, needs_attention) on a stale listing:
+    a tick that could reads the runs fresh. The flow's own re-runs drop the cached listing
+    (`forget_workflow_runs`). A run someone else re-ran moments ago still looks completed,
+    so decide may pick it for the flow's one re-run; the re-run step then sees its attempt
+    moved on and sends nothing.
     """
     cache = cache if isinstance(cache, ETagCache) else ETagCache(cache)
     per_page = client.settings.per_page
-    raw_checks, n1 = get_all(client, cache, f"/repos/{repo}/commits/{sha}/check-runs",
-                              {"filter": "all", "per_page": per_page}, "check_runs")
-    combined, _ = get_cached(client, cache, f"/repos/{repo}/commits/{sha}/status", {"per_page": per_page})
-    raw_runs, n3 = get_all(client, cache, f"/repos/{repo}/actions/runs",
-                            {"head_sha": sha, "per_page": per_page}, "workflow_runs")
+    raw_checks, n1, checks_same = read_all(client, cache, f"/repos/{repo}/commits/{sha}/check-runs",
+                                           {"filter": "all", "per_page": per_page}, "check_runs")
+    combined, _, status_same = get_conditional(client, cache, f"/repos/{repo}/commits/{sha}/status",
+                                               {"per_page": per_page})
+    runs_url, runs_params = _runs_request(repo, sha, per_page)
+    cached = cached_all(cache, runs_url, runs_params, "workflow_runs") if checks_same and status_same else None
+    if cached is not None and cached_runs_still_hold(raw_checks, combined, cached):
+        raw_runs, n3 = cached, 0
+    else:
+        raw_runs, n3, _ = read_all(client, cache, runs_url, runs_params, "workflow_runs")
     cache.save()
     runs = [WorkflowRunState(
         id=r["id"], name=r.get("name") or "", path=r.get("path") or "", head_sha=r["head_sha"], status=r["status"],
         conclusion=r.get("conclusion"), run_attempt=r.get("run_attempt") or 1, event=r.get("event") or "",
     ) for r in raw_runs if r["head_sha"] == sha]
-    by_suite = {r["check_suite_id"]: r for r in raw_runs if r.get("check_suite_id") is not None}
-    by_id = {r["id"]: r for r in raw_runs}
+    by_suite, by_id = _index(raw_runs)
 
     states: list[CheckState] = []
     for c in raw_checks:
-        run = by_suite.get((c.get("check_suite") or {}).get("id"))
-        if run is None:
-            m = _RUN_IN_URL.search(c.get("details_url") or "")
-            run = by_id.get(int(m.group(1))) if m else None
+        run = _run_of(c, by_suite, by_id)
         out = c.get("output") or {}
         states.append(CheckState(
             kind="check_run", name=c["name"], status=c["status"], conclusion=c.get("conclusion"), id=c["id"],
@@ -165,7 +268,7 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
             conclusion=None if pending else st["state"], details_url=st.get("target_url"),
             summary=st.get("description") or "",
         ))
-    return CommitChecks(sha=sha, checks=checks, history=history, runs=runs, requests=n1 + 1 + n3)
+    return CommitChecks(sha=sha, checks=checks, history=history, runs=runs, requests=n1 + 1 + n3)  # n3 = 0: runs reused
 
 
 def read_tick(client: GitHubClient, repo: str, number: int, cache_path: Path | None = None) -> tuple[PullInfo, CommitChecks]:

@@ -467,3 +467,26 @@ def test_malformed_debugger_results_are_refused(fake_github: FakeGitHub, drv: Dr
     assert field in [e["field"] for e in call.spec["error"]["field_errors"]]
     after = _resume(drv, spec)
     assert ("waiting", spec["tasks"]) == (after["status"], after["tasks"])
+
+
+def test_the_tick_after_the_flows_rerun_reads_the_workflow_runs_afresh(
+        fake_github: FakeGitHub, drv: Driver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after the re-run POST GitHub may list the run's new attempt before any of its jobs:
+    check runs and statuses unchanged (304) while another job still runs. The cached runs listing
+    would show the run completed; the re-run step dropped it, so the next tick asks again."""
+    repo, run = _infra(fake_github)
+    repo.add_run(repo.add_workflow("slow", ".github/workflows/slow.yml"), HEAD, jobs=[("gpu", None)])
+
+    def new_attempt_without_jobs(r: Any, *, all_jobs: bool = False) -> None:
+        r.run_attempt += 1
+        r.status, r.conclusion = "queued", None
+
+    monkeypatch.setattr(repo, "rerun_failed", new_attempt_without_jobs)
+    spec = drv.call(START).spec
+    assert ("schedule_cron", "waiting_for_ci", 2) == (spec["status"], spec["ci_phase"],
+                                                      run.run_attempt)
+    seen = [(r.method, r.path.rsplit("/", 1)[-1], r.status) for r in fake_github.requests
+            if r.path.endswith(("/check-runs", "/actions/runs", "/rerun-failed-jobs"))
+            and HEAD in r.query.get("head_sha", HEAD) and BASE not in r.path]
+    after = seen[seen.index(("POST", "rerun-failed-jobs", 201)) + 1:]
+    assert [("GET", "check-runs", 304), ("GET", "runs", 200)] == after

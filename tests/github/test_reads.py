@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from flow.github.cache import ETagCache
 from flow.github.client import GitHubClient
-from flow.github.reads import find_pr_for_branch, get_pull, read_commit_checks, read_tick
-from tests.fakegithub import FakeGitHub
+from flow.github.models import CommitChecks, PullInfo
+from flow.github.reads import find_pr_for_branch, forget_workflow_runs, get_pull, read_commit_checks, read_tick
+from tests.fakegithub import FakeGitHub, Repo, WorkflowRun
 
 SHA = "a" * 40
 
@@ -138,3 +140,137 @@ def test_branch_lookup_reads_state_from_the_listing(client: GitHubClient, fake_g
     info = find_pr_for_branch(client, "octo/proj", "feature")
     assert (3, "open", False, 0) == (info.number, info.state, info.merged,
                                      fake_github.count(r"/pulls/3$"))
+
+
+# -- reusing the cached workflow-runs listing (read_commit_checks, conditions (a)-(d)) ----------
+
+def runs_requests(fake: FakeGitHub) -> list[int]:
+    """Statuses of the workflow-runs listing requests seen since the last reset."""
+    return [r.status for r in fake.requests if r.path.endswith("/actions/runs")]
+
+
+def pending_pr(fake: FakeGitHub, checks: int = 250) -> tuple[Repo, WorkflowRun]:
+    """A PR whose run `pull` has `checks` jobs, two still running; a finished run `lint`; a status."""
+    repo = fake.repo("octo/proj")
+    repo.add_pull(1, "feature", SHA)
+    run = repo.add_run(repo.add_workflow("pull", ".github/workflows/pull.yml"), SHA)
+    for i in range(checks):
+        repo.add_job(run, f"job {i:03d}", None if i < 2 else "success")
+    repo.add_run(repo.add_workflow("lint", ".github/workflows/lint.yml"), SHA, jobs=[("ruff", "success")])
+    repo.add_status(SHA, "ci/legacy", "success")
+    return repo, run
+
+
+def second_tick(client: GitHubClient, fake: FakeGitHub, cache: Path) -> tuple[PullInfo, CommitChecks]:
+    read_tick(client, "octo/proj", 1, cache)
+    fake.reset_log()
+    return read_tick(client, "octo/proj", 1, cache)
+
+
+def test_unchanged_pending_pr_reuses_the_cached_runs_listing(client: GitHubClient, fake_github: FakeGitHub,
+                                                             tmp_path: Path) -> None:
+    """(a)-(d) hold: PR + 3 check-run pages + statuses, all 304, and the same reading as a full read."""
+    pending_pr(fake_github)
+    _, checks = second_tick(client, fake_github, tmp_path / "etags.json")
+    seen = [(r.path.rsplit("/", 1)[-1], r.status) for r in fake_github.requests]
+    fresh = read_commit_checks(client, "octo/proj", SHA)  # no cache: every request made
+    assert ([("1", 304)] + [("check-runs", 304)] * 3 + [("status", 304)], 5) == (seen, checks.requests)
+    assert (fresh.checks, fresh.history, fresh.runs) == (checks.checks, checks.history, checks.runs)
+
+
+def test_a_check_run_completing_reads_the_runs_fresh(client: GitHubClient, fake_github: FakeGitHub,
+                                                     tmp_path: Path) -> None:
+    """(a) fails when a job finishes: its page changed, so the runs listing is asked for again.
+    The last pending job finishing completes the run, which the fresh read shows."""
+    repo, run = pending_pr(fake_github, checks=3)
+    cache = tmp_path / "etags.json"
+    read_tick(client, "octo/proj", 1, cache)
+    repo.jobs_of(run)[0].complete("success")
+    fake_github.reset_log()
+    _, checks = read_tick(client, "octo/proj", 1, cache)
+    assert ([304], 4) == (runs_requests(fake_github), checks.requests)  # the run is still in progress
+    repo.jobs_of(run)[1].complete("success")
+    fake_github.reset_log()
+    _, checks = read_tick(client, "octo/proj", 1, cache)
+    assert [200] == runs_requests(fake_github)
+    assert {"completed"} == {r.status for r in checks.runs}
+
+
+def test_nothing_pending_reads_the_runs_fresh(client: GitHubClient, fake_github: FakeGitHub,
+                                              tmp_path: Path) -> None:
+    """(c): every check finished, so this tick may end the watch: the runs are always asked for."""
+    many_checks(fake_github, 250)
+    _, checks = second_tick(client, fake_github, tmp_path / "etags.json")
+    assert ([304], 6) == (runs_requests(fake_github), checks.requests)
+
+
+def test_a_jobless_run_not_completed_reads_the_runs_fresh(client: GitHubClient, fake_github: FakeGitHub,
+                                                          tmp_path: Path) -> None:
+    """(d): a queued run with no jobs yet (approval, runner pending) may change with no check run
+    changing, so the listing is asked for even while other jobs run."""
+    repo, _ = pending_pr(fake_github, checks=3)
+    repo.add_run(repo.add_workflow("gpu", ".github/workflows/gpu.yml"), SHA)
+    cache = tmp_path / "etags.json"
+    _, checks = second_tick(client, fake_github, cache)
+    assert ([304], ("workflow_run", "queued")) == (
+        runs_requests(fake_github), next((c.kind, c.status) for c in checks.checks if c.name == "gpu"))
+
+
+def test_a_run_still_open_with_every_job_done_reads_the_runs_fresh(client: GitHubClient, fake_github: FakeGitHub,
+                                                                   tmp_path: Path) -> None:
+    """(d): GitHub can list a run in_progress a moment after its last job finished; that run may
+    complete with no check run changing, so the listing is asked for until it shows completed."""
+    repo, _ = pending_pr(fake_github, checks=3)
+    lagging = repo.add_run(repo.add_workflow("docs", ".github/workflows/docs.yml"), SHA,
+                           jobs=[("build", "success")], status="in_progress")
+    cache = tmp_path / "etags.json"
+    second_tick(client, fake_github, cache)
+    assert [304] == runs_requests(fake_github)
+    lagging.status = None  # the fake derives it from the jobs again: completed
+    fake_github.reset_log()
+    _, checks = read_tick(client, "octo/proj", 1, cache)
+    assert ([200], "completed") == (runs_requests(fake_github),
+                                    next(r.status for r in checks.runs if r.id == lagging.id))
+
+
+def test_a_pending_status_alone_keeps_the_listing_until_it_changes(client: GitHubClient, fake_github: FakeGitHub,
+                                                                   tmp_path: Path) -> None:
+    """(c) counts a pending commit status: every run finished, a status pending -> runs reused;
+    the status turning green changes the combined status, so (a) fails and the runs are read."""
+    repo = fake_github.repo("octo/proj")
+    repo.add_pull(1, "feature", SHA)
+    repo.add_run(repo.add_workflow("pull", ".github/workflows/pull.yml"), SHA, jobs=[("test", "success")])
+    repo.add_status(SHA, "ci/jenkins", "pending")
+    cache = tmp_path / "etags.json"
+    _, checks = second_tick(client, fake_github, cache)
+    assert ([], 3) == (runs_requests(fake_github), checks.requests)
+    repo.add_status(SHA, "ci/jenkins", "success")
+    fake_github.reset_log()
+    read_tick(client, "octo/proj", 1, cache)
+    assert [304] == runs_requests(fake_github)
+
+
+def test_a_missing_runs_page_in_the_cache_reads_the_runs(client: GitHubClient, fake_github: FakeGitHub,
+                                                         tmp_path: Path) -> None:
+    """(b): a listing not (wholly) cached, e.g. dropped by forget_workflow_runs, is asked for."""
+    pending_pr(fake_github, checks=3)
+    path = tmp_path / "etags.json"
+    read_tick(client, "octo/proj", 1, path)
+    cache = ETagCache(path)
+    forget_workflow_runs(cache, "octo/proj", SHA, client.settings.per_page)
+    cache.save()
+    fake_github.reset_log()
+    read_tick(client, "octo/proj", 1, path)
+    assert [200] == runs_requests(fake_github)  # unconditional: no ETag left to send
+
+
+def test_a_changed_status_reads_the_runs_fresh(client: GitHubClient, fake_github: FakeGitHub,
+                                               tmp_path: Path) -> None:
+    """(a) covers the combined status too: a new status, check runs unchanged -> runs asked for."""
+    repo, _ = pending_pr(fake_github, checks=3)
+    cache = tmp_path / "etags.json"
+    read_tick(client, "octo/proj", 1, cache)
+    repo.add_status(SHA, "ci/other", "pending")
+    fake_github.reset_log()
+    read_tick(client, "octo/proj", 1, cache)
+    assert [304] == runs_requests(fake_github)
