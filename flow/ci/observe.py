@@ -5,14 +5,15 @@ The IO composition the CI workflow's tick step calls; every decision is in
 `flow.ci`'s __init__.
 
 Cost of a tick, every request conditional (ETag; a 304 costs no rate limit):
-1 (the PR) and nothing more when the PR is closed or merged. Otherwise
-+ ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100), where the runs listing costs 0
-when every check-runs page and the statuses answered 304, something is still pending and
-every unfinished run has a pending job (see flow.github.reads.read_commit_checks): an
-unchanged pending PR with 300 check runs costs 1 + 3 + 1 = 5. Only when a check is red: the
-merge base (1), the merge base's checks (same formula) and, once per failed job, its log
-(302 + download; trimmed excerpts of finished jobs are cached, since a finished job's log
-never changes).
+1 (the PR) and nothing more when the PR is closed or merged, or when its head is still
+`awaiting_head` (the commit the debugger pushed a fix from: decide waits on the PR alone).
+Otherwise + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100), where the runs
+listing costs 0 when every check-runs page and the statuses answered 304, something is
+still pending and every unfinished run has a pending job (see
+flow.github.reads.read_commit_checks): an unchanged pending PR with 300 check runs costs
+1 + 3 + 1 = 5. Only when a check is red: the merge base (1), the merge base's checks (same
+formula) and, once per failed job, its log (302 + download; trimmed excerpts of finished
+jobs are cached, since a finished job's log never changes).
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.ci.classify import TickClassification, checks_needing_logs, classify_tick, failed_checks
+from flow.ci.classify import CheckVerdict, TickClassification, checks_needing_logs, classify_tick, failed_checks
 from flow.ci.logs import LogExcerpt
 from flow.ci.patterns import Patterns, load_patterns
 from flow.github.actions import job_failure_lines
 from flow.github.cache import ETagCache
 from flow.github.client import GitHubClient
 from flow.github.errors import GitHubRequestFailed, LinkExpired
-from flow.github.models import CommitChecks, PullInfo
+from flow.github.models import CheckState, CommitChecks, PullInfo
 from flow.github.reads import get_pull, merge_base, read_commit_checks
 
 
@@ -39,14 +40,20 @@ class Observation(BaseModel):
     merge_base_sha: str | None
     classification: TickClassification
     requests: int  # HTTP requests this observation made (304s included)
+    checks_read: bool = True  # False: the tick stopped at the PR (closed, or awaiting a push)
 
 
 def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | None,
-            patterns: Patterns | None = None) -> Observation:
+            patterns: Patterns | None = None, awaiting_head: str | None = None) -> Observation:
     """Read and classify PR `number`'s head commit. Raises flow.github errors (RateLimited, ...).
 
     A job log that cannot be fetched (expired link, 404) is left out: classify then
     treats that check as a regression, the conservative reading.
+
+    `awaiting_head`: the head the debugger pushed a fix from (`CiData.awaiting.from_sha`).
+    While the open PR's head is still that commit, decide waits for the push on the PR
+    alone, so nothing else is read; the classification then holds one pending verdict
+    saying the checks were not read.
     """
     patterns = patterns or load_patterns()
     cache = ETagCache(cache_path)
@@ -57,7 +64,12 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
         empty = CommitChecks(sha=pull.head_sha)
         return Observation(pull=pull, head=empty, merge_base_sha=None,
                            classification=classify_tick(empty, base=None, logs={}, patterns=patterns),
-                           requests=_count(client) - before)
+                           requests=_count(client) - before, checks_read=False)
+    if awaiting_head is not None and pull.head_sha == awaiting_head:
+        cache.save()
+        return Observation(pull=pull, head=CommitChecks(sha=pull.head_sha), merge_base_sha=None,
+                           classification=_not_read(pull.head_sha), requests=_count(client) - before,
+                           checks_read=False)
     head = read_commit_checks(client, repo, pull.head_sha, cache)
     base: CommitChecks | None = None
     base_sha: str | None = None
@@ -81,6 +93,15 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
     result = classify_tick(head, base=base, logs=logs, patterns=patterns)
     return Observation(pull=pull, head=head, merge_base_sha=base_sha, classification=result,
                        requests=_count(client) - before)
+
+
+def _not_read(sha: str) -> TickClassification:
+    """The classification of a tick that stopped at the PR while awaiting the debugger's push."""
+    check = CheckState(kind="workflow_run", name="(checks not read)", status="queued")
+    return TickClassification(sha=sha, verdicts=[CheckVerdict(
+        check=check, category="pending",
+        reason=f"the PR head is still {sha[:12]}, the commit the debugger pushed a fix from: "
+               f"its checks were not read")])
 
 
 def _count(client: GitHubClient) -> int:

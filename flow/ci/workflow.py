@@ -157,7 +157,8 @@ def monitor(ctx: Any) -> Any:
 
     d: CiData = ctx.data
     try:
-        obs = observe(_client(ctx.settings), d.repo, d.number, ctx.path(CACHE))
+        obs = observe(_client(ctx.settings), d.repo, d.number, ctx.path(CACHE),
+                      awaiting_head=d.awaiting.from_sha if d.awaiting is not None else None)
     except RateLimited as err:
         return _rate_limited(d, err)
     d.head_sha = obs.pull.head_sha

@@ -469,6 +469,18 @@ def test_malformed_debugger_results_are_refused(fake_github: FakeGitHub, drv: Dr
     assert ("waiting", spec["tasks"]) == (after["status"], after["tasks"])
 
 
+def test_the_tick_awaiting_the_debuggers_push_asks_only_for_the_pr(fake_github: FakeGitHub,
+                                                                   drv: Driver) -> None:
+    """Debugger pushed, head not moved yet: each cron tick is one request (the PR), same answer."""
+    _regression(fake_github)
+    spec = _feed(drv, drv.call(START).spec, _debugged(FIX))
+    fake_github.reset_log()
+    spec = _resume(drv, spec)
+    assert ("schedule_cron", "ci_monitor", "waiting_for_push", 1, HEAD) == (
+        spec["status"], spec["phase"], spec["ci_phase"], spec["fix_round"], spec["head_sha"])
+    assert [("GET", "/repos/o/r/pulls/1")] == [(r.method, r.path) for r in fake_github.requests]
+
+
 def test_the_tick_after_the_flows_rerun_reads_the_workflow_runs_afresh(
         fake_github: FakeGitHub, drv: Driver, monkeypatch: pytest.MonkeyPatch) -> None:
     """Right after the re-run POST GitHub may list the run's new attempt before any of its jobs:
