@@ -1,18 +1,19 @@
-"""Per-file facts parsed with ``ast``, and a cache of them keyed by file content.
+"""Per-file facts, and a cache of them keyed by file content.
 
-A file's facts depend only on its bytes, so the cache maps ``sha1(bytes)`` to facts and a
-warm trace parses nothing. Facts are plain JSON (lists and dicts) to keep a warm load to
-one ``orjson.loads``:
+A file's facts depend only on its bytes, so the cache maps ``sha1(bytes)`` to them and a
+warm trace scans nothing. Facts are plain JSON (lists and dicts), one ``orjson.loads``:
 
 - ``i``: imports, each ``[module, level, [names]]``; ``level`` -1 marks a dynamic import
   (``importlib.import_module("x")`` / ``__import__("x")``) whose literal may be relative.
 - ``s``: the distinct tokens of every string literal (paths, dotted names, model names).
-- ``c``: top-level calls, each ``{"f": name, "l": line, "p": n_positional, "k": {kw: value},
-  "bad": [kw whose value is not a literal]}``; registrations are read from these.
 - ``n``: every word (``\\w+``) of the imports and string tokens, plus ``"\\0rel"`` when the
   file has a relative or dynamic import: the names through which it can reach a file, for
   the import graph's importer index.
-- ``e``: the syntax error, or None.
+
+They come from ``lexer.scan``, one regex-driven pass, not from an ``ast``: for these facts
+it agrees with an ``ast`` walk and costs a fraction of one. Test files also need their
+*calls* (``read_calls``: the top-level calls registrations are read from, and the syntax
+error if any), which take a full ``ast``; they are cached apart, by content too.
 """
 
 from __future__ import annotations
@@ -27,25 +28,16 @@ from typing import Any
 
 import orjson
 
-FACTS_VERSION = 2
+from flow.targeted.lexer import scan
+
+FACTS_VERSION = 3  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]
 
 # Separators are anything outside names, dots, dashes and slashes: "--x=a.b c/d.py" splits
 # into "--x", "a.b", "c/d.py".
 _TOKEN = re.compile(r"[\w.\-/]{3,}")
-_DYNAMIC = {"import_module", "__import__"}
 _WORD = re.compile(r"\w+")
-_WORD_B = re.compile(rb"\w+")
 REL = "\0rel"  # index key of files with a relative or dynamic import
-
-
-def words(data: bytes) -> set[str]:
-    """Index keys of an unparsed file, a superset of its facts' ``n``: every ``\\w+`` word,
-    plus ``REL`` when it may hold a relative or dynamic import."""
-    out = {w.decode("latin-1") for w in _WORD_B.findall(data)}
-    if b"from ." in data or b"import_module" in data or b"__import__" in data:
-        out.add(REL)
-    return out
 
 
 def _call_name(func: ast.expr) -> str | None:
@@ -69,117 +61,139 @@ def _top_call(node: ast.Call) -> dict[str, Any]:
             "k": kwargs, "bad": bad}
 
 
-_AST = ast.AST
-# Leaves that never hold a string or an import; skipping them (every Name carries a Load())
-# makes the walk about three times faster than ast.walk.
-_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+def scan_facts(source: bytes) -> Facts:
+    """The facts of ``source`` (see the module docstring). Never raises."""
+    imports, values = scan(source.decode("utf-8", "surrogateescape"))
+    # No token spans a NUL, so one findall over the joined values finds each value's own.
+    tokens = set(_TOKEN.findall("\0".join(values)))
+    names = set(_WORD.findall(" ".join(tokens)))
+    for mod, level, imported in imports:
+        names.update(_WORD.findall(mod))
+        names.update(imported)
+        if level != 0:
+            names.add(REL)
+    return {"i": imports, "s": sorted(tokens), "n": sorted(names)}
 
 
-def _walk(tree: ast.AST) -> list[ast.AST]:
-    out: list[ast.AST] = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if value.__class__ is list:
-                stack.extend([v for v in value if isinstance(v, _AST)])
-            elif isinstance(value, _AST) and not isinstance(value, _LEAVES):
-                stack.append(value)
-    return out
+PARALLEL_MIN = 400  # sources below which a second process costs more than it saves
 
 
-def extract(source: bytes) -> Facts:
-    """Parse ``source`` and return its facts; never raises (a syntax error lands in ``e``)."""
+def scan_many(sources: list[bytes]) -> list[Facts]:
+    """``scan_facts`` of each source, in order. A large batch (a cold cache) is split with
+    one forked child when the machine has a second core and this process one thread; if
+    the child fails, the parent scans its half too, so the answer never depends on it."""
+    if len(sources) < PARALLEL_MIN or not _can_fork():
+        return [scan_facts(s) for s in sources]
+    half = len(sources) // 2
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: scan the second half, send it as JSON, leave at once
+        code = 1
+        try:
+            os.close(read_end)
+            payload = orjson.dumps([scan_facts(s) for s in sources[half:]])
+            with os.fdopen(write_end, "wb") as out:
+                out.write(payload)
+            code = 0
+        finally:
+            os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
+    os.close(write_end)
+    mine = [scan_facts(s) for s in sources[:half]]
+    with os.fdopen(read_end, "rb") as inp:
+        payload = inp.read()
+    _, status = os.waitpid(pid, 0)
+    theirs: list[Facts] | None = None
+    if status == 0:
+        try:
+            theirs = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            theirs = None
+    if theirs is None or len(theirs) != len(sources) - half:
+        theirs = [scan_facts(s) for s in sources[half:]]
+    return mine + theirs
+
+
+def _can_fork() -> bool:
+    import threading
+
+    return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
+
+
+def read_calls(source: bytes) -> Facts:
+    """``{"c": top-level calls, "e": None}`` from an ``ast`` of ``source``, each call
+    ``{"f": name, "l": line, "p": n_positional, "k": {kw: value}, "bad": [kw whose value is
+    not a literal]}``; on a syntax error ``{"c": [], "e": "line N: ..."}``. Never raises."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences in old code
             tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
-        return {"i": [], "s": [], "c": [], "n": [], "e": f"line {line}: "
-                f"{exc.__class__.__name__}: {getattr(exc, 'msg', exc)}"}
-    imports: list[list[Any]] = []
-    tokens: set[str] = set()
-    for node in _walk(tree):
-        cls = node.__class__
-        if cls is ast.Constant:
-            value = node.value  # type: ignore[attr-defined]
-            if isinstance(value, str) and len(value) >= 3:
-                tokens.update(_TOKEN.findall(value))
-        elif cls is ast.Import:
-            for alias in node.names:  # type: ignore[attr-defined]
-                imports.append([alias.name, 0, []])
-        elif cls is ast.ImportFrom:
-            imports.append([node.module or "", node.level,  # type: ignore[attr-defined]
-                            [a.name for a in node.names]])  # type: ignore[attr-defined]
-        elif cls is ast.Call:
-            name = _call_name(node.func)  # type: ignore[attr-defined]
-            args = node.args  # type: ignore[attr-defined]
-            if name in _DYNAMIC and args and isinstance(args[0], ast.Constant) \
-                    and isinstance(args[0].value, str):
-                imports.append([args[0].value, -1, []])
-    calls = [_top_call(stmt.value) for stmt in tree.body
-             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)]
-    names: set[str] = set()
-    for mod, level, imported in imports:
-        names.update(_WORD.findall(mod))
-        names.update(imported)
-        if level != 0:
-            names.add(REL)
-    for tok in tokens:
-        names.update(_WORD.findall(tok))
-    return {"i": imports, "s": sorted(tokens), "c": calls, "n": sorted(names), "e": None}
-
-
-def _extract_many(sources: list[bytes]) -> list[Facts]:
-    return [extract(s) for s in sources]
+        return {"c": [], "e": f"line {line}: {exc.__class__.__name__}: {getattr(exc, 'msg', exc)}"}
+    return {"c": [_top_call(stmt.value) for stmt in tree.body
+                  if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)], "e": None}
 
 
 class FactsCache:
-    """Facts by content hash, and the last tree's resolved edges (see ``ImportGraph``),
-    persisted as one JSON file under ``cache_dir`` (or memory only when it is None). Not safe
-    for concurrent writers: last ``save`` wins, which only costs a re-parse."""
+    """Facts and calls by content hash, and the last tree's resolved graph (see
+    ``ImportGraph``), persisted under ``cache_dir`` (memory only when it is None).
+
+    Two files: ``graph-v*.json`` (edges, importers, calls: small, read at once) and
+    ``facts-v*.json`` (every file's facts: read only when a facts lookup needs it, which
+    a re-run on an unchanged checkout does not). Not safe for concurrent writers: the
+    last ``save`` wins, which only costs a re-scan. A corrupt file is a cold start.
+    """
 
     def __init__(self, cache_dir: Path | None) -> None:
-        self.path = None if cache_dir is None else Path(cache_dir) / f"facts-v{FACTS_VERSION}.json"
-        self.entries: dict[str, Facts] = {}
-        self.edges: dict[str, Any] = {}  # {"tree": key, "files": {path: [sha1, [deps]]}}
-        self.dirty = False
-        if self.path is not None and self.path.is_file():
-            try:
-                raw = orjson.loads(self.path.read_bytes())
-                self.entries, self.edges = raw["facts"], raw["edges"]
-            except (orjson.JSONDecodeError, OSError, KeyError, TypeError):
-                self.entries, self.edges = {}, {}  # a corrupt cache is only a cold start
+        self.dir = None if cache_dir is None else Path(cache_dir)
+        raw = self._read("graph")
+        self.graph: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        self.calls: dict[str, Facts] = self.graph.pop("calls", None) or {}
+        self._entries: dict[str, Facts] | None = None
+        self.dirty = False  # graph or calls changed
+        self.facts_dirty = False
+
+    @property
+    def entries(self) -> dict[str, Facts]:
+        """Facts by content hash (the facts file is read on first use)."""
+        if self._entries is None:
+            raw = self._read("facts")
+            self._entries = raw if isinstance(raw, dict) else {}
+        return self._entries
+
+    def put(self, key: str, facts: Facts) -> None:
+        self.entries[key] = facts
+        self.facts_dirty = True
+
+    def _file(self, kind: str) -> Path | None:
+        return None if self.dir is None else self.dir / f"{kind}-v{FACTS_VERSION}.json"
+
+    def _read(self, kind: str) -> Any:
+        path = self._file(kind)
+        if path is None or not path.is_file():
+            return None
+        try:
+            return orjson.loads(path.read_bytes())
+        except (orjson.JSONDecodeError, OSError):
+            return None
 
     def save(self) -> None:
-        """Write the cache atomically when it changed; a no-op for a memory-only cache.
-        Never raises: a cache that cannot be written only costs the next run a re-parse."""
+        """Write what changed, atomically; a no-op for a memory-only cache. Never raises:
+        a cache that cannot be written only costs the next run a re-scan."""
         from workspace.atomic import write_atomic
 
-        if self.path is None or not self.dirty:
+        if self.dir is None:
             return
         try:
-            write_atomic(self.path, orjson.dumps({"facts": self.entries, "edges": self.edges}))
+            if self.facts_dirty:
+                write_atomic(self._file("facts"), orjson.dumps(self.entries))  # type: ignore[arg-type]
+                self.facts_dirty = False
+            if self.dirty:
+                write_atomic(self._file("graph"),  # type: ignore[arg-type]
+                             orjson.dumps({**self.graph, "calls": self.calls}))
+                self.dirty = False
         except OSError:
             return
-        self.dirty = False
-
-
-def parse_many(sources: list[bytes], workers: int = 0) -> list[Facts]:
-    """Facts of each source, in order. ``workers`` > 1 parses in that many processes;
-    0 picks ``min(4, cpu count)`` past 400 sources, where it pays for the pool."""
-    if workers == 0:
-        workers = min(4, os.cpu_count() or 1) if len(sources) > 400 else 1
-    if workers <= 1:
-        return _extract_many(sources)
-    from concurrent.futures import ProcessPoolExecutor
-    size = -(-len(sources) // (workers * 4))
-    chunks = [sources[i:i + size] for i in range(0, len(sources), size)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return [f for part in pool.map(_extract_many, chunks) for f in part]
 
 
 def sha1(data: bytes) -> str:

@@ -1,26 +1,28 @@
-"""The file-level import graph of a repository, from ``ast`` facts (see ``facts.py``).
+"""The file-level import graph of a repository, from per-file facts (see ``facts.py``).
 
 An edge ``a -> b`` means running ``a`` loads or names ``b``: its imports, dynamic imports
 and string literals as ``resolve.Resolver`` reads them, and for ``conftest.py`` every test
 file below its directory (pytest loads it without an import).
 
-The graph is lazy: ``importers(f)`` resolves only the files whose words could name ``f``
+Every file is scanned once (``lexer``; facts cached by content), but the graph is
+resolved lazily: ``importers(f)`` resolves only the files whose words could name ``f``
 (its stem, its package's directory name, or a relative import for a package
-``__init__``), so a cold trace parses the neighbourhood of the diff, not the repository.
-The word index comes from cached facts (``n``) or, for files not parsed yet, from their
-bytes; it is sound for every form ``Resolver`` reads, since each spells the target's name
-in the importer's source. ``complete()`` resolves everything (a full graph, or a benchmark).
+``__init__``). The word index is sound for every form ``Resolver`` reads, since each
+spells the target's name in the importer's source. Importers found are cached with the
+edges and reused while the tree and every file's content stay the same. ``complete()``
+resolves everything (a full graph, or a benchmark).
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 from pathlib import Path
 
 import orjson
 
 from flow.targeted.config import TargetedConfig
-from flow.targeted.facts import REL, Facts, FactsCache, parse_many, sha1, words
+from flow.targeted.facts import REL, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1
 from flow.targeted.paths import any_match, module_name
 from flow.targeted.resolve import Resolver
 
@@ -30,7 +32,8 @@ class ImportGraph:
 
     ``nodes``: every traced file (parsed Python, model definitions, and ``phantoms``: paths
     deleted or renamed away, kept so stale importers still reach them). Never raises on
-    file content: a file that does not parse has no outgoing edges.
+    file content: a file with a syntax error still has the edges its imports and strings
+    spell.
     """
 
     def __init__(self, repo_dir: Path, tracked: list[str], cfg: TargetedConfig,
@@ -47,29 +50,37 @@ class ImportGraph:
         self._data: dict[str, bytes] = {}
         self._key: dict[str, str] = {}
         self._facts: dict[str, Facts] = {}
-        entries = cache.entries
+        self._all_facts = False
+        root = str(self.repo_dir)
         for rel in py:
             try:
-                data = (self.repo_dir / rel).read_bytes()
+                with open(os.path.join(root, rel), "rb") as fh:
+                    data = fh.read()
             except OSError:
                 continue  # a tracked file missing from the work tree has no edges
-            key = sha1(data)
-            self._data[rel], self._key[rel] = data, key
-            hit = entries.get(key)
-            if hit is not None:
-                self._facts[rel] = hit
-        self._deps: dict[str, set[str]] = {}
+            self._data[rel], self._key[rel] = data, sha1(data)
         # Resolved edges depend on the file's bytes and on the tree (which paths exist, the
         # roots, the tests): reuse them only under the same tree key.
         self.tree_key = sha1(orjson.dumps([sorted(self.nodes), sorted(tests), cfg.roots,
                                            cfg.models_dir]))
-        if cache.edges.get("tree") == self.tree_key:
-            for rel, (key, deps) in cache.edges.get("files", {}).items():
+        # A file's importers depend on every file's bytes: reuse them only when the tree
+        # and all contents are the same as last time (a re-run on the same checkout).
+        self.content_key = sha1(orjson.dumps([self.tree_key, sorted(self._key.items())]))
+        known = cache.graph
+        self._deps: dict[str, set[str]] = {}
+        self._rdeps: dict[str, set[str]] = {}
+        if known.get("tree") == self.tree_key:
+            for rel, (key, deps) in known.get("files", {}).items():
                 if self._key.get(rel) == key:
                     self._deps[rel] = set(deps)
-        self._rdeps: dict[str, set[str]] = {}
+        if known.get("content") == self.content_key:
+            self._rdeps = {rel: set(imp) for rel, imp in known.get("importers", {}).items()}
+        else:
+            self._load_all_facts()
+        self._resolved = False  # anything resolved that the cache does not hold yet
         self._index: dict[str, list[str]] | None = None
         self._lower: dict[str, bytes] | None = None
+        self._near_sets: dict[str, set[str]] = {}
         # pytest loads a conftest without an import: every test below it depends on it.
         self._conf: dict[str, set[str]] = {}
         self._conf_r: dict[str, set[str]] = {}
@@ -81,26 +92,57 @@ class ImportGraph:
                     self._conf.setdefault(test, set()).add(conf)
                     self._conf_r.setdefault(conf, set()).add(test)
 
-    def ensure(self, paths: list[str]) -> None:
-        """Parse every readable path in ``paths`` without facts yet, caching by content."""
-        todo = [p for p in dict.fromkeys(paths) if p in self._data and p not in self._facts]
-        if not todo:
+    def _load_all_facts(self) -> None:
+        """Facts for every file: from the cache, the rest scanned in one batch (the scan
+        is cheap next to resolving, and a trace of a few hops reaches most of a tree
+        through its hubs' importers anyway; resolution stays lazy)."""
+        if self._all_facts:
             return
-        for rel, facts in zip(todo, parse_many([self._data[p] for p in todo]), strict=True):
-            self._facts[rel] = facts
-            self.cache.entries[self._key[rel]] = facts
-        self.cache.dirty = True
+        entries = self.cache.entries
+        todo = []
+        for rel, key in self._key.items():
+            hit = entries.get(key)
+            if hit is None:
+                todo.append(rel)
+            else:
+                self._facts[rel] = hit
+        if todo:
+            for rel, facts in zip(todo, scan_many([self._data[r] for r in todo]), strict=True):
+                self._facts[rel] = facts
+                self.cache.put(self._key[rel], facts)
+        self._all_facts = True
 
     def facts_of(self, path: str) -> Facts | None:
-        """The parsed facts of ``path``, or None when it is no readable Python file."""
-        self.ensure([path])
-        return self._facts.get(path)
+        """The facts of ``path``, or None when it is no readable Python file."""
+        hit = self._facts.get(path)
+        if hit is None and path in self._data:
+            key = self._key[path]
+            hit = self.cache.entries.get(key)
+            if hit is None:
+                hit = scan_facts(self._data[path])
+                self.cache.put(key, hit)
+            self._facts[path] = hit
+        return hit
+
+    def calls_of(self, path: str) -> Facts | None:
+        """``read_calls`` of ``path`` (cached by content), or None when it is no readable
+        Python file."""
+        data = self._data.get(path)
+        if data is None:
+            return None
+        key = self._key[path]
+        hit = self.cache.calls.get(key)
+        if hit is None:
+            hit = self.cache.calls[key] = read_calls(data)
+            self.cache.dirty = True
+        return hit
 
     def deps_of(self, path: str) -> set[str]:
         """Files ``path`` loads or names (conftests included)."""
         hit = self._deps.get(path)
         if hit is not None:
             return hit
+        self._resolved = True
         out: set[str] = set(self._conf.get(path, ()))
         facts = self.facts_of(path)
         if facts is not None:
@@ -116,35 +158,46 @@ class ImportGraph:
         hit = self._rdeps.get(path)
         if hit is not None:
             return hit
+        self._resolved = True
         cands = self._candidates(path)
-        self.ensure(cands)
         out = {c for c in cands if c != path and path in self.deps_of(c)}
         out |= self._conf_r.get(path, set())
         self._rdeps[path] = out
         return out
 
     def remember(self) -> None:
-        """Put the edges resolved so far into the cache (saved by ``cache.save()``)."""
-        files = {}
-        if self.cache.edges.get("tree") == self.tree_key:
-            files = dict(self.cache.edges.get("files", {}))
+        """Put the edges and importers resolved so far into the cache (saved by
+        ``cache.save()``); nothing to do when everything came from it."""
+        if not self._resolved and self.cache.graph.get("content") == self.content_key:
+            return
+        known = self.cache.graph
+        files = dict(known.get("files", {})) if known.get("tree") == self.tree_key else {}
         for rel, deps in self._deps.items():
-            files[rel] = [self._key[rel], sorted(deps)] if rel in self._key else None
-        files = {k: v for k, v in files.items() if v is not None}
-        self.cache.edges = {"tree": self.tree_key, "files": files}
+            if rel in self._key:
+                files[rel] = [self._key[rel], sorted(deps)]
+        importers = {rel: sorted(imp) for rel, imp in self._rdeps.items()}
+        self.cache.graph = {"tree": self.tree_key, "files": files,
+                            "content": self.content_key, "importers": importers}
         self.cache.dirty = True
 
     def complete(self) -> dict[str, set[str]]:
-        """Parse every file and return the full forward graph (file -> files it loads)."""
-        self.ensure(self.py)
+        """Resolve every file and return the full forward graph (file -> files it loads)."""
+        self._load_all_facts()
         return {p: self.deps_of(p) for p in self.py}
 
     def _words(self) -> dict[str, list[str]]:
+        """Files by the words of their facts (``n``), for the words a lookup can ask for:
+        the stems and directory names of the nodes, and REL."""
         if self._index is None:
+            keys = {REL}
+            for node in self.nodes:
+                head, _, base = node.rpartition("/")
+                keys.add(base[:-3] if base.endswith(".py") else base)
+                keys.add(head.rpartition("/")[2])
+            self._load_all_facts()
             index: dict[str, list[str]] = {}
-            for rel, data in self._data.items():
-                facts = self._facts.get(rel)
-                for word in (facts["n"] if facts is not None else words(data)):
+            for rel, facts in self._facts.items():
+                for word in keys.intersection(facts["n"]):
                     index.setdefault(word, []).append(rel)
             self._index = index
         return self._index
@@ -185,8 +238,10 @@ class ImportGraph:
         if not parent or not (parent.isidentifier() and parent.isascii()) \
                 or (name is not None and "." not in name):
             return cands  # a top-level module: ``import mod`` spells no directory
-        index = self._words()
-        near = set(index.get(parent, ())) | set(index.get(REL, ()))
+        near = self._near_sets.get(parent)
+        if near is None:
+            index = self._words()
+            near = self._near_sets[parent] = set(index.get(parent, ())) | set(index.get(REL, ()))
         prefix = folder + "/"
         return [c for c in cands if c in near or c.startswith(prefix)]
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from flow.targeted.config import Backend, TargetedConfig
-from flow.targeted.facts import Facts, extract
+from flow.targeted.facts import Facts, read_calls
 from flow.targeted.paths import any_match, glob_match
 
 
@@ -56,7 +56,8 @@ class Unreadable(BaseModel):
 
 
 def from_facts(path: str, facts: Facts, cfg: TargetedConfig) -> list[Registration] | Unreadable:
-    """The registrations of test file ``path`` from its parsed facts, or why none can be read.
+    """The registrations of test file ``path`` from its calls (``facts.read_calls``), or why
+    none can be read.
 
     Files under an ``implicit`` location need no call. Never raises.
     """
@@ -99,7 +100,7 @@ def _coerce(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def read_source(path: str, source: bytes, cfg: TargetedConfig) -> list[Registration] | Unreadable:
     """Parse ``source`` and read its registrations (see ``from_facts``). Never raises."""
-    return from_facts(path, extract(source), cfg)
+    return from_facts(path, read_calls(source), cfg)
 
 
 def is_test(path: str, cfg: TargetedConfig) -> bool:

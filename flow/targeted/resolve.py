@@ -34,6 +34,9 @@ class Resolver:
             name = module_name(path, cfg.roots)
             if name and name not in self.modules:
                 self.modules[name] = path
+        # Lookups repeat across files (every file's ``import os`` misses the same way).
+        self._module_memo: dict[str, list[str]] = {}
+        self._sibling_memo: dict[tuple[str, str], list[str]] = {}
         models_dir = cfg.models_dir.strip("/") + "/"
         self.models: dict[str, str] = {}
         for path in sorted(nodes):
@@ -44,6 +47,12 @@ class Resolver:
 
     def module(self, name: str) -> list[str]:
         """The file of module ``name`` plus its ancestor packages' ``__init__.py``."""
+        hit = self._module_memo.get(name)
+        if hit is None:
+            hit = self._module_memo[name] = self._module(name)
+        return hit
+
+    def _module(self, name: str) -> list[str]:
         out: list[str] = []
         path = self.modules.get(name)
         if path is None:
@@ -57,7 +66,13 @@ class Resolver:
         return out
 
     def sibling(self, src: str, name: str) -> list[str]:
-        base = posixpath.dirname(src)
+        key = (posixpath.dirname(src), name)
+        hit = self._sibling_memo.get(key)
+        if hit is None:
+            hit = self._sibling_memo[key] = self._sibling(*key)
+        return hit
+
+    def _sibling(self, base: str, name: str) -> list[str]:
         rel = name.replace(".", "/")
         for cand in (f"{rel}.py", f"{rel}/__init__.py"):
             path = norm(posixpath.join(base, cand))

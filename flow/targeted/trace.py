@@ -96,9 +96,8 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
 
     regs: dict[str, list[Registration]] = {}
     unreadable: dict[str, Unreadable] = {}
-    graph.ensure(sorted(tests))
     for path in sorted(tests):
-        facts = graph.facts_of(path)
+        facts = graph.calls_of(path)
         got = from_facts(path, facts, cfg) if facts is not None else Unreadable(
             path=path, reason="unreadable file")
         if isinstance(got, Unreadable):

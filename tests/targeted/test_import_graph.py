@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flow.targeted.config import TargetedConfig
-from flow.targeted.facts import FactsCache, extract
+from flow.targeted.facts import FactsCache
 from flow.targeted.gitdiff import Git
 from flow.targeted.import_graph import build_graph
 
@@ -90,12 +90,6 @@ def test_non_reference_makes_no_edge(repo, name, src, text, target):
     assert (False, False) == (target in graph.deps_of(src), src in graph.importers(target))
 
 
-def test_syntax_error_is_a_fact_not_an_exception():
-    """A file that does not parse yields facts with the error and no edges."""
-    facts = extract(b"def broken(:\n")
-    assert (facts["i"], facts["e"] is not None) == ([], True)
-
-
 def test_warm_cache_skips_parsing(repo, tmp_path, monkeypatch):
     """A second build over unchanged files takes every file's facts from the cache."""
     repo.commit(dict(PKG))
@@ -103,12 +97,13 @@ def test_warm_cache_skips_parsing(repo, tmp_path, monkeypatch):
     cache = FactsCache(tmp_path / "cache")
     cold = build_graph(repo.path, tracked, TargetedConfig(), cache).complete()
     cache.save()
-    import flow.targeted.facts as facts_mod
+    import flow.targeted.import_graph as graph_mod
 
-    def refuse(_src: bytes) -> dict:
+    def refuse(*_args: object) -> dict:
         raise AssertionError("parsed on a warm cache")
 
-    monkeypatch.setattr(facts_mod, "extract", refuse)
+    monkeypatch.setattr(graph_mod, "scan_facts", refuse)
+    monkeypatch.setattr(graph_mod, "scan_many", refuse)
     warm = build_graph(repo.path, tracked, TargetedConfig(), FactsCache(tmp_path / "cache"))
     assert cold == warm.complete()
 
@@ -150,20 +145,39 @@ def test_lazy_importers_match_the_complete_graph(repo, seed):
     assert {n: reverse.get(n, set()) for n in nodes} == {n: lazy.importers(n) for n in nodes}
 
 
-def test_a_common_stem_parses_only_files_that_can_name_its_package(repo, monkeypatch):
+def test_a_common_stem_resolves_only_files_that_can_name_its_package(repo):
     """Importers of alpha/util.py are looked for among files naming ``util`` that also name
     ``alpha``, import relatively or live in alpha/: beta's users of its own util are not
-    parsed."""
-    import flow.targeted.import_graph as graph_mod
-
-    parsed: list[str] = []
-    real = graph_mod.parse_many
-    monkeypatch.setattr(graph_mod, "parse_many",
-                        lambda sources, workers=0: (parsed.extend(s.decode() for s in sources),
-                                                    real(sources, workers))[1])
+    resolved."""
     users = {f"beta/m{i}.py": "from beta import util\n" for i in range(5)}
     repo.commit({"alpha/__init__.py": "", "alpha/util.py": "", "beta/__init__.py": "",
                  "beta/util.py": "", "app.py": "from alpha import util\n",
                  "alpha/sub/rel.py": "from .. import util\n", **users})
     graph = build_graph(repo.path, Git().tracked(repo.path), TargetedConfig())
-    assert ({"app.py", "alpha/sub/rel.py"}, 2) == (graph.importers("alpha/util.py"), len(parsed))
+    resolved: list[str] = []
+    real = graph.deps_of
+    graph.deps_of = lambda path: (resolved.append(path), real(path))[1]  # type: ignore[method-assign]
+    assert ({"app.py", "alpha/sub/rel.py"}, ["alpha/sub/rel.py", "app.py"]) == (
+        graph.importers("alpha/util.py"), sorted(resolved))
+
+
+def test_cached_importers_hold_only_for_the_same_contents(repo, tmp_path):
+    """Importers found in one run are reused by the next on the same checkout, and a file
+    that starts importing the target (no path added or removed) is seen at once."""
+    repo.commit(dict(PKG))
+    tracked = Git().tracked(repo.path)
+
+    def importers(reuse: bool = False) -> set[str]:
+        cache = FactsCache(tmp_path / "cache")
+        graph = build_graph(repo.path, tracked, TargetedConfig(), cache)
+        if reuse:  # nothing may be resolved again
+            graph.deps_of = lambda path: pytest.fail(f"resolved {path}")  # type: ignore[method-assign]
+        found = graph.importers("pkg/util.py")
+        graph.remember()
+        cache.save()
+        return found
+
+    first = importers()
+    reused = importers(reuse=True)
+    repo.commit({"tools/x.py": "import pkg.util\n"})
+    assert (first, reused, importers()) == (set(), set(), {"tools/x.py"})
