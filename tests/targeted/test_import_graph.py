@@ -181,3 +181,35 @@ def test_cached_importers_hold_only_for_the_same_contents(repo, tmp_path):
     reused = importers(reuse=True)
     repo.commit({"tools/x.py": "import pkg.util\n"})
     assert (first, reused, importers()) == (set(), set(), {"tools/x.py"})
+
+
+def _sources(n: int) -> list[bytes]:
+    return [f"import pkg.m{i}\nfrom . import sib{i % 7}\nP = 'tools/run{i}.py'\n".encode()
+            for i in range(n)]
+
+
+def test_a_large_batch_scans_in_two_processes_with_the_same_answer():
+    from flow.targeted.facts import PARALLEL_MIN, scan_facts, scan_many
+
+    sources = _sources(PARALLEL_MIN + 11)
+    assert scan_many(sources) == [scan_facts(s) for s in sources]
+
+
+def test_a_failed_child_is_scanned_again_in_the_parent(monkeypatch):
+    """The child's half is never lost: if the forked child fails, the parent scans it."""
+    import os
+
+    import flow.targeted.facts as facts_mod
+
+    parent = os.getpid()
+    real = facts_mod.scan_facts
+
+    def child_fails(source: bytes) -> dict:
+        if os.getpid() != parent:
+            raise RuntimeError("the child breaks")
+        return real(source)
+
+    monkeypatch.setattr(facts_mod, "scan_facts", child_fails)
+    monkeypatch.setattr(facts_mod, "_can_fork", lambda: True)
+    sources = _sources(facts_mod.PARALLEL_MIN + 3)
+    assert facts_mod.scan_many(sources) == [real(s) for s in sources]

@@ -269,3 +269,32 @@ def test_unwritable_cache_dir_is_only_a_cold_start(repo, tmp_path):
     repo.commit({"pkg/a.py": "A = 2\n"})
     (tmp_path / "blocked").write_text("a file, not a directory")
     assert trace(repo, base) == trace(repo, base, cache_dir=tmp_path / "blocked" / "c")
+
+
+def test_unchanged_checkout_needs_neither_scan_nor_facts_file(repo, tmp_path, monkeypatch):
+    """A re-run on the same checkout answers from the small graph file alone: no file is
+    scanned or ast-parsed and the facts file is not read; the report is the same."""
+    import flow.targeted.facts as facts_mod
+    import flow.targeted.import_graph as graph_mod
+
+    base = repo.commit(_wide_tree(5))
+    repo.commit({"lib/flags.py": "F = 2\n"})
+    cold = trace(repo, base, cache_dir=tmp_path / "c")
+    (tmp_path / "c" / f"facts-v{facts_mod.FACTS_VERSION}.json").unlink()
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("scanned on an unchanged checkout")
+
+    for name in ("scan_facts", "scan_many", "read_calls"):
+        monkeypatch.setattr(graph_mod, name, refuse)
+    assert cold == trace(repo, base, cache_dir=tmp_path / "c")
+
+
+def test_an_edit_outside_the_diff_still_counts(repo, tmp_path):
+    """Importers cached for one checkout are not reused once any file's content differs:
+    a work-tree edit that makes a test import the changed module reaches that test."""
+    base = repo.commit({**LIB, "tests/test_x.py": cuda_test("X = 1")})
+    repo.commit({"pkg/a.py": "A = 2\n"})
+    assert trace(repo, base, cache_dir=tmp_path / "c").tests == []
+    (repo.path / "tests/test_x.py").write_text(cuda_test("import pkg.a"))
+    assert ["tests/test_x.py"] == [t.path for t in trace(repo, base, cache_dir=tmp_path / "c").tests]
