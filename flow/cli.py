@@ -188,14 +188,20 @@ def _clear_error(store: FlowStore) -> None:
 
 
 def _move_aside(store: FlowStore) -> None:
-    """Rename the flow folder to ``<name>.old-<UTC stamp>[-n]`` (never onto an earlier one)."""
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    target = store.dir.with_name(f"{store.dir.name}.old-{stamp}")
-    n = 1
-    while target.exists():  # two restarts within one second
-        n += 1
-        target = store.dir.with_name(f"{store.dir.name}.old-{stamp}-{n}")
-    store.dir.rename(target)
+    """Rename the flow folder to ``<name>.old-<UTC stamp>[-n]`` (never onto an earlier one),
+    holding the flow's lock: a call working on the flow (a cron tick mid-step) finishes
+    first, and one that holds it too long makes the restart answer Busy, moving nothing."""
+    from workspace.lock import FlowLock
+
+    with FlowLock(store.dir) as lock:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        target = store.dir.with_name(f"{store.dir.name}.old-{stamp}")
+        n = 1
+        while target.exists():  # two restarts within one second
+            n += 1
+            target = store.dir.with_name(f"{store.dir.name}.old-{stamp}-{n}")
+        lock.holder_path.unlink(missing_ok=True)  # the old flow is not held once moved
+        store.dir.rename(target)
 
 
 def _graph(words: list[str], root: Path, harness: str) -> dict[str, Any]:

@@ -167,3 +167,22 @@ def test_move_aside_never_lands_on_an_earlier_old_flow(tmp_path: Path) -> None:
     _move_aside(store)
     moved = [p for p in (tmp_path / "toy").glob("x.old-*") if (p / "marker").exists()]
     assert (False, 1) == (store.dir.exists(), len(moved))
+
+
+def test_restart_waits_for_the_lock_and_moves_nothing_while_a_call_holds_it(tmp_path: Path) -> None:
+    """--restart takes the flow's lock before moving it: while another call holds the lock
+    the restart answers Busy (exit 3) and the flow stays where it was, untouched."""
+    from workspace.lock import FlowLock
+
+    _run(tmp_path, "start", "toy", "held")
+    folder = tmp_path / "toy" / "held"
+    before = (folder / "flow_state.json").read_bytes()
+    with FlowLock(folder):
+        code, spec = _run(tmp_path, "start", "toy", "held", "--restart",
+                          env={"ORCHESTRATOR_LOCK_TIMEOUT": "0.2"})
+    assert (3, "busy") == (code, spec["error"]["code"])
+    assert (before, []) == ((folder / "flow_state.json").read_bytes(),
+                            list((tmp_path / "toy").glob("held.old-*")))
+    code, spec = _run(tmp_path, "start", "toy", "held", "--restart")
+    moved = list((tmp_path / "toy").glob("held.old-*"))
+    assert (0, 1, False) == (code, len(moved), (moved[0] / ".lock.holder").exists())
