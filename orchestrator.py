@@ -31,8 +31,10 @@ def _parser() -> Any:
             raise UsageError(f"bad command line: {message}",
                              "run 'orchestrator.py --help' for the usage")
 
-    p = Parser(prog="orchestrator.py", description=__doc__)
+    p = Parser(prog="orchestrator.py", description=__doc__, add_help=False)
     p.add_argument("args", nargs="*", help="COMMAND [ARGS] or a test FILE (refactor)")
+    p.add_argument("-h", "--help", action="store_true",
+                   help="print this text as the 'usage' field of one JSON object")
     g = p.add_argument_group("every flow")
     g.add_argument("--workspace", help="workspace root (env ORCHESTRATOR_WORKSPACE, ./agent_space)")
     g.add_argument("--harness", choices=["claude", "codex"],
@@ -128,9 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     harness = "claude"
     root = workspace_root(None)
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args = parser.parse_args(argv)
         harness = _harness(args.harness)
         root = workspace_root(args.workspace)
+        if args.help:  # one JSON object like every call, the usage text inside it
+            from flow.render import envelope
+
+            return _emit(envelope(None, root, "done", harness, usage=parser.format_help()))
         from flow import cli
 
         result = cli.run(args, root, harness, SCRIPT)

@@ -186,3 +186,11 @@ def test_restart_waits_for_the_lock_and_moves_nothing_while_a_call_holds_it(tmp_
     code, spec = _run(tmp_path, "start", "toy", "held", "--restart")
     moved = list((tmp_path / "toy").glob("held.old-*"))
     assert (0, 1, False) == (code, len(moved), (moved[0] / ".lock.holder").exists())
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_is_one_json_object_with_the_usage(tmp_path: Path, flag: str) -> None:
+    """Like every call, --help prints one JSON object (exit 0); the usage text is a field."""
+    code, spec = _run(tmp_path, flag)
+    assert (0, "done", True, True) == (code, spec["status"], "--resume" in spec["usage"],
+                                       "--ci-check" in spec["usage"])
