@@ -91,14 +91,15 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
     dyn_arg = -1  # where a dynamic import's first argument starts
     dyn_chain = False  # the open chain is that argument (its import is imports[-1])
     for m in _LEX.finditer(text):
-        kind = m.lastgroup
+        # never None: every alternative of _LEX is a named group
+        kind: str = m.lastgroup  # type: ignore[assignment]
         start, end = m.span()
         if start > pos:
             code += (pos, start)
         pos = end
         if kind == "C":  # a comment: a concatenation may go on past it
             continue
-        quote = _QUOTE.get(kind)  # type: ignore[arg-type]
+        quote = _QUOTE.get(kind)
         joins = False
         if chain_end >= 0 and quote is not None and _GAP_IN.fullmatch(text, chain_end, start):
             if _GAP_TOP.fullmatch(text, chain_end, start):
