@@ -150,12 +150,12 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullI
     if regressions:
         failures = [failure_of(v) for v in regressions]
         if data.fix_round >= data.max_rounds:
-            red = [failure_of(v) for v in result.verdicts if v.category in RED]
+            still_red = [failure_of(v) for v in result.verdicts if v.category in RED]
             return Decision(action="stop", ci_phase="gave_up", reason=(
                 f"{len(failures)} check(s) still fail after {data.fix_round} fix round(s), "
                 f"the limit"), end=EndReport(outcome="gave_up", head_sha=head_sha,
                                              reason=f"fix-round limit {data.max_rounds} reached",
-                                             still_failing=red))
+                                             still_failing=still_red))
         return Decision(action="debug", ci_phase="debugging", failures=failures,
                         reason=f"{len(failures)} regression(s) on {head_sha[:12]}")
 

@@ -156,8 +156,8 @@ def interpret_pytest(exit_code: int, output: str, junit_xml: str | None = None,
     if ran == 0:
         if exit_code in (0, 5) or is_collected_zero(exit_code, output):
             return RunOutcome(kind=Outcome.COLLECTED_ZERO, detail="no test ran")
-        cause = infra_blocker(output) or _last_line(output)
-        return RunOutcome(kind=Outcome.BLOCKED, detail=f"pytest exit {exit_code}: {cause}")
+        reason = infra_blocker(output) or _last_line(output)
+        return RunOutcome(kind=Outcome.BLOCKED, detail=f"pytest exit {exit_code}: {reason}")
     if counts.failed or counts.xfailed:
         cause = infra_blocker(output)
         if cause and counts.failed and not (failure_pattern and failure_pattern in output):

@@ -146,12 +146,12 @@ class Resolver:
                 continue
             if "." in tok:
                 dotted = tok.split(":", 1)[0]
-                path = self.modules.get(dotted)
-                if path is None:
+                found = self.modules.get(dotted)
+                if found is None:
                     head = dotted.rpartition(".")[0]
-                    path = self.modules.get(head) if "." in head else None
-                if path is not None and path != src:
-                    out.append(path)
+                    found = self.modules.get(head) if "." in head else None
+                if found is not None and found != src:
+                    out.append(found)
         return out
 
     def _model(self, low: str) -> str | None:
