@@ -15,12 +15,18 @@ import base64
 import hashlib
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from flow.reproduce.errors import SkipMarkerNotFound
 from flow.reproduce.interpret import DEFAULT_XPU_SKIP_MARKERS
 from workspace.atomic import write_atomic
+
+if TYPE_CHECKING:  # annotations only: libcst stays imported lazily
+    from collections.abc import Sequence
+
+    import libcst as cst
 
 
 class Removal(BaseModel):
@@ -74,10 +80,10 @@ def _candidates(cls: str | None, test: str) -> list[tuple[str | None, str]]:
     return out
 
 
-def _decorator_name(dec: object) -> str:
+def _decorator_name(dec: cst.Decorator) -> str:
     import libcst as cst
 
-    node = dec.decorator  # type: ignore[attr-defined]
+    node = dec.decorator
     if isinstance(node, cst.Call):
         node = node.func
     if isinstance(node, cst.Attribute):
@@ -87,10 +93,10 @@ def _decorator_name(dec: object) -> str:
     return ""
 
 
-def _find(module: object, cls: str | None, test: str) -> object | None:
+def _find(module: cst.Module, cls: str | None, test: str) -> cst.FunctionDef | None:
     import libcst as cst
 
-    body = module.body  # type: ignore[attr-defined]
+    body: Sequence[cst.BaseStatement | cst.BaseSmallStatement] = module.body
     if cls is not None:
         for stmt in body:
             if isinstance(stmt, cst.ClassDef) and stmt.name.value == cls:
@@ -104,7 +110,7 @@ def _find(module: object, cls: str | None, test: str) -> object | None:
     return None
 
 
-def _parse(source: bytes, node_id: str) -> object:
+def _parse(source: bytes, node_id: str) -> cst.Module:
     """The libcst module of ``source``; SkipMarkerNotFound when libcst cannot parse it (a
     syntax newer than libcst knows, or a broken file): no marker can be located then."""
     import libcst as cst
@@ -126,7 +132,7 @@ def decorator_names(source: bytes, node_id: str) -> list[str]:
     for c, t in _candidates(cls, test):
         func = _find(module, c, t)
         if func is not None:
-            return [_decorator_name(d) for d in func.decorators]  # type: ignore[attr-defined]
+            return [_decorator_name(d) for d in func.decorators]
     return []
 
 
@@ -148,9 +154,10 @@ def remove_skip_marker(source: bytes, node_id: str,
         raise SkipMarkerNotFound(
             f"test {node_id!r} is not defined in this file; check the node id against the "
             "file the reproducer runs", target=node_id)
-    kept, removed = [], []
-    carry: object = None
-    for dec in func.decorators:  # type: ignore[attr-defined]
+    kept: list[cst.Decorator] = []
+    removed: list[str] = []
+    carry: Sequence[cst.EmptyLine] | None = None
+    for dec in func.decorators:
         name = _decorator_name(dec)
         if name in markers:
             removed.append(name)
@@ -167,10 +174,11 @@ def remove_skip_marker(source: bytes, node_id: str,
         raise SkipMarkerNotFound(
             f"test {node_id!r} has no XPU skip marker among {list(markers)}; the skip is "
             "environmental or set on the class", target=node_id)
-    new_func = func.with_changes(decorators=kept)  # type: ignore[attr-defined]
+    new_func = func.with_changes(decorators=kept)
     if carry is not None:
         new_func = new_func.with_changes(leading_lines=[*carry, *new_func.leading_lines])
-    new_module = module.deep_replace(func, new_func)  # type: ignore[attr-defined]
+    # func lies inside module, so the replaced root is still the Module
+    new_module = cast("cst.Module", module.deep_replace(func, new_func))
     name = f"{c}.{t}" if c else t
     return Removal(original=source, modified=new_module.code.encode(module.encoding),
                    removed=removed, function=name)
