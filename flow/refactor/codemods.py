@@ -120,7 +120,8 @@ def _fix_imports(module: cst.Module, drop: set[str], add: str | None) -> cst.Mod
             aliases = list(updated.names)
             had_drop = any(a.evaluated_name in drop and a.asname is None for a in aliases)
             kept = [a for a in aliases if not (a.evaluated_name in drop and a.asname is None)]
-            if need_add and not self.added and (had_drop or module_name == DEVICE_TYPE_MODULE):
+            if need_add and add is not None and not self.added and (
+                    had_drop or module_name == DEVICE_TYPE_MODULE):  # need_add implies add is set
                 # Keep the list sorted when it was; otherwise append.
                 new_alias = cst.ImportAlias(name=cst.Name(add))
                 names = [a.evaluated_name for a in kept]

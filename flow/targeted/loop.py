@@ -162,11 +162,12 @@ def timing_lines(data: TargetedData, cfg: TargetedConfig) -> list[str]:
         ok = [a for a in (fr.attempts if fr else []) if a.conclusion == "success"]
         if not ok:
             out.append(f"{path}: no passing run, so no est_time measured")
-        elif not ok[-1].seconds:  # None, or under a second: est_time needs a positive time
+            continue
+        a = ok[-1]
+        if not a.seconds:  # None, or under a second: est_time needs a positive time
             out.append(f"{path}: the run's 'Run tests' step has no timing; read it from "
-                       f"{ok[-1].url}")
+                       f"{a.url}")
         else:
-            a = ok[-1]
             out.append(timing_line(path, data.suites.get(path, "?"), a.seconds,
                                    est_time(a.seconds, cfg.timing), a.url))
     return out
