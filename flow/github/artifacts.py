@@ -67,7 +67,7 @@ def latest_successful_run(client: GitHubClient, repo: str,
     gh_repo = client.lazy_repo(repo)
     for name in workflows:
         try:  # the handle is lazy: a missing workflow file shows up as a 404 on its runs
-            page = client.call(lambda n=name: gh_repo.get_workflow(n).get_runs(status="success").get_page(0),
+            page = client.call(lambda: gh_repo.get_workflow(name).get_runs(status="success").get_page(0),
                                what=f"repos/{repo}/actions/workflows/{name}/runs")
         except GitHubRequestFailed as e:
             if e.status == 404:

@@ -43,7 +43,7 @@ def find_pr_for_branch(client: GitHubClient, repo: str, branch: str, head_owner:
     gh_repo = client.repo(repo)
     candidates = [gh_repo]
     for target in candidates:
-        pulls = client.call(lambda t=target: list(t.get_pulls(state="open", head=f"{owner}:{branch}")),
+        pulls = client.call(lambda: list(target.get_pulls(state="open", head=f"{owner}:{branch}")),
                             what=f"repos/{target.full_name}/pulls")
         if pulls:
             p = pulls[0]  # attributes from the list answer; raw_data would cost a second GET
@@ -53,7 +53,7 @@ def find_pr_for_branch(client: GitHubClient, repo: str, branch: str, head_owner:
                 draft=bool(p.draft), node_id=p.node_id, html_url=p.html_url, state=p.state,
                 merged=p.merged_at is not None,  # in the list answer; `p.merged` would GET the PR
             )
-        parent = client.call(lambda t=target: t.parent, what=f"repos/{target.full_name}") if target is gh_repo else None
+        parent = client.call(lambda: target.parent, what=f"repos/{target.full_name}") if target is gh_repo else None
         if parent is not None:
             candidates.append(parent)
     raise NoPullRequest(repo, f"{owner}:{branch}")
