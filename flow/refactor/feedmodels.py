@@ -84,8 +84,9 @@ class CheckerReviewFeed(Feed):
         return self
 
 
-FEEDS = {"analyst": AnalystFeed, "coder": CoderFeed, "coder_test": CoderTestFeed,
-         "checker_rule": CheckerRuleFeed, "checker_review": CheckerReviewFeed}
+FEEDS: dict[str, type[BaseModel]] = {
+    "analyst": AnalystFeed, "coder": CoderFeed, "coder_test": CoderTestFeed,
+    "checker_rule": CheckerRuleFeed, "checker_review": CheckerReviewFeed}
 
 
 class RefactorData(BaseModel):

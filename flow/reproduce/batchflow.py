@@ -24,7 +24,7 @@ from flow.reproduce.batch import (
 )
 from flow.reproduce.verdict import VERDICT_ADAPTER, NoReproducer, Stage
 
-_PER_ENTRY = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
+_PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
                   pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
                   ci_env={})
 

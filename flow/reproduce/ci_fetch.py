@@ -12,12 +12,16 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from flow.reproduce.ci_env import CiRepo, artifact_url, hardware_of, image_reference, pick_build_envs
 from flow.reproduce.profiles import Profile
 from flow.reproduce.verdict import BLOCKER_NO_WHEEL_EXTRACTED, CannotVerify, Stage
+
+if TYPE_CHECKING:  # annotations only: flow.github stays imported lazily
+    from flow.github.client import GitHubClient
 
 ARTIFACT_URL_ENV = "ORCHESTRATOR_REPRODUCE_ARTIFACT_URL"
 MAX_LOG_JOBS = 10
@@ -39,7 +43,7 @@ def _blocked(blocker: str) -> CannotVerify:
     return CannotVerify(stage=Stage.CI_ENV, blocker=blocker)
 
 
-def _job_logs(client: object, repo: str, run_id: int) -> str:
+def _job_logs(client: GitHubClient, repo: str, run_id: int) -> str:
     """The run's job logs (first MAX_LOG_JOBS jobs); a log that cannot be read is skipped."""
     from flow.github.actions import job_log
     from flow.github.cache import ETagCache
@@ -60,7 +64,7 @@ def _job_logs(client: object, repo: str, run_id: int) -> str:
     return "\n".join(texts)
 
 
-def path_a(client: object, repo: str, workflows: list[str], pattern: str, wheels_dir: Path,
+def path_a(client: GitHubClient, repo: str, workflows: list[str], pattern: str, wheels_dir: Path,
            image: str | None) -> CiWheels | CannotVerify:
     from flow.github.artifacts import CiEnvBlocked, download_artifacts, latest_successful_run
 
@@ -75,7 +79,7 @@ def path_a(client: object, repo: str, workflows: list[str], pattern: str, wheels
                     job_log=_job_logs(client, repo, run.id), notes=notes)
 
 
-def path_b(client: object, profile: Profile, settings: Mapping[str, str],
+def path_b(client: GitHubClient, profile: Profile, settings: Mapping[str, str],
            wheels_dir: Path) -> CiWheels | CannotVerify:
     from flow.github.artifacts import CiEnvBlocked, build_env_of, find_run_with_successful_builds
     from flow.reproduce.artifacts import download, extract_wheels, probe
