@@ -104,3 +104,33 @@ def test_atomic_write_keeps_an_existing_files_mode_and_gives_new_ones_the_usual(
     os.umask(umask)
     assert (0o755, 0o666 & ~umask) == (script.stat().st_mode & 0o777,
                                        fresh.stat().st_mode & 0o777)
+
+
+def test_a_lock_won_on_a_folder_moved_aside_is_traded_for_the_new_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the folder was moved aside (--restart) between opening its lock file and winning
+    the lock, and a new flow now lives at the path, the call ends up holding the new
+    folder's lock and lets the old one go."""
+    import filelock
+
+    import workspace.lock as lock_mod
+
+    folder = tmp_path / "flow"
+    moved = tmp_path / "flow.old"
+
+    class RestartWhileWaiting(filelock.FileLock):
+        def acquire(self, *args: object, **kwargs: object) -> object:
+            got = super().acquire(*args, **kwargs)  # type: ignore[arg-type]
+            if not moved.exists():  # the restart happened just before this lock was won
+                folder.rename(moved)
+                folder.mkdir()
+            return got
+
+    monkeypatch.setattr(lock_mod, "FileLock", RestartWhileWaiting)
+    with FlowLock(folder, timeout=5):
+        monkeypatch.setattr(lock_mod, "FileLock", filelock.FileLock)
+        with pytest.raises(Busy):  # the new folder's lock is held by the call above
+            with FlowLock(folder, timeout=0.2):
+                pass
+        with FlowLock(moved, timeout=0.2):  # the old folder's lock was let go
+            pass

@@ -32,18 +32,28 @@ class FlowLock:
         self._lock: FileLock | None = None
 
     def __enter__(self) -> FlowLock:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.path), timeout=self.timeout)
-        try:
-            lock.acquire()
-        except Timeout:
-            holder = self.holder()
-            raise Busy(
-                f"flow at {str(self.folder)!r} is locked by another caller: {holder}",
-                f"wait for that call to finish (it holds the lock since {holder.get('since')}); "
-                f"a cron firing can simply retry later. Lock file: {self.path}",
-                holder=holder,
-            ) from None
+        deadline = time.monotonic() + self.timeout
+        while True:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            before = _identity(self.folder)
+            lock = FileLock(str(self.path), timeout=max(deadline - time.monotonic(), 0.0))
+            try:
+                lock.acquire()
+            except Timeout:
+                holder = self.holder()
+                raise Busy(
+                    f"flow at {str(self.folder)!r} is locked by another caller: {holder}",
+                    f"wait for that call to finish (it holds the lock since "
+                    f"{holder.get('since')}); a cron firing can simply retry later. "
+                    f"Lock file: {self.path}",
+                    holder=holder,
+                ) from None
+            # While this call waited, the holder may have moved the folder aside (--restart)
+            # and a new flow may live at the path: the lock won is then the old folder's.
+            # Let it go and lock what is at the path now.
+            if before is not None and _identity(self.folder) == before:
+                break
+            lock.release()
         self._lock = lock
         info = {"pid": os.getpid(), "command": sys.argv, "since": _now()}
         self.holder_path.write_bytes(dumps(info, indent=False))
@@ -65,6 +75,14 @@ class FlowLock:
         except (OSError, ValueError):
             return {"pid": None, "command": None, "since": None}
         return data if isinstance(data, dict) else {"raw": data}
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _now() -> str:
