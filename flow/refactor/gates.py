@@ -224,6 +224,6 @@ def write_summary(ctx: Any) -> Path:
     summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field,
                            moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
-                           local_tests=ctx.data.local_tests,
+                           local_tests=ctx.data.local_tests, notes=list(ctx.data.notes),
                            ci_check_command=ctx.cmds.cli("--ci-check"))
     return ctx.write_text("final_summary.md", render_summary(summary))

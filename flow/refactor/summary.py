@@ -51,6 +51,9 @@ class SummaryInput(BaseModel):
     retries: dict[str, int] = Field(default_factory=dict)  # phase or rule id -> retries used
     deferred: list[DeferredFailure] = Field(default_factory=list)
     local_tests: str = ""  # one line, e.g. "cpu: 42 passed, 3 skipped"
+    # Decisions and events a reviewer must see: a gate a person chose to carry on past,
+    # a soft-failed test gate, references the codemods could not resolve.
+    notes: list[str] = Field(default_factory=list)
     # The absolute, quoted command that starts CI monitoring (from the flow's Commands).
     ci_check_command: str = "orchestrator.py --ci-check"
 
@@ -94,6 +97,8 @@ def render_summary(s: SummaryInput) -> str:
     out += ["", "## Local tests", "", s.local_tests or "Not run (no local test gate for this field)."]
     out += ["", "## Deferred failures", ""]
     out += [f"- `{d.test_name}`: {d.reason}" for d in s.deferred] or ["None."]
+    out += ["", "## Decisions and notes", ""]
+    out += [f"- {_cell(n)}" for n in s.notes] or ["None."]
     out += [
         "",
         "## Next steps",
@@ -102,6 +107,11 @@ def render_summary(s: SummaryInput) -> str:
         f"2. Start CI monitoring: say \"look after the CI\" or run "
         f"`{s.ci_check_command}` (add `--pr-number N` to skip detecting the PR).",
     ]
+    step = 3
     if s.deferred:
-        out.append("3. Mention the deferred failures in the PR description; CI will show whether they are pre-existing.")
+        out.append(f"{step}. Mention the deferred failures in the PR description; CI will show whether they are pre-existing.")
+        step += 1
+    if any("person's decision" in n for n in s.notes):
+        out.append(f"{step}. Say in the PR description which gate was passed by a person's decision, "
+                   "and why (see Decisions and notes).")
     return "\n".join(out) + "\n"

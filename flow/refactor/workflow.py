@@ -71,7 +71,7 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
 def finalize(ctx: Any) -> Any:
     path = gates.write_summary(ctx)
     return Done({"outcome": "refactored", "summary_path": str(path),
-                 "file": ctx.data.file, "field": ctx.data.field},
+                 "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)},
                 [f"Review the changes to {ctx.data.file} and {path}.",
                  "Create the PR by hand: a branch, a commit, push, and a draft PR.",
                  f"Then say 'look after the CI' or run: {ctx.cmds.cli('--ci-check')}"])

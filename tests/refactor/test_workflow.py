@@ -191,3 +191,48 @@ def test_a_test_file_gone_before_assessment_is_bad_input(tmp_path: Path) -> None
                                          "--resume"])
     assert (2, "bad_input") == (call.code, call.spec["error"]["code"])
     assert "--resume" in call.spec["error"]["hint"]
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_skipping_a_failing_rule_carries_on_and_the_summary_says_who_decided(tmp_path: Path) -> None:
+    """'skip' at the rule checker's escalation carries on to the end; the decision is in the
+    done spec's notes and in final_summary.md, with a next step to explain it in the PR."""
+    pytest.importorskip("torch")
+    repo = small_checkout(tmp_path)
+    base = _answer(repo)
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        if _kind(task) == "checker_rule":
+            return {"agent_id": "/root/checker", "agent_name": "checker", "passed": False,
+                    "issues": ["line 7: TestSmallOps.test_add still has @onlyCUDA"]}
+        return base(task)
+
+    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), answer,
+                                                 choose=lambda spec: "skip"))
+    last, asked = specs[-1], sum(s["status"] == "need_human" for s in specs)
+    summary = Path(last["summary_path"]).read_text()
+    decided = [n for n in last["notes"] if "left failing the checker by a person's decision" in n]
+    assert ("done", "refactored", True, asked) == (last["status"], last["outcome"], asked > 0,
+                                                   len(decided))
+    assert all(n in summary for n in decided)
+    assert "which gate was passed by a person's decision" in summary
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_review_gate_continue_carries_on_to_the_end_and_is_noted(tmp_path: Path) -> None:
+    """'continue' at the review gate finishes the flow (local tests, summary) and records
+    that a person let the findings stand."""
+    pytest.importorskip("torch")
+    repo = small_checkout(tmp_path)
+    review = {"agent_id": "/root/checker", "agent_name": "checker", "all_clear": False,
+              "findings": [{"severity": "minor", "description": "naming", "line_number": 3}], "summary": "1 issue"}
+    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo, review),
+                                                 choose=lambda spec: "continue"))
+    last = specs[-1]
+    summary = Path(last["summary_path"]).read_text()
+    assert ("done", "refactored", ["review-gate-3: carried on by a person's decision"]) == (
+        last["status"], last["outcome"], [n for n in last["notes"] if "gate" in n])
+    assert "review-gate-3: carried on by a person's decision" in summary
+    assert (Path(last["workspace"]) / "local_test_cpu.xml").exists()
