@@ -1,9 +1,9 @@
 """What the import graph needs from a Python file, read in one regex-driven pass.
 
 ``scan(text)`` returns the file's imports and the values of its string literals, the same
-facts an ``ast`` walk yields (``facts.walk_facts`` is that walk, kept as the reference), at
-a fraction of the cost: building a full syntax tree for every file is what made a cold
-trace several times slower than grimp's Rust parser.
+facts an ``ast`` walk yields, at a fraction of the cost: walking every node of a syntax
+tree cost twice the parse itself and kept a cold trace several times slower than grimp's
+Rust parser.
 
 Why a lexer can be exact here: outside string literals and comments, the keywords
 ``import`` and ``from`` only begin import statements (``yield from`` and ``raise ... from``
@@ -15,10 +15,10 @@ parts, format specs and the literals inside their replacement fields are separat
 as in the ``ast``. A dynamic import (``importlib.import_module`` / ``__import__``) counts
 when its first argument is one (concatenated) plain string literal.
 
-Known limits, all outside Python 3.11 and rare since: an f-string that nests its own quote
-character (Python 3.12+) ends early, and a file with a syntax error still yields what it
-spells, where ``ast`` yields nothing. ``tests/targeted/test_lexer.py`` checks agreement
-with the ``ast`` walk on the standard library.
+Known limits: an f-string that reuses its own quote character inside a field (allowed
+since Python 3.12) ends early, and a file with a syntax error still yields what it spells,
+where ``ast`` yields nothing. ``tests/targeted/test_lexer.py`` holds the scan to an ``ast``
+walk (kept there as the reference), per construct and over real code.
 """
 
 from __future__ import annotations
