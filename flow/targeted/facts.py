@@ -165,6 +165,22 @@ class FactsCache:
         self.entries[key] = facts
         self.facts_dirty = True
 
+    def prune(self, current: set[str], spare: int) -> None:
+        """Keep the facts and calls of the content hashes in ``current`` and of at most
+        ``spare`` others, the most recently added (earlier versions of files, another
+        branch's): without this the cache would grow with every edit ever traced. The
+        facts file is not read just for this."""
+        for store, which in ((self._entries, "facts"), (self.calls, "calls")):
+            if store is None or len(store) <= len(current) + spare:
+                continue
+            others = [key for key in store if key not in current]
+            for key in others[: max(len(others) - spare, 0)]:
+                del store[key]
+            if which == "facts":
+                self.facts_dirty = True
+            else:
+                self.dirty = True
+
     def _file(self, kind: str) -> Path | None:
         return None if self.dir is None else self.dir / f"{kind}-v{FACTS_VERSION}.json"
 

@@ -175,6 +175,8 @@ class ImportGraph:
         for rel, deps in self._deps.items():
             if rel in self._key:
                 files[rel] = [self._key[rel], sorted(deps)]
+        current = set(self._key.values())
+        self.cache.prune(current, spare=max(len(current), 200))
         importers = {rel: sorted(imp) for rel, imp in self._rdeps.items()}
         self.cache.graph = {"tree": self.tree_key, "files": files,
                             "content": self.content_key, "importers": importers}

@@ -213,3 +213,20 @@ def test_a_failed_child_is_scanned_again_in_the_parent(monkeypatch):
     monkeypatch.setattr(facts_mod, "_can_fork", lambda: True)
     sources = _sources(facts_mod.PARALLEL_MIN + 3)
     assert facts_mod.scan_many(sources) == [real(s) for s in sources]
+
+
+def test_the_cache_keeps_current_files_and_a_bounded_number_of_old_versions(tmp_path):
+    """Facts and calls of files as they are now always stay; older versions are dropped,
+    oldest first, past the spare allowance."""
+    cache = FactsCache(tmp_path / "c")
+    for i in range(10):
+        cache.put(f"old{i}", {"i": [], "s": [], "n": []})
+        cache.calls[f"old{i}"] = {"c": [], "e": None}
+    for key in ("now1", "now2"):
+        cache.put(key, {"i": [], "s": [], "n": []})
+        cache.calls[key] = {"c": [], "e": None}
+    cache.prune({"now1", "now2"}, spare=3)
+    cache.save()
+    again = FactsCache(tmp_path / "c")
+    kept = ["old7", "old8", "old9", "now1", "now2"]
+    assert (kept, kept) == (list(again.entries), list(again.calls))
