@@ -56,6 +56,16 @@ def load(repo_dir: Path, profile: str | None) -> Any:
         raise WorkflowInputError(err.message, err.hint, code=err.code) from err
 
 
+def cache_dir_for(root: Path, repo_dir: Path) -> Path:
+    """Where traces of ``repo_dir`` keep their facts: one folder per checkout under the
+    workspace (``<workspace>/.cache/targeted/<hash of the checkout's path>``), shared by the
+    ``affected-tests`` command and every ``ci-targeted`` flow on that checkout."""
+    import hashlib
+
+    name = hashlib.sha1(str(Path(repo_dir).resolve()).encode()).hexdigest()[:16]
+    return root / ".cache" / "targeted" / name
+
+
 def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int, cfg: Any,
           cache_dir: Path | None = None) -> Any:
     """Run the tracer with config ``cfg`` (see ``load``); every tracer error (bad base, not a
@@ -80,7 +90,8 @@ def affected_tests_command(args: argparse.Namespace, root: Path,
     envelope plus ``report`` (``AffectedReport.model_dump(mode="json")``).
 
     Raises WorkflowInputError for a missing or unknown base, a directory that is not a git
-    repository, a bad depth/hub limit or an invalid config. Writes nothing.
+    repository, a bad depth/hub limit or an invalid config. Writes nothing but its cache
+    (``cache_dir_for``), which only ever saves work.
     """
     from flow.render import envelope
     from flow.targeted.report import render_text
@@ -88,7 +99,8 @@ def affected_tests_command(args: argparse.Namespace, root: Path,
     depth = DEFAULT_DEPTH if args.depth is None else args.depth
     hub_limit = DEFAULT_HUB_LIMIT if args.hub_limit is None else args.hub_limit
     repo_dir = repo_dir_of(args.repo_dir)
-    report = trace(repo_dir, args.base, depth, hub_limit, load(repo_dir, args.profile))
+    report = trace(repo_dir, args.base, depth, hub_limit, load(repo_dir, args.profile),
+                   cache_dir=cache_dir_for(root, repo_dir))
     if not args.json:
         return render_text(report)
     return {**envelope(None, root, "done", harness), "report": report.model_dump(mode="json")}

@@ -35,19 +35,21 @@ def _cfg(d: TargetedData) -> Any:
     return load(Path(d.repo_dir), d.profile)
 
 
-def _plan(d: TargetedData, base: str) -> tuple[Any, Any]:
+def _plan(ctx: Any, base: str) -> tuple[Any, Any]:
     """Trace ``base...HEAD`` of the checkout and choose files or labels: (report, plan)."""
-    from flow.targeted.cli import trace
+    from flow.targeted.cli import cache_dir_for, trace
     from flow.targeted.select import choose
 
+    d: TargetedData = ctx.data
     cfg = _cfg(d)
-    report = trace(Path(d.repo_dir), base, d.depth, d.hub_limit, cfg)
+    report = trace(Path(d.repo_dir), base, d.depth, d.hub_limit, cfg,
+                   cache_dir=cache_dir_for(ctx.root, Path(d.repo_dir)))
     return report, choose(report, cfg)
 
 
 def trace_step(ctx: Any) -> Any:
     d: TargetedData = ctx.data
-    report, plan = _plan(d, d.base)
+    report, plan = _plan(ctx, d.base)
     ctx.write_json("trace-0.json", report.model_dump(mode="json"))
     d.plan = plan
     d.to_run = loop.files_of(plan)
@@ -238,7 +240,7 @@ def retrace(ctx: Any) -> Any:
                             f"{str(where)!r}", "pull the PR branch there, then --resume")
     ran = [a.sha for f in d.files.values() for a in f.attempts if a.conclusion == "success"]
     base = ran[-1] if ran else d.files[d.fixes[-1].files[0]].attempts[-1].sha
-    report, plan = _plan(d, base)
+    report, plan = _plan(ctx, base)
     ctx.write_json(f"trace-{d.round}.json", report.model_dump(mode="json"))
     failed = [f.path for f in d.files.values() if f.status == "failed"]
     d.to_run = sorted(set(loop.files_of(plan)) | set(failed) | set(d.to_run))

@@ -109,3 +109,23 @@ def test_affected_tests_never_imports_pygithub_or_libcst(repo: Repo, tmp_path: P
     status, mods = proc.stderr.rsplit("\nEXIT ", 1)[1].split(" MODULES ", 1)
     assert ("0", set()) == (status, {m for m in mods.split()
                                      if m.split(".")[0] in {"github", "libcst"}})
+
+
+def test_repeated_calls_share_a_cache_under_the_workspace(repo: Repo, tmp_path: Path) -> None:
+    """affected-tests keeps the tracer's cache in <workspace>/.cache/targeted/<checkout>; the
+    next call on the same checkout reads it and reports the same; an edit is seen."""
+    from flow.targeted.cli import cache_dir_for
+    from flow.targeted.facts import FACTS_VERSION
+
+    _pr(repo)
+    drv = Driver(tmp_path / "ws")
+    argv = ["affected-tests", "--base", "main", "--json", "--repo-dir", str(repo.path)]
+    first = drv.call(argv).spec["report"]
+    cache = cache_dir_for((tmp_path / "ws").resolve(), repo.path)
+    files = sorted(p.name for p in cache.iterdir())
+    again = drv.call(argv).spec["report"]
+    repo.commit({"tests/test_other.py": cuda_test("import pkg.core")})
+    edited = drv.call(argv).spec["report"]
+    assert ([f"facts-v{FACTS_VERSION}.json", f"graph-v{FACTS_VERSION}.json"], first) == (
+        files, again)
+    assert ["tests/test_core.py", "tests/test_other.py"] == [t["path"] for t in edited["tests"]]
