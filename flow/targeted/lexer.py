@@ -100,6 +100,10 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
         if kind == "C":  # a comment: a concatenation may go on past it
             continue
         quote = _QUOTE.get(kind)
+        prefix = ""
+        if quote is not None:  # the literal starts at its prefix (rb"", f''), before the quote
+            prefix = _prefix(text, start)
+            start -= len(prefix)
         joins = False
         if chain_end >= 0 and quote is not None and _GAP_IN.fullmatch(text, chain_end, start):
             if _GAP_TOP.fullmatch(text, chain_end, start):
@@ -128,7 +132,6 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
                 depth += 1
                 dyn_arg = end
             continue
-        prefix = _prefix(text, start)
         if "b" in prefix:
             if dyn_chain:
                 imports.pop()
