@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from typing import Any
 
 _WS = r"(?:[ \t\f]|\\\r?\n)*"  # blanks within one logical line
@@ -194,11 +195,19 @@ def _names(text: str) -> list[str]:
 
 
 def _unescape(raw: str, quote: str) -> str:
+    """The value of a literal body with escapes, as Python reads it."""
     try:
         value = ast.literal_eval(quote + raw + quote)
+        if isinstance(value, str):
+            return value
     except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass  # a triple-quoted body ending in its own quote character cannot be re-quoted
+    try:  # the same escape rules, without quotes around
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes stay as they are, as in Python
+            return raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:
         return raw
-    return value if isinstance(value, str) else raw
 
 
 def _fstring(raw: str, quote: str, is_raw: bool, imports: list[list[Any]],

@@ -76,6 +76,8 @@ CASES = [
      "t = '''\nfrom z import w\n'''\n"), [], {"import os", "\nfrom z import w\n"}),
     ("escapes and raw strings", "a = 'tools\\\\x.py'\nb = r'c:\\\\dir'\nc = b'bytes.py'\n",
      [], {"tools\\x.py", "c:\\\\dir"}),
+    ("escapes in an f-string part ending in its quote", 'x = f"""a \\\nb "{y}"""\n',
+     [], {'a b "'}),
     ("implicit concatenation in brackets", "f(\n  'pkg.'  # why\n  'mod.fn'\n)\n",
      [], {"pkg.mod.fn"}),
     ("no concatenation across statements", "x = 'a/b'\n'''doc of x'''\n",
