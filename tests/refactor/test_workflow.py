@@ -107,9 +107,8 @@ def test_field_conflict_is_bad_input(tmp_path: Path) -> None:
                                             "test_list.txt" in spec["error"]["hint"])
 
 
-def test_failing_rule_checker_feeds_issues_back_then_escalates_to_abort(tmp_path: Path) -> None:
-    """Checker issues reach the coder's next prompt; after 3 fixes a person is asked and 'abort' ends the flow."""
-    repo = small_checkout(tmp_path)
+def _checker_never_passes(repo: Path) -> Any:
+    """Answers as _answer does, except that every rule checker reports the same issue."""
     base = _answer(repo)
 
     def answer(task: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +116,19 @@ def test_failing_rule_checker_feeds_issues_back_then_escalates_to_abort(tmp_path
             return {"agent_id": "/root/checker", "agent_name": "checker", "passed": False,
                     "issues": ["line 7: TestSmallOps.test_add still has @onlyCUDA"]}
         return base(task)
+
+    return answer
+
+
+NOT_CLEAR_REVIEW = {"agent_id": "/root/checker", "agent_name": "checker", "all_clear": False,
+                    "findings": [{"severity": "minor", "description": "naming", "line_number": 3}],
+                    "summary": "1 issue"}
+
+
+def test_failing_rule_checker_feeds_issues_back_then_escalates_to_abort(tmp_path: Path) -> None:
+    """Checker issues reach the coder's next prompt; after 3 fixes a person is asked and 'abort' ends the flow."""
+    repo = small_checkout(tmp_path)
+    answer = _checker_never_passes(repo)
 
     questions: list[dict[str, Any]] = []
 
@@ -138,9 +150,7 @@ def test_review_gate_escalates_after_three_rounds_then_aborts(tmp_path: Path) ->
     """A review never all-clear asks a person after 3 fix rounds (4 reviews); 'abort' ends the flow."""
     pytest.importorskip("torch")
     repo = small_checkout(tmp_path)
-    review = {"agent_id": "/root/checker", "agent_name": "checker", "all_clear": False,
-              "findings": [{"severity": "minor", "description": "naming", "line_number": 3}], "summary": "1 issue"}
-    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo, review),
+    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo, NOT_CLEAR_REVIEW),
                                                  choose=lambda spec: "abort"))
     asked = [s for s in specs if s["status"] == "need_human"]
     reviews = {t["task_id"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]
@@ -200,13 +210,7 @@ def test_skipping_a_failing_rule_carries_on_and_the_summary_says_who_decided(tmp
     done spec's notes and in final_summary.md, with a next step to explain it in the PR."""
     pytest.importorskip("torch")
     repo = small_checkout(tmp_path)
-    base = _answer(repo)
-
-    def answer(task: dict[str, Any]) -> dict[str, Any]:
-        if _kind(task) == "checker_rule":
-            return {"agent_id": "/root/checker", "agent_name": "checker", "passed": False,
-                    "issues": ["line 7: TestSmallOps.test_add still has @onlyCUDA"]}
-        return base(task)
+    answer = _checker_never_passes(repo)
 
     specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), answer,
                                                  choose=lambda spec: "skip"))
@@ -226,9 +230,7 @@ def test_review_gate_continue_carries_on_to_the_end_and_is_noted(tmp_path: Path)
     that a person let the findings stand."""
     pytest.importorskip("torch")
     repo = small_checkout(tmp_path)
-    review = {"agent_id": "/root/checker", "agent_name": "checker", "all_clear": False,
-              "findings": [{"severity": "minor", "description": "naming", "line_number": 3}], "summary": "1 issue"}
-    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo, review),
+    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo, NOT_CLEAR_REVIEW),
                                                  choose=lambda spec: "continue"))
     last = specs[-1]
     summary = Path(last["summary_path"]).read_text()
