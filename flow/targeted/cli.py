@@ -60,10 +60,9 @@ def cache_dir_for(root: Path, repo_dir: Path) -> Path:
     """Where traces of ``repo_dir`` keep their facts: one folder per checkout under the
     workspace (``<workspace>/.cache/targeted/<hash of the checkout's path>``), shared by the
     ``affected-tests`` command and every ``ci-targeted`` flow on that checkout."""
-    import hashlib
+    from flow.targeted.facts import sha1
 
-    name = hashlib.sha1(str(Path(repo_dir).resolve()).encode()).hexdigest()[:16]
-    return root / ".cache" / "targeted" / name
+    return root / ".cache" / "targeted" / sha1(str(Path(repo_dir).resolve()).encode())[:16]
 
 
 def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int, cfg: Any,

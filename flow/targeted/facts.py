@@ -32,6 +32,7 @@ from flow.targeted.lexer import scan
 
 FACTS_VERSION = 3  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]
+Calls = dict[str, Any]  # read_calls: {"c": [top-level calls], "e": syntax error or None}
 
 # Separators are anything outside names, dots, dashes and slashes: "--x=a.b c/d.py" splits
 # into "--x", "a.b", "c/d.py".
@@ -119,7 +120,7 @@ def _can_fork() -> bool:
     return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
 
 
-def read_calls(source: bytes) -> Facts:
+def read_calls(source: bytes) -> Calls:
     """``{"c": top-level calls, "e": None}`` from an ``ast`` of ``source``, each call
     ``{"f": name, "l": line, "p": n_positional, "k": {kw: value}, "bad": [kw whose value is
     not a literal]}``; on a syntax error ``{"c": [], "e": "line N: ..."}``. Never raises."""
@@ -148,7 +149,7 @@ class FactsCache:
         self.dir = None if cache_dir is None else Path(cache_dir)
         raw = self._read("graph")
         self.graph: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        self.calls: dict[str, Facts] = self.graph.pop("calls", None) or {}
+        self.calls: dict[str, Calls] = self.graph.pop("calls", None) or {}
         self._entries: dict[str, Facts] | None = None
         self.dirty = False  # graph or calls changed
         self.facts_dirty = False
@@ -164,6 +165,15 @@ class FactsCache:
     def put(self, key: str, facts: Facts) -> None:
         self.entries[key] = facts
         self.facts_dirty = True
+
+    def put_calls(self, key: str, calls: Calls) -> None:
+        self.calls[key] = calls
+        self.dirty = True
+
+    def set_graph(self, graph: dict[str, Any]) -> None:
+        """The resolved graph of the last tree (edges, importers; see ``ImportGraph``)."""
+        self.graph = graph
+        self.dirty = True
 
     def prune(self, current: set[str], spare: int) -> None:
         """Keep the facts and calls of the content hashes in ``current`` and of at most
@@ -201,6 +211,10 @@ class FactsCache:
         if self.dir is None:
             return
         try:
+            if self.facts_dirty or self.dirty:  # files of other versions are only dead weight
+                for old in self.dir.glob("*-v*.json"):
+                    if not old.name.endswith(f"-v{FACTS_VERSION}.json"):
+                        old.unlink(missing_ok=True)
             if self.facts_dirty:
                 write_atomic(self._file("facts"), orjson.dumps(self.entries))  # type: ignore[arg-type]
                 self.facts_dirty = False

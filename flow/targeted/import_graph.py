@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 
 from flow.targeted.config import TargetedConfig
-from flow.targeted.facts import REL, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1
+from flow.targeted.facts import REL, Calls, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1
 from flow.targeted.paths import any_match, module_name
 from flow.targeted.resolve import Resolver
 
@@ -30,7 +30,7 @@ from flow.targeted.resolve import Resolver
 class ImportGraph:
     """The import graph over the tracked files of one repository, resolved on demand.
 
-    ``nodes``: every traced file (parsed Python, model definitions, and ``phantoms``: paths
+    ``nodes``: every traced file (scanned Python, model definitions, and ``phantoms``: paths
     deleted or renamed away, kept so stale importers still reach them). Never raises on
     file content: a file with a syntax error still has the edges its imports and strings
     spell.
@@ -124,7 +124,7 @@ class ImportGraph:
             self._facts[path] = hit
         return hit
 
-    def calls_of(self, path: str) -> Facts | None:
+    def calls_of(self, path: str) -> Calls | None:
         """``read_calls`` of ``path`` (cached by content), or None when it is no readable
         Python file."""
         data = self._data.get(path)
@@ -133,8 +133,8 @@ class ImportGraph:
         key = self._key[path]
         hit = self.cache.calls.get(key)
         if hit is None:
-            hit = self.cache.calls[key] = read_calls(data)
-            self.cache.dirty = True
+            hit = read_calls(data)
+            self.cache.put_calls(key, hit)
         return hit
 
     def deps_of(self, path: str) -> set[str]:
@@ -178,9 +178,8 @@ class ImportGraph:
         current = set(self._key.values())
         self.cache.prune(current, spare=max(len(current), 200))
         importers = {rel: sorted(imp) for rel, imp in self._rdeps.items()}
-        self.cache.graph = {"tree": self.tree_key, "files": files,
-                            "content": self.content_key, "importers": importers}
-        self.cache.dirty = True
+        self.cache.set_graph({"tree": self.tree_key, "files": files,
+                              "content": self.content_key, "importers": importers})
 
     def complete(self) -> dict[str, set[str]]:
         """Resolve every file and return the full forward graph (file -> files it loads)."""
@@ -233,7 +232,7 @@ class ImportGraph:
         spell the directory's name (an absolute import, a dotted or repo-relative string),
         have a relative or dynamic import, or sit in that directory or below it (a sibling
         import, a path beside or above the file). Without this a common stem (``utils``)
-        would parse every file naming any ``utils``."""
+        would resolve every file naming any ``utils``."""
         folder = posixpath.dirname(path)
         parent = posixpath.basename(folder)
         name = module_name(path, self.cfg.roots)

@@ -63,11 +63,11 @@ _QUOTE = {"s1": "'", "d1": '"', "s3": "'''", "d3": '"""'}
 _ARG_END = re.compile(_SKIP + r"[,)]")
 # Between two literals that concatenate: at bracket depth 0 only blanks and continuations
 # (a newline ends the statement), inside brackets any whitespace and comments.
-_GAP_TOP = re.compile(r"(?:[ \t\f]|\\\r?\n)*")
+_GAP_TOP = re.compile(_WS)
 _GAP_IN = re.compile(_SKIP)
-_BLANKS = re.compile(r"\s+|\\|#[^\n]*")
+_BLANKS = re.compile(r"\s+|\\|" + _CMT)
 _AS = re.compile(_WS1 + "as" + _WS1)
-_COMMENT = re.compile(r"#[^\n]*")
+_COMMENT = re.compile(_CMT)
 _BRACES = re.compile(r"[{}]")
 _SELF_DOC = re.compile(r"(?<![=!<>])=\s*$")
 SEP = "\0"  # between an f-string's literal parts: no token spans it

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from flow.targeted.config import Backend, TargetedConfig
-from flow.targeted.facts import Facts, read_calls
+from flow.targeted.facts import Calls, read_calls
 from flow.targeted.paths import any_match, glob_match
 
 
@@ -55,16 +55,16 @@ class Unreadable(BaseModel):
     reason: str
 
 
-def from_facts(path: str, facts: Facts, cfg: TargetedConfig) -> list[Registration] | Unreadable:
+def from_calls(path: str, calls: Calls, cfg: TargetedConfig) -> list[Registration] | Unreadable:
     """The registrations of test file ``path`` from its calls (``facts.read_calls``), or why
     none can be read.
 
     Files under an ``implicit`` location need no call. Never raises.
     """
-    if facts.get("e"):
-        return Unreadable(path=path, reason=f"syntax error: {facts['e']}")
+    if calls.get("e"):
+        return Unreadable(path=path, reason=f"syntax error: {calls['e']}")
     regs: list[Registration] = []
-    for call in facts["c"]:
+    for call in calls["c"]:
         backend = cfg.backend_of(call["f"] or "")
         if backend is None:
             continue
@@ -99,8 +99,8 @@ def _coerce(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_source(path: str, source: bytes, cfg: TargetedConfig) -> list[Registration] | Unreadable:
-    """Parse ``source`` and read its registrations (see ``from_facts``). Never raises."""
-    return from_facts(path, read_calls(source), cfg)
+    """Parse ``source`` and read its registrations (see ``from_calls``). Never raises."""
+    return from_calls(path, read_calls(source), cfg)
 
 
 def is_test(path: str, cfg: TargetedConfig) -> bool:

@@ -17,7 +17,7 @@ from flow.targeted.facts import FactsCache
 from flow.targeted.gitdiff import ChangedFile, Git, GitReader
 from flow.targeted.import_graph import ImportGraph, build_graph
 from flow.targeted.paths import any_match
-from flow.targeted.registrations import Registration, Unreadable, from_facts, is_test
+from flow.targeted.registrations import Registration, Unreadable, from_calls, is_test
 from flow.targeted.report import (AffectedReport, EntryLoad, Frontier, Hub, LabelCount,
                                   NightlyTarget, Outside, ReachedTest)
 
@@ -78,7 +78,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
                    cache_dir: Path | None = None) -> AffectedReport:
     """Trace the diff ``<merge-base of base>...HEAD`` of ``repo_dir`` to the CI tests it reaches.
 
-    ``config`` defaults to ``load_config(repo_dir)``; ``cache_dir`` keeps parsed files
+    ``config`` defaults to ``load_config(repo_dir)``; ``cache_dir`` keeps scanned facts
     between runs. Raises GitError (bad base, not a repository) and ConfigError; file
     content never raises: unreadable registrations are reported in the result.
     """
@@ -97,8 +97,8 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     regs: dict[str, list[Registration]] = {}
     unreadable: dict[str, Unreadable] = {}
     for path in sorted(tests):
-        facts = graph.calls_of(path)
-        got = from_facts(path, facts, cfg) if facts is not None else Unreadable(
+        calls = graph.calls_of(path)
+        got = from_calls(path, calls, cfg) if calls is not None else Unreadable(
             path=path, reason="unreadable file")
         if isinstance(got, Unreadable):
             unreadable[path] = got
@@ -158,7 +158,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         unreadable=[unreadable[p] for p in sorted(reached & set(unreadable))],
     )
     graph.remember()
-    cache.save()  # after the last parse
+    cache.save()  # after the last scan
     return report
 
 
