@@ -123,9 +123,12 @@ def test_repeated_calls_share_a_cache_under_the_workspace(repo: Repo, tmp_path: 
     first = drv.call(argv).spec["report"]
     cache = cache_dir_for((tmp_path / "ws").resolve(), repo.path)
     files = sorted(p.name for p in cache.iterdir())
+    graph = cache / f"graph-v{FACTS_VERSION}.json"
+    written = graph.stat().st_ino  # the cache is replaced atomically when it is written
     again = drv.call(argv).spec["report"]
+    untouched = graph.stat().st_ino == written  # answered from the cache: nothing rewritten
     repo.commit({"tests/test_other.py": cuda_test("import pkg.core")})
     edited = drv.call(argv).spec["report"]
-    assert ([f"facts-v{FACTS_VERSION}.json", f"graph-v{FACTS_VERSION}.json"], first) == (
-        files, again)
+    assert ([f"facts-v{FACTS_VERSION}.json", f"graph-v{FACTS_VERSION}.json"], first, True) == (
+        files, again, untouched)
     assert ["tests/test_core.py", "tests/test_other.py"] == [t["path"] for t in edited["tests"]]

@@ -90,7 +90,7 @@ def test_non_reference_makes_no_edge(repo, name, src, text, target):
     assert (False, False) == (target in graph.deps_of(src), src in graph.importers(target))
 
 
-def test_warm_cache_skips_parsing(repo, tmp_path, monkeypatch):
+def test_warm_cache_skips_scanning(repo, tmp_path, monkeypatch):
     """A second build over unchanged files takes every file's facts from the cache."""
     repo.commit(dict(PKG))
     tracked = Git().tracked(repo.path)
@@ -100,7 +100,7 @@ def test_warm_cache_skips_parsing(repo, tmp_path, monkeypatch):
     import flow.targeted.import_graph as graph_mod
 
     def refuse(*_args: object) -> dict:
-        raise AssertionError("parsed on a warm cache")
+        raise AssertionError("scanned on a warm cache")
 
     monkeypatch.setattr(graph_mod, "scan_facts", refuse)
     monkeypatch.setattr(graph_mod, "scan_many", refuse)
@@ -132,7 +132,7 @@ def _random_tree(n: int, seed: int) -> dict[str, str]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_lazy_importers_match_the_complete_graph(repo, seed):
-    """importers() through the byte prefilter equals the reverse of the fully parsed graph."""
+    """importers() through the word index equals the reverse of the fully resolved graph."""
     repo.commit(_random_tree(40, seed))
     tracked = Git().tracked(repo.path)
     full = build_graph(repo.path, tracked, TargetedConfig()).complete()
@@ -164,7 +164,7 @@ def test_a_common_stem_resolves_only_files_that_can_name_its_package(repo):
 def test_cached_importers_hold_only_for_the_same_contents(repo, tmp_path):
     """Importers found in one run are reused by the next on the same checkout, and a file
     that starts importing the target (no path added or removed) is seen at once."""
-    repo.commit(dict(PKG))
+    repo.commit({**PKG, "app.py": "from pkg import util\n"})
     tracked = Git().tracked(repo.path)
 
     def importers(reuse: bool = False) -> set[str]:
@@ -180,7 +180,7 @@ def test_cached_importers_hold_only_for_the_same_contents(repo, tmp_path):
     first = importers()
     reused = importers(reuse=True)
     repo.commit({"tools/x.py": "import pkg.util\n"})
-    assert (first, reused, importers()) == (set(), set(), {"tools/x.py"})
+    assert (first, reused, importers()) == ({"app.py"}, {"app.py"}, {"app.py", "tools/x.py"})
 
 
 def _sources(n: int) -> list[bytes]:
@@ -188,11 +188,23 @@ def _sources(n: int) -> list[bytes]:
             for i in range(n)]
 
 
-def test_a_large_batch_scans_in_two_processes_with_the_same_answer():
-    from flow.targeted.facts import PARALLEL_MIN, scan_facts, scan_many
+def test_a_large_batch_scans_in_two_processes_with_the_same_answer(monkeypatch):
+    import os
 
-    sources = _sources(PARALLEL_MIN + 11)
-    assert scan_many(sources) == [scan_facts(s) for s in sources]
+    import flow.targeted.facts as facts_mod
+
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counted_fork() -> int:
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(facts_mod, "_can_fork", lambda: True)
+    monkeypatch.setattr(facts_mod.os, "fork", counted_fork)
+    sources = _sources(facts_mod.PARALLEL_MIN + 11)
+    assert (facts_mod.scan_many(sources), len(forks)) == (
+        [facts_mod.scan_facts(s) for s in sources], 1)
 
 
 def test_a_failed_child_is_scanned_again_in_the_parent(monkeypatch):
@@ -230,3 +242,16 @@ def test_the_cache_keeps_current_files_and_a_bounded_number_of_old_versions(tmp_
     again = FactsCache(tmp_path / "c")
     kept = ["old7", "old8", "old9", "now1", "now2"]
     assert (kept, kept) == (list(again.entries), list(again.calls))
+
+
+def test_saving_removes_cache_files_of_other_versions(tmp_path):
+    from flow.targeted.facts import FACTS_VERSION
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "facts-v1.json").write_text("{}")
+    (folder / "graph-v1.json").write_text("{}")
+    cache = FactsCache(folder)
+    cache.put("k", {"i": [], "s": [], "n": []})
+    cache.save()
+    assert [f"facts-v{FACTS_VERSION}.json"] == sorted(p.name for p in folder.iterdir())
