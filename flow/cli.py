@@ -124,6 +124,10 @@ def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path,
                 cmds = Commands(script, root, harness, store.flow_id)
                 engine = Engine.create(module.WORKFLOW, store, data, cmds, settings)
             else:
+                if not store.exists():  # moved aside (--restart) while this call waited
+                    raise FlowNotFound(
+                        f"flow {store.flow_id!r} was restarted while this call waited for it",
+                        "run the command again: it then acts on the flow that lives there now")
                 state = store.load()
                 if state.workflow != module.WORKFLOW.name:
                     raise UsageError(f"flow {store.flow_id!r} belongs to workflow "
