@@ -214,19 +214,11 @@ def debug(ctx: Any) -> Any:
 def rerun(ctx: Any) -> Any:
     """Re-run the failed jobs of each pending run, unless GitHub shows it was done already."""
     from flow.github.actions import rerun_failed_jobs
-    from flow.github.cache import ETagCache
     from flow.github.errors import RateLimited
-    from flow.github.reads import forget_workflow_runs
 
     d: CiData = ctx.data
     try:
         client = _client(ctx.settings)
-        # A re-run's new attempt can show in the runs listing before its jobs exist, i.e.
-        # with the check runs unchanged: the next tick must not reuse the cached listing.
-        cache = ETagCache(ctx.path(CACHE))
-        for sha in sorted({item.head_sha for item in d.rerun_pending}):
-            forget_workflow_runs(cache, d.repo, sha, client.settings.per_page)
-        cache.save()
         for item in d.rerun_pending:
             _, _, run = client.get_json(f"/repos/{d.repo}/actions/runs/{item.run_id}")
             # A crash after the POST but before the save left the intent: the attempt moved on.

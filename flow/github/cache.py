@@ -40,11 +40,6 @@ class ETagCache:
         self._data[key] = {"etag": etag, "body": body, "next": next_url}
         self._dirty = True
 
-    def forget(self, key: str) -> None:
-        """Drop `key`: its next read is unconditional."""
-        if self._data.pop(key, None) is not None:
-            self._dirty = True
-
     def recall(self, key: str) -> Any:
         """A value stored with `remember` (for immutable things such as a finished job's log), or None."""
         entry = self._data.get(key)

@@ -141,7 +141,7 @@ def cached_all(cache: ETagCache, url: str, params: dict[str, Any], key: str) -> 
     next_url: str | None = url
     while next_url:
         entry = cache.get(_key(next_url, params))
-        if entry is None or "body" not in entry:
+        if entry is None:
             return None
         items.extend(entry["body"][key])
         next_url, params = entry["next"], {}
@@ -150,19 +150,6 @@ def cached_all(cache: ETagCache, url: str, params: dict[str, Any], key: str) -> 
 
 def _runs_request(repo: str, sha: str, per_page: int) -> tuple[str, dict[str, Any]]:
     return f"/repos/{repo}/actions/runs", {"head_sha": sha, "per_page": per_page}
-
-
-def forget_workflow_runs(cache: ETagCache, repo: str, sha: str, per_page: int) -> None:
-    """Drop the cached workflow-runs listing of `sha`, so the next read of the commit's checks
-    reads it fresh. For after a re-run: its new attempt can show in the listing before any of
-    its jobs exist, that is without the check runs changing. The caller saves the cache."""
-    url, params = _runs_request(repo, sha, per_page)
-    next_url: str | None = url
-    while next_url:
-        key = _key(next_url, params)
-        entry = cache.get(key)
-        cache.forget(key)
-        next_url, params = (entry or {}).get("next"), {}
 
 
 def _run_of(check: dict[str, Any], by_suite: dict[Any, dict[str, Any]],
@@ -217,10 +204,10 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
     ends at "pending -> wait" at the latest; the rules before it (regression, re-run of a
     completed run's infra/flaky jobs) see the same check runs the cached listing was read
     with. So this tick cannot end the watch (all_green, needs_attention) on a stale listing:
-    a tick that could reads the runs fresh. The flow's own re-runs drop the cached listing
-    (`forget_workflow_runs`). A run someone else re-ran moments ago still looks completed,
-    so decide may pick it for the flow's one re-run; the re-run step then sees its attempt
-    moved on and sends nothing.
+    a tick that could reads the runs fresh. That covers the flow's own re-runs too: the run
+    re-run is in `CiData.reruns`, so decide does not pick it again, and something is pending.
+    A run someone else re-ran moments ago still looks completed, so decide may pick it for
+    the flow's one re-run; the re-run step then sees its attempt moved on and sends nothing.
     """
     cache = cache if isinstance(cache, ETagCache) else ETagCache(cache)
     per_page = client.settings.per_page
@@ -268,7 +255,7 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
             conclusion=None if pending else st["state"], details_url=st.get("target_url"),
             summary=st.get("description") or "",
         ))
-    return CommitChecks(sha=sha, checks=checks, history=history, runs=runs, requests=n1 + 1 + n3)  # n3 = 0: runs reused
+    return CommitChecks(sha=sha, checks=checks, history=history, runs=runs, requests=n1 + 1 + n3)
 
 
 def read_tick(client: GitHubClient, repo: str, number: int, cache_path: Path | None = None) -> tuple[PullInfo, CommitChecks]:

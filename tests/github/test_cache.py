@@ -33,20 +33,3 @@ def test_an_unusable_file_is_an_empty_cache(tmp_path: Path, junk: str) -> None:
     path.write_text(junk)
     assert None is ETagCache(path).get("old")
 
-
-def test_a_forgotten_key_is_gone_after_a_reload(tmp_path: Path) -> None:
-    """forget drops one entry and marks the cache for saving; forgetting a missing key writes nothing."""
-    path = tmp_path / "etags.json"
-    cache = ETagCache(path)
-    cache.put("a", '"a"', {"k": "a"}, None)
-    cache.put("b", '"b"', {"k": "b"}, None)
-    cache.save()
-    again = ETagCache(path)
-    again.forget("a")
-    again.save()
-    untouched = path.stat().st_mtime_ns
-    reloaded = ETagCache(path)
-    reloaded.forget("missing")
-    reloaded.save()
-    assert (None, {"k": "b"}, untouched) == (ETagCache(path).get("a"), (ETagCache(path).get("b") or {}).get("body"),
-                                             path.stat().st_mtime_ns)
