@@ -7,7 +7,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from flow.github.cache import ETagCache
 from flow.github.client import GitHubClient
 from flow.github.models import CommitChecks, PullInfo
 from flow.github.reads import find_pr_for_branch, get_pull, read_commit_checks, read_tick
