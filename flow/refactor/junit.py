@@ -48,7 +48,8 @@ class TestOutcome(BaseModel):
 
 
 class LocalTestResult(BaseModel):
-    """The local test gate's result for one file on one device (``local_test.json``)."""
+    """The local test gate's result for one file on one device; ``local_test.json`` holds
+    ``{device: LocalTestResult}``, one entry per device the gate ran."""
 
     model_config = ConfigDict(extra="forbid")
 
