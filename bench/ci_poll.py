@@ -36,16 +36,18 @@ from tests.fakegithub import FakeGitHub  # noqa: E402
 HEAD, BASE = "a" * 40, "b" * 40
 CHECKS, WORKFLOWS = 300, 10
 TARGET = 5
-REPEATED = {"green": False, "pending": True, "failing": False, "awaiting_push": True}
 ENDPOINTS = (("/pulls/", "pull"), ("/check-runs", "check_runs"), ("/status", "statuses"),
              ("/actions/runs", "workflow_runs"), ("/compare/", "merge_base"), ("/logs", "log_redirect"),
              ("/_blob/", "log_download"))
-WHY = {
-    "green": "all_green ends the watch on the first tick: the second tick does not occur in the flow",
-    "pending": "the polling tick: repeated every cron interval while CI runs",
-    "failing": "the first tick hands off to the debugger: the second occurs only after a fix "
-               "round that pushed nothing (at most max_rounds times), not as polling",
-    "awaiting_push": "repeated every cron interval until the PR head leaves the debugged commit",
+# state -> (is its second tick one the flow repeats, why)
+STATES = {
+    "green": (False, "all_green ends the watch on the first tick: the second tick does not occur "
+                     "in the flow"),
+    "pending": (True, "the polling tick: repeated every cron interval while CI runs"),
+    "failing": (False, "the first tick hands off to the debugger: the second occurs only after a "
+                       "fix round that pushed nothing (at most max_rounds times), not as polling"),
+    "awaiting_push": (True, "repeated every cron interval until the PR head leaves the debugged "
+                            "commit"),
 }
 
 
@@ -100,15 +102,15 @@ def measure(state: str) -> dict[str, object]:
             again = tick(fake, cache)
             key = "unchanged_tick"
     meets = again["requests"] <= TARGET  # type: ignore[operator]
-    return {"first_tick": first, key: again, "repeated_in_flow": REPEATED[state], "why": WHY[state],
+    return {"first_tick": first, key: again, "repeated_in_flow": STATES[state][0], "why": STATES[state][1],
             "meets_target": meets}
 
 
 def main() -> None:
     out: dict[str, object] = {"check_runs": CHECKS, "target_unchanged_requests": TARGET}
-    for state in ("green", "pending", "failing", "awaiting_push"):
+    for state in STATES:
         out[state] = measure(state)
-    repeated = [s for s in REPEATED if REPEATED[s]]
+    repeated = [s for s, (again, _) in STATES.items() if again]
     out["repeated_ticks_meet_target"] = all(out[s]["meets_target"] for s in repeated)  # type: ignore[index]
     print(json.dumps(out, indent=2))
 

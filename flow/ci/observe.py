@@ -22,14 +22,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.ci.classify import CheckVerdict, TickClassification, checks_needing_logs, classify_tick, failed_checks
+from flow.ci.classify import TickClassification, checks_needing_logs, classify_tick, failed_checks
 from flow.ci.logs import LogExcerpt
 from flow.ci.patterns import Patterns, load_patterns
 from flow.github.actions import job_failure_lines
 from flow.github.cache import ETagCache
 from flow.github.client import GitHubClient
 from flow.github.errors import GitHubRequestFailed, LinkExpired
-from flow.github.models import CheckState, CommitChecks, PullInfo
+from flow.github.models import CommitChecks, PullInfo
 from flow.github.reads import get_pull, merge_base, read_commit_checks
 
 
@@ -52,24 +52,21 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
 
     `awaiting_head`: the head the debugger pushed a fix from (`CiData.awaiting.from_sha`).
     While the open PR's head is still that commit, decide waits for the push on the PR
-    alone, so nothing else is read; the classification then holds one pending verdict
-    saying the checks were not read.
+    alone, so nothing else is read (as for a closed PR), and the classification is that of
+    no checks: pending.
     """
     patterns = patterns or load_patterns()
     cache = ETagCache(cache_path)
     before = _count(client)
     pull = get_pull(client, repo, number, cache)
-    if pull.state != "open":  # decide ends the flow on the PR alone: no checks, logs or merge base
+    if pull.state != "open" or pull.head_sha == awaiting_head:
+        # decide answers on the PR alone (the flow ends, or waits for the debugger's push):
+        # no checks, logs or merge base are read
         cache.save()
         empty = CommitChecks(sha=pull.head_sha)
         return Observation(pull=pull, head=empty, merge_base_sha=None,
                            classification=classify_tick(empty, base=None, logs={}, patterns=patterns),
                            requests=_count(client) - before, checks_read=False)
-    if awaiting_head is not None and pull.head_sha == awaiting_head:
-        cache.save()
-        return Observation(pull=pull, head=CommitChecks(sha=pull.head_sha), merge_base_sha=None,
-                           classification=_not_read(pull.head_sha), requests=_count(client) - before,
-                           checks_read=False)
     head = read_commit_checks(client, repo, pull.head_sha, cache)
     base: CommitChecks | None = None
     base_sha: str | None = None
@@ -93,15 +90,6 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
     result = classify_tick(head, base=base, logs=logs, patterns=patterns)
     return Observation(pull=pull, head=head, merge_base_sha=base_sha, classification=result,
                        requests=_count(client) - before)
-
-
-def _not_read(sha: str) -> TickClassification:
-    """The classification of a tick that stopped at the PR while awaiting the debugger's push."""
-    check = CheckState(kind="workflow_run", name="(checks not read)", status="queued")
-    return TickClassification(sha=sha, verdicts=[CheckVerdict(
-        check=check, category="pending",
-        reason=f"the PR head is still {sha[:12]}, the commit the debugger pushed a fix from: "
-               f"its checks were not read")])
 
 
 def _count(client: GitHubClient) -> int:

@@ -29,8 +29,8 @@ class PullInfo(_Frozen):
     draft: bool
     node_id: str
     html_url: str = ""
-    state: Literal["open", "closed"] = "open"
-    merged: bool = False
+    state: Literal["open", "closed"]
+    merged: bool
 
 
 class CheckState(_Frozen):
