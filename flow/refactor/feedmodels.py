@@ -116,6 +116,8 @@ class RefactorData(BaseModel):
     local_tests: str = ""
     checks: list[CheckResult] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    # The gates (escalation keys) a person chose to carry on past; the summary's next step.
+    decided_by_person: list[str] = Field(default_factory=list)
 
 
 def load_assessment(text: bytes) -> Assessment:

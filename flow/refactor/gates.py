@@ -64,6 +64,7 @@ def _escalate(ctx: Any, key: str, question: str) -> Any:
     if answer == "abort":
         return Go("abort")
     ctx.data.notes.append(f"{key}: carried on by a person's decision")
+    ctx.data.decided_by_person.append(key)
     return None
 
 
@@ -225,5 +226,6 @@ def write_summary(ctx: Any) -> Path:
                            moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
                            local_tests=ctx.data.local_tests, notes=list(ctx.data.notes),
+                           decided_by_person=list(ctx.data.decided_by_person),
                            ci_check_command=ctx.cmds.cli("--ci-check"))
     return ctx.write_text("final_summary.md", render_summary(summary))

@@ -186,6 +186,7 @@ def code(ctx: Any) -> Any:
                     ctx.data.retries[rid] = ctx.data.retries.get(rid, 0) + 1
                     continue
                 ctx.data.notes.append(f"{rid}: left failing the checker by a person's decision")
+                ctx.data.decided_by_person.append(f"rule-{rid}-{n}")
             else:
                 ctx.data.rule_fixes += 1
                 ctx.data.retries[rid] = ctx.data.retries.get(rid, 0) + 1

@@ -54,6 +54,8 @@ class SummaryInput(BaseModel):
     # Decisions and events a reviewer must see: a gate a person chose to carry on past,
     # a soft-failed test gate, references the codemods could not resolve.
     notes: list[str] = Field(default_factory=list)
+    # The gates (escalation keys) a person chose to carry on past, recorded where decided.
+    decided_by_person: list[str] = Field(default_factory=list)
     # The absolute, quoted command that starts CI monitoring (from the flow's Commands).
     ci_check_command: str = "orchestrator.py --ci-check"
 
@@ -111,7 +113,8 @@ def render_summary(s: SummaryInput) -> str:
     if s.deferred:
         out.append(f"{step}. Mention the deferred failures in the PR description; CI will show whether they are pre-existing.")
         step += 1
-    if any("person's decision" in n for n in s.notes):
-        out.append(f"{step}. Say in the PR description which gate was passed by a person's decision, "
-                   "and why (see Decisions and notes).")
+    if s.decided_by_person:
+        gates = ", ".join(f"`{_cell(g)}`" for g in s.decided_by_person)
+        out.append(f"{step}. Say in the PR description which gate was passed by a person's decision "
+                   f"({gates}), and why (see Decisions and notes).")
     return "\n".join(out) + "\n"

@@ -58,3 +58,13 @@ def test_table_cells_are_escaped() -> None:
     """A pipe in a name cannot break the Markdown table."""
     text = render_summary(_input(checks=[CheckResult(name="a|b", passed=False, errors=1, warnings=0)]))
     assert ["| a\\|b | FAIL | 1 | 0 |"] == [line for line in text.splitlines() if line.startswith("| a")]
+
+
+def test_person_decisions_come_from_the_recorded_list_not_the_notes() -> None:
+    """The next step names the gates a person decided; prose in the notes alone adds no step."""
+    decided = render_summary(_input(decided_by_person=["review-gate-3"], notes=["review-gate-3: carried on"]))
+    prose_only = render_summary(_input(notes=["a note mentioning a person's decision"]))
+    assert (["4. Say in the PR description which gate was passed by a person's decision "
+             "(`review-gate-3`), and why (see Decisions and notes)."], []) == (
+        [line for line in decided.splitlines() if "which gate" in line],
+        [line for line in prose_only.splitlines() if "which gate" in line])
