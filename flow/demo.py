@@ -53,16 +53,21 @@ def _call(argv: list[str]) -> dict[str, Any]:
     return dict(spec)
 
 
-def _answer(task: dict[str, Any], replay: Path, checkout: Path) -> dict[str, Any]:
-    """The recorded result for ``task``, chosen by the feed model it names."""
+def _answer(task: dict[str, Any], example: Path, checkout: Path) -> dict[str, Any]:
+    """The recorded result for ``task``, chosen by the feed model it names.
+
+    ``example`` is ``examples/refactor``: its analyst report and refactored file, and the
+    recorded feed results in its ``replay/`` folder.
+    """
+    replay = example / "replay"
     feed = task["feed_schema"].split(".", 1)[1]
     ident = {"agent_id": f"replay/{task['agent_name']}", "agent_name": task["agent_name"]}
     if feed == "analyst":
-        report = loads((replay.parent / "analyst_report.json").read_bytes())
+        report = loads((example / "analyst_report.json").read_bytes())
         Path(task["report_path"]).write_bytes(dumps({**report, "file": TEST_FILE}))
         return ident
     if feed == "coder":  # the recorded coder's edit: the refactored file
-        shutil.copy(replay.parent / "small_ops_after.py", checkout / TEST_FILE)
+        shutil.copy(example / "small_ops_after.py", checkout / TEST_FILE)
     if feed == "coder_test":
         reason = loads((replay / "coder_test.json").read_bytes())["defer_reason"]
         return {**ident, "verdicts": [{"test_name": name, "verdict": "deferred",
@@ -89,7 +94,7 @@ def demo_command(words: list[str], args: Namespace, root: Path, harness: str,
     calls = 1
     while spec["status"] in {"need_agent", "waiting"} and calls < MAX_CALLS:
         task = spec["tasks"][0]
-        Path(task["feed_file"]).write_bytes(dumps(_answer(task, src / "replay", checkout)))
+        Path(task["feed_file"]).write_bytes(dumps(_answer(task, src, checkout)))
         spec = _call(shlex.split(task["feed_command"]))
         calls += 1
     if spec["status"] != "done":
