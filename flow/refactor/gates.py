@@ -32,19 +32,30 @@ def _python(ctx: Any) -> str:
 DEVICES_ENV = "ORCHESTRATOR_REFACTOR_DEVICES"
 
 
+def configured_devices(settings: Any) -> list[str] | None:
+    """The device types ``ORCHESTRATOR_REFACTOR_DEVICES`` names, ``None`` when unset.
+
+    ``WorkflowInputError`` for a malformed value; the refactor workflow's start calls this so a
+    bad value is refused before any agent work, not at the local test gate.
+    """
+    raw = (settings.get(DEVICES_ENV) or "").strip()
+    if not raw:
+        return None
+    devices = [d.strip() for d in raw.split(",") if d.strip()]
+    if not devices or not all(d.isidentifier() for d in devices):
+        raise WorkflowInputError(f"{DEVICES_ENV}={raw!r} is not a comma-separated list "
+                                 f"of device types", f"e.g. {DEVICES_ENV}=cpu,cuda")
+    return devices
+
+
 def _devices(ctx: Any) -> list[str]:
     """CPU, plus CUDA when the test interpreter's torch sees a GPU (asked once per flow).
 
     ``ORCHESTRATOR_REFACTOR_DEVICES=cpu,cuda`` overrides the probe.
     """
     if ctx.data.test_devices is None:
-        raw = ctx.settings.get(DEVICES_ENV, "").strip()
-        if raw:
-            devices = [d.strip() for d in raw.split(",") if d.strip()]
-            if not devices or not all(d.isidentifier() for d in devices):
-                raise WorkflowInputError(f"{DEVICES_ENV}={raw!r} is not a comma-separated list "
-                                         f"of device types", f"e.g. {DEVICES_ENV}=cpu,cuda")
-        else:
+        devices = configured_devices(ctx.settings)
+        if devices is None:
             try:
                 probe = subprocess.run(
                     [_python(ctx), "-c", "import torch; print(torch.cuda.is_available())"],

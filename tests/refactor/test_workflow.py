@@ -173,18 +173,14 @@ def test_local_gate_runs_every_device_and_reports_each(tmp_path: Path) -> None:
 
 
 def test_a_bad_device_list_is_refused_with_a_hint(tmp_path: Path) -> None:
-    """A malformed ORCHESTRATOR_REFACTOR_DEVICES stops with bad_input, not a crash."""
+    """A malformed ORCHESTRATOR_REFACTOR_DEVICES is refused at start with bad_input and a hint,
+    before any agent work, leaving no flow behind."""
     repo = small_checkout(tmp_path)
     drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu;rm -rf"})
     spec = drv.call(_start(repo)).spec
-    for _ in range(40):
-        if spec["status"] not in {"need_agent", "waiting"}:
-            break
-        task = spec["tasks"][0]
-        Path(task["feed_file"]).write_text(json.dumps(_answer(repo)(task)))
-        spec = drv.shell(task["feed_command"]).spec
-    assert ("error", "bad_input") == (spec["status"], spec["error"]["code"])
-    assert "ORCHESTRATOR_REFACTOR_DEVICES" in spec["error"]["hint"]
+    assert ("error", "bad_input", True, []) == (
+        spec["status"], spec["error"]["code"], "ORCHESTRATOR_REFACTOR_DEVICES" in spec["error"]["hint"],
+        list((tmp_path / "ws").rglob("flow_state.json")))
 
 
 def test_a_test_file_gone_before_assessment_is_bad_input(tmp_path: Path) -> None:
