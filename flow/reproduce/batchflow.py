@@ -151,7 +151,7 @@ def build(ctx: Any) -> Any:
                 return _decide_all(ctx, ids)
             ctx.data.batch_tree = ctx.data.tree
     ctx.data.tree = ctx.data.batch_tree
-    python = stepsflow.reproduce_python(ctx.settings)
+    python = stepsflow.interpreter(ctx)
     ctx.data.python, ctx.data.path_head = python, str(Path(python).parent)
     pending = stepsflow.source_build(ctx, profile)
     if isinstance(pending, Ask):

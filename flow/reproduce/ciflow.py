@@ -16,8 +16,7 @@ from flow.reproduce import runner
 from flow.reproduce.forms import Reproducer
 from flow.reproduce.profiles import Profile
 from flow.reproduce.stepsflow import (
-    act, blocked, decide, installed_versions, profile_of, reproduce_python, reproducer,
-    run_each,
+    act, blocked, decide, installed_versions, interpreter, profile_of, reproducer, run_each,
 )
 from flow.reproduce.verdict import CannotVerify, Stage
 
@@ -84,15 +83,15 @@ def fold(ctx: Any, profile: Profile, rep: Reproducer) -> None:
 
 def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
     """Install the CI wheels: into a fresh venv (local profile), else uninstall the stack
-    and force-install into ``reproduce_python``'s environment (ORCHESTRATOR_REPRODUCE_PYTHON,
-    default the orchestrator's own), then align the tree to the wheel.
+    and force-install into ``interpreter``'s environment (ORCHESTRATOR_REPRODUCE_PYTHON as
+    recorded at start, default the orchestrator's own), then align the tree to the wheel.
     Returns a blocker or None."""
     from flow.reproduce.commands import fill
     from flow.reproduce.wheels import pip_for, pip_install, pip_uninstall
 
     if profile.source_build.kind == "venv":
         return _install_into_venv(ctx, wheels)
-    python = reproduce_python(ctx.settings)
+    python = interpreter(ctx)
     pip = pip_for(python)
     runner.run(pip_uninstall(pip, profile.ci_env.uninstall), cwd=None, env=ctx.settings,
                log=ctx.path("logs/ci-uninstall.log"))  # seed: `pip uninstall ... || true`

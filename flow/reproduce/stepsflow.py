@@ -14,7 +14,9 @@ Settings (``ctx.settings``, i.e. the environment):
   the CI wheels into when the profile builds no venv, and the batch's build environment.
   Default: the orchestrator's own ``sys.executable``. Give a venv's ``bin/python`` as is
   (it is not resolved through its symlink, which would leave the venv). A value that is
-  not an executable file is refused when the flow starts (``check_python``).
+  not an executable file is refused when the flow starts (``check_python``); the value
+  resolved then is recorded in the state and used by every step (``interpreter``), so a
+  ``--resume`` under another environment keeps it.
 """
 from __future__ import annotations
 
@@ -60,6 +62,13 @@ def check_python(settings: Mapping[str, str]) -> None:
             f"{PYTHON_ENV}={value!r} is not an executable file",
             f"set {PYTHON_ENV} to an interpreter such as /path/to/venv/bin/python, "
             "or unset it to use the orchestrator's own")
+
+
+def interpreter(ctx: Any) -> str:
+    """The flow's Stage 1 interpreter: the one ``start`` recorded, so a ``--resume`` with
+    another (or no) ``ORCHESTRATOR_REPRODUCE_PYTHON`` does not switch it mid-flow; a state
+    saved before it was recorded resolves it from the settings."""
+    return ctx.data.reproduce_python or reproduce_python(ctx.settings)
 
 
 def profile_of(ctx: Any) -> Profile:
@@ -138,7 +147,7 @@ def prepare(ctx: Any) -> Any:
     problem = place(ctx, profile, rep)
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
-    ctx.data.python = reproduce_python(ctx.settings)
+    ctx.data.python = interpreter(ctx)
     ctx.data.path_head = str(Path(ctx.data.python).parent)
     return Go("prepared")
 
@@ -176,14 +185,14 @@ def collect(ctx: Any) -> Any:
 
 
 def installed_versions(ctx: Any, packages: list[str]) -> dict[str, str]:
-    """{package: version} in the Stage 1 interpreter (``reproduce_python``); {} when the
+    """{package: version} in the Stage 1 interpreter (``interpreter``); {} when the
     query fails. The JSON line is searched from the end: stderr (a warning) is appended
     after stdout."""
     import json
 
     from flow.reproduce.wheels import versions_query
 
-    _, output = runner.run(versions_query(reproduce_python(ctx.settings), packages),
+    _, output = runner.run(versions_query(interpreter(ctx), packages),
                            cwd=scratch(ctx), env=ctx.settings, log=ctx.path("logs/versions.log"))
     for line in reversed(output.splitlines()):
         try:
@@ -196,14 +205,14 @@ def installed_versions(ctx: Any, packages: list[str]) -> dict[str, str]:
 
 
 def install_nightly(ctx: Any, profile: Profile) -> str | None:
-    """Stage 1's install into ``reproduce_python``'s environment: the profile's packages;
+    """Stage 1's install into ``interpreter``'s environment: the profile's packages;
     when they are not all from one build day, uninstall them and reinstall them together,
     then read the versions again and note the outcome. Records the versions.
     ``kind=current`` installs nothing. Returns a blocker (a failed pip run, or a set still
     mixed after the reinstall, naming the versions) or None."""
     from flow.reproduce.wheels import install_plan, pip_for, pip_install, same_build_day
 
-    nightly, pip = profile.nightly, pip_for(reproduce_python(ctx.settings))
+    nightly, pip = profile.nightly, pip_for(interpreter(ctx))
     if nightly.kind == "index":
         problem = run_each(ctx, [pip_install(pip, nightly.packages, index_url=nightly.index_url,
                                              pre=nightly.pre, upgrade=True)],

@@ -48,6 +48,9 @@ class ReproData(BaseModel):
     tree: str | None = None
     cwd: str | None = None
     pytest_args: list[str] | None = None
+    # ORCHESTRATOR_REPRODUCE_PYTHON resolved once at start (None in a state saved before
+    # it was recorded: ``stepsflow.interpreter`` resolves it from the settings then)
+    reproduce_python: str | None = None
     python: str | None = None          # the interpreter of the stage being run
     path_head: str | None = None       # its bin dir, put first on PATH
     base: str = "origin/main"
@@ -139,7 +142,7 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
             raise WorkflowInputError(f"the reproducer cannot be split into commands: {exc}",
                                      "close the open quote or here-doc and run again") from None
     inputs.pop("batch_text")
-    return ReproData(**inputs)
+    return ReproData(**inputs, reproduce_python=stepsflow.reproduce_python(settings))
 
 
 def _restore_first(step: Any) -> Any:

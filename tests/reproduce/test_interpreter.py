@@ -1,0 +1,70 @@
+"""The reproduce interpreter is resolved once, at start: a --resume whose environment
+names another ORCHESTRATOR_REPRODUCE_PYTHON (or none) keeps the recorded one."""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from flow.reproduce import ciflow, runner, stepsflow
+from flow.reproduce.profiles import load_profile
+from flow.reproduce.workflow import ReproData, start
+
+
+def _python(folder: Path) -> str:
+    folder.mkdir(parents=True)
+    exe = folder / "python"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return str(exe)
+
+
+def _ctx(tmp_path: Path, data: ReproData, settings: dict[str, str]) -> Any:
+    def path(rel: str) -> Path:
+        out = tmp_path / "flow" / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return out
+
+    return SimpleNamespace(data=data, settings=settings, path=path, root=tmp_path,
+                           dir=tmp_path / "flow", log=lambda *_: None)
+
+
+@pytest.mark.parametrize("later", ["other", "unset"])
+def test_resume_under_another_python_keeps_the_recorded_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later: str) -> None:
+    first = _python(tmp_path / "first")
+    data = start({"repro_command": "python -c pass"}, tmp_path,
+                 {stepsflow.PYTHON_ENV: first})
+    assert data.reproduce_python == first
+    resumed = ReproData.model_validate(data.model_dump(mode="json"))  # saved, loaded
+    settings = ({stepsflow.PYTHON_ENV: _python(tmp_path / "second")} if later == "other"
+                else {})
+    ctx = _ctx(tmp_path, resumed, settings)
+    ran: list[list[str]] = []
+
+    def fake_run(argv: list[str], **_: Any) -> tuple[int, str]:
+        ran.append(argv)
+        return 0, '{"torch": "2.9.0", "torchvision": "0.24.0", "torchaudio": "2.9.0"}'
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    assert stepsflow.prepare(ctx).trigger == "prepared"
+    assert ctx.data.python == first and ctx.data.path_head == str(Path(first).parent)
+    profile = load_profile("pytorch-xpu")
+    assert stepsflow.install_nightly(ctx, profile) is None
+    assert ciflow.install_ci(ctx, profile.model_copy(update={"tree": None}), ["w.whl"]) is None
+    assert ran and all(argv[0] == first for argv in ran), ran
+
+
+def test_a_state_saved_before_the_interpreter_was_recorded_resolves_it(tmp_path: Path) -> None:
+    old = ReproData.model_validate({"command": "python -c pass"})
+    assert old.reproduce_python is None
+    ctx = _ctx(tmp_path, old, {})
+    assert stepsflow.interpreter(ctx) == sys.executable
+    named = _python(tmp_path / "named")
+    ctx.settings = {stepsflow.PYTHON_ENV: named}
+    assert stepsflow.interpreter(ctx) == os.path.abspath(named)
