@@ -112,6 +112,7 @@ class RefactorData(BaseModel):
     fix_key: str | None = None  # a coder fix asked in verify/review, awaited before moving on
     test_rounds: int = 0
     test_devices: list[str] | None = None  # decided once per flow: cpu, plus cuda when present
+    test_torch: bool | None = None  # whether the test interpreter finds torch, asked once per flow
     deferred: list[DeferredFailure] = Field(default_factory=list)
     local_tests: str = ""
     checks: list[CheckResult] = Field(default_factory=list)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -234,3 +235,21 @@ def test_review_gate_continue_carries_on_to_the_end_and_is_noted(tmp_path: Path)
         last["status"], last["outcome"], [n for n in last["notes"] if "gate" in n])
     assert "review-gate-3: carried on by a person's decision" in summary
     assert (Path(last["workspace"]) / "local_test_cpu.xml").exists()
+
+
+def test_the_collect_check_asks_the_test_interpreter_for_torch(tmp_path: Path) -> None:
+    """Whether collect-only runs depends on ORCHESTRATOR_PYTHON finding torch, asked once per
+    flow; an interpreter that cannot be started still runs the check, which reports the failure."""
+    from flow.refactor.gates import _has_torch
+
+    def ctx(python: Path) -> SimpleNamespace:
+        return SimpleNamespace(settings={"ORCHESTRATOR_PYTHON": str(python)}, data=SimpleNamespace(test_torch=None))
+
+    for name, code in (("without", 1), ("with", 0)):  # stand-ins answering the find_spec probe
+        (tmp_path / name).write_text(f"#!/bin/sh\nexit {code}\n")
+        (tmp_path / name).chmod(0o755)
+    cached = ctx(tmp_path / "without")
+    first = _has_torch(cached)
+    cached.settings["ORCHESTRATOR_PYTHON"] = str(tmp_path / "with")
+    assert (False, False, True, True) == (first, _has_torch(cached), _has_torch(ctx(tmp_path / "with")),
+                                          _has_torch(ctx(tmp_path / "missing")))
