@@ -56,8 +56,9 @@ class SummaryInput(BaseModel):
     notes: list[str] = Field(default_factory=list)
     # The gates (escalation keys) a person chose to carry on past, recorded where decided.
     decided_by_person: list[str] = Field(default_factory=list)
-    # The absolute, quoted command that starts CI monitoring (from the flow's Commands).
-    ci_check_command: str = "orchestrator.py --ci-check"
+    # The absolute, quoted command that starts CI monitoring (from the flow's Commands); required,
+    # as a relative default would print a command that does not run from the reader's directory.
+    ci_check_command: str
 
 
 def moved_tests(moves: list[TestMove]) -> list[MovedTests]:

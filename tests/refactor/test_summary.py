@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from flow.refactor.analysis import AnalystReport, moves
 from flow.refactor.assess import Assessment
 from flow.refactor.findings import CheckResult
@@ -48,7 +51,8 @@ def test_sections_and_next_steps(small_before: Assessment, small_report: Analyst
 
 def test_empty_inputs_say_none() -> None:
     """A baseline run with nothing moved still renders every section, saying so."""
-    text = render_summary(SummaryInput(file="test/distributed/test_c10d_nccl.py", field="distributed"))
+    text = render_summary(SummaryInput(file="test/distributed/test_c10d_nccl.py", field="distributed",
+                                      ci_check_command="/v/python /o.py --ci-check"))
     assert ["No test changed class.", "Not run (no local test gate for this field)."] == [
         line for line in text.splitlines() if line in ("No test changed class.", "Not run (no local test gate for this field).")
     ]
@@ -68,3 +72,9 @@ def test_person_decisions_come_from_the_recorded_list_not_the_notes() -> None:
              "(`review-gate-3`), and why (see Decisions and notes)."], []) == (
         [line for line in decided.splitlines() if "which gate" in line],
         [line for line in prose_only.splitlines() if "which gate" in line])
+
+
+def test_the_ci_check_command_is_required() -> None:
+    """No relative default stands in for the flow's absolute command."""
+    with pytest.raises(ValidationError, match="ci_check_command"):
+        SummaryInput(file="test/test_small_ops.py", field="core")  # type: ignore[call-arg]
