@@ -106,17 +106,18 @@ def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
         code, sha = runner.run(fill(profile.tree.wheel_commit_query, python=python),
                                cwd=ctx.path("scratch"), env=ctx.settings,
                                log=ctx.path("logs/wheel-commit.log"))
+        wheel_commit = sha.strip().splitlines()[-1] if sha.strip() else ""
         try:
             recipes = [fill(profile.tree.fetch, tree=ctx.data.tree),
                        fill(profile.tree.align, tree=ctx.data.tree,
-                            wheel_commit=sha.strip().splitlines()[-1] if sha.strip() else ""),
+                            wheel_commit=wheel_commit),
                        fill(profile.tree.submodules, tree=ctx.data.tree)]
         except ValueError as exc:
             return f"cannot align the tree to the CI wheel (query exit {code}): {exc}"
         problem = run_each(ctx, recipes, "align", "aligning the tree to the CI wheel")
         if problem is None:
             ctx.data.notes.append(f"ci_env: tree {ctx.data.tree} detached at the CI wheel's "
-                                  f"git_version {sha.strip().splitlines()[-1]} (not the fix base)")
+                                  f"git_version {wheel_commit} (not the fix base)")
         return problem
     return None
 
