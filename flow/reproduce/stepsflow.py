@@ -210,7 +210,7 @@ def install_nightly(ctx: Any, profile: Profile) -> str | None:
     then read the versions again and note the outcome. Records the versions.
     ``kind=current`` installs nothing. Returns a blocker (a failed pip run, or a set still
     mixed after the reinstall, naming the versions) or None."""
-    from flow.reproduce.wheels import install_plan, pip_for, pip_install, same_build_day
+    from flow.reproduce.wheels import install_plan, listed, pip_for, pip_install, same_build_day
 
     nightly, pip = profile.nightly, pip_for(interpreter(ctx))
     if nightly.kind == "index":
@@ -234,18 +234,15 @@ def install_nightly(ctx: Any, profile: Profile) -> str | None:
     installed = installed_versions(ctx, nightly.packages)
     ctx.data.installed_versions = installed
     again = same_build_day(installed, nightly.packages)
+    now = (f"now one build day ({listed(installed, nightly.packages)})" if again.ok
+           else f"still {again.reason}")
     ctx.data.notes.append(f"nightly: after install, {check.reason}; uninstalled and reinstalled "
-                          f"together: {'now one build day' if again.ok else 'still ' + again.reason}"
-                          f" ({_listed(installed, nightly.packages)})")
+                          f"together: {now}")
     if not again.ok:
         return (f"the nightly set is still not from one build day after uninstalling and "
-                f"reinstalling it together: {_listed(installed, nightly.packages)}; the index "
+                f"reinstalling it together: {listed(installed, nightly.packages)}; the index "
                 "may not have all wheels of the newest day yet, retry later")
     return None
-
-
-def _listed(installed: dict[str, str], packages: list[str]) -> str:
-    return ", ".join(f"{p}={installed.get(p, 'not installed')}" for p in packages)
 
 
 def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -> runner.Exercise:

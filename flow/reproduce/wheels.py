@@ -54,6 +54,11 @@ class SameDay(BaseModel):
     reason: str
 
 
+def listed(installed: dict[str, str], packages: list[str]) -> str:
+    """``pkg=version, ...`` in ``packages`` order (``not installed`` for a missing one)."""
+    return ", ".join(f"{p}={installed.get(p, 'not installed')}" for p in packages)
+
+
 def same_build_day(installed: dict[str, str], packages: list[str]) -> SameDay:
     """All of ``packages`` installed and built the same day? A missing package or a mixed
     set is not ok (the caller uninstalls all and reinstalls them together). A set of
@@ -64,8 +69,8 @@ def same_build_day(installed: dict[str, str], packages: list[str]) -> SameDay:
     if missing:
         return SameDay(ok=False, days=days, missing=missing, reason=f"not installed: {missing}")
     if len(distinct) > 1:
-        listed = ", ".join(f"{p}={installed[p]}" for p in packages)
-        return SameDay(ok=False, days=days, missing=[], reason=f"mixed build days: {listed}")
+        return SameDay(ok=False, days=days, missing=[],
+                       reason=f"mixed build days: {listed(installed, packages)}")
     return SameDay(ok=True, days=days, missing=[], reason="same build day")
 
 
