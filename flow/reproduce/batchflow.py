@@ -64,6 +64,13 @@ def _next(ctx: Any, entry_id: str, verdict: dict[str, Any] | None, note: str = "
     return Go("next")
 
 
+def _loop_done(ctx: Any, trigger: str) -> Go:
+    """The end of a one-entry-per-visit loop: the index starts over for the next one (the
+    only place it is reset; the build and the CI alignment in between leave it alone)."""
+    ctx.data.batch_index = 0
+    return Go(trigger)
+
+
 def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
     """Turn what a single-flow step decided into this entry's row, its place in the next
     stage's list, or a skip-marker re-run visit."""
@@ -103,8 +110,7 @@ def entry(ctx: Any) -> Any:
     """One entry per visit; the index moves only once the entry's row is saved."""
     entries = _entries(ctx)
     if ctx.data.batch_index >= len(entries):
-        ctx.data.batch_index = 0
-        return Go("build" if ctx.data.batch_to_stage2 else "finished")
+        return _loop_done(ctx, "build" if ctx.data.batch_to_stage2 else "finished")
     item = entries[ctx.data.batch_index]
     if isinstance(item, InvalidEntry):
         return _next(ctx, item.id, None)
@@ -159,7 +165,6 @@ def build(ctx: Any) -> Any:
     if pending is not None:
         return _decide_all(ctx, ids)
     ctx.data.batch_python, ctx.data.batch_path_head = ctx.data.python, ctx.data.path_head
-    ctx.data.batch_index = 0
     return Go("built")
 
 
@@ -175,15 +180,13 @@ def align(ctx: Any) -> Any:
     if len(ids) > 1:
         ctx.data.notes.append(f"ci_env: one CI environment for {ids}, chosen for {ids[0]!r}")
     ctx.data.batch_python, ctx.data.batch_path_head = ctx.data.python, ctx.data.path_head
-    ctx.data.batch_index = 0
     return Go("aligned")
 
 
 def _rerun(ctx: Any, stage: Stage, ids: list[str], when_done: str) -> Go:
     """One entry per visit: re-run it against the batch's build / CI environment."""
     if ctx.data.batch_index >= len(ids):
-        ctx.data.batch_index = 0
-        return Go(when_done)
+        return _loop_done(ctx, when_done)
     item = _by_id(ctx, ids[ctx.data.batch_index])
     if ctx.data.batch_unskip:
         return _settle(ctx, item, stepsflow.unskip(ctx))
