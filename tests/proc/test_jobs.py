@@ -188,3 +188,21 @@ def test_100_mib_of_output_keeps_the_orchestrator_small(tmp_path: Path) -> None:
     log = tmp_path / "ws" / "jobs" / "m" / "logs" / "main.log"
     assert log.stat().st_size < 9 * (1 << 20)
     assert "bytes of output cut" in log.read_text(errors="replace")
+
+
+def test_a_harness_giving_up_on_a_call_ends_its_foreground_children(tmp_path: Path) -> None:
+    """SIGTERM to a call running a foreground child ends the child's whole group too."""
+    pidfile = tmp_path / "child.pid"
+    script = (f"import os, subprocess, time\np = subprocess.Popen(['sleep', '60'])\n"
+              f"open({str(pidfile)!r}, 'w').write(str(p.pid))\ntime.sleep(60)")
+    drv = _driver(tmp_path / "ws", script, JOBFLOW_FOREGROUND="1")
+    cli = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "ws"),
+                            "start", "jobs", "g"], env=drv.env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    stop = time.monotonic() + 20
+    while not pidfile.exists() and time.monotonic() < stop:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    cli.send_signal(signal.SIGTERM)
+    assert -signal.SIGTERM == cli.wait(10)
+    assert _gone(pidfile.read_text())

@@ -78,7 +78,7 @@ def test_the_timeout_is_capped_by_the_foreground_budget(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """No foreground run outlives ORCHESTRATOR_FOREGROUND_S, whatever timeout it asked for."""
     monkeypatch.setenv(proc.FOREGROUND_ENV, "1")
-    proc.begin_call()
+    monkeypatch.setattr(proc, "_call_started", time.monotonic())  # as begin_call, undone after
     res = proc.run(["sleep", "30"], log=tmp_path / "l.log", timeout=600)
     assert res.timed_out and res.duration_s < 10
 
@@ -139,3 +139,13 @@ def test_tools_run_through_their_interpreter_not_a_shebang(tmp_path: Path) -> No
     ran = proc.run(proc.tool(str(venv / "bin" / "python"), "json.tool", "--help"),
                    log=tmp_path / "t.log")
     assert 0 == ran.code and "json" in ran.output
+
+
+def test_a_bad_foreground_budget_is_a_usage_error(tmp_path: Path) -> None:
+    """ORCHESTRATOR_FOREGROUND_S that is not a positive number is refused with a hint (exit 2)."""
+    from tests.contract.driver import Driver
+
+    call = Driver(tmp_path, {proc.FOREGROUND_ENV: "ninety"}).call(["status", "--json"])
+    assert call.spec is not None
+    assert (2, "usage") == (call.code, call.spec["error"]["code"])
+    assert "ninety" in call.spec["error"]["message"] and call.spec["error"]["hint"]
