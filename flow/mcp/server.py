@@ -47,7 +47,7 @@ from workspace.paths import workspace_root
 
 BUDGET_ENV = "ORCHESTRATOR_FOREGROUND_S"
 DEFAULT_BUDGET_S = 90.0
-HEARTBEAT_S = 5.0  # progress notifications this far apart while a call waits
+HEARTBEAT_S = 5.0  # progress notifications this far apart while a call waits (at most)
 POLL_AFTER_S = 5  # what an overrun answer tells the client to wait before calling again
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for an unknown resource
 
@@ -117,6 +117,7 @@ class App:
         self.budget = budget
         self.inflight: dict[str, _Call] = {}
         self.tg: TaskGroup | None = None
+        self.heartbeat = min(HEARTBEAT_S, max(budget / 4, 0.25))  # several within a budget
 
     # -- running a call within the budget ---------------------------------------------------
 
@@ -155,7 +156,7 @@ class App:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            with anyio.move_on_after(min(HEARTBEAT_S, remaining)):
+            with anyio.move_on_after(min(self.heartbeat, remaining)):
                 await call.done.wait()
             if not call.done.is_set():
                 elapsed = time.monotonic() - call.started
@@ -182,7 +183,7 @@ class App:
                      started: float) -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
-            await anyio.sleep(min(HEARTBEAT_S, left))
+            await anyio.sleep(min(self.heartbeat, left))
             job = spec.get("job") or {}
             await ctx.session.report_progress(
                 round(time.monotonic() - started, 1), self.budget,
