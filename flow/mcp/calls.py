@@ -44,7 +44,7 @@ class Caller:
             raise TypeError("the command printed text, not a JSON object")
         return spec, code
 
-    def _error(self, err: OrchestratorError, harness: str | None) -> Reply:
+    def error(self, err: OrchestratorError, harness: str | None) -> Reply:
         from flow.render import error_spec
 
         return error_spec(err, self.root, harness or self.harness or "claude"), err.exit_code
@@ -75,18 +75,18 @@ class Caller:
                                    "call the status tool to list the flows")
             tasks = _tasks(store)
         except OrchestratorError as err:
-            return self._error(err, inp.harness)
+            return self.error(err, inp.harness)
         task = tasks.get(inp.task_id)
         if task is None:
             pending = [t for t, rec in tasks.items() if rec.get("status") == "pending"]
-            return self._error(FeedRejected(
+            return self.error(FeedRejected(
                 f"task {inp.task_id!r} is not a task of flow {inp.flow_id!r}",
                 "feed a pending task: " + (", ".join(pending) if pending
                                            else "none is pending; call resume"),
                 code="stale_feed", pending_task_ids=pending), inp.harness)
         named = inp.result.get("task_id", inp.task_id)
         if named != inp.task_id:
-            return self._error(FeedRejected(
+            return self.error(FeedRejected(
                 f"the result names task_id {named!r} but is fed to task {inp.task_id!r}",
                 "remove task_id from the result or feed it to the task it names",
                 code="foreign_feed"), inp.harness)

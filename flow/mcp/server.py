@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -38,7 +40,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from flow.errors import UsageError
+from flow.errors import OrchestratorError, UsageError
 from flow.mcp import resources
 from flow.mcp.calls import Caller, Reply, Respond
 from flow.mcp.inputs import TOOLS, FeedInput, ResumeInput, StartInput, input_schema
@@ -104,6 +106,7 @@ class _Call:
     started_at: str = field(default_factory=_now_iso)
     done: anyio.Event = field(default_factory=anyio.Event)
     reply: Reply | None = None
+    keys: list[str] = field(default_factory=list)  # where later calls find it (while unseen)
 
 
 class App:
@@ -129,26 +132,44 @@ class App:
         if prev is not None:
             if not await self._wait(prev, ctx, deadline):
                 return self._overrun(prev)
-            self.inflight.pop(key, None)  # type: ignore[arg-type]
+            self._forget(prev)  # its answer is seen now, or superseded by this call
             if reuse and prev.reply is not None:
                 return prev.reply  # the answer nobody has seen yet (a fresh wave, say)
         call = _Call(label)
-        if key:
-            self.inflight[key] = call
+        self._remember(call, key)
         assert self.tg is not None
         self.tg.start_soon(self._work, call, fn)
         if not await self._wait(call, ctx, deadline):
             return self._overrun(call)
-        if key and self.inflight.get(key) is call:
-            del self.inflight[key]
+        self._forget(call)
         assert call.reply is not None
         return call.reply
+
+    def _remember(self, call: _Call, key: str | None) -> None:
+        if key:
+            call.keys.append(key)
+            self.inflight[key] = call
+
+    def _forget(self, call: _Call) -> None:
+        for key in call.keys:
+            if self.inflight.get(key) is call:
+                del self.inflight[key]
+        call.keys.clear()
 
     async def _work(self, call: _Call, fn: Callable[[], Reply]) -> None:
         try:
             call.reply = await anyio.to_thread.run_sync(fn)
+        except Exception as exc:  # outside respond() (a feed file that cannot be written)
+            traceback.print_exc(file=sys.stderr)
+            call.reply = self.caller.error(OrchestratorError(
+                f"{type(exc).__name__}: {exc}", "the traceback is on the server's stderr",
+                code="bug"), None)
+            call.reply = (call.reply[0], 1)
         finally:
             call.done.set()
+        flow_id = call.reply[0].get("flow_id") if call.reply else None
+        if call.keys and flow_id:  # unseen yet: a resume of its flow finds it too
+            self._remember(call, f"flow:{flow_id}")
 
     async def _wait(self, call: _Call, ctx: ServerRequestContext[Any], deadline: float) -> bool:
         """Wait for ``call`` until ``deadline``, reporting progress; True once it is done."""
@@ -197,14 +218,14 @@ class App:
         deadline = started + self.budget
         model = TOOLS.get(name)
         if model is None:
-            return self.caller._error(UsageError(f"no tool named {name!r}",
+            return self.caller.error(UsageError(f"no tool named {name!r}",
                                                  f"the tools: {', '.join(TOOLS)}"), None)
         try:
             inp = model.model_validate(arguments)
         except ValidationError as exc:
             errors = [{"field": ".".join(str(p) for p in e["loc"]) or "<root>",
                        "problem": e["msg"]} for e in exc.errors()]
-            return self.caller._error(UsageError(
+            return self.caller.error(UsageError(
                 f"bad arguments for tool {name!r}: "
                 + "; ".join(f"{e['field']}: {e['problem']}" for e in errors[:5]),
                 "fix them to match the tool's input schema", field_errors=errors), None)
