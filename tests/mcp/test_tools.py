@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from flow.schemas import Spec, all_models
@@ -173,3 +174,23 @@ def test_schema_and_status_answer_what_the_cli_prints(tmp_path: Path, name: str 
         assert cli(tmp_path, "status", "--json")[1] == await mcp.ok("status")
 
     drive(tmp_path, body)
+
+
+def test_an_overrun_start_hands_its_fresh_wave_to_the_next_resume(tmp_path: Path) -> None:
+    """A start answered waiting (budget 1 s) that then emits a run task: the next resume of
+    that flow returns the start's own need_agent, not a re-print, so no wave goes unseen."""
+    async def body(mcp: Mcp) -> None:
+        spec, _ = await mcp.call("start", {"args": reproduce_args(PASSING)})
+        assert ("waiting", None) == (spec["status"], spec["flow_id"])
+        for _ in range(120):
+            rows = (await mcp.ok("status"))["flows"]
+            if rows and rows[0]["pending"]:
+                break
+            await anyio.sleep(0.5)
+        await anyio.sleep(1)  # the start's answer is in the server now
+        got = await mcp.ok("resume", {"flow_id": rows[0]["flow_id"]})
+        assert ("need_agent", "run") == (got["status"], got["tasks"][0]["method"])
+        again = await mcp.ok("resume", {"flow_id": rows[0]["flow_id"]})
+        assert ("waiting", got["tasks"]) == (again["status"], again["tasks"])
+
+    drive(tmp_path, body, {"ORCHESTRATOR_FOREGROUND_S": "1"})
