@@ -5,35 +5,26 @@ object the matching command line prints, as structured content (and as text); an
 other than 0 makes it a tool error (``isError``) whose object carries ``error.code``,
 ``message`` and ``hint`` as on the CLI. Resources: see ``flow.mcp.resources``.
 
-Time: every library call runs in a worker thread; a tool call never waits longer than the
-foreground budget (``ORCHESTRATOR_FOREGROUND_S``, default 90 s). A call still running then is
-answered ``waiting`` with a ``job`` naming it and ``poll_after_s``; the work goes on in the
-server (holding the flow's lock, as a CLI call would), and the next call with the same
-arguments (``start``) or on the same flow (``resume``, ``feed``, ``answer``) first waits for
-it; a ``start`` or ``resume`` then returns its answer, so a fresh wave of tasks is never
-lost. While a call waits, progress notifications go out every few seconds when the client
-sent a ``progressToken``. ``resume`` with ``wait: true`` also polls a flow that answers
-``waiting`` on a background ``job`` (poll_after_s apart) until it moves or the budget ends.
+Time: no tool call waits longer than the foreground budget (``ORCHESTRATOR_FOREGROUND_S``,
+default 90 s); how a call that runs longer is answered is ``flow.mcp.budget``'s docstring.
+Keys: ``start:<its arguments>`` for start, ``flow:<flow_id>`` for resume, feed and answer.
+While a call waits, MCP progress notifications go out when the client sent a
+``progressToken``. ``resume`` with ``wait: true`` also polls a flow that answers ``waiting``
+on a background ``job`` (``poll_after_s`` apart) until it moves or the budget ends.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
-import traceback
-import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp.types as types
-from anyio.abc import TaskGroup
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -42,15 +33,14 @@ from pydantic import ValidationError
 
 from flow.errors import OrchestratorError, UsageError
 from flow.mcp import resources
+from flow.mcp.budget import POLL_AFTER_S, InFlight, Progress, budget_s
 from flow.mcp.calls import Caller, Reply, Respond
-from flow.mcp.inputs import TOOLS, FeedInput, ResumeInput, StartInput, input_schema
+from flow.mcp.inputs import (
+    TOOLS, AnswerInput, FeedInput, ResumeInput, SchemaInput, StartInput, input_schema,
+)
 from workspace.jsonio import dumps
 from workspace.paths import workspace_root
 
-BUDGET_ENV = "ORCHESTRATOR_FOREGROUND_S"
-DEFAULT_BUDGET_S = 90.0
-HEARTBEAT_S = 5.0  # progress notifications this far apart while a call waits (at most)
-POLL_AFTER_S = 5  # what an overrun answer tells the client to wait before calling again
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for an unknown resource
 
 DESCRIPTIONS = {
@@ -83,132 +73,24 @@ INSTRUCTIONS = (
 )
 
 
-def budget_s(env: dict[str, str] | os._Environ[str] = os.environ) -> float:
-    """The foreground budget in seconds (a malformed value falls back to the default)."""
-    try:
-        value = float(env.get(BUDGET_ENV) or DEFAULT_BUDGET_S)
-    except ValueError:
-        return DEFAULT_BUDGET_S
-    return value if value > 0 else DEFAULT_BUDGET_S
-
-
-def _now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-@dataclass
-class _Call:
-    """One library call running in a worker thread, possibly outliving the tool call."""
-
-    label: str
-    id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4().hex[:12]}")
-    started: float = field(default_factory=time.monotonic)
-    started_at: str = field(default_factory=_now_iso)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    reply: Reply | None = None
-    keys: list[str] = field(default_factory=list)  # where later calls find it (while unseen)
-
-
 class App:
     """The server's state: the workspace, the caller, and the calls still in flight."""
 
     def __init__(self, root: Path, harness: str | None, respond: Respond,
                  budget: float) -> None:
         self.root = root
-        self.harness = harness
         self.caller = Caller(root, harness, respond)
         self.budget = budget
-        self.inflight: dict[str, _Call] = {}
-        self.tg: TaskGroup | None = None
-        self.heartbeat = min(HEARTBEAT_S, max(budget / 4, 0.25))  # several within a budget
+        shape = {"schema_version": 1, "workflow": None, "flow_id": None, "phase": None,
+                 "harness": harness or "claude", "workspace": str(root)}
+        self.calls = InFlight(budget, shape, self._crash)
 
-    # -- running a call within the budget ---------------------------------------------------
-
-    async def guarded(self, key: str | None, label: str, fn: Callable[[], Reply],
-                      ctx: ServerRequestContext[Any], deadline: float, *,
-                      reuse: bool) -> Reply:
-        """``fn()`` in a worker thread, answered by ``deadline``; see the module docstring."""
-        prev = self.inflight.get(key) if key else None
-        if prev is not None:
-            if not await self._wait(prev, ctx, deadline):
-                return self._overrun(prev)
-            self._forget(prev)  # its answer is seen now, or superseded by this call
-            if reuse and prev.reply is not None:
-                return prev.reply  # the answer nobody has seen yet (a fresh wave, say)
-        call = _Call(label)
-        self._remember(call, key)
-        assert self.tg is not None
-        self.tg.start_soon(self._work, call, fn)
-        if not await self._wait(call, ctx, deadline):
-            return self._overrun(call)
-        self._forget(call)
-        assert call.reply is not None
-        return call.reply
-
-    def _remember(self, call: _Call, key: str | None) -> None:
-        if key:
-            call.keys.append(key)
-            self.inflight[key] = call
-
-    def _forget(self, call: _Call) -> None:
-        for key in call.keys:
-            if self.inflight.get(key) is call:
-                del self.inflight[key]
-        call.keys.clear()
-
-    async def _work(self, call: _Call, fn: Callable[[], Reply]) -> None:
-        try:
-            call.reply = await anyio.to_thread.run_sync(fn)
-        except Exception as exc:  # outside respond() (a feed file that cannot be written)
-            traceback.print_exc(file=sys.stderr)
-            call.reply = self.caller.error(OrchestratorError(
-                f"{type(exc).__name__}: {exc}", "the traceback is on the server's stderr",
-                code="bug"), None)
-            call.reply = (call.reply[0], 1)
-        finally:
-            call.done.set()
-        flow_id = call.reply[0].get("flow_id") if call.reply else None
-        if call.keys and flow_id:  # unseen yet: a resume of its flow finds it too
-            self._remember(call, f"flow:{flow_id}")
-
-    async def _wait(self, call: _Call, ctx: ServerRequestContext[Any], deadline: float) -> bool:
-        """Wait for ``call`` until ``deadline``, reporting progress; True once it is done."""
-        while not call.done.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            with anyio.move_on_after(min(self.heartbeat, remaining)):
-                await call.done.wait()
-            if not call.done.is_set():
-                elapsed = time.monotonic() - call.started
-                await ctx.session.report_progress(
-                    round(elapsed, 1), self.budget, f"{call.label}: still running after "
-                                                    f"{elapsed:.0f} s")
-        return True
-
-    def _overrun(self, call: _Call) -> Reply:
-        elapsed = time.monotonic() - call.started
-        spec = {"schema_version": 1, "status": "waiting", "workflow": None, "flow_id": None,
-                "phase": None, "harness": self.harness or "claude", "workspace": str(self.root),
-                "job": {"id": call.id, "started_at": call.started_at,
-                        "elapsed_s": round(elapsed, 1), "deadline_at": None,
-                        "log_file": None, "log_tail": None},
-                "poll_after_s": POLL_AFTER_S, "in_flight": [],
-                "note": f"the MCP server is still running {call.label} past the foreground "
-                        f"budget ({self.budget:g} s); nothing is lost. Call the same tool "
-                        f"again with the same arguments after poll_after_s: it waits for "
-                        f"this call and returns its answer."}
-        return spec, 0
-
-    async def _sleep(self, seconds: float, ctx: ServerRequestContext[Any], spec: dict[str, Any],
-                     started: float) -> None:
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            await anyio.sleep(min(self.heartbeat, left))
-            job = spec.get("job") or {}
-            await ctx.session.report_progress(
-                round(time.monotonic() - started, 1), self.budget,
-                f"job {job.get('id')} of flow {spec.get('flow_id')} still running")
+    def _crash(self, exc: Exception) -> Reply:
+        """A failure outside respond() (a feed file that cannot be written): one object."""
+        spec, _ = self.caller.error(OrchestratorError(
+            f"{type(exc).__name__}: {exc}", "the traceback is on the server's stderr",
+            code="bug"), None)
+        return spec, 1
 
     # -- the tools ----------------------------------------------------------------------------
 
@@ -216,10 +98,14 @@ class App:
                    ctx: ServerRequestContext[Any]) -> Reply:
         started = time.monotonic()
         deadline = started + self.budget
+
+        async def progress(done: float, total: float, message: str) -> None:
+            await ctx.session.report_progress(done, total, message)  # no-op without a token
+
         model = TOOLS.get(name)
         if model is None:
             return self.caller.error(UsageError(f"no tool named {name!r}",
-                                                 f"the tools: {', '.join(TOOLS)}"), None)
+                                                f"the tools: {', '.join(TOOLS)}"), None)
         try:
             inp = model.model_validate(arguments)
         except ValidationError as exc:
@@ -229,37 +115,42 @@ class App:
                 f"bad arguments for tool {name!r}: "
                 + "; ".join(f"{e['field']}: {e['problem']}" for e in errors[:5]),
                 "fix them to match the tool's input schema", field_errors=errors), None)
-        c = self.caller
+        c, guarded = self.caller, self.calls.guarded
         if isinstance(inp, StartInput):
             key = "start:" + json.dumps([c.start_argv(inp), inp.harness])
-            return await self.guarded(key, "start", lambda: c.start(inp), ctx, deadline,
-                                      reuse=True)
+            return await guarded(key, "start", lambda: c.start(inp), progress, deadline,
+                                 reuse=True)
         if isinstance(inp, ResumeInput):
-            return await self._resume(inp, ctx, started, deadline)
-        if name in ("feed", "answer"):
-            flow_id = inp.flow_id  # type: ignore[attr-defined]
-            fn = (lambda: c.feed(inp)) if isinstance(inp, FeedInput) else (lambda: c.answer(inp))  # type: ignore[arg-type]
-            return await self.guarded(f"flow:{flow_id}", f"{name} on {flow_id}", fn, ctx,
-                                      deadline, reuse=False)
-        fn = c.status if name == "status" else (lambda: c.schema(inp))  # type: ignore[arg-type]
-        return await self.guarded(None, name, fn, ctx, deadline, reuse=False)
+            return await self._resume(inp, progress, started, deadline)
+        if isinstance(inp, FeedInput):
+            return await guarded(f"flow:{inp.flow_id}", f"feed on {inp.flow_id}",
+                                 lambda: c.feed(inp), progress, deadline, reuse=False)
+        if isinstance(inp, AnswerInput):
+            return await guarded(f"flow:{inp.flow_id}", f"answer on {inp.flow_id}",
+                                 lambda: c.answer(inp), progress, deadline, reuse=False)
+        if isinstance(inp, SchemaInput):
+            return await guarded(None, name, lambda: c.schema(inp), progress, deadline,
+                                 reuse=False)
+        return await guarded(None, name, c.status, progress, deadline, reuse=False)
 
-    async def _resume(self, inp: ResumeInput, ctx: ServerRequestContext[Any], started: float,
+    async def _resume(self, inp: ResumeInput, progress: Progress, started: float,
                       deadline: float) -> Reply:
         key, label = f"flow:{inp.flow_id}", f"resume of {inp.flow_id}"
-        reply = await self.guarded(key, label, lambda: self.caller.resume(inp), ctx, deadline,
-                                   reuse=True)
+        reply = await self.calls.guarded(key, label, lambda: self.caller.resume(inp), progress,
+                                         deadline, reuse=True)
         while inp.wait:
             spec, code = reply
-            if code != 0 or spec.get("status") != "waiting" or not spec.get("job") \
+            job = spec.get("job")
+            if code != 0 or spec.get("status") != "waiting" or not job \
                     or spec.get("flow_id") is None:
                 break
             delay = float(spec.get("poll_after_s") or POLL_AFTER_S)
             if time.monotonic() + delay >= deadline:
                 break  # the harness sleeps poll_after_s itself and calls resume again
-            await self._sleep(delay, ctx, spec, started)
-            reply = await self.guarded(key, label, lambda: self.caller.resume(inp), ctx,
-                                       deadline, reuse=True)
+            await self.calls.sleep(delay, progress, started,
+                                   f"job {job.get('id')} of {inp.flow_id} still running")
+            reply = await self.calls.guarded(key, label, lambda: self.caller.resume(inp),
+                                             progress, deadline, reuse=True)
         return reply
 
 
@@ -283,7 +174,7 @@ def build(app: App) -> Server[Any]:
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         async with anyio.create_task_group() as tg:  # calls that outlive their tool call
-            app.tg = tg
+            app.calls.tg = tg
             yield {}
 
     async def list_tools(ctx: ServerRequestContext[Any],
