@@ -78,13 +78,23 @@ def drive(workspace: Path, body: Callable[[Mcp], Awaitable[None]],
     anyio.run(main)
 
 
-def cli(workspace: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+def cli(workspace: Path, *argv: str,
+        env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
     """The same flow through the command line (from another directory)."""
     import os
 
     proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(workspace), *argv],
                           capture_output=True, text=True, cwd="/", timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def shell(command: str) -> tuple[int, dict[str, Any]]:
+    """Run a command exactly as a spec printed it, from another directory."""
+    import os
+
+    proc = subprocess.run(command, shell=True, capture_output=True, text=True, cwd="/",
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     return proc.returncode, json.loads(proc.stdout)
 
 

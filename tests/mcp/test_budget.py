@@ -39,8 +39,7 @@ def _run(budget: float, body: Callable[[InFlight, list[str]], Awaitable[None]]) 
 
 
 def test_an_overrun_answers_waiting_then_the_same_key_gets_the_answer() -> None:
-    """0.9 s of work under a 0.3 s budget: waiting (same job id each time, with progress)
-    until a call under the same key returns the work's own answer; it ran once."""
+    """Work past the budget answers waiting (one job, progress) until its key gets the answer."""
     ran: list[str] = []
 
     async def body(calls: InFlight, notes: list[str]) -> None:
@@ -65,8 +64,7 @@ def test_an_overrun_answers_waiting_then_the_same_key_gets_the_answer() -> None:
 
 
 def test_a_finished_unseen_answer_goes_to_the_next_resume_of_its_flow() -> None:
-    """An overrun start that finished later: a reuse call on flow:<id> gets its answer and
-    runs nothing; a feed on that flow afterwards runs normally."""
+    """An overrun start's answer goes to its flow's next resume; a later feed runs normally."""
     ran: list[str] = []
 
     async def body(calls: InFlight, notes: list[str]) -> None:

@@ -36,12 +36,13 @@ def _server(where: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("where", [".mcp.json", "plugin.json", "README toml", "README json"])
 def test_each_configuration_starts_a_server_with_the_six_tools(where: str, tmp_path: Path) -> None:
-    """The configured arguments (checkout paths put in, this interpreter for the venv's) start
-    `orchestrator.py mcp`, which lists the six tools."""
+    """Each set-up's arguments start orchestrator.py mcp with the six tools."""
     server = _server(where)
-    args = [a.replace("${CLAUDE_PLUGIN_ROOT}", str(ROOT))
-             .replace("/abs/skill-orchestrator", str(ROOT)).replace("/abs/agent_space", str(tmp_path))
-            for a in server["args"]]
+    fill = {"${CLAUDE_PLUGIN_ROOT}": str(ROOT), "/abs/skill-orchestrator": str(ROOT),
+            "/abs/agent_space": str(tmp_path)}
+    args = list(server["args"])
+    for placeholder, value in fill.items():
+        args = [a.replace(placeholder, value) for a in args]
     assert server["command"].endswith(".venv/bin/python")
     assert (Path(args[0]).name, args[1]) == ("orchestrator.py", "mcp")
 

@@ -12,7 +12,8 @@ from tests.mcp.client import ROOT, Mcp, drive
 
 EXAMPLE = ROOT / "examples" / "refactor"
 HEAD, BASE, FIX = "a" * 40, "b" * 40, "c" * 40
-FAIL_LOG = "FAILED test_x.py::test_y - AssertionError: boom\n##[error]Process completed with exit code 1.\n"
+FAIL_LOG = ("FAILED test_x.py::test_y - AssertionError: boom\n"
+            "##[error]Process completed with exit code 1.\n")
 
 
 async def _feed_all(mcp: Mcp, spec: dict[str, Any], answer: Any) -> dict[str, Any]:
@@ -25,8 +26,7 @@ async def _feed_all(mcp: Mcp, spec: dict[str, Any], answer: Any) -> dict[str, An
 
 
 def test_the_refactor_demo_reaches_done_over_mcp(tmp_path: Path) -> None:
-    """The demo's workflow, every task answered from examples/refactor/replay through feed:
-    done with a final summary readable as a resource."""
+    """The refactor demo fed from its replay over MCP ends done; the summary is a resource."""
     checkout = make_checkout(EXAMPLE, tmp_path / "checkout")
     ws = tmp_path / "ws"
 
@@ -47,8 +47,7 @@ def test_the_refactor_demo_reaches_done_over_mcp(tmp_path: Path) -> None:
 
 def test_a_ci_check_flow_reaches_all_green_over_mcp(fake_github: FakeGitHub,
                                                    tmp_path: Path) -> None:
-    """A red PR: a debugger task, its fix fed; waiting for the push; the new head goes green:
-    done all_green with the PR marked ready."""
+    """A red PR over MCP: debugger fed, push awaited, green head: done all_green, ready."""
     repo = fake_github.repo("o/r")
     repo.add_pull(1, "feature", HEAD, merge_base_sha=BASE)
     wf = repo.add_workflow("pull", ".github/workflows/pull.yml")

@@ -38,8 +38,7 @@ def test_start_args_reach_each_workflow_and_a_refused_start_leaves_nothing(
 
 
 def test_an_unloadable_state_is_a_tool_error_and_is_kept(tmp_path: Path) -> None:
-    """A corrupt flow_state.json: resume and feed answer state_unloadable (exit 4's meaning)
-    and leave the file as it was."""
+    """A corrupt state: resume and feed answer state_unloadable; the file is kept."""
     folder = tmp_path / "reproduce" / "0123456789ab"
     folder.mkdir(parents=True)
     (folder / "flow_state.json").write_text('{"workflow": "reproduce", "tasks": [')

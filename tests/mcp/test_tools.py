@@ -10,7 +10,7 @@ import pytest
 
 from flow.schemas import Spec, all_models
 from tests.mcp.client import (
-    FAILING, PASSING, Mcp, cli, drive, reproduce_args, run_task, state_bytes,
+    FAILING, PASSING, Mcp, cli, drive, reproduce_args, run_task, shell, state_bytes,
 )
 from workspace.lock import FlowLock
 
@@ -18,8 +18,7 @@ WORKFLOWS = {"reproduce", "refactor", "ci", "ci-targeted", "ingest", "review-que
 
 
 def test_tools_take_their_schemas_from_the_models(tmp_path: Path) -> None:
-    """Six tools; start is typed per workflow, feed's result lists every feed model, and
-    every tool's output schema is the printed object's (Spec)."""
+    """Six tools; start typed per workflow, feed lists every feed model, output is Spec."""
     async def body(mcp: Mcp) -> None:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
         assert {"start", "resume", "feed", "answer", "status", "schema"} == set(tools)
@@ -37,8 +36,7 @@ def test_tools_take_their_schemas_from_the_models(tmp_path: Path) -> None:
 
 
 def test_the_readme_example_reaches_done_and_cli_and_mcp_agree(tmp_path: Path) -> None:
-    """The main command as a start call: done REPRODUCED; the verdict and audit log are
-    resources; the CLI's --resume of that flow prints the same object."""
+    """The README example over MCP: done, verdict and audit as resources, CLI agrees."""
     found: dict[str, object] = {}
 
     async def body(mcp: Mcp) -> None:
@@ -81,9 +79,7 @@ def test_bad_arguments_are_usage_errors_and_start_nothing(tmp_path: Path) -> Non
 
 def test_refused_feeds_leave_the_state_untouched_and_a_real_run_task_goes_on(
         tmp_path: Path) -> None:
-    """A run task (the source build): malformed, outside-workspace, stale and foreign results
-    are tool errors with the state byte-for-byte unchanged; the real build's result moves the
-    flow on; the same result again is a no-op, a different one is refused."""
+    """Refused feeds change no state byte; the real build result goes on; re-feeds hold."""
     async def body(mcp: Mcp) -> None:
         spec = await mcp.ok("start", {"args": reproduce_args(PASSING)})
         assert ("need_agent", "run") == (spec["status"], spec["tasks"][0]["method"])
@@ -122,14 +118,13 @@ def test_refused_feeds_leave_the_state_untouched_and_a_real_run_task_goes_on(
 
 
 def test_a_busy_flow_is_a_tool_error_and_cli_and_mcp_share_the_flow(tmp_path: Path) -> None:
-    """A flow started over MCP: the CLI resumes it and feeds it; while the CLI's lock is held
-    an MCP resume answers busy (exit 3's meaning) and changes nothing."""
+    """An MCP flow's printed commands work in a shell; a held lock makes resume busy."""
     env = {"ORCHESTRATOR_LOCK_TIMEOUT": "0.5"}
 
     async def body(mcp: Mcp) -> None:
         spec = await mcp.ok("start", {"args": reproduce_args(PASSING)})
         flow, task = spec["flow_id"], spec["tasks"][0]
-        code, printed = cli(tmp_path, "--flow", flow, "--resume")
+        code, printed = shell(spec["resume_command"])  # as printed by the MCP start
         assert (0, "waiting", spec["tasks"]) == (code, printed["status"], printed["tasks"])
         before = state_bytes(tmp_path, flow)
         with FlowLock(tmp_path / flow):
@@ -138,8 +133,7 @@ def test_a_busy_flow_is_a_tool_error_and_cli_and_mcp_share_the_flow(tmp_path: Pa
             assert got["error"]["holder"]["pid"] is not None
         assert before == state_bytes(tmp_path, flow)
         Path(task["feed_file"]).write_text(json.dumps(run_task(task)))
-        code, fed = cli(tmp_path, "--flow", flow, "--feed", "runner", "--feed-file",
-                        task["feed_file"])
+        code, fed = shell(task["feed_command"])
         assert (0, "done") == (code, fed["status"])
         assert fed == await mcp.ok("resume", {"flow_id": flow})
 
@@ -148,8 +142,7 @@ def test_a_busy_flow_is_a_tool_error_and_cli_and_mcp_share_the_flow(tmp_path: Pa
 
 def test_a_call_past_the_foreground_budget_answers_waiting_then_its_result(
         tmp_path: Path) -> None:
-    """With a 1 s budget the start (several seconds of pytest) answers waiting with a job and
-    progress notifications; the same start again waits for it and returns its done."""
+    """A start past a 1 s budget answers waiting (job, progress); the same start gets done."""
     async def body(mcp: Mcp) -> None:
         args = {"args": reproduce_args(FAILING)}
         spec, failed = await mcp.call("start", args, track=True)
@@ -177,8 +170,7 @@ def test_schema_and_status_answer_what_the_cli_prints(tmp_path: Path, name: str 
 
 
 def test_an_overrun_start_hands_its_fresh_wave_to_the_next_resume(tmp_path: Path) -> None:
-    """A start answered waiting (budget 1 s) that then emits a run task: the next resume of
-    that flow returns the start's own need_agent, not a re-print, so no wave goes unseen."""
+    """An overrun start's fresh need_agent goes to its flow's next resume, not a re-print."""
     async def body(mcp: Mcp) -> None:
         spec, _ = await mcp.call("start", {"args": reproduce_args(PASSING)})
         assert ("waiting", None) == (spec["status"], spec["flow_id"])
