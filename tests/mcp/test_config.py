@@ -50,7 +50,11 @@ def test_each_configuration_starts_a_server_with_the_six_tools(where: str, tmp_p
         params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT),
                                        env={"PYTHONPATH": str(ROOT),
                                             "ORCHESTRATOR_WORKSPACE": str(tmp_path)})
-        async with Client(params) as client:
+        # mode="legacy": the initialize handshake today's harnesses speak
+        async with Client(params, mode="legacy") as client:
+            assert client.protocol_version and client.protocol_version < "2026"
+            status = await client.call_tool("status", {})
+            assert (False, []) == (status.is_error, status.structured_content["flows"])
             return {t.name for t in (await client.list_tools()).tools}
 
     assert TOOLS == anyio.run(main)
