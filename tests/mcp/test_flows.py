@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flow.demo import TEST_FILE, _answer, make_checkout
 from tests.fakegithub import FakeGitHub
 from tests.mcp.client import ROOT, Mcp, drive
@@ -45,8 +47,9 @@ def test_the_refactor_demo_reaches_done_over_mcp(tmp_path: Path) -> None:
     drive(ws, body)
 
 
-def test_a_ci_check_flow_reaches_all_green_over_mcp(fake_github: FakeGitHub,
-                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_a_ci_check_flow_reaches_all_green_over_mcp(fake_github: FakeGitHub, tmp_path: Path,
+                                                   harness: str) -> None:
     """A red PR over MCP: debugger fed, push awaited, green head: done all_green, ready."""
     repo = fake_github.repo("o/r")
     repo.add_pull(1, "feature", HEAD, merge_base_sha=BASE)
@@ -64,7 +67,11 @@ def test_a_ci_check_flow_reaches_all_green_over_mcp(fake_github: FakeGitHub,
     async def body(mcp: Mcp) -> None:
         spec = await mcp.ok("start", {"args": {"workflow": "ci", "repo": "o/r", "pr_number": 1,
                                                "mark_ready": True}})
-        assert ("need_agent", "ci_debug") == (spec["status"], spec["phase"])
+        assert ("need_agent", "ci_debug", harness) == (spec["status"], spec["phase"],
+                                                        spec["harness"])
+        shape = {"claude": ("agent_type", "general-purpose"), "codex": ("tool", "spawn_agent")}
+        key, value = shape[harness]
+        assert value == spec["tasks"][0][key]  # the server's --harness renders the tasks
         spec = await mcp.ok("feed", {"flow_id": spec["flow_id"],
                                      "task_id": spec["tasks"][0]["task_id"], "result": fix})
         assert ("schedule_cron", "waiting_for_push") == (spec["status"], spec["ci_phase"])
@@ -75,4 +82,4 @@ def test_a_ci_check_flow_reaches_all_green_over_mcp(fake_github: FakeGitHub,
                                                      spec["outcome"])
         assert repo.pulls[1].draft is False
 
-    drive(tmp_path, body, env)
+    drive(tmp_path, body, env, "--harness", harness)
