@@ -50,7 +50,8 @@ class Caller:
         return error_spec(err, self.root, harness or self.harness or "claude"), err.exit_code
 
     def start_argv(self, inp: StartInput) -> list[str]:
-        return [*inp.args.argv(), *(["--restart"] if inp.restart else [])]
+        # --restart goes first, with the other flags every command takes (as the demo does)
+        return [*(["--restart"] if inp.restart else []), *inp.args.argv()]
 
     def start(self, inp: StartInput) -> Reply:
         return self._call(self.start_argv(inp), inp.harness or self.harness)

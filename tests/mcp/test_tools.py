@@ -186,3 +186,18 @@ def test_an_overrun_start_hands_its_fresh_wave_to_the_next_resume(tmp_path: Path
         assert ("waiting", got["tasks"]) == (again["status"], again["tasks"])
 
     drive(tmp_path, body, {"ORCHESTRATOR_FOREGROUND_S": "1"})
+
+
+def test_start_again_carries_on_and_restart_moves_the_old_flow_aside(tmp_path: Path) -> None:
+    """A second start of the same arguments answers the flow's spec; restart keeps the old one."""
+    async def body(mcp: Mcp) -> None:
+        args = {"args": reproduce_args(FAILING), "harness": "codex"}
+        first = await mcp.ok("start", args)
+        assert ("done", "codex") == (first["status"], first["harness"])
+        assert first == await mcp.ok("start", args)
+        again = await mcp.ok("start", {**args, "restart": True})
+        assert (first["flow_id"], "done") == (again["flow_id"], again["status"])
+        kept = [p.name for p in (tmp_path / "reproduce").iterdir() if ".old-" in p.name]
+        assert 1 == len(kept)
+
+    drive(tmp_path, body)
