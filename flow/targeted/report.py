@@ -27,16 +27,21 @@ class ReachedTest(_Row):
     labels: list[str]
     hardware: list[str]
     nightly: bool
-    est_time: int | None
+    est_time: int | float | None
     disabled: str | None
     num_gpus: int | None = None
+    runner: str = "pytest"  # how CI starts the file: pytest, or python (python3 file.py)
+    on_pr: bool = True  # a PR workflow job runs its suite (False: nightly-only, no job)
     hop: int
     reached_from: str
     via: str | None
 
 
 class LabelCount(_Row):
-    """A PR label selecting reached regular tests: ``reached`` of ``all`` it selects."""
+    """A PR label selecting reached regular registrations: ``reached`` of ``all`` it
+    selects. ``tests`` are registration keys ``path@suite``: a label covers a test only on
+    the suites (hardware) it runs, so ``run-ci-amd`` covering ``x.py@stage-c-4-gpu-mi350``
+    does not cover ``x.py@stage-b-2-gpu-h200``."""
 
     label: str
     reached: int
@@ -64,6 +69,7 @@ class Hub(_Row):
     on_ci_path: bool = True
     adds_only: bool | None = None
     cpu_tests: list[str] = []  # labeled CPU tests within depth: how CI exercises an off-path hub
+    tests: list[str] = []  # registration keys (path@suite) of the GPU/labeled tests behind it
 
 
 class Frontier(_Row):
@@ -73,20 +79,26 @@ class Frontier(_Row):
     importer: str
     imports: str
     reaches: list[str]
+    keys: list[str] = []  # their registrations (path@suite), ROCm ones included
 
 
 class Outside(_Row):
-    """A changed path the import trace does not cover, and why."""
+    """A changed path the import trace does not cover, and why; ``labels`` are what the
+    profile says it needs (``[]``: no GPU run exercises it; None: no rule, the fallback)."""
 
     path: str
     reason: str
+    labels: list[str] | None = None
+    why: str = ""
 
 
 class EntryLoad(_Row):
-    """A changed file a training entry point loads (transitively)."""
+    """A changed file a training entry point loads (transitively), ``hops`` imports away
+    (1: the entry point imports it directly)."""
 
     path: str
     entry_points: list[str]
+    hops: int = 1
 
 
 class AffectedReport(_Row):
@@ -95,7 +107,11 @@ class AffectedReport(_Row):
     base: str
     depth: int
     hub_limit: int
+    profile: str = "defaults"  # the config's source (see config.load_config)
     changed: list[ChangedFile]
+    no_gpu: list[str] = []  # changed paths the profile's no-GPU allowlist exempts
+    uncommitted: list[str] = []  # paths with uncommitted changes (traced only with worktree)
+    worktree: bool = False  # the trace included uncommitted changes
     tests: list[ReachedTest]
     rerun: list[str]
     labels: list[LabelCount]

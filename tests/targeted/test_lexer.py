@@ -34,7 +34,17 @@ def ast_facts(source: bytes) -> tuple[list[list], set[str]] | None:
         return None
     imports: list[list] = []
     values: set[str] = set()
+    # A bare string statement (a docstring) names nothing that runs: the scan drops it.
+    # (an f-string statement's own literal parts too; literals in its fields still count).
+    bare: set[int] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant):
+            bare.add(id(n.value))
+        elif isinstance(n, ast.Expr) and isinstance(n.value, ast.JoinedStr):
+            bare.update(id(v) for v in n.value.values if isinstance(v, ast.Constant))
     for node in ast.walk(tree):
+        if id(node) in bare:
+            continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             values.add(node.value)
         elif isinstance(node, ast.Import):
@@ -81,7 +91,11 @@ CASES = [
     ("implicit concatenation in brackets", "f(\n  'pkg.'  # why\n  'mod.fn'\n)\n",
      [], {"pkg.mod.fn"}),
     ("no concatenation across statements", "x = 'a/b'\n'''doc of x'''\n",
-     [], {"a/b", "doc of x"}),
+     [], {"a/b"}),
+    ("docstrings and bare string statements name nothing", (
+     '"""Runs tests/conftest.py."""\nimport os\ndef f():\n    """See train.py."""  # c\n'
+     '    return "kept/a.py"\nx = (\n    "in/brackets.py"\n)\n'),
+     [["os", 0, []]], {"kept/a.py", "in/brackets.py"}),
     ("concatenation across a continuation", "x = 'tools/' \\\n    'run.py'\n",
      [], {"tools/run.py"}),
     ("f-string parts, fields and specs", "s = f'pre {x:>10} mid {\"inner\"!r} {y=} post'\n",
