@@ -30,7 +30,7 @@ import orjson
 
 from flow.targeted.lexer import scan
 
-FACTS_VERSION = 4  # bump when facts, calls or the graph file change shape
+FACTS_VERSION = 5  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]
 Calls = dict[str, Any]  # read_calls: {"c": [top-level calls], "e": syntax error or None}
 

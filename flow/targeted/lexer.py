@@ -70,6 +70,10 @@ _AS = re.compile(_WS1 + "as" + _WS1)
 _COMMENT = re.compile(_CMT)
 _BRACES = re.compile(r"[{}]")
 _SELF_DOC = re.compile(r"(?<![=!<>])=\s*$")
+# A literal passed as one of these keywords is prose for a person (argparse's help text
+# names example paths and modules), never something the program loads.
+_PROSE_KW = re.compile(r"[(,]\s*(?:help|description|epilog|usage)\s*=\s*\(?\s*\Z")
+PROSE_KEYWORDS = ("help", "description", "epilog", "usage")
 _STMT_END = re.compile(r"[ \t\f]*(?:\#[^\n]*)?(?:\n|\r|;|\Z)")
 SEP = "\0"  # between an f-string's literal parts: no token spans it
 
@@ -81,7 +85,8 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
     dynamic import's literal). ``values``: every str literal's value, concatenations
     joined, f-string parts separated by ``SEP``, except a literal that is a statement of
     its own (a docstring, or any bare string statement): it has no effect, so it names
-    nothing that runs. Never raises.
+    nothing that runs; and the value of a ``help=`` / ``description=`` / ``epilog=`` /
+    ``usage=`` keyword: text for a person. Never raises.
     """
     imports: list[list[Any]] = []
     values: list[str] = []
@@ -95,6 +100,7 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
     dyn_arg = -1  # where a dynamic import's first argument starts
     dyn_chain = False  # the open chain is that argument (its import is imports[-1])
     stmt = False  # the open chain began a statement at bracket depth 0 (maybe a docstring)
+    prose = False  # the open chain is a help=/description= keyword's value
 
     def count_depth() -> int:
         nonlocal counted, depth
@@ -128,9 +134,9 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
         if not joins:
             if dyn_chain and not _ARG_END.match(text, chain_end):
                 imports.pop()  # "x." + name: not a literal
-            if stmt and _STMT_END.match(text, chain_end):
-                values.pop()  # a bare string statement: nothing loads it
-            stmt = False
+            if (stmt and _STMT_END.match(text, chain_end)) or prose:
+                values.pop()  # a bare string statement or help text: nothing loads it
+            stmt = prose = False
             dyn_chain = False
             chain_end = -1
         if quote is None:
@@ -169,6 +175,8 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
         else:
             values.append(value)
             stmt = _line_start(text, start) and count_depth() == 0
+            prose = (_PROSE_KW.search(text, max(0, start - 60), start) is not None
+                     and count_depth() > 0)  # a keyword argument, not an assignment
             if start == dyn_arg and "f" not in prefix:
                 imports.append([value, -1, []])
                 dyn_chain = True
@@ -182,7 +190,7 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
         chain_end = end
     if dyn_chain and not _ARG_END.match(text, chain_end):
         imports.pop()
-    if stmt and chain_end >= 0 and _STMT_END.match(text, chain_end):
+    if chain_end >= 0 and ((stmt and _STMT_END.match(text, chain_end)) or prose):
         values.pop()
     return imports, values
 
