@@ -120,6 +120,7 @@ def main() -> int:
         "files_mode_missed": sum(r["files_missed"] for r in scored),
         "files_mode_expected": sum(1 for r in scored if r["want_mode"] == "files"),
         "mode_agree": sum(r["mode"] == r["want_mode"] for r in scored),
+        "labels_agree": sum(sorted(r["labels"]) == sorted(r["want_labels"]) for r in scored),
         "extra_files": sum(len(r["extra_files"]) for r in scored),
         "missed_files": sum(len(r["missed_files"]) for r in scored),
         "modes": {m: sum(r["mode"] == m for r in rows) for m in ("files", "labels", "nothing")},

@@ -124,6 +124,7 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
                              + (", ..." if len(changed) > 3 else "") + ")"])
     rerun = set(report.rerun)
     want = set(_regular(report))
+    behind: set[str] = set()  # registrations behind near hubs
     required: list[str] = []  # labels the profile's path rules ask for
     needed: list[str] = []  # why these labels are needed (not broad by themselves)
     for h in report.hubs:
@@ -134,7 +135,7 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
                              + (f"; {h.note}" if h.note else ""))
         elif h.hop <= cfg.near_hub_hops:
             reasons.append(f"hub {h.path} met: {h.met} ({len(h.tests)} test(s) behind it)")
-            want |= set(h.tests)
+            behind |= set(h.tests)
             if h.adds_only:
                 judgement.append(f"the diff at hub {h.path} only adds lines: if it adds "
                                  "something only the listed files read, files may suffice")
@@ -203,7 +204,18 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         return Plan(mode="files", comments=sorted(rerun), labels=labels, judgement=judgement,
                     reasons=[f"{len(rerun)} file(s), no hub near, nothing broad", *needed])
     reasons += needed
-    labels = _scope_or_cover(want, report.labels, cfg)
+    # Behind a hub lies most of the suite: cover it with domain labels when a few do;
+    # otherwise the fallback smoke label runs the general path, and a person may widen it.
+    labels = cover(sorted(want | behind), report.labels, [*cfg.labels.never, *cfg.labels.scopes])
+    if behind and len(labels) > cfg.labels.max_domain:
+        labels = _scope_or_cover(want, report.labels, cfg) + list(cfg.labels.fallback)
+        scope = sorted(cfg.labels.scopes)
+        judgement.append(f"{len(behind)} test(s) lie behind the hub(s): the plan runs the "
+                         f"fallback {', '.join(cfg.labels.fallback) or '(none)'}; add "
+                         f"{' or '.join(scope) or 'the domain labels'} if the change alters "
+                         "what every one of them does")
+    elif len(labels) > cfg.labels.max_domain:
+        labels = _scope_or_cover(want, report.labels, cfg)
     covered = {t for c in report.labels if c.label in labels for t in c.tests}
     labels = sorted(set(labels) | set(required))
     if not labels:
