@@ -25,7 +25,8 @@ def test_miles_profile_reproduces_the_seed():
     assert {"miles/**/*.py", "miles_plugins/**/*.py", "scripts/**/*.py", "examples/**/*.py",
             "tests/**/*.py", "docker/*.py", "tools/*.py", ".github/**/*.py"} <= set(
         cfg.allowlist)
-    assert [("**/command_utils/helm_backend/**", False)] == [
+    assert [("tests/ci/ci_register.py", False), ("tests/ci/labels.py", False),
+            ("**/command_utils/helm_backend/**", False)] == [
         (n.path, n.on_ci_path) for n in cfg.hub_notes]
     assert ("run-ci-", "", ["stage-a-cpu", "stage-b-cpu"],
             ["bypass-fastfail", "nightly"]) == (cfg.labels.prefix, cfg.labels.blackwell,
