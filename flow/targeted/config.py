@@ -199,7 +199,7 @@ def load_profile(name: str, profile_dir: Path = PROFILE_DIR) -> TargetedConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}", "fix the TOML syntax") from exc
     cfg = _validate(data, str(path))
-    return cfg.model_copy(update={"source": f"profile {name}"})
+    return cfg.model_copy(update={"source": name})
 
 
 def detect_profile(repo_dir: Path, profile_dir: Path = PROFILE_DIR) -> str | None:
@@ -236,5 +236,5 @@ def load_config(repo_dir: Path, profile: str | None = None,
     found = detect_profile(repo_dir, profile_dir)
     if found is not None:
         cfg = load_profile(found, profile_dir)
-        return cfg.model_copy(update={"source": f"profile {found} (detected)"})
+        return cfg.model_copy(update={"source": f"{found} (detected)"})
     return TargetedConfig()

@@ -109,5 +109,5 @@ def test_profile_is_detected_from_marker_files(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("")
     cfg = load_config(tmp_path)
-    assert ("profile miles (detected)", "radixark/miles") == (cfg.source, cfg.repo)
+    assert ("miles (detected)", "radixark/miles") == (cfg.source, cfg.repo)
     assert "defaults" == load_config(tmp_path / "tests").source
