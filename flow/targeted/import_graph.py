@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from flow.targeted.config import TargetedConfig
 from flow.targeted.facts import REL, Calls, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1
-from flow.targeted.paths import any_match, module_name
+from flow.targeted.paths import any_match, glob_match, module_name
 from flow.targeted.resolve import Resolver
 from flow.targeted.syspath import folders as syspath_folders
 
@@ -173,16 +173,18 @@ class ImportGraph:
 
     def calls_of(self, path: str) -> Calls | None:
         """``read_calls`` of ``path`` (cached by content), or None when it is no readable
-        Python file; a file spelling no registration function has no calls (not parsed)."""
+        Python file; a file under an ``implicit`` location spelling no registration
+        function has no calls (not parsed)."""
         data = self._data.get(path)
         if data is None:
             return None
         key = self._key[path]
         hit = self.cache.calls.get(key)
         if hit is None:
-            if not any(name.encode() in data for name in self.cfg.registration):
-                # No registration call can be read from a file that never spells one: skip
-                # the parse (most of miles' tests/fast/ is registered by location).
+            if not any(name.encode() in data for name in self.cfg.registration) and \
+                    any(glob_match(path, rule.path) for rule in self.cfg.implicit):
+                # Registered by location and spelling no registration call: nothing to
+                # read, so skip the parse (most of miles' tests/fast/).
                 return {"c": [], "e": None}
             hit = read_calls(data)
             self.cache.put_calls(key, hit)

@@ -331,3 +331,14 @@ def test_an_edit_outside_the_diff_still_counts(repo, tmp_path):
     assert trace(repo, base, cache_dir=tmp_path / "c").tests == []
     (repo.path / "tests/test_x.py").write_text(cuda_test("import pkg.a"))
     assert ["tests/test_x.py"] == [t.path for t in trace(repo, base, cache_dir=tmp_path / "c").tests]
+
+
+def test_no_merge_base_hint_says_what_to_do(repo):
+    """A base with no common history gets a hint about fetching the base branch."""
+    repo.commit(LIB)
+    repo.git("checkout", "-q", "--orphan", "other")
+    repo.commit({"x.py": "X = 1\n"})
+    repo.git("checkout", "-q", "main")
+    with pytest.raises(GitError) as info:
+        trace(repo, "other")
+    assert "shares no history" in info.value.hint
