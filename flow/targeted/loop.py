@@ -47,13 +47,12 @@ class Attempt(_M):
 
 class FileRun(_M):
     """A test file the loop runs with ``/rerun-test``; ``after`` is the newest PR comment id
-    when its comment was queued (our comment is newer), ``posted_at`` when it was posted
-    (ISO time, for the poll deadline)."""
+    when its comment was queued (our comment is newer). When it was posted is kept beside
+    the state (``posted-at.json``), for the poll deadline."""
 
     path: str
     status: FileStatus = "queued"
     after: int = 0
-    posted_at: str = ""
     attempts: list[Attempt] = []
     flake_reruns: int = 0
     cause: Cause | None = None

@@ -129,11 +129,28 @@ def post(ctx: Any) -> Any:
     if box.labels:
         add_labels(client, d.repo, d.number, box.labels)
         d.labels_added += [lab for lab in box.labels if lab not in d.labels_added]
+    # When each file's comment went out, for the poll deadline: a file beside the state, so
+    # the state holds no wall-clock time (a replay of the same flow ends in the same state).
+    posted = _posted_at(ctx)
     now = datetime.now(timezone.utc).isoformat()
     for p in d.to_run:
-        d.files[p].status, d.files[p].posted_at = "running", now
+        d.files[p].status = "running"
+        posted[p] = now
+    if d.to_run:
+        ctx.write_json(POSTED_AT, posted)
     d.outbox, d.to_run = None, []
     return Go("posted" if any(f.status == "running" for f in d.files.values()) else "labelled")
+
+
+POSTED_AT = "posted-at.json"  # {test path: ISO time its latest comment was posted}
+
+
+def _posted_at(ctx: Any) -> dict[str, str]:
+    try:
+        got = ctx.read_json(POSTED_AT)
+    except (OSError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
 
 
 def poll(ctx: Any) -> Any:
@@ -170,8 +187,9 @@ def poll(ctx: Any) -> Any:
     if waiting:
         hours = loop.poll_hours(ctx.settings)
         now = datetime.now(timezone.utc)
-        late = [f for f in waiting if f.posted_at
-                and (now - datetime.fromisoformat(f.posted_at)).total_seconds() >= hours * 3600]
+        posted = _posted_at(ctx)
+        late = [f for f in waiting if f.path in posted
+                and (now - datetime.fromisoformat(posted[f.path])).total_seconds() >= hours * 3600]
         if late:
             for f in late:
                 f.status = "timed_out"

@@ -102,9 +102,11 @@ class RerunBot:
                 path = body.split(" ", 1)[1]
                 conclusion, log = self.script[path].pop(0) if self.script.get(path) else ("success", "")
                 run = self.dispatch(NUMBER, path, conclusion, log)
-                self.gh.add_comment(NUMBER, f"Started `/rerun-test {path}`.\n\n[View workflow "
-                                    f"run](https://github.com/{REPO}/actions/runs/{run.id})",
-                                    login=BOT)
+                reply = self.gh.add_comment(NUMBER, f"Started `/rerun-test {path}`.\n\n[View "
+                                            f"workflow run](https://github.com/{REPO}/actions/"
+                                            f"runs/{run.id})", login=BOT)
+                if self.run_ids is not None:
+                    reply["id"] = self.run_ids()
             return new
 
     def finish(self, run: Any, conclusion: str, log: str = "") -> None:
@@ -154,7 +156,8 @@ class ContractGitHub(FakeGitHub):
         with self.lock:
             self.repos.clear()
             counter = iter(range(50_000, 60_000))
-            self.bot = RerunBot(self, self.head_sha, self.initial, run_ids=lambda: next(counter))
+            self.ids = lambda: next(counter)
+            self.bot = RerunBot(self, self.head_sha, self.initial, run_ids=self.ids)
 
     def handle(self, method: str, raw_path: str, headers: dict[str, str],
                body: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -163,6 +166,8 @@ class ContractGitHub(FakeGitHub):
             self.reset_pr()
         out = super().handle(method, raw_path, headers, body)
         if method == "POST" and path.endswith(f"/issues/{NUMBER}/comments"):
+            with self.lock:  # comment ids from the fixed counter too: the flow records them
+                self.bot.gh.comments[NUMBER][-1]["id"] = self.ids()
             self.bot.react()
         return out
 
