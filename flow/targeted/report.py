@@ -183,7 +183,9 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
         f"{t.path}  {t.backend}/{','.join(t.hardware) or '-'}  {_est(t.est_time)}"
         + ("  nightly" if t.nightly else "") + ("  disabled" if t.disabled else "")
         + ("" if t.on_pr else "  (no PR job)")
-        for t in report.tests])
+        # GPU and labeled tests first: the unlabeled CPU ones run on every PR anyway
+        for t in sorted(report.tests, key=lambda t: (t.backend == "cpu" and not t.labels,
+                                                      t.path))])
     section("Labels (reached / all registrations they select)",
             [f"{c.label}  {c.reached} / {c.all}" for c in report.labels])
     section("Nightly-only targets (no PR label runs them)",
