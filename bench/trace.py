@@ -5,7 +5,9 @@ Runnable on its own: ``python bench/trace.py [--modules 2000] [--repeat 3]``, or
 ``python bench/trace.py --repo-dir CLONE [--base HEAD~20]`` (issue 13's target: a cold
 trace plus plan of CLONE's ``--base...HEAD`` no slower than ``git diff --name-status BASE``
 plus reading and ``ast.parse`` of every tracked ``.py`` file, measured side by side; the
-profile is the one ``load_config`` detects). Prints one JSON object. Targets (issue 6): cold trace <= 3x ``grimp.build_graph`` on the same tree in
+profile is the one ``load_config`` detects). Prints one JSON object.
+
+Targets (issue 6): cold trace <= 3x ``grimp.build_graph`` on the same tree in
 the same run, warm trace (content cache hit) <= 1x. ``grimp`` runs with ``cache_dir=None``
 (its own cache off) so both sides read every file; its cached time is reported too. Every
 figure is the best of ``--repeat`` runs; on a shared machine grimp's own time varies by

@@ -9,7 +9,8 @@ trace -> approve (need_human with the exact comments/labels unless --approved) -
 cron from the tests' est_time; past ``ORCHESTRATOR_TARGETED_POLL_HOURS`` (default 24) the
 flow ends ``timed_out``) -> debug (a debugger
 task with each failure's log) -> retrace (``--base`` at the PR head the passing runs were
-asked to test, recorded at dispatch, after a fix push) -> approve ... ; infra or flake: re-run once, then report. At most 3 fix rounds, then
+asked to test, recorded at dispatch, after a fix push) -> approve ... ; infra or flake:
+re-run once, then report. At most 3 fix rounds, then
 ``gave_up``. Labels mode ends after adding the labels: the labeled "PR Test" run is watched
 with ``--ci-check``, not here.
 """
@@ -193,9 +194,10 @@ def poll(ctx: Any) -> Any:
         if late:
             for f in late:
                 f.status = "timed_out"
-            d.reported += [f"{f.path}: no finished run found within {hours:g} h of the "
-                           f"comment ({'run ' + str(f.attempts[-1].run_id) if f.attempts[-1].run_id else 'no run found'})"
-                           for f in late]
+            for f in late:
+                run_id = f.attempts[-1].run_id
+                d.reported.append(f"{f.path}: no finished run found within {hours:g} h of the "
+                                  f"comment ({f'run {run_id}' if run_id else 'no run found'})")
             return Go("timed_out")
         minutes = loop.poll_minutes([d.est.get(f.path) for f in waiting])
         return Sleep(f"{len(waiting)} /rerun-test run(s) of {d.repo}#{d.number} still going: "
