@@ -6,6 +6,7 @@ is refused when it starts with ``-`` rather than passed where git would read an 
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from collections.abc import Callable, Iterator
@@ -41,6 +42,9 @@ class GitReader(Protocol):
     def tracked(self, repo_dir: Path, worktree: bool = False) -> list[str]: ...
 
     def uncommitted(self, repo_dir: Path) -> list[str]: ...
+
+    def changed_lines(self, repo_dir: Path, base: str, paths: list[str],
+                      worktree: bool = False) -> dict[str, set[int]]: ...
 
 
 def _git(repo_dir: Path, *args: str, hint: str = "") -> bytes:
@@ -97,6 +101,17 @@ class Git:
         paths = [rec[0] for rec in _records(out, lambda _: 0)]
         return paths + self._untracked(repo_dir) if worktree else paths
 
+    def changed_lines(self, repo_dir: Path, base: str, paths: list[str],
+                      worktree: bool = False) -> dict[str, set[int]]:
+        """New-side line numbers each of ``paths`` changes since the merge base (a deletion
+        counts as the line it follows). Raises GitError like ``changed``."""
+        if not paths:
+            return {}
+        rng = [_git(repo_dir, "merge-base", base, "HEAD").decode().strip()] if worktree \
+            else [f"{base}...HEAD"]
+        out = _git(repo_dir, "diff", "-U0", "--no-color", "--no-ext-diff", *rng, "--", *paths)
+        return parse_hunks(out)
+
     def uncommitted(self, repo_dir: Path) -> list[str]:
         """Paths with changes not committed: modified, staged or untracked (not ignored)."""
         out = _git(repo_dir, "status", "--porcelain", "-z", "--untracked-files=all")
@@ -138,6 +153,26 @@ def parse_numstat(raw: bytes) -> dict[str, bool | None]:
     for rec in _records(raw, lambda head: 2 if head.split("\t", 2)[2:] == [""] else 0):
         _, deleted, path = (rec[0].split("\t", 2) + ["", ""])[:3]
         out[path or rec[-1]] = None if deleted == "-" else deleted == "0"
+    return out
+
+
+_HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_FILE = re.compile(rb"^\+\+\+ b/(.*)$")
+
+
+def parse_hunks(raw: bytes) -> dict[str, set[int]]:
+    """``{path: new-side changed lines}`` from ``git diff -U0`` output."""
+    out: dict[str, set[int]] = {}
+    current: set[int] | None = None
+    for line in raw.splitlines():
+        m = _FILE.match(line)
+        if m:
+            current = out.setdefault(m.group(1).decode("utf-8", "surrogateescape"), set())
+            continue
+        h = _HUNK.match(line)
+        if h and current is not None:
+            start, count = int(h.group(1)), int(h.group(2) or b"1")
+            current.update(range(start, start + count) if count else {start})
     return out
 
 

@@ -46,6 +46,7 @@ class Registration(Declaration):
     path: str
     backend: Backend
     implicit: bool = False  # registered by location (``TargetedConfig.implicit``)
+    span: list[int] = []  # first and last line of the call (empty when implicit)
 
 
 class Unreadable(BaseModel):
@@ -90,7 +91,8 @@ def from_calls(path: str, calls: Calls, cfg: TargetedConfig) -> list[Registratio
             key = ".".join(str(p) for p in first["loc"])
             return Unreadable(path=path, reason=f"invalid declaration: {where}: {key}: "
                               f"{first['msg']} (got {first.get('input')!r})")
-        regs.append(Registration(path=path, backend=backend, **declared.model_dump()))
+        regs.append(Registration(path=path, backend=backend, **declared.model_dump(),
+                                 span=[call["l"], call.get("z", call["l"])]))
     if regs:
         return regs
     for rule in cfg.implicit:

@@ -110,6 +110,8 @@ class AffectedReport(_Row):
     profile: str = "defaults"  # the config's source (see config.load_config)
     changed: list[ChangedFile]
     no_gpu: list[str] = []  # changed paths the profile's no-GPU allowlist exempts
+    # registrations (path@suite) of test files whose diff touches only register_*_ci lines
+    registration_changes: list[str] = []
     uncommitted: list[str] = []  # paths with uncommitted changes (traced only with worktree)
     worktree: bool = False  # the trace included uncommitted changes
     tests: list[ReachedTest]

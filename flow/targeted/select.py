@@ -163,6 +163,18 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         needed.append(f"{o.path} is outside the import trace ({o.reason}"
                       + (f"; {o.why}" if o.why else "") + "): " + ", ".join(labels))
         required += labels
+    if report.registration_changes:
+        labels = cover(report.registration_changes, report.labels,
+                       [*cfg.labels.never, *cfg.labels.scopes])
+        if labels:
+            needed.append("only the CI registrations of "
+                          + ", ".join(report.registration_changes)
+                          + " changed: a run under " + ", ".join(labels)
+                          + " shows which suites select them")
+            required += labels
+        else:
+            judgement.append("registrations changed that no PR label selects: "
+                             + ", ".join(report.registration_changes))
     gpu_hit = {t.path for t in report.tests if t.backend in ("cuda", "rocm")
                and not t.disabled}
     for e in report.entry_loads:

@@ -148,9 +148,12 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
                   if any(actionable(r, cfg) and r.backend == "cpu" for r in rs)}
     no_gpu = sorted(p for p in _changed_paths(changed) if any_match(p, cfg.no_gpu))
 
+    reg_changes = _registration_changes(repo_dir, base, worktree, git, changed, regs)
     reach = _Reach(graph, depth)
+    # A test whose diff only touches its register_*_ci calls changed no code: what changed
+    # is which suites and labels select it, which a label run shows and a file run does not.
     seeds = sorted({p for c in changed for p in (c.path, c.old_path)
-                    if p and p in graph.nodes})
+                    if p and p in graph.nodes and p not in reg_changes})
     adds = {c.path: c.adds_only for c in changed}
     visited: dict[str, tuple[int, str, str | None]] = {s: (0, s, None) for s in seeds}
     hubs: list[Hub] = []
@@ -195,7 +198,9 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         no_gpu=no_gpu, uncommitted=uncommitted, worktree=worktree, tests=rows,
         rerun=[rerun_line(p) for p in runnable],
         labels=_labels(hit, regs, cfg, {k for h in hubs for k in h.tests}
-                       | {k for f in frontier for k in f.keys}),
+                       | {k for f in frontier for k in f.keys}
+                       | {k for ks in reg_changes.values() for k in ks}),
+        registration_changes=sorted(k for ks in reg_changes.values() for k in ks),
         nightly_only=[NightlyTarget(path=p, rerun=rerun_line(p)) for p in runnable
                       if all(r.nightly for r in regs[p] if actionable(r, cfg))],
         hubs=sorted(hubs, key=lambda h: (h.hop, h.path)),
@@ -210,8 +215,28 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     return report
 
 
+def _registration_changes(repo_dir: Path, base: str, worktree: bool, git: GitReader,
+                          changed: list[ChangedFile],
+                          regs: dict[str, list[Registration]]) -> dict[str, list[str]]:
+    """``{test path: keys of the registrations whose lines changed}`` for modified test
+    files whose every changed line lies inside a registration call."""
+    paths = [c.path for c in changed if c.status == "M" and c.old_path is None
+             and any(r.span for r in regs.get(c.path, ()))]
+    if not paths:
+        return {}
+    lines = git.changed_lines(repo_dir, base, paths, worktree)
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        touched = lines.get(path, set())
+        spans = [r for r in regs[path] if r.span]
+        if touched and all(any(r.span[0] <= n <= r.span[1] for r in spans) for n in touched):
+            out[path] = sorted(key_of(r) for r in spans
+                               if any(r.span[0] <= n <= r.span[1] for n in touched))
+    return out
+
+
 def _row(reg: Registration, cfg: TargetedConfig) -> dict[str, object]:
-    row = reg.model_dump(exclude={"implicit"})
+    row = reg.model_dump(exclude={"implicit", "span"})
     if not row["hardware"]:
         row["hardware"] = [cfg.hardware(reg.suite, reg.backend)]
     row["runner"] = cfg.runner(reg.suite)

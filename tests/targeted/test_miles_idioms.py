@@ -140,3 +140,14 @@ def test_hub_lists_the_tests_behind_it(repo):
     plan = choose(report, CFG)
     assert (6, "labels", ["run-ci-short"]) == (len(report.hubs[0].tests), plan.mode,
                                                plan.labels)
+
+
+def test_registration_only_change_takes_the_labels_that_select_it(repo):
+    """A test whose diff only re-enables its ROCm registration changed no code: no file
+    run for its CUDA copy; run-ci-amd shows the ROCm suite now selects it."""
+    test = (cuda(body="import miles.lib\n") + 'register_rocm_ci(\n    est_time=60,\n'
+            '    suite="stage-c-4-gpu-mi350",\n    labels=["amd"],\n    disabled="flaky",\n)\n')
+    report, plan = run(repo, {"tests/e2e/test_r.py": test},
+                       {"tests/e2e/test_r.py": test.replace('    disabled="flaky",\n', "")})
+    assert (["tests/e2e/test_r.py@stage-c-4-gpu-mi350"], [], "labels", ["run-ci-amd"]) == (
+        report.registration_changes, report.tests, plan.mode, plan.labels)

@@ -36,10 +36,22 @@ VALID = [
 ]
 
 
+def _plain(got):
+    """Registrations without their call's line span (pinned by its own test)."""
+    return [r.model_copy(update={"span": []}) for r in got]
+
+
+def test_registration_records_its_call_lines():
+    """Each registration keeps the first and last line of its call."""
+    got = read_source("t.py", b"import x\nregister_cpu_ci(\n  1,\n  'stage-a-cpu',\n)\n",
+                      TargetedConfig())
+    assert [[2, 5]] == [r.span for r in got]
+
+
 @pytest.mark.parametrize("name,source,expected", VALID, ids=[v[0] for v in VALID])
 def test_valid_declaration_is_read(name, source, expected):
     """A top-level literal declaration becomes Registration rows."""
-    assert expected == read_source("t.py", source.encode(), TargetedConfig())
+    assert expected == _plain(read_source("t.py", source.encode(), TargetedConfig()))
 
 
 INVALID = [
@@ -69,7 +81,7 @@ def test_unreadable_declaration_has_reason(name, source, reason):
 def test_function_names_are_configurable():
     """A config naming other registration functions reads those calls instead."""
     cfg = TargetedConfig(registration={"ci_gpu": "cuda"})
-    got = read_source("t.py", b'ci_gpu(suite="g", est_time=3)\n', cfg)
+    got = _plain(read_source("t.py", b'ci_gpu(suite="g", est_time=3)\n', cfg))
     assert [Registration(path="t.py", backend="cuda", suite="g", est_time=3)] == got
 
 
