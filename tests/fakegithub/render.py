@@ -53,9 +53,18 @@ def pull(base: str, r: Repo, p: Pull, labels: list[dict[str, Any]], *, full: boo
                  "repo": repo(base, r), "user": user(r.full_name.split("/")[0])},
         "user": user(p.login), "labels": labels, "created_at": FIXED_TIME, "updated_at": FIXED_TIME,
         "closed_at": p.closed_at, "merged_at": p.merged_at,
+        "_links": {"self": {"href": url}}, "assignee": None, "milestone": None, "locked": False,
+        "author_association": "CONTRIBUTOR", "auto_merge": None, "merge_commit_sha": None,
+        "comments_url": f"{base}/repos/{r.full_name}/issues/{p.number}/comments",
+        "commits_url": f"{url}/commits", "review_comments_url": f"{url}/comments",
+        "review_comment_url": f"{base}/repos/{r.full_name}/pulls/comments{{/number}}",
+        "statuses_url": f"{base}/repos/{r.full_name}/statuses/{p.head_sha}",
+        "diff_url": f"https://github.example/{r.full_name}/pull/{p.number}.diff",
+        "patch_url": f"https://github.example/{r.full_name}/pull/{p.number}.patch",
     }
     if full:
         out.update({
+            "mergeable": None, "mergeable_state": "unknown", "maintainer_can_modify": False,
             "merged": p.merged_at is not None, "merged_by": user("maintainer") if p.merged_at else None,
             "comments": len(r.comments.get(p.number, [])), "review_comments": len(p.review_comments),
             "commits": 1, "changed_files": len(p.files), "additions": sum(f.additions for f in p.files),
