@@ -260,6 +260,22 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
     return CommitChecks(sha=sha, checks=checks, history=history, runs=runs, requests=n1 + n2 + n3)
 
 
+def list_all(client: GitHubClient, path: str, params: dict[str, Any] | None = None,
+             limit: int | None = None) -> list[Any]:
+    """Every item of a bare-list endpoint (comments, labels, pulls), following Link rel=next,
+    each page through the client's wrapper; stops after `limit` items. Raw JSON: nothing is
+    completed by a later, unwrapped request."""
+    items: list[Any] = []
+    next_url: str | None = path
+    query: dict[str, Any] = {"per_page": client.settings.per_page, **(params or {})}
+    while next_url and (limit is None or len(items) < limit):
+        _, headers, body = client.get_json(next_url, query)
+        items.extend(body or [])
+        m = _NEXT.search(headers.get("link", "") or headers.get("Link", ""))
+        next_url, query = (m.group(1) if m else None), {}
+    return items[:limit] if limit is not None else items
+
+
 def run_jobs(client: GitHubClient, repo: str, run_id: int, attempt: int | None = None) -> list[dict[str, Any]]:
     """Every job of a workflow run (its latest attempt, or `attempt`), all pages (a matrix run
     can have hundreds of jobs; one page holds at most 100)."""

@@ -75,21 +75,6 @@ def _comment(raw: dict[str, Any], inline: bool) -> Comment:
                    line=(raw.get("line") or raw.get("original_line")) if inline else None)
 
 
-def _pages(client: Any, url: str, params: dict[str, Any], limit: int | None = None) -> list[Any]:
-    """Every item of a bare-list endpoint (Link rel=next), each page through the client's one
-    wrapper (retries, typed errors); stops after `limit` items."""
-    from flow.github.reads import _NEXT
-
-    items: list[Any] = []
-    next_url: str | None = url
-    while next_url and (limit is None or len(items) < limit):
-        _, headers, body = client.get_json(next_url, params)
-        items.extend(body or [])
-        m = _NEXT.search(headers.get("link", "") or headers.get("Link", ""))
-        next_url, params = (m.group(1) if m else None), {}
-    return items[:limit] if limit is not None else items
-
-
 def harvest(client: Any, repo: str, author: str, cursor: Cursor,
             max_pulls: int = MAX_PULLS, log: Any = None) -> list[PrFeedback]:
     """Unprocessed feedback of ``author``'s merged ``[Test]`` PRs in ``repo``, by PR number.
@@ -102,11 +87,11 @@ def harvest(client: Any, repo: str, author: str, cursor: Cursor,
     ``UnknownRepo`` ...).
     """
     from flow.github.errors import GitHubRequestFailed
+    from flow.github.reads import list_all
 
     client.repo(repo)  # UnknownRepo names the repository before anything else
-    pulls = _pages(client, f"/repos/{repo}/pulls",
-                   {"state": "closed", "sort": "updated", "direction": "desc", "per_page": 100},
-                   limit=max_pulls)
+    pulls = list_all(client, f"/repos/{repo}/pulls",
+                     {"state": "closed", "sort": "updated", "direction": "desc"}, limit=max_pulls)
     found: list[PrFeedback] = []
     for pull in pulls:
         login = (pull.get("user") or {}).get("login") or ""
@@ -117,8 +102,8 @@ def harvest(client: Any, repo: str, author: str, cursor: Cursor,
         number = pull["number"]
         done = set(cursor.of(repo, number).processed)
         try:
-            inline = _pages(client, f"/repos/{repo}/pulls/{number}/comments", {"per_page": 100})
-            convo = _pages(client, f"/repos/{repo}/issues/{number}/comments", {"per_page": 100})
+            inline = list_all(client, f"/repos/{repo}/pulls/{number}/comments")
+            convo = list_all(client, f"/repos/{repo}/issues/{number}/comments")
         except GitHubRequestFailed as exc:
             if exc.status != 404:
                 raise

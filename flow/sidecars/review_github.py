@@ -69,16 +69,16 @@ def fetcher(client: Any) -> Any:
 
 def find_comment(client: Any, repo: str, number: int, marker: str) -> PostedComment | None:
     """The comment on issue ``number`` whose body carries ``marker``, or None."""
-    from flow.sidecars.ingest_harvest import _pages
+    from flow.github.reads import list_all
 
-    found = [c for c in _pages(client, f"/repos/{repo}/issues/{number}/comments", {"per_page": 100})
+    found = [c for c in list_all(client, f"/repos/{repo}/issues/{number}/comments")
              if marker in (c.get("body") or "")]
     return PostedComment(id=found[0]["id"], url=found[0].get("html_url") or "") if found else None
 
 
 def post_comment(client: Any, repo: str, number: int, body: str) -> PostedComment:
     """Post ``body`` on issue ``number``. Not retried on a timeout (it may have been posted)."""
-    issue = client.lazy_repo(repo).get_issue(number)
-    c = client.call(lambda: issue.create_comment(body),
-                    what=f"repos/{repo}/issues/{number}/comments", write=True)
-    return PostedComment(id=c.id, url=c.html_url)
+    path = f"/repos/{repo}/issues/{number}/comments"
+    _, c = client.call(lambda: client.requester.requestJsonAndCheck("POST", path, input={"body": body}),
+                       what=path[1:], write=True)
+    return PostedComment(id=c["id"], url=c.get("html_url") or "")
