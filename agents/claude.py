@@ -46,9 +46,10 @@ def cron_on_complete(resume: str, cron_interval: str, poll_seconds: int, skill: 
     using = f" using the skill `{skill}`" if skill else ""
     jid = job["cron_job_id"]
     if job.get("renew"):
-        todo = (f"Renew now: this job was created more than 6 days ago and Claude Code deletes "
-                f"recurring jobs 7 days after creation. CronDelete the job whose prompt starts "
-                f"with [{jid}], then CronCreate it anew with these fields.")
+        todo = (f"Renew now: this job was created at {job['created_at']} and Claude Code deletes "
+                f"recurring jobs at expires_at ({job.get('expires_at')}; 7 days after creation "
+                f"in current releases). CronDelete the job whose prompt starts with [{jid}], "
+                f"then CronCreate it anew with these fields.")
     elif job.get("interval_changed"):
         todo = (f"The interval changed from {job.get('previous_interval')} to {cron_interval}: "
                 f"CronDelete the job whose prompt starts with [{jid}], then CronCreate it with "

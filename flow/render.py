@@ -136,7 +136,22 @@ def human_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) ->
 
 CRON_FILE = "cron_job.json"  # the flow's cron job as last printed: id, interval, created_at
 CLAUDE_EXPIRY_DAYS = 7  # Claude Code: a recurring task expires 7 days after it was created
-RENEW_AFTER = timedelta(days=6)  # ask for a renewal a day before that
+EXPIRY_ENV = "ORCHESTRATOR_CRON_EXPIRY_DAYS"  # early Claude Code releases used 3 days
+
+
+def _expiry() -> tuple[timedelta, timedelta]:
+    """(when Claude Code deletes a recurring job, when to ask for its renewal: a day before,
+    or halfway for an expiry of two days or less)."""
+    import os
+
+    try:
+        days = float(os.environ.get(EXPIRY_ENV) or CLAUDE_EXPIRY_DAYS)
+    except ValueError:
+        days = CLAUDE_EXPIRY_DAYS
+    days = days if days > 0 else CLAUDE_EXPIRY_DAYS
+    return timedelta(days=days), timedelta(days=max(days - 1, days / 2))
+
+
 CRON_RULE = ("One cron job per flow, named by cron_job_id. Create it once. If a job with this "
              "id exists already, keep it; when interval_changed is true, change its interval "
              "to the one given (delete it and create it anew with the same id). When a later "
@@ -175,7 +190,8 @@ def _cron_job(workspace: Path, flow_id: str, interval: str, harness: str,
         prev = {}
     created = prev.get("created_at") if prev.get("harness") == harness else None
     renew = False
-    if created and harness == "claude" and now - datetime.fromisoformat(created) >= RENEW_AFTER:
+    expiry, renew_after = _expiry()
+    if created and harness == "claude" and now - datetime.fromisoformat(created) >= renew_after:
         renew, created = True, None
     record = {"cron_job_id": cron_job_id(flow_id), "harness": harness, "interval": interval,
               "created_at": created or now.isoformat()}
@@ -186,9 +202,8 @@ def _cron_job(workspace: Path, flow_id: str, interval: str, harness: str,
            "previous_interval": prev.get("interval") if changed else None,
            "created_at": record["created_at"], "renew": renew, "rule": CRON_RULE}
     if harness == "claude":
-        expires = datetime.fromisoformat(record["created_at"]) + timedelta(days=CLAUDE_EXPIRY_DAYS)
-        job["expires_at"] = expires.isoformat()
-        job["renew_by"] = (datetime.fromisoformat(record["created_at"]) + RENEW_AFTER).isoformat()
+        job["expires_at"] = (datetime.fromisoformat(record["created_at"]) + expiry).isoformat()
+        job["renew_by"] = (datetime.fromisoformat(record["created_at"]) + renew_after).isoformat()
     return job
 
 
