@@ -193,9 +193,11 @@ def _cron_job(workspace: Path, flow_id: str, interval: str, harness: str,
     expiry, renew_after = _expiry()
     if created and harness == "claude" and now - datetime.fromisoformat(created) >= renew_after:
         renew, created = True, None
+    changed = bool(prev) and prev.get("interval") != interval
+    if changed and harness == "claude":
+        created = None  # the harness deletes and re-creates the job: its expiry clock restarts
     record = {"cron_job_id": cron_job_id(flow_id), "harness": harness, "interval": interval,
               "created_at": created or now.isoformat()}
-    changed = bool(prev) and prev.get("interval") != interval
     if prev != record:
         write_atomic(path, dumps(record))
     job = {"cron_job_id": record["cron_job_id"], "interval_changed": changed,
