@@ -130,12 +130,19 @@ def distribute(ctx: Any) -> Any:
 
 # -- phase 4: code + check per rule ---------------------------------------------------------
 
+def ranges_text(task: CoderTask, before: Assessment) -> str:
+    """``TestFoo 12-80, TestFooDevice (new class)``: every class the task touches."""
+    infos = {c.name: c for c in before.classes}
+    return ", ".join(f"{n} {infos[n].start}-{infos[n].end}" if n in infos else f"{n} (new class)"
+                     for n in task.classes) or "(none)"
+
+
 def _coder_task(ctx: Any, task: CoderTask, key: str, feedback: str) -> Task:
-    mech = ", ".join(f"{a.rule_id} ({a.changes} edits)" for a in ctx.data.applied) or "none"
+    mech = ", ".join(f"{a.rule_id} ({a.changes} edits)" for a in ctx.data.applied if a.by == "codemod") or "none"
     prompt = render("refactor_coder", rule_id=task.rule_id, rule_index=ctx.data.rule_index + 1,
                     rule_count=len(ctx.data.agent_rules), title=task.title,
                     instructions=task.instructions, tests=", ".join(task.tests) or "(whole file)",
-                    classes=", ".join(task.classes), line_ranges=str(task.line_ranges),
+                    classes=", ".join(task.classes), line_ranges=ranges_text(task, assessment(ctx)),
                     notes="\n".join(task.notes), mechanical=mech, feedback=feedback,
                     **common(ctx))
     # One coder iterates over the rules: after the first rule it is a follow-up.
