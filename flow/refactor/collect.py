@@ -79,7 +79,7 @@ def compare_collected(before: CollectResult, after: CollectResult, assessment: A
 
     missing = sorted(bases(before) - bases(after) - exempt)
     return [
-        Finding(check="test_count", code="V203", severity="error", file=path, line=tests[name][1],
+        Finding(check="collect_only", code="V203", severity="error", file=path, line=tests[name][1],
                 message=f"{tests[name][0]}.{name} was collected before the refactor but not after; pytest --collect-only lost it")
         for name in missing
     ]

@@ -7,8 +7,8 @@ rounds, then a soft fail keeping what still fails as deferred.
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,20 @@ from flow.refactor.summary import DeferredFailure, SummaryInput, moved_tests, re
 
 
 def _python(ctx: Any) -> str:
-    return str(ctx.settings.get("ORCHESTRATOR_PYTHON") or sys.executable)
+    """The test interpreter (``flow.refactor.interpreter``'s rule), chosen once per flow."""
+    if ctx.data.test_python is None:
+        from flow.refactor.interpreter import choose_python
+
+        python, why = choose_python(ctx.settings, Path(ctx.data.repo))
+        ctx.data.test_python = python
+        _note(ctx, f"tests run with {python} ({why})")
+    return ctx.data.test_python
+
+
+def _note(ctx: Any, text: str) -> None:
+    """Add ``text`` to the summary's notes once (a re-run step must not repeat it)."""
+    if text not in ctx.data.notes:
+        ctx.data.notes.append(text)
 
 
 DEVICES_ENV = "ORCHESTRATOR_REFACTOR_DEVICES"
@@ -67,21 +80,29 @@ def _devices(ctx: Any) -> list[str]:
 
 
 def _has_torch(ctx: Any) -> bool:
-    """Whether the test interpreter (``ORCHESTRATOR_PYTHON``) finds torch (asked once per flow).
+    """Whether the test interpreter finds torch, and which (asked once per flow, recorded).
 
     The collect-only check runs under that interpreter, so the orchestrator's own imports say
-    nothing. ``find_spec`` only locates torch, without importing it. Only a clear "not found"
-    skips the check: an interpreter that cannot be started counts as having torch, so the
-    collection runs and reports the failure (V204) instead of the check passing unseen.
+    nothing. The probe only locates torch and reads its version, without importing it. Only
+    a clear "not found" skips the check: an interpreter that cannot be started counts as
+    having torch, so the collection runs and reports the failure (V204) instead of the check
+    passing unseen.
     """
     if ctx.data.test_torch is None:
+        from flow.refactor.interpreter import TORCH_PROBE
+
         try:
-            ctx.data.test_torch = subprocess.run(
-                [_python(ctx), "-c", "import importlib.util, sys; "
-                                     "sys.exit(importlib.util.find_spec('torch') is None)"],
-                capture_output=True, timeout=300, check=False).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
+            probe = subprocess.run(  # TODO(proc): the lead moves this onto flow/proc.py
+                [_python(ctx), "-c", TORCH_PROBE],
+                capture_output=True, text=True, timeout=300, check=False)
+            ctx.data.test_torch = probe.returncode == 0
+            found = probe.stdout.strip().splitlines()[-1] if probe.stdout.strip() else ""
+            ctx.data.test_torch_info = (f"torch {found}" if ctx.data.test_torch and found
+                                        else "no torch found")
+        except (OSError, subprocess.TimeoutExpired) as exc:
             ctx.data.test_torch = True
+            ctx.data.test_torch_info = f"could not ask the interpreter: {exc}"
+        _note(ctx, f"test interpreter {ctx.data.test_python}: {ctx.data.test_torch_info}")
     return bool(ctx.data.test_torch)
 
 
@@ -92,8 +113,9 @@ def _escalate(ctx: Any, key: str, question: str) -> Any:
                                      "abort": "end the flow now (outcome 'aborted')"})
     if answer == "abort":
         return Go("abort")
-    ctx.data.notes.append(f"{key}: carried on by a person's decision")
-    ctx.data.decided_by_person.append(key)
+    _note(ctx, f"{key}: carried on by a person's decision")
+    if key not in ctx.data.decided_by_person:
+        ctx.data.decided_by_person.append(key)
     return None
 
 
@@ -114,92 +136,295 @@ def _verify_report(ctx: Any) -> Any:
         sentinel_names={d.name: list_sentinels(d) for d in sentinel_dirs(ctx)},
         before_assessment=assessment(ctx))
     result = run_verify(inp)
-    if result.passed and "test_count" in inp.checks and _has_torch(ctx):
-        result.findings += _collect_findings(ctx, report)
-        # The check's verdict (shown in the summary) must count the collected losses too.
-        counted = summarise("test_count", [f for f in result.findings if f.check == "test_count"])
-        result.checks = [counted if c.name == "test_count" else c for c in result.checks]
+    if "test_count" in inp.checks:
+        result = _with_collect(ctx, report, result)
+    return _apply_waivers(ctx, result, inp.after)
+
+
+def _apply_waivers(ctx: Any, result: Any, after: str) -> Any:
+    """Move findings judged false positives to ``waived`` and recount the checks they were in."""
+    from flow.refactor.decisions import unwaived
+
+    if not ctx.data.waivers:
+        return result
+    kept = unwaived(result.findings, after, ctx.data.waivers)
+    waived = [f for f in result.findings if f not in kept]
+    checks = [summarise(c.name, [f for f in kept if f.check == c.name]) if c.skipped is None else c
+              for c in result.checks]
+    return result.model_copy(update={"findings": kept, "waived": waived, "checks": checks})
+
+
+def _with_collect(ctx: Any, report: AnalystReport, result: Any) -> Any:
+    """Add the ``collect_only`` check: run, or shown ``skipped`` with the reason (never a pass)."""
+    from flow.refactor.findings import CheckResult
+
+    why = None
+    if not result.passed:
+        why = "not run while other checks report errors (it runs once they pass)"
+    elif not _has_torch(ctx):
+        why = f"the test interpreter {ctx.data.test_python} has no torch"
+    if why is not None:
+        check = CheckResult(name="collect_only", passed=True, errors=0, warnings=0, skipped=why)
+        return result.model_copy(update={"checks": [*result.checks, check]})
+    found = _collect_findings(ctx, report)
+    return result.model_copy(update={"findings": [*result.findings, *found],
+                                     "checks": [*result.checks, summarise("collect_only", found)]})
+
+
+def _original_collected(ctx: Any) -> Any:
+    """The original's collect-only result, cached in the flow folder by content hash.
+
+    The original never changes, so it is collected once per content and interpreter, not
+    every verify round. It is collected from the flow folder's copy with the checkout as the
+    working directory and the test file's own folder first on ``PYTHONPATH``, so sibling
+    imports (``from _fa_test_common import ...``) resolve as they do in place.
+    """
+    import os
+
+    from flow.refactor.collect import CollectResult, collect_tests
+
+    text = original(ctx).read_bytes()
+    digest = hashlib.sha256(text + b"\0" + _python(ctx).encode()).hexdigest()[:20]
+    name = f"collect_cache/original-{digest}.json"
+    if ctx.path(name).exists():
+        return CollectResult.model_validate_json(ctx.path(name).read_bytes())
+    folder = str(Path(ctx.data.file).parent)
+    path = os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH", "")) if p)
+    result = collect_tests(original(ctx), Path(ctx.data.repo), python=_python(ctx), env={"PYTHONPATH": path})
+    ctx.write_json(name, result.model_dump(mode="json"))
     return result
 
 
 def _collect_findings(ctx: Any, report: AnalystReport) -> list[Any]:
-    """The real ``pytest --collect-only`` count check (only where the test interpreter has torch)."""
+    """The real ``pytest --collect-only`` count check, the refactored file collected in place."""
     from flow.refactor.collect import collect_tests, compare_collected
     from flow.refactor.errors import CollectError
     from flow.refactor.findings import Finding
 
     file = Path(ctx.data.file)
     try:
-        before = collect_tests(original(ctx), original(ctx).parent, python=_python(ctx))
-        after = collect_tests(file, file.parent, python=_python(ctx))
+        before = _original_collected(ctx)
+        after = collect_tests(file, Path(ctx.data.repo), python=_python(ctx))
     except CollectError as exc:
-        return [Finding(check="test_count", code="V204", severity="error", file=ctx.data.rel,
+        return [Finding(check="collect_only", code="V204", severity="error", file=ctx.data.rel,
                         line=0, message=str(exc))]
     return compare_collected(before, after, assessment(ctx), report, ctx.data.rel)
 
 
-def _fix(ctx: Any, key: str, source: str, round_no: int, findings: str) -> Ask:
+DISPUTE_HELP = ("If a finding is a false positive, do not change the code for it: answer it in "
+                "\"disputed\": [{\"finding\": \"<id>\", \"reason\": \"...\"}] (the checker decides; "
+                "an upheld dispute costs no round).")
+
+
+def _fix(ctx: Any, prefix: str, source: str, round_no: int, shown: list[Any]) -> Ask:
+    ctx.data.fix_seq += 1
+    key = f"{prefix}-{ctx.data.fix_seq}"
+    ctx.data.shown = shown
+    listing = "\n".join(s.render() for s in shown)
     prompt = render("refactor_coder_fix", round=round_no, max_rounds=MAX_ROUNDS, source=source,
-                    findings=Untrusted(findings, source), **common(ctx))
+                    findings=Untrusted(listing, source), dispute_help=DISPUTE_HELP, **common(ctx))
     ctx.data.fix_key = key
     return Ask([Task(key=key, role="coder", feed="coder", prompt=prompt, follow_up=True)],
                extra={"rule_sub_phase": source, "retry_count": round_no})
 
 
+def _ask_dispute(ctx: Any) -> Ask:
+    by_id = {s.id: s for s in ctx.data.shown}
+    listing = "\n".join(f"{by_id[d.finding].render()}\n      coder's reason: {d.reason}"
+                        for d in ctx.data.disputes)
+    prompt = render("refactor_checker_dispute", findings=Untrusted(listing, "disputed findings"),
+                    **common(ctx))
+    return Ask([Task(key=str(ctx.data.dispute_key), role="checker", feed="checker_dispute",
+                     prompt=prompt, follow_up=True)],
+               extra={"rule_sub_phase": "dispute", "retry_count": ctx.data.dispute_rounds})
+
+
+def _take_disputes(ctx: Any, disputed: list[Any]) -> list[Any]:
+    """The coder's disputes that name a listed finding (first one per id); the rest noted."""
+    from flow.refactor.decisions import check_disputes
+
+    for problem in check_disputes(disputed, ctx.data.shown):
+        _note(ctx, f"ignored: {problem}")
+    ids = {s.id for s in ctx.data.shown}
+    return list({d.finding: d for d in reversed(disputed) if d.finding in ids}.values())[::-1]
+
+
+def _settle(ctx: Any, decisions: list[Any], counter: str) -> None:
+    """Apply the checker's decisions; give the round back when every finding was upheld."""
+    from flow.refactor.decisions import decide, round_given_back
+
+    waivers, notes = decide(ctx.data.disputes, decisions, ctx.data.shown)
+    ctx.data.waivers += waivers
+    for n in notes:
+        _note(ctx, n)
+    for w in waivers:
+        _note(ctx, f"{w.finding} waived as a false positive by the {w.decided_by}: {w.reason}")
+    if round_given_back(ctx.data.shown, ctx.data.waivers) and getattr(ctx.data, counter) > 0:
+        setattr(ctx.data, counter, getattr(ctx.data, counter) - 1)
+        ctx.data.retries[counter.split("_")[0]] = getattr(ctx.data, counter)
+    ctx.data.disputes, ctx.data.dispute_key, ctx.data.shown = [], None, []
+
+
+def _question(head: str, shown: list[Any], ctx: Any) -> str:
+    """A person's question with the facts to decide: every finding's file, line, text, disputes."""
+    listing = "\n".join(f"- {s.render()}" for s in shown)
+    disputes = [n for n in ctx.data.notes if n.startswith("dispute of ")]
+    extra = ("\nDisputes decided so far:\n" + "\n".join(f"- {n}" for n in disputes)) if disputes else ""
+    return f"{head}\n{listing}{extra}\nCarry on only if these are false positives or acceptable."
+
+
 def verify(ctx: Any) -> Any:
+    from flow.refactor.decisions import show
+
+    if ctx.data.dispute_key is not None and ctx.data.fix_key is None:
+        decided = ctx.result(ctx.data.dispute_key)
+        if decided is None:
+            return _ask_dispute(ctx)
+        _settle(ctx, decided.decisions, "lint_rounds")
+        return Go("reverify")
     if ctx.data.fix_key and ctx.data.fix_key.startswith("lint-") and ctx.result(ctx.data.fix_key) is not None:
+        disputed = _take_disputes(ctx, ctx.result(ctx.data.fix_key).disputed)
         ctx.data.fix_key = None
+        if disputed:
+            ctx.data.disputes = disputed
+            ctx.data.dispute_rounds += 1
+            ctx.data.dispute_key = f"lint-dispute-{ctx.data.dispute_rounds}"
+            return _ask_dispute(ctx)
         return Go("reverify")
     result = _verify_report(ctx)
     ctx.write_json("verification.json", result.model_dump(mode="json"))
     ctx.data.checks = result.checks
     lint_errors = result.lint_errors() if "lint" in field_profile(ctx.data.field).checks else []
     if lint_errors:
+        shown = show(lint_errors, Path(ctx.data.file).read_text(encoding="utf-8"), "L")
         if ctx.data.lint_rounds >= MAX_ROUNDS:
-            stop = _escalate(ctx, f"lint-gate-{ctx.data.lint_rounds}",
-                             f"{len(lint_errors)} lint errors remain after {MAX_ROUNDS} fix rounds.")
+            head = f"{len(lint_errors)} lint errors remain after {MAX_ROUNDS} fix rounds:"
+            stop = _escalate(ctx, f"lint-gate-{ctx.data.lint_rounds}", _question(head, shown, ctx))
             if stop is not None:
                 return stop
         else:
             ctx.data.lint_rounds += 1
             ctx.data.retries["lint"] = ctx.data.lint_rounds
-            listing = "\n".join(f"{f.file}:{f.line} [{f.code}] {f.message}" for f in lint_errors)
-            return _fix(ctx, f"lint-fix-{ctx.data.lint_rounds}", "lint", ctx.data.lint_rounds, listing)
+            return _fix(ctx, "lint-fix", "lint", ctx.data.lint_rounds, shown)
     return Go("verified")
 
 
 # -- phase 6: mandatory full review ----------------------------------------------------------
 
+def _review_shown(ctx: Any, findings: list[Any]) -> list[Any]:
+    """The checker's findings as ``R1..Rn`` with their source lines (no line: the whole file)."""
+    from flow.refactor.decisions import show
+    from flow.refactor.findings import Finding
+
+    as_findings = [Finding(check="review", code=f"{f.severity}/{f.category or 'review'}", severity="error",
+                           file=ctx.data.rel, line=f.line_number or 0, message=f.description) for f in findings]
+    return show(as_findings, Path(ctx.data.file).read_text(encoding="utf-8"), "R")
+
+
+def _verification_shown(ctx: Any) -> list[Any]:
+    from flow.refactor.decisions import show
+    from flow.refactor.findings import Finding
+
+    findings = [Finding.model_validate(f) for f in ctx.read_json("verification.json")["findings"]]
+    return show(findings, Path(ctx.data.file).read_text(encoding="utf-8"), "V")
+
+
 def review(ctx: Any) -> Any:
+    from flow.refactor.decisions import decide
+
     if ctx.data.fix_key and ctx.data.fix_key.startswith("review-") and ctx.result(ctx.data.fix_key) is not None:
+        ctx.data.disputes = _take_disputes(ctx, ctx.result(ctx.data.fix_key).disputed)
         ctx.data.fix_key = None
         return Go("refix")
-    key = f"review-{ctx.data.review_rounds}"
+    key = f"review-{ctx.data.review_seq}"
     res = ctx.result(key)
     if res is None:
-        findings = ctx.read_json("verification.json")["findings"]
-        listing = "\n".join(f"{f['file']}:{f['line']} [{f['severity']}] {f['message']}" for f in findings) or "no findings"
+        verification = _verification_shown(ctx)
+        listing = "\n".join(s.render() for s in verification) or "no findings"
+        if ctx.data.disputes:
+            by_id = {s.id: s for s in ctx.data.shown}
+            listing += ("\n\nThe coder disputes these findings of your last review; decide each in "
+                        "dispute_decisions (upheld: drop it; not upheld: list it again):\n")
+            listing += "\n".join(f"{by_id[d.finding].render()}\n      coder's reason: {d.reason}"
+                                  for d in ctx.data.disputes)
         prompt = render("refactor_review", field=ctx.data.field,
                         verification_path=str(ctx.path("verification.json")),
                         verification=Untrusted(listing, "verification findings"), **common(ctx))
         return Ask([Task(key=key, role="checker", feed="checker_review", prompt=prompt,
-                         follow_up=ctx.data.review_rounds > 0)],
+                         follow_up=ctx.data.review_seq > 0)],
                    extra={"rule_sub_phase": "review", "retry_count": ctx.data.review_rounds})
+    ctx.data.review_seq += 1
     ctx.write_json("review_findings.json", res.model_dump(mode="json"))
+    if ctx.data.disputes:
+        _settle(ctx, res.dispute_decisions, "review_rounds")
+    if res.disputed:  # the checker judges verification findings: it is their judge, so they go
+        shown = _verification_shown(ctx)
+        ids = {s.id for s in shown}
+        from flow.refactor.decisions import Dispute, DisputeDecision
+
+        mine = [d for d in res.disputed if d.finding in ids]
+        waivers, _ = decide([Dispute(finding=d.finding, reason=d.reason) for d in mine],
+                            [DisputeDecision(finding=d.finding, upheld=True) for d in mine], shown)
+        ctx.data.waivers += waivers
+        for w in waivers:
+            _note(ctx, f"{w.finding} waived as a false positive by the checker: {w.reason}")
     if res.all_clear:
         return Go("reviewed")
+    shown = _review_shown(ctx, res.findings)
     if ctx.data.review_rounds >= MAX_ROUNDS:
-        stop = _escalate(ctx, f"review-gate-{ctx.data.review_rounds}",
-                         f"The checker still reports findings after {MAX_ROUNDS} review rounds: {res.summary!r}")
+        head = (f"The checker still reports findings after {MAX_ROUNDS} review rounds "
+                f"(summary: {res.summary!r}):")
+        stop = _escalate(ctx, f"review-gate-{ctx.data.review_rounds}", _question(head, shown, ctx))
         return stop if stop is not None else Go("reviewed")
     ctx.data.review_rounds += 1
     ctx.data.retries["review"] = ctx.data.review_rounds
-    listing = "\n".join(f"line {f.line_number}: [{f.severity}/{f.category}] {f.description}"
-                        for f in res.findings) or res.summary or "the checker reported not all clear"
-    return _fix(ctx, f"review-fix-{ctx.data.review_rounds}", "review", ctx.data.review_rounds, listing)
+    if not shown:
+        from flow.refactor.decisions import ShownFinding
+
+        text = res.summary or "the checker reported not all clear"
+        shown = [ShownFinding(id="R1", code="review", file=ctx.data.rel, line=0, text="", message=text,
+                              key=f"review|{ctx.data.rel}|{text}")]
+    return _fix(ctx, "review-fix", "review", ctx.data.review_rounds, shown)
 
 
 # -- phase 6.5: local test gate ---------------------------------------------------------------
+
+def _take_verdicts(ctx: Any) -> Ask | None:
+    """Accept the coder's verdicts when each names a listed failure; otherwise ask again."""
+    from flow.refactor.decisions import check_verdicts
+
+    fed = ctx.result(ctx.data.fix_key)
+    rows = [(v.test_name, v.verdict, v.fix_applied, v.defer_reason) for v in fed.verdicts]
+    problems = check_verdicts(rows, ctx.data.test_failing)
+    if problems and ctx.data.verdict_asks < MAX_ROUNDS:
+        ctx.data.verdict_asks += 1
+        return _ask_verdicts(ctx, problems)
+    failing = set(ctx.data.test_failing)
+    for p in problems:
+        _note(ctx, f"local test gate: verdict ignored: {p}")
+    ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=v.defer_reason or "deferred")
+                          for v in fed.verdicts if v.verdict == "deferred" and v.test_name in failing
+                          and (v.defer_reason or "").strip()
+                          and v.test_name not in {d.test_name for d in ctx.data.deferred}]
+    ctx.data.fix_key, ctx.data.verdict_asks = None, 0
+    return None
+
+
+def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
+    ctx.data.fix_seq += 1
+    key = f"test-fix-{ctx.data.fix_seq}"
+    ctx.data.fix_key = key
+    failures = "\n".join(ctx.data.test_failing)
+    if problems:
+        failures += ("\n\nYour previous verdicts were not accepted:\n" + "\n".join(f"- {p}" for p in problems))
+    prompt = render("refactor_coder_test", file=ctx.data.file, device=", ".join(ctx.data.test_devices or ["cpu"]),
+                    round=ctx.data.test_rounds, max_rounds=MAX_ROUNDS,
+                    local_test_path=str(ctx.path("local_test.json")),
+                    failures=Untrusted(failures, "failing tests"))
+    return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,
+                     extra={"failures": list(ctx.data.test_failing)})],
+               extra={"rule_sub_phase": "test", "retry_count": ctx.data.test_rounds})
+
 
 def test(ctx: Any) -> Any:
     if not field_profile(ctx.data.field).local_test_gate:
@@ -207,18 +432,17 @@ def test(ctx: Any) -> Any:
         return Go("tested")
     from flow.refactor.junit import run_local_tests
 
-    key = f"test-fix-{ctx.data.test_rounds}"
-    fed = ctx.result(key) if ctx.data.test_rounds else None
-    if fed is not None and ctx.data.fix_key == key:
-        ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=v.defer_reason or "deferred")
-                              for v in fed.verdicts if v.verdict == "deferred"]
-        ctx.data.fix_key = None
+    if ctx.data.fix_key and ctx.data.fix_key.startswith("test-fix-") and ctx.result(ctx.data.fix_key) is not None:
+        again = _take_verdicts(ctx)
+        if again is not None:
+            return again
     file = Path(ctx.data.file)
     devices = _devices(ctx)
     results = {d: run_local_tests(file, file.parent, d, python=_python(ctx),
                                   junit_path=ctx.path(f"local_test_{d}.xml")) for d in devices}
     ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
-    ctx.data.local_tests = "; ".join(
+    torch = f" ({ctx.data.test_torch_info})" if ctx.data.test_torch_info else ""
+    ctx.data.local_tests = f"with {_python(ctx)}{torch}: " + "; ".join(
         f"{d}: " + ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
         for d, r in results.items())
     deferred = {d.test_name for d in ctx.data.deferred}
@@ -229,32 +453,31 @@ def test(ctx: Any) -> Any:
     if not failing:
         return Go("tested")
     if ctx.data.test_rounds >= MAX_ROUNDS:
-        # Soft fail: keep what is still failing as deferred and finish.
+        # Soft fail: keep what is still failing (real JUnit ids) as deferred and finish.
         ctx.data.deferred += [DeferredFailure(test_name=n, reason=f"still failing after {MAX_ROUNDS} rounds")
                               for n in failing]
-        ctx.data.notes.append(f"local test gate soft-failed after {MAX_ROUNDS} rounds")
+        _note(ctx, f"local test gate soft-failed after {MAX_ROUNDS} rounds")
         return Go("tested")
     ctx.data.test_rounds += 1
     ctx.data.retries["test"] = ctx.data.test_rounds
-    key = f"test-fix-{ctx.data.test_rounds}"
-    ctx.data.fix_key = key
-    prompt = render("refactor_coder_test", file=ctx.data.file, device=", ".join(devices),
-                    round=ctx.data.test_rounds,
-                    max_rounds=MAX_ROUNDS, local_test_path=str(ctx.path("local_test.json")),
-                    failures=Untrusted("\n".join(failing), "failing tests"))
-    return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,
-                     extra={"failures": failing})],
-               extra={"rule_sub_phase": "test", "retry_count": ctx.data.test_rounds})
+    ctx.data.test_failing = failing
+    return _ask_verdicts(ctx, [])
 
 
 # -- phase 7: finalize ------------------------------------------------------------------------
+
+def _sentinel_notes(ctx: Any) -> list[str]:
+    """Unresolved sentinels still present now (one renamed since by the coder is not stale news)."""
+    return [f"{Path(folder).name}/{name}: {reason}" for folder, name, reason in ctx.data.sentinel_notes
+            if (Path(folder) / name).exists()]
+
 
 def write_summary(ctx: Any) -> Path:
     report = plan(ctx)
     summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field,
                            moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
-                           local_tests=ctx.data.local_tests, notes=list(ctx.data.notes),
+                           local_tests=ctx.data.local_tests, notes=[*ctx.data.notes, *_sentinel_notes(ctx)],
                            decided_by_person=list(ctx.data.decided_by_person),
                            ci_check_command=ctx.cmds.cli("--ci-check"))
     return ctx.write_text("final_summary.md", render_summary(summary))

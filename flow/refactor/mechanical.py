@@ -114,7 +114,12 @@ def _sentinel_rename(ctx: Any, test_moves: list[TestMove]) -> int:
         plan = plan_renames(names, test_moves)
         apply_renames(Path(folder), plan)  # skips what an interrupted run already renamed
         count += sum((Path(folder) / r.new).exists() for r in plan.renames)
-        ctx.data.notes += [f"{Path(folder).name}/{u.name}: {u.reason}" for u in plan.unresolved]
+        # Kept as data, not text: the summary re-checks each file, so a sentinel renamed
+        # later (by the coder) is no longer reported.
+        for u in plan.unresolved:
+            row = (folder, u.name, u.reason)
+            if row not in ctx.data.sentinel_notes:
+                ctx.data.sentinel_notes.append(row)
     return count
 
 
