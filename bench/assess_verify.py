@@ -1,12 +1,17 @@
-"""Bench: assess + verify on a 10,000-line PyTorch-style test file.
+"""Bench: assess + verify on a 10,000-line PyTorch-style test file, and the mechanical rules
+on a 4,000-line one.
 
-The file is built by repeating the large fixture's classes under fresh names until it
-reaches the target size. The "after" text is the same file with the decorator rules
-applied by plain text substitution (setup only, not timed). Prints one JSON object:
-median wall time of ``assess_source(before)`` + ``verify(...)``, the median of
-``ast.parse`` on the same file, and their ratio. Target: median <= 1.0 s.
+The files are built by repeating the large fixture's classes under fresh names until they
+reach the target size. The "after" text is the same file with the decorator rules applied
+by plain text substitution (setup only, not timed). Prints one JSON object:
 
-Run: ``python bench/assess_verify.py [--lines 10000] [--repeat 7]``
+- ``median_s``: median wall time of ``assess_source(before)`` + ``verify(...)`` (pyflakes
+  included), ``ast_parse_median_s`` and their ratio. Target: median <= 1.0 s.
+- ``codemod_median_s``: TR001 + TR002 (``decorator_rules``, one parse, one pass, usort on
+  the import block) on the ``--codemod-lines`` file, ``libcst_parse_median_s`` and their
+  ratio. Target: ratio <= 2.0.
+
+Run: ``python bench/assess_verify.py [--lines 10000] [--codemod-lines 4000] [--repeat 7]``
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from flow.refactor.verify import VerifyInput, verify  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "refactor" / "large" / "large_ops_before.py"
 TARGET_S = 1.0
+CODEMOD_TARGET_RATIO = 2.0
 
 
 def build(lines: int) -> str:
@@ -83,6 +89,7 @@ def median_time(fn, repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=10_000)
+    parser.add_argument("--codemod-lines", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     before = build(args.lines)
@@ -99,6 +106,15 @@ def main() -> None:
     assess = assess_source(before, "bench.py")
     median = median_time(run, args.repeat)
     parse = median_time(lambda: ast.parse(before), args.repeat)
+    import libcst
+
+    from flow.refactor.codemods import decorator_rules, usort_config
+
+    small = build(args.codemod_lines)
+    config = usort_config()
+    edits = len(decorator_rules(small, usort_config=config).changes)
+    codemod = median_time(lambda: decorator_rules(small, usort_config=config), args.repeat)
+    cst_parse = median_time(lambda: libcst.parse_module(small), args.repeat)
     print(json.dumps({
         "bench": "assess_verify",
         "lines": before.count("\n"),
@@ -111,6 +127,12 @@ def main() -> None:
         "ratio_to_ast_parse": round(median / parse, 2),
         "target_s": TARGET_S,
         "within_target": median <= TARGET_S,
+        "codemod_lines": small.count("\n"),
+        "codemod_edits": edits,
+        "codemod_median_s": round(codemod, 4),
+        "libcst_parse_median_s": round(cst_parse, 4),
+        "codemod_ratio_to_libcst_parse": round(codemod / cst_parse, 2),
+        "codemod_within_target": codemod / cst_parse <= CODEMOD_TARGET_RATIO,
     }))
 
 
