@@ -15,6 +15,7 @@ functions so importing this module stays cheap.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -271,25 +272,49 @@ def decorator_rules(code: str, codemods: tuple[str, ...] = tuple(FILE_RULES),
             return updated.with_changes(decorators=decorators)
 
     module = _parse(code).visit(Rewriter())
-    # A dropped name stays imported while anything else still uses it by name.
-    uses: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in targets:
-            uses[node.id] = uses.get(node.id, 0) + 1
-    drop = {n for n in targets if uses.get(n, 0) - removed_uses.get(n, 0) <= 0}
+    drop = {n for n in targets if _bare_uses(code, tree, n) - removed_uses.get(n, 0) <= 0}
     for add in sorted(replacements) or [None]:
         module = _fix_imports(module, drop, add)
         drop = set()
     out = module.code
     if usort_config is not None:
-        out = sort_imports(code, out, usort_config)
+        out = sort_imports(code, out, usort_config, _block_end(code, tree))
     return CodemodResult(code=out, changes=sorted(changes, key=lambda c: (c.line, c.rule_id)))
 
 
+def _bare_uses(code: str, tree: ast.Module, name: str) -> int:
+    """How often ``name`` appears as a bare word outside the top-level imports.
+
+    A text count (comments and strings included) is a fraction of the cost of walking the
+    tree, and errs only towards keeping an import, which verify then reports as unused.
+    """
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+    lines = code.splitlines(keepends=True)
+    total = len(pattern.findall(code))
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            total -= len(pattern.findall("".join(lines[stmt.lineno - 1:stmt.end_lineno or stmt.lineno])))
+    return total
+
+
+#: A top-level def, class or decorator: where a test file's import block has surely ended.
+TOP_LEVEL_DEF = re.compile(r"^(?:@|class\s|def\s|async\s+def\s)", re.M)
+
+
 def _import_block_end(code: str) -> int:
-    """Length of the file's leading import block: up to the end of the last top-level import
-    before the first def/class (0 when there is none)."""
-    tree = ast.parse(code)
+    """Length of the file's leading import block (0 when there is none): only the text before
+    the first top-level def/class is parsed, not the whole file."""
+    head = TOP_LEVEL_DEF.search(code)
+    text = code[:head.start()] if head else code
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:  # the cut fell inside a string: parse it all
+        text, tree = code, ast.parse(code)
+    return _block_end(text, tree)
+
+
+def _block_end(code: str, tree: ast.Module) -> int:
+    """Length of the leading import block of ``code`` given its parsed ``tree``."""
     end = 0
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -310,7 +335,7 @@ def _usort(text: str, config: UsortConfig) -> str | None:
     return result.output.decode("utf-8")
 
 
-def sort_imports(original: str, code: str, config: UsortConfig) -> str:
+def sort_imports(original: str, code: str, config: UsortConfig, original_end: int | None = None) -> str:
     """``code`` with its import block sorted by usort, when the ``original``'s block was sorted.
 
     PyTorch's lint runs usort (through ufmt) with ``[tool.usort]`` from its pyproject.toml.
@@ -319,7 +344,7 @@ def sort_imports(original: str, code: str, config: UsortConfig) -> str:
     order: the refactor only places its new name, it does not reorder a file that its
     owners keep unsorted.
     """
-    before = original[:_import_block_end(original)]
+    before = original[:_import_block_end(original) if original_end is None else original_end]
     if not before or _usort(before, config) != before:
         return code
     cut = _import_block_end(code)
