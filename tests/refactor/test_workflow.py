@@ -323,3 +323,15 @@ def test_lint_gate_question_names_every_finding(tmp_path: Path) -> None:
     question = specs[-1]
     text = json.dumps(question)
     assert ("need_human", True, True) == (question["status"], "test/test_small_ops.py:39 L006" in text, placed in text)
+
+
+def test_sentinel_notes_are_rechecked_when_the_summary_is_written(tmp_path: Path) -> None:
+    """An unresolved sentinel renamed since (e.g. by the coder) is no longer reported; one still there is."""
+    from flow.refactor.gates import _sentinel_notes
+
+    folder = tmp_path / "dynamo_skips"
+    folder.mkdir()
+    (folder / "TestKeptCPU.test_a_cpu").write_text("")
+    data = SimpleNamespace(sentinel_notes=[(str(folder), "TestKeptCPU.test_a_cpu", "ambiguous"),
+                                           (str(folder), "TestGoneCPU.test_b_cpu", "ambiguous")])
+    assert ["dynamo_skips/TestKeptCPU.test_a_cpu: ambiguous"] == _sentinel_notes(SimpleNamespace(data=data))
