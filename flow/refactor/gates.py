@@ -353,7 +353,6 @@ def review(ctx: Any) -> Any:
         return Ask([Task(key=key, role="checker", feed="checker_review", prompt=prompt,
                          follow_up=ctx.data.review_seq > 0)],
                    extra={"rule_sub_phase": "review", "retry_count": ctx.data.review_rounds})
-    ctx.data.review_seq += 1
     ctx.write_json("review_findings.json", res.model_dump(mode="json"))
     if ctx.data.disputes:
         _settle(ctx, res.dispute_decisions, "review_rounds")
@@ -365,7 +364,7 @@ def review(ctx: Any) -> Any:
         mine = [d for d in res.disputed if d.finding in ids]
         waivers, _ = decide([Dispute(finding=d.finding, reason=d.reason) for d in mine],
                             [DisputeDecision(finding=d.finding, upheld=True) for d in mine], shown)
-        ctx.data.waivers += waivers
+        ctx.data.waivers += [w for w in waivers if w not in ctx.data.waivers]
         for w in waivers:
             _note(ctx, f"{w.finding} waived as a false positive by the checker: {w.reason}")
     if res.all_clear:
@@ -377,6 +376,7 @@ def review(ctx: Any) -> Any:
         stop = _escalate(ctx, f"review-gate-{ctx.data.review_rounds}", _question(head, shown, ctx))
         return stop if stop is not None else Go("reviewed")
     ctx.data.review_rounds += 1
+    ctx.data.review_seq += 1  # the next review is a new task (a re-run of this step is not)
     ctx.data.retries["review"] = ctx.data.review_rounds
     if not shown:
         from flow.refactor.decisions import ShownFinding
