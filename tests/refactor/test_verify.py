@@ -152,3 +152,56 @@ def test_device_type_comparison_is_no_v602(small_report: AnalystReport) -> None:
     old = "y = torch.ones(2).to(device)"
     assert [] == _run(AFTER.replace(old, 'y = torch.ones(2).to(device) if self.device_type == "cuda" else None', 1),
                       small_report)
+
+
+class _Ctx:
+    """The few flow-context members the collect-only helpers use, over a real folder."""
+
+    def __init__(self, flow: Path, file: Path, repo: Path) -> None:
+        import sys as _sys
+        from types import SimpleNamespace
+
+        self.dir = flow
+        self.settings = {"ORCHESTRATOR_PYTHON": _sys.executable}
+        self.data = SimpleNamespace(file=str(file), repo=str(repo), test_python=None, notes=[])
+
+    def path(self, name: str) -> Path:
+        return self.dir / name
+
+    def write_json(self, name: str, obj: object) -> Path:
+        import json
+
+        self.path(name).parent.mkdir(parents=True, exist_ok=True)
+        self.path(name).write_text(json.dumps(obj))
+        return self.path(name)
+
+
+def test_original_with_sibling_import_collects_once_and_is_cached(tmp_path: Path) -> None:
+    """The original (a flow-folder copy) imports its sibling module as in place, and is collected once per content."""
+    from flow.refactor.gates import _original_collected
+
+    folder = tmp_path / "repo" / "test" / "nn" / "attention"
+    folder.mkdir(parents=True)
+    (folder / "_fa_common.py").write_text("class Mixin:\n    def test_from_mixin(self):\n        pass\n")
+    source = "import unittest\nfrom _fa_common import Mixin\n\n\nclass TestFA(Mixin, unittest.TestCase):\n    def test_a(self):\n        pass\n"
+    (folder / "test_fa.py").write_text(source)
+    flow = tmp_path / "flow"
+    (flow / "original").mkdir(parents=True)
+    (flow / "original" / "test_fa.py").write_text(source)
+    ctx = _Ctx(flow, folder / "test_fa.py", tmp_path / "repo")
+    first = _original_collected(ctx)
+    cached = list((flow / "collect_cache").iterdir())
+    (flow / "original" / "test_fa.py").write_text(source)  # same content: the cache answers
+    again = _original_collected(ctx)
+    assert (2, 1, first.node_ids) == (len(first.node_ids), len(cached), again.node_ids)
+
+
+def test_collect_only_not_run_is_skipped_with_the_reason(tmp_path: Path, small_report: AnalystReport) -> None:
+    """While other checks fail, collect_only is listed as skipped with why, never as a pass."""
+    from flow.refactor.gates import _with_collect
+
+    failing = verify(VerifyInput(path="small_ops.py", before=BEFORE, after=BEFORE, plan=small_report))
+    ctx = _Ctx(tmp_path, tmp_path / "t.py", tmp_path)
+    check = _with_collect(ctx, small_report, failing).checks[-1]
+    assert ("collect_only", True, "not run while other checks report errors (it runs once they pass)") == (
+        check.name, check.skipped is not None, check.skipped)
