@@ -108,7 +108,8 @@ def main() -> None:
     parse = median_time(lambda: ast.parse(before), args.repeat)
     import libcst
 
-    from flow.refactor.codemods import decorator_rules, usort_config
+    from flow.refactor.codemods import decorator_rules
+    from flow.refactor.imports import usort_config
 
     small = build(args.codemod_lines)
     config = usort_config()

@@ -130,6 +130,7 @@ def apply_mechanical(ctx: Any, tasks: list[CoderTask], report: AnalystReport,
     Raises ``CatalogueError`` for a codemod this module does not know.
     """
     from flow.refactor import codemods
+    from flow.refactor.imports import usort_config
 
     test_moves = moves(report, before)
     text = original(ctx).read_text(encoding="utf-8")
@@ -138,7 +139,7 @@ def apply_mechanical(ctx: Any, tasks: list[CoderTask], report: AnalystReport,
     if file_rules:
         # All decorator rules in one parse and one pass; the import block kept as PyTorch's
         # usort lint wants it (the checkout's [tool.usort], else PyTorch's bundled settings).
-        result = codemods.decorator_rules(text, file_rules, codemods.usort_config(Path(ctx.data.file)))
+        result = codemods.decorator_rules(text, file_rules, usort_config(Path(ctx.data.file)))
         text = result.code
         for change in result.changes:
             by_rule[change.rule_id] = by_rule.get(change.rule_id, 0) + 1

@@ -178,7 +178,7 @@ class _Ctx:
 
 def test_original_with_sibling_import_collects_once_and_is_cached(tmp_path: Path) -> None:
     """The original (a flow-folder copy) imports its sibling module as in place, and is collected once per content."""
-    from flow.refactor.gates import _original_collected
+    from flow.refactor.fixloop import _original_collected
 
     folder = tmp_path / "repo" / "test" / "nn" / "attention"
     folder.mkdir(parents=True)
@@ -198,7 +198,7 @@ def test_original_with_sibling_import_collects_once_and_is_cached(tmp_path: Path
 
 def test_collect_only_not_run_is_skipped_with_the_reason(tmp_path: Path, small_report: AnalystReport) -> None:
     """While other checks fail, collect_only is listed as skipped with why, never as a pass."""
-    from flow.refactor.gates import _with_collect
+    from flow.refactor.fixloop import _with_collect
 
     failing = verify(VerifyInput(path="small_ops.py", before=BEFORE, after=BEFORE, plan=small_report))
     ctx = _Ctx(tmp_path, tmp_path / "t.py", tmp_path)
