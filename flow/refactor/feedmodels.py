@@ -141,6 +141,7 @@ class RefactorData(BaseModel):
     test_failing: list[str] = Field(default_factory=list)  # the failures last sent for verdicts
     verdict_asks: int = 0  # verdict replies rejected in the current test round
     shown: list[ShownFinding] = Field(default_factory=list)  # findings listed in the open fix round
+    review_shown: list[ShownFinding] = Field(default_factory=list)  # a review round's, while disputed
     disputes: list[Dispute] = Field(default_factory=list)  # awaiting the checker's decision
     dispute_key: str | None = None  # the checker task deciding ``disputes``
     dispute_rounds: int = 0

@@ -241,6 +241,8 @@ def review(ctx: Any) -> Any:
 
     if ctx.data.fix_key and ctx.data.fix_key.startswith("review-") and ctx.result(ctx.data.fix_key) is not None:
         ctx.data.disputes = _take_disputes(ctx, ctx.result(ctx.data.fix_key).disputed)
+        # Kept apart: a lint fix round in the re-verify would replace ``shown``.
+        ctx.data.review_shown = list(ctx.data.shown) if ctx.data.disputes else []
         ctx.data.fix_key = None
         return Go("refix")
     key = f"review-{ctx.data.review_seq}"
@@ -248,8 +250,8 @@ def review(ctx: Any) -> Any:
     if res is None:
         verification = _verification_shown(ctx)
         listing = "\n".join(s.render() for s in verification) or "no findings"
-        if ctx.data.disputes:
-            by_id = {s.id: s for s in ctx.data.shown}
+        if ctx.data.disputes and ctx.data.review_shown:
+            by_id = {s.id: s for s in ctx.data.review_shown}
             listing += ("\n\nThe coder disputes these findings of your last review; decide each in "
                         "dispute_decisions (upheld: drop it; not upheld: list it again):\n")
             listing += "\n".join(f"{by_id[d.finding].render()}\n      coder's reason: {d.reason}"
@@ -261,8 +263,10 @@ def review(ctx: Any) -> Any:
                          follow_up=ctx.data.review_seq > 0)],
                    extra={"rule_sub_phase": "review", "retry_count": ctx.data.review_rounds})
     ctx.write_json("review_findings.json", res.model_dump(mode="json"))
-    if ctx.data.disputes:
+    if ctx.data.disputes and ctx.data.review_shown:
+        ctx.data.shown = ctx.data.review_shown
         _settle(ctx, res.dispute_decisions, "review_rounds")
+        ctx.data.review_shown = []
     if res.disputed:  # the checker judges verification findings: it is their judge, so they go
         shown = _verification_shown(ctx)
         ids = {s.id for s in shown}

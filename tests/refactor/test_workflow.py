@@ -322,7 +322,7 @@ def test_lint_gate_question_names_every_finding(tmp_path: Path) -> None:
     specs = _drive_until(drv, repo, answer, lambda s: False)
     question = specs[-1]
     text = json.dumps(question)
-    assert ("need_human", True, True) == (question["status"], "test/test_small_ops.py:39 L006" in text, placed in text)
+    assert ("need_human", True, True) == (question["status"], "test/test_small_ops.py:39 L006" in text, json.dumps(placed)[1:-1] in text)
 
 
 def test_sentinel_notes_are_rechecked_when_the_summary_is_written(tmp_path: Path) -> None:
@@ -335,3 +335,30 @@ def test_sentinel_notes_are_rechecked_when_the_summary_is_written(tmp_path: Path
     data = SimpleNamespace(sentinel_notes=[(str(folder), "TestKeptCPU.test_a_cpu", "ambiguous"),
                                            (str(folder), "TestGoneCPU.test_b_cpu", "ambiguous")])
     assert ["dynamo_skips/TestKeptCPU.test_a_cpu: ambiguous"] == _sentinel_notes(SimpleNamespace(data=data))
+
+
+def test_a_disputed_review_finding_upheld_by_the_next_review_burns_no_round(tmp_path: Path) -> None:
+    """The coder disputes a review finding; the next review sees the reason, upholds it and is all
+    clear; the review round is given back and the waiver is noted."""
+    repo = small_checkout(tmp_path)
+    base = _answer(repo)
+    reviews: list[str] = []
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        ident = {"agent_id": f"/root/{task['agent_name']}", "agent_name": task["agent_name"]}
+        if "review-fix" in task["task_id"]:
+            return {**ident, "success": False, "disputed": [{"finding": "R1", "reason": "the name is PyTorch's"}]}
+        if _kind(task) == "checker_review":
+            reviews.append(task["prompt"])
+            if len(reviews) == 1:
+                return NOT_CLEAR_REVIEW
+            return {**ident, "all_clear": True, "summary": "ok",
+                    "dispute_decisions": [{"finding": "R1", "upheld": True, "reason": "agreed"}]}
+        return base(task)
+
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
+    _drive_until(drv, repo, answer, lambda s: _kind(s["tasks"][0]) == "coder_test")
+    flow = next((tmp_path / "ws").rglob("flow_state.json")).parent
+    data = json.loads((flow / "flow_state.json").read_text())["data"]
+    assert (2, True, 0) == (len(reviews), "the name is PyTorch's" in reviews[1], data["review_rounds"])
+    assert any("waived as a false positive by the checker: the name is PyTorch's" in n for n in data["notes"])
