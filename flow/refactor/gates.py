@@ -166,6 +166,7 @@ def test(ctx: Any) -> Any:
             return again
     file = Path(ctx.data.file)
     devices = _devices(ctx)
+    _has_torch(ctx)  # records which torch the tests run against (asked once per flow)
     results = {d: run_local_tests(file, file.parent, d, python=_python(ctx),
                                   junit_path=ctx.path(f"local_test_{d}.xml")) for d in devices}
     ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
