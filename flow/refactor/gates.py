@@ -27,7 +27,7 @@ def _python(ctx: Any) -> str:
 
         python, why = choose_python(ctx.settings, Path(ctx.data.repo))
         ctx.data.test_python = python
-        _note(ctx, f"tests run with {python} ({why})")
+        _note(ctx, f"tests run with {python}: {why}")
     return ctx.data.test_python
 
 
@@ -94,11 +94,11 @@ def _has_torch(ctx: Any) -> bool:
             ctx.data.test_torch = probe.returncode == 0
             found = probe.stdout.strip().splitlines()[-1] if probe.stdout.strip() else ""
             ctx.data.test_torch_info = (f"torch {found}" if ctx.data.test_torch and found
-                                        else "no torch found")
+                                        else "no torch")
         except (OSError, subprocess.TimeoutExpired) as exc:
             ctx.data.test_torch = True
             ctx.data.test_torch_info = f"could not ask the interpreter: {exc}"
-        _note(ctx, f"test interpreter {ctx.data.test_python}: {ctx.data.test_torch_info}")
+        _note(ctx, f"the test interpreter has {ctx.data.test_torch_info}")
     return bool(ctx.data.test_torch)
 
 

@@ -38,7 +38,7 @@ def choose_python(settings: Mapping[str, str], checkout: Path) -> tuple[str, str
     """(interpreter path, why it was chosen) by the module's rule."""
     chosen = (settings.get("ORCHESTRATOR_PYTHON") or "").strip()
     if chosen:
-        return chosen, "ORCHESTRATOR_PYTHON"
+        return chosen, "set by ORCHESTRATOR_PYTHON"
     for name in ENV_DIRS:
         found = _python_in(checkout / name)
         if found is not None:
@@ -47,8 +47,8 @@ def choose_python(settings: Mapping[str, str], checkout: Path) -> tuple[str, str
         value = (settings.get(var) or "").strip()
         found = _python_in(Path(value)) if value else None
         if found is not None:
-            return str(found), f"the active environment ({var})"
-    return sys.executable, "the orchestrator's own interpreter (no checkout environment found)"
+            return str(found), f"the active environment {var}"
+    return sys.executable, "the orchestrator's own interpreter, as no checkout environment was found"
 
 
 #: Run by the test interpreter: does it find torch, and which (without importing torch, which

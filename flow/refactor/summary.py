@@ -87,7 +87,7 @@ def render_summary(s: SummaryInput) -> str:
         out.append("No test changed class.")
     codemods = [r for r in s.rules if r.by == "codemod"]
     out += ["", "## Rules applied by the orchestrator (codemods)", ""]
-    out += [f"- `{r.rule_id}` {r.title} ({r.changes} edits)" if r.changes
+    out += [f"- `{r.rule_id}` {r.title} ({r.changes} edit{'s' if r.changes > 1 else ''})" if r.changes
             else f"- `{r.rule_id}` {r.title} (nothing to change)" for r in codemods] or ["None."]
     agents = [r for r in s.rules if r.by != "codemod"]
     out += ["", "## Rules applied by agents", ""]

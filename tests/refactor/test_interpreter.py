@@ -22,10 +22,10 @@ def test_the_rule_in_order(tmp_path: Path) -> None:
     checkout.mkdir()
     assert sys.executable == choose_python({}, checkout)[0]
     active_python = _env(active)
-    assert (str(active_python), "the active environment (VIRTUAL_ENV)") == choose_python({"VIRTUAL_ENV": str(active)}, checkout)
+    assert (str(active_python), "the active environment VIRTUAL_ENV") == choose_python({"VIRTUAL_ENV": str(active)}, checkout)
     own = _env(checkout / ".venv")
     assert str(own) == choose_python({"VIRTUAL_ENV": str(active)}, checkout)[0]
-    assert ("/opt/py", "ORCHESTRATOR_PYTHON") == choose_python({"ORCHESTRATOR_PYTHON": "/opt/py", "VIRTUAL_ENV": str(active)}, checkout)
+    assert ("/opt/py", "set by ORCHESTRATOR_PYTHON") == choose_python({"ORCHESTRATOR_PYTHON": "/opt/py", "VIRTUAL_ENV": str(active)}, checkout)
 
 
 def test_a_non_executable_candidate_is_passed_over(tmp_path: Path) -> None:
