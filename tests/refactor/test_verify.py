@@ -161,12 +161,21 @@ class _Ctx:
         import sys as _sys
         from types import SimpleNamespace
 
+        import os
+
         self.dir = flow
-        self.settings = {"ORCHESTRATOR_PYTHON": _sys.executable}
+        self.settings = {**os.environ, "ORCHESTRATOR_PYTHON": _sys.executable}
         self.data = SimpleNamespace(file=str(file), repo=str(repo), test_python=None, notes=[])
 
     def path(self, name: str) -> Path:
         return self.dir / name
+
+    def job(self, key: str, argv: list[str], *, log_name: str, timeout: float,
+            cwd: str | None = None, env: dict[str, str] | None = None) -> object:
+        """The engine's job, run in the foreground: the same command and result."""
+        from flow import proc
+
+        return proc.run(argv, log=self.path(log_name), cwd=cwd, env=env, timeout=timeout)
 
     def write_json(self, name: str, obj: object) -> Path:
         import json
