@@ -317,3 +317,16 @@ def test_a_missing_token_mid_flow_asks_instead_of_failing(flow_of: Callable[...,
     asked = f.resume(spec, {"GITHUB_TOKEN": "", "GH_TOKEN": ""}).spec
     assert ("need_human", "github_missing_token") == (asked["status"], asked["github_error"]["code"])
     assert "GITHUB_TOKEN" in asked["question"]
+
+
+def test_finding_the_branch_pr_while_limited_is_an_error_with_the_wait(
+        flow_of: Callable[..., Flow], fake_github: FakeGitHub) -> None:
+    """Without --pr-number the flow's id needs the PR GitHub will not name yet: a JSON error
+    (exit 2) saying when to ask again, and no flow written."""
+    f = flow_of()
+    f.repo.git("remote", "add", "origin", f"https://github.com/{REPO}.git")
+    fake_github.rate_remaining = 0
+    call = f.drv.call(["ci-targeted", "--base", "main", "--repo-dir", str(f.repo.path)])
+    assert (2, "github_rate_limited") == (call.code, call.spec["error"]["code"])
+    assert "wait until" in call.spec["error"]["hint"]
+    assert [] == list(f.drv.workspace.rglob("flow_state.json"))
