@@ -14,6 +14,7 @@ so a cron tick can reschedule itself instead of hanging.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -144,14 +145,21 @@ class GitHubClient:
         """The Location of a 302 that GitHub answers for a download (job log, artifact zip)."""
         def go() -> str:
             self.request_count += 1
-            status, hdrs, _ = self.requester.requestJson("GET", path)
-            if status >= 400:
-                raise self.requester.createException(status, hdrs, None)
+            status, hdrs, out = self.requester.requestJson("GET", path)
+            if status >= 400:  # GitHub's JSON body says which refusal (a secondary limit, ...)
+                raise self.requester.createException(status, hdrs, _json_or_none(out))
             if "location" not in hdrs:
                 raise GitHubRequestFailed(_short(path), status, "expected a 302 redirect with a Location")
             return hdrs["location"]
 
         return self.call(go, what=_short(path))
+
+
+def _json_or_none(text: Any) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _short(url: str) -> str:

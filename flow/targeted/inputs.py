@@ -3,6 +3,13 @@
 ``locate`` names the flow ``ci-targeted/<owner>/<repo>/pr-<N>``; ``start`` checks that the
 base resolves in the checkout and that the PR exists before anything is written. Without
 ``--pr-number`` the PR of the checked-out branch is looked up on GitHub.
+
+Where GitHub is (``ORCHESTRATOR_GITHUB_API``) and the token file
+(``ORCHESTRATOR_GITHUB_TOKEN_FILE``) are read once here and kept in the flow
+(``TargetedData.access``): a cron firing with a minimal environment reaches the same server
+with the same token source. GitHub rate limited or down at the start is no error: the flow
+starts and its first GitHub step sleeps until the recorded time. A refused token, a missing
+repository or PR is an error before anything is written.
 """
 
 from __future__ import annotations
@@ -21,10 +28,17 @@ def _slug(text: str) -> str:
 
 
 def github(settings: Mapping[str, str]) -> Any:
-    """The GitHub client the settings (env) point at."""
-    from flow.github.client import connect
+    """The GitHub client the settings (env) point at, before a flow records its access."""
+    from flow.github.access import access_from, connect_with
 
-    return connect(env=settings)
+    return connect_with(access_from(settings), settings)
+
+
+def client_of(data: TargetedData, settings: Mapping[str, str]) -> Any:
+    """The client for the flow's recorded API URL; the token from the env or the token file."""
+    from flow.github.access import connect_with
+
+    return connect_with(data.access, settings)
 
 
 def _repo_dir(opts: dict[str, Any]) -> Path:
@@ -66,7 +80,10 @@ def locate(opts: dict[str, Any], root: Path) -> str:
 
 def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> TargetedData:
     """Check the inputs (base resolves in the checkout, the PR exists) and record them."""
+    from flow.github.access import access_from, connect_with
+    from flow.github.errors import GitHubUnavailable, RateLimited
     from flow.github.reads import get_pull
+    from flow.github.trouble import Trouble, transient
     from flow.targeted.cli import check_bounds
 
     base = opts.get("base")
@@ -86,9 +103,18 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Targ
     check_bounds(depth, hub_limit)
     repo = _repo(opts, repo_dir)
     number = _number(opts, repo_dir, repo, settings)
-    client = github(settings)
-    client.repo(repo)  # UnknownRepo names the repository before any PR lookup
-    pull = get_pull(client, repo, number)
-    return TargetedData(repo=repo, number=number, repo_dir=str(repo_dir), base=base,
+    access = access_from(settings)
+    data = TargetedData(repo=repo, number=number, repo_dir=str(repo_dir), base=base,
                         depth=depth, hub_limit=hub_limit, profile=opts.get("profile"),
-                        approved=bool(opts.get("approved")), head_sha=pull.head_sha)
+                        approved=bool(opts.get("approved")), head_sha="", access=access)
+    try:
+        client = connect_with(access, settings)
+        client.repo(repo)  # UnknownRepo names the repository before any PR lookup
+        pull = get_pull(client, repo, number)
+    except (RateLimited, GitHubUnavailable) as err:
+        # Start anyway: dispatch (the first GitHub step) sleeps until GitHub may answer, and
+        # records the PR head then.
+        trouble = Trouble()
+        transient(err, trouble, {})
+        return data.model_copy(update={"github": trouble})
+    return data.model_copy(update={"head_sha": pull.head_sha})

@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from flow.feeds import Feed
+from flow.github.access import Access
+from flow.github.trouble import Trouble
 from flow.targeted.config import TargetedConfig
 from flow.targeted.report import AffectedReport
 from flow.targeted.select import Plan
@@ -99,6 +101,9 @@ class TargetedData(_M):
     est: dict[str, float] = {}
     not_run: list[str] = []
     declined: bool = False
+    access: Access = Field(default_factory=Access)  # API URL and token file, fixed at the start
+    github: Trouble = Field(default_factory=Trouble)  # waits and questions after GitHub said no
+    stopped: str = ""  # why a person ended the flow after GitHub refused a step
 
 
 class FileVerdict(_M):
@@ -216,4 +221,6 @@ def final_report(data: TargetedData, outcome: str, cfg: TargetedConfig) -> dict[
     return {"outcome": outcome, "pr": f"{data.repo}#{data.number}", "fix_rounds": data.round,
             "files": files, "failures": failures, "labels_added": data.labels_added,
             "comments_posted": data.posted, "reported": data.reported,
-            "not_run": data.not_run, "timing_lines": timing_lines(data, cfg)}
+            "not_run": data.not_run, "timing_lines": timing_lines(data, cfg),
+            "github_problems": list(data.github.history),
+            **({"reason": data.stopped} if data.stopped else {})}

@@ -18,6 +18,9 @@ with a link to the run. So a run is ours when:
 
 The commit a run tested is the PR head we asked for (recorded at dispatch), never the
 run's ``head_sha``. Measured time is the "Run tests" step's duration, else None.
+
+Every list is read across its pages by following GitHub's ``Link: rel="next"`` (the PR's
+comments, a run's jobs, the workflow's runs), each page through the client's one wrapper.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from flow.github.client import GitHubClient
+from flow.github.errors import GitHubRequestFailed
+from flow.github.reads import list_all, run_jobs
 
 RERUN_WORKFLOW = "Rerun Test"
 RERUN_WORKFLOW_FILE = "run-ci-file.yml"
@@ -36,6 +41,7 @@ RUN_TESTS_STEP = "Run tests"
 PER_PAGE = 100
 MAX_PAGES = 20  # 2,000 runs back: far past any poll interval's worth of dispatches
 _RUN_LINK = re.compile(r"/actions/runs/(\d+)")
+_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 
 class RunSeen(BaseModel):
@@ -96,17 +102,10 @@ def _seconds(jobs: list[dict[str, Any]]) -> int | None:
 
 def list_comments(client: GitHubClient, repo: str, number: int) -> list[Comment]:
     """Every conversation comment of the PR, oldest first (all pages)."""
-    out: list[Comment] = []
-    for page in range(1, MAX_PAGES * 5 + 1):
-        _, _, body = client.get_json(f"/repos/{repo}/issues/{number}/comments",
-                                     {"per_page": PER_PAGE, "page": page})
-        rows = body if isinstance(body, list) else []
-        out += [Comment(id=c["id"], body=c.get("body") or "",
-                        login=(c.get("user") or {}).get("login", ""),
-                        created_at=c.get("created_at") or "") for c in rows]
-        if len(rows) < PER_PAGE:
-            break
-    return out
+    rows = list_all(client, f"/repos/{repo}/issues/{number}/comments")
+    return [Comment(id=c["id"], body=c.get("body") or "",
+                    login=(c.get("user") or {}).get("login", ""),
+                    created_at=c.get("created_at") or "") for c in rows]
 
 
 def comment_counts(client: GitHubClient, repo: str, number: int) -> dict[str, int]:
@@ -125,9 +124,7 @@ def newest_comment_id(client: GitHubClient, repo: str, number: int) -> int:
 
 def run_seen(client: GitHubClient, repo: str, run: dict[str, Any]) -> RunSeen:
     """A run with its jobs read (names, first failed job, "Run tests" time)."""
-    _, _, jb = client.get_json(f"/repos/{repo}/actions/runs/{run['id']}/jobs",
-                               {"per_page": PER_PAGE})
-    jobs = (jb or {}).get("jobs", [])
+    jobs = run_jobs(client, repo, run["id"])  # every page: a matrix run can pass 100 jobs
     failed = next((j["id"] for j in jobs if j.get("conclusion") not in
                    (None, "success", "skipped", "neutral")), None)
     return RunSeen(id=run["id"], head_sha=run.get("head_sha") or "", status=run["status"],
@@ -165,16 +162,17 @@ def find_run(client: GitHubClient, repo: str, number: int, path: str, after_comm
             run_id = int(found)
             if run_id in claimed:
                 continue
-            _, _, run = client.get_json(f"/repos/{repo}/actions/runs/{run_id}")
+            try:
+                _, _, run = client.get_json(f"/repos/{repo}/actions/runs/{run_id}")
+            except GitHubRequestFailed as err:
+                if err.status != 404:
+                    raise
+                continue  # a run deleted since the reply: look for ours by title instead
             if isinstance(run, dict) and _ours(run, title, workflow):
                 return run_seen(client, repo, run)
     since = _stamp(mine.created_at)
     match: dict[str, Any] | None = None
-    for page in range(1, MAX_PAGES + 1):
-        _, _, got = client.get_json(f"/repos/{repo}/actions/workflows/{workflow_file}/runs",
-                                    {"event": "workflow_dispatch", "per_page": PER_PAGE,
-                                     "page": page})
-        runs = (got or {}).get("workflow_runs", []) if isinstance(got, dict) else []
+    for runs in _run_pages(client, f"/repos/{repo}/actions/workflows/{workflow_file}/runs"):
         older = False
         for run in runs:  # newest first
             created = _stamp(run.get("created_at"))
@@ -183,6 +181,20 @@ def find_run(client: GitHubClient, repo: str, number: int, path: str, after_comm
                 break
             if run["id"] not in claimed and _ours(run, title, workflow):
                 match = run  # keep going: the oldest run after our comment is ours
-        if older or len(runs) < PER_PAGE:
+        if older:
             break
     return run_seen(client, repo, match) if match is not None else None
+
+
+def _run_pages(client: GitHubClient, url: str) -> Any:
+    """The workflow's ``workflow_dispatch`` runs a page at a time, newest first, following
+    ``Link: rel="next"`` for at most ``MAX_PAGES`` pages."""
+    next_url: str | None = url
+    query: dict[str, Any] = {"event": "workflow_dispatch", "per_page": PER_PAGE}
+    for _ in range(MAX_PAGES):
+        if next_url is None:
+            return
+        _, headers, got = client.get_json(next_url, query)
+        yield (got or {}).get("workflow_runs", []) if isinstance(got, dict) else []
+        m = _NEXT.search(headers.get("link", "") or headers.get("Link", ""))
+        next_url, query = (m.group(1) if m else None), {}

@@ -13,24 +13,29 @@ asked to test, recorded at dispatch, after a fix push) -> approve ... ; infra or
 re-run once, then report. At most 3 fix rounds, then
 ``gave_up``. Labels mode ends after adding the labels: the labeled "PR Test" run is watched
 with ``--ci-check``, not here.
+
+Every GitHub step (dispatch, post, poll, the debugger's logs; ``flow.targeted.remote``) maps
+GitHub's refusals as ``--ci-check`` does (``flow.github.trouble``): limits, 5xx and timeouts
+sleep until GitHub may answer; a refused token, permission, 404 or 422 asks a person
+(``retry`` / ``stop``; stop ends in ``stopped``, outcome ``stopped``, naming the refusal).
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from flow.outcome import Ask, Done, Go, Human, Sleep, Task
-from flow.targeted import loop
+from flow.outcome import Ask, Done, Go, Human, Task
+from flow.targeted import loop, remote
 # locate and start serve the registry, which reads them from this module.
-from flow.targeted.inputs import github, locate, start  # noqa: F401
-from flow.targeted.loop import Attempt, FileRun, Fix, Outbox, TargetedData
+from flow.targeted.inputs import locate, start  # noqa: F401
+from flow.targeted.loop import Fix, Outbox, TargetedData
+from flow.targeted.remote import dispatch, poll, post
 from flow.workflow import Workflow
 
 OUTCOMES = {"nothing": "nothing_to_run", "declined": "declined", "green": "green",
             "labelled": "labels_added", "reported": "failures_reported", "gave_up": "gave_up",
-            "timed_out": "timed_out"}
+            "timed_out": "timed_out", "stopped": "stopped"}
 
 
 def _cfg(d: TargetedData) -> Any:
@@ -88,140 +93,6 @@ def approve(ctx: Any) -> Any:
     return Go("approved")
 
 
-def dispatch(ctx: Any) -> Any:
-    """Record what ``post`` will do, with the PR's comment counts now, before doing it."""
-    from flow.github.reads import get_pull
-    from flow.targeted.runs import list_comments
-
-    d: TargetedData = ctx.data
-    client = github(ctx.settings)
-    comments = list_comments(client, d.repo, d.number)
-    counts: dict[str, int] = {}
-    for c in comments:
-        counts[c.body.strip()] = counts.get(c.body.strip(), 0) + 1
-    after = max((c.id for c in comments), default=0)
-    # The PR head the gateway will dispatch: what these runs test (not the runs' head_sha).
-    d.head_sha = get_pull(client, d.repo, d.number).head_sha
-    bodies = [f"/rerun-test {p}" for p in d.to_run]
-    d.outbox = Outbox(comments={b: counts.get(b, 0) for b in bodies},
-                      labels=d.outbox.labels if d.outbox else [])
-    for p in d.to_run:
-        fr = d.files.setdefault(p, FileRun(path=p))
-        fr.status, fr.after = "queued", after
-        fr.attempts.append(Attempt(round=d.round, sha=d.head_sha))
-    return Go("queued")
-
-
-def post(ctx: Any) -> Any:
-    """Post each outbox comment not yet on the PR (its count is above the recorded one if a
-    crashed earlier run posted it), then add the labels."""
-    from flow.github.actions import add_labels, post_comment
-    from flow.targeted.runs import comment_counts
-
-    d: TargetedData = ctx.data
-    box = d.outbox or Outbox()
-    client = github(ctx.settings)
-    counts = comment_counts(client, d.repo, d.number) if box.comments else {}
-    for body, before in box.comments.items():
-        if counts.get(body, 0) <= before:
-            post_comment(client, d.repo, d.number, body)
-        d.posted.append(body)
-    if box.labels:
-        add_labels(client, d.repo, d.number, box.labels)
-        d.labels_added += [lab for lab in box.labels if lab not in d.labels_added]
-    # When each file's comment went out, for the poll deadline: a file beside the state, so
-    # the state holds no wall-clock time (a replay of the same flow ends in the same state).
-    posted = _posted_at(ctx)
-    now = datetime.now(timezone.utc).isoformat()
-    for p in d.to_run:
-        d.files[p].status = "running"
-        posted[p] = now
-    if d.to_run:
-        ctx.write_json(POSTED_AT, posted)
-    d.outbox, d.to_run = None, []
-    return Go("posted" if any(f.status == "running" for f in d.files.values()) else "labelled")
-
-
-POSTED_AT = "posted-at.json"  # {test path: ISO time its latest comment was posted}
-
-
-def _posted_at(ctx: Any) -> dict[str, str]:
-    try:
-        got = ctx.read_json(POSTED_AT)
-    except (OSError, ValueError):
-        return {}
-    return got if isinstance(got, dict) else {}
-
-
-def poll(ctx: Any) -> Any:
-    """Find each running file's own run (see ``runs.find_run``) and read its result; past
-    the poll deadline (``ORCHESTRATOR_TARGETED_POLL_HOURS``) the files still going end
-    the flow as ``timed_out``, said so, never as green."""
-    from flow.github.errors import RateLimited
-    from flow.targeted.runs import find_run, get_run
-
-    d: TargetedData = ctx.data
-    running = [f for f in d.files.values() if f.status == "running"]
-    client = github(ctx.settings)
-    claimed = {a.run_id for f in d.files.values() for a in f.attempts if a.run_id}
-    try:
-        for fr in sorted(running, key=lambda f: f.path):
-            att = fr.attempts[-1]
-            if att.run_id is not None:
-                run = get_run(client, d.repo, att.run_id)
-            else:
-                run = find_run(client, d.repo, d.number, fr.path, fr.after, claimed)
-            if run is None:
-                continue
-            claimed.add(run.id)
-            att.run_id, att.url, att.run_sha = run.id, run.url, run.head_sha
-            if run.status == "completed":
-                att.conclusion, att.seconds = run.conclusion, run.seconds
-                att.failed_job = run.failed_job
-                fr.status = "passed" if run.conclusion == "success" else "failed"
-    except RateLimited as err:
-        # Polling can wait: sleep past the reset instead of failing the tick.
-        return Sleep(f"GitHub rate limit reached; it resets at {err.reset_at.isoformat()}",
-                     cron_interval=loop.cron_every(30), poll_seconds=1800)
-    waiting = [f for f in d.files.values() if f.status == "running"]
-    if waiting:
-        hours = loop.poll_hours(ctx.settings)
-        now = datetime.now(timezone.utc)
-        posted = _posted_at(ctx)
-        late = [f for f in waiting if f.path in posted
-                and (now - datetime.fromisoformat(posted[f.path])).total_seconds() >= hours * 3600]
-        if late:
-            for f in late:
-                f.status = "timed_out"
-            for f in late:
-                run_id = f.attempts[-1].run_id
-                d.reported.append(f"{f.path}: no finished run found within {hours:g} h of the "
-                                  f"comment ({f'run {run_id}' if run_id else 'no run found'})")
-            return Go("timed_out")
-        minutes = loop.poll_minutes([d.est.get(f.path) for f in waiting])
-        return Sleep(f"{len(waiting)} /rerun-test run(s) of {d.repo}#{d.number} still going: "
-                     + ", ".join(f.path for f in waiting),
-                     cron_interval=loop.cron_every(minutes), poll_seconds=minutes * 60)
-    failed = [f for f in d.files.values() if f.status == "failed"]
-    return Go("failed" if failed else "green")
-
-
-def _failure_text(ctx: Any, fr: FileRun) -> str:
-    from flow.github.actions import job_failure_lines
-    from flow.github.errors import GitHubError
-
-    att = fr.attempts[-1]
-    head = f"### {fr.path} ({att.conclusion}; run {att.url or att.run_id})\n"
-    if att.failed_job is None:
-        return head + "(no failed job to read a log from)\n"
-    try:
-        ex = job_failure_lines(github(ctx.settings), ctx.data.repo, att.failed_job)
-    except GitHubError as err:
-        return head + f"(log unavailable: {err.message})\n"
-    infra = f"(matches the known infra pattern {ex.infra})\n" if ex.infra else ""
-    return head + infra + "\n".join(ex.lines) + "\n"
-
-
 def debug(ctx: Any) -> Any:
     from agents.prompts import Untrusted, render
 
@@ -231,7 +102,9 @@ def debug(ctx: Any) -> Any:
         return Go("exhausted")
     res = ctx.result("debugger")
     if res is None:
-        text = "".join(_failure_text(ctx, f) for f in failed)
+        text = remote.failure_texts(ctx, failed)
+        if remote.is_outcome(text):  # GitHub said no while reading the logs
+            return text
         history = "\n".join(f"round {x.round}: {x.commit} fixed {', '.join(x.files)}: {x.why}"
                             for x in d.fixes) or "(none)"
         prompt = render("targeted_debugger", number=d.number, repo=d.repo,
@@ -310,13 +183,23 @@ def finish(ctx: Any) -> Any:
             "--ci-check", "--pr-number", str(d.number), "--repo", d.repo))
     if outcome in ("gave_up", "failures_reported", "timed_out"):
         nxt.append("read the failures above and decide by hand; the report lists each cause")
+    if outcome == "stopped":
+        nxt.append(f"GitHub refused a step ({d.stopped}); once it is mended, start again with "
+                   + ctx.cmds.cli("ci-targeted", "--base", d.base, "--pr-number",
+                                  str(d.number), "--repo", d.repo, "--repo-dir", d.repo_dir,
+                                  "--restart"))
+    if any(f.status == "running" for f in d.files.values()):
+        nxt.append("runs still going were not watched to the end: " + ", ".join(
+            f"{f.path} ({f.attempts[-1].url or 'run not found yet'})"
+            for f in d.files.values() if f.status == "running"))
     return Done(result, nxt)
 
 
 WORKFLOW = Workflow(
     name="ci-targeted",
     states=("trace", "approve", "dispatch", "post", "poll", "debug", "retrace",
-            "nothing", "declined", "green", "labelled", "reported", "gave_up", "timed_out"),
+            "nothing", "declined", "green", "labelled", "reported", "gave_up", "timed_out",
+            "stopped"),
     transitions=(("traced", "trace", "approve"), ("empty", "trace", "nothing"),
                  ("approved", "approve", "dispatch"), ("declined", "approve", "declined"),
                  ("queued", "dispatch", "post"),
@@ -325,14 +208,16 @@ WORKFLOW = Workflow(
                  ("timed_out", "poll", "timed_out"),
                  ("fixed", "debug", "retrace"), ("rerun", "debug", "approve"),
                  ("retry", "debug", "debug"), ("report", "debug", "reported"),
-                 ("exhausted", "debug", "gave_up"), ("rerun", "retrace", "approve")),
+                 ("exhausted", "debug", "gave_up"), ("rerun", "retrace", "approve"),
+                 ("abandon", "dispatch", "stopped"), ("abandon", "post", "stopped"),
+                 ("abandon", "poll", "stopped"), ("abandon", "debug", "stopped")),
     initial="trace",
     terminal=frozenset({"nothing", "declined", "green", "labelled", "reported", "gave_up",
-                        "timed_out"}),
+                        "timed_out", "stopped"}),
     steps={"trace": trace_step, "approve": approve, "dispatch": dispatch, "post": post,
            "poll": poll, "debug": debug, "retrace": retrace, "nothing": finish,
            "declined": finish, "green": finish, "labelled": finish, "reported": finish,
-           "gave_up": finish, "timed_out": finish},
+           "gave_up": finish, "timed_out": finish, "stopped": finish},
     feeds={"debug": loop.DebugResult},
     data_model=TargetedData,
     skill="pr-ci-targeted",

@@ -1,18 +1,19 @@
 """Scripting the GitHub side of ``ci-targeted`` on the fake server.
 
-``RerunBot`` plays radixark/miles' comment gateway and "Rerun Test" workflow as they really
-behave (``comment-ci-command.yml``, ``run-ci-file.yml``): for each new ``/rerun-test
-<file>`` comment it dispatches one run **on main** (``head_sha`` is main's tip, never the PR
-head; event ``workflow_dispatch``; no job name holds the path), with the run-name
-``/rerun-test <file> (PR #<N>)`` as ``display_title``, jobs ``resolve-file-run``,
-``run-cuda-file / run`` (its conclusion and log from a per-file script) and a skipped
-``run-cpu-file``, and replies "Started `/rerun-test <file>`." with the run's link as the
-bot. ``foreign_run`` adds another PR's run of a file. ``with_step_times`` makes the fake's
-jobs API report the "Run tests" step's start and end.
+``RerunBot`` scripts the fake's own miles gateway (``tests/fakegithub/gateway.py``,
+``repo.enable_rerun_gateway``): each ``/rerun-test <file>`` comment the flow posts makes the
+gateway dispatch a "Rerun Test" run **on main** (``head_sha`` main's tip, event
+``workflow_dispatch``, ``display_title`` ``/rerun-test <file> (PR #<N>)``, jobs
+``resolve-file-run``, ``run-cuda-file / run`` and a skipped ``run-cpu-file``) and reply
+"Started `/rerun-test <file>`." with the run's link, as the bot. The runs stay going until
+``react`` finishes each new one from a per-file script. ``foreign_run`` has another PR ask
+for a file. ``with_step_times`` makes the fake's jobs API report the "Run tests" step's start
+and end (the fake sends steps without times).
 
-What the shared fake should do (so this helper can shrink to a script): carry
-``display_title`` on workflow runs (``patch_display_title`` adds it here) and provide the
-gateway itself.
+``ContractGitHub`` (the contract suite's server) keeps a hand-made dispatcher
+(``_FixedIdBot``): the suite replays one scenario many times against one server and compares
+final states, so its run, job and comment ids come from a fixed counter, which the fake's
+gateway (global ids) does not offer.
 """
 
 from __future__ import annotations
@@ -21,101 +22,69 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.fakegithub import FakeGitHub
+from tests.fakegithub import FakeGitHub, RerunGateway
 from tests.fakegithub.state import Repo as GhRepo
 
 REPO = "acme/widgets"
 NUMBER = 7
 MAIN_TIP = "f" * 40  # main's tip: the head_sha of every gateway-dispatched run
-BOT = "miles-ci[bot]"
-
-
-def patch_display_title() -> None:
-    """Make the fake render a run's ``display_title`` (its run-name), as GitHub does."""
-    from tests.fakegithub import render
-
-    if getattr(render.workflow_run, "_with_title", False):
-        return
-    original = render.workflow_run
-
-    def workflow_run(base: str, r: Any, run: Any, status: str, conclusion: Any) -> dict[str, Any]:
-        out = original(base, r, run, status, conclusion)
-        out.setdefault("display_title", getattr(run, "display_title", "") or "commit")
-        return out
-
-    workflow_run._with_title = True  # type: ignore[attr-defined]
-    render.workflow_run = workflow_run
+BOT = RerunGateway.BOT
 
 
 class RerunBot:
-    """Reacts to ``/rerun-test`` comments; ``script[path]`` lists (conclusion, log) per run;
-    a conclusion of None leaves the run going."""
+    """The fake's gateway on PR ``NUMBER`` of ``REPO``; ``script[path]`` lists the (conclusion,
+    log) of that file's successive runs (default: success); a conclusion of None leaves the
+    run going."""
 
-    def __init__(self, fake: FakeGitHub, head_sha: str, script: dict[str, list[tuple[str, str]]],
-                 run_ids: Callable[[], int] | None = None) -> None:
-        patch_display_title()
+    def __init__(self, fake: FakeGitHub, head_sha: str, script: dict[str, list[tuple[str, str]]]) -> None:
         self.fake = fake
         self.gh: GhRepo = fake.repo(REPO)
         self.gh.add_pull(NUMBER, "pr", head_sha)
-        self.wf = self.gh.add_workflow("Rerun Test", ".github/workflows/run-ci-file.yml")
+        self.gateway = self.gh.enable_rerun_gateway(MAIN_TIP)
         self.gh.add_workflow("PR Test", ".github/workflows/pr-test.yml")
         self.script = {k: list(v) for k, v in script.items()}
-        self.seen = 0
-        self.run_ids = run_ids
-        self.runs: list[Any] = []
+        self.done = 0  # gateway dispatches already finished (or left going) by `react`
 
     def comments(self) -> list[str]:
+        """The flow's comments on the PR (not the gateway's replies)."""
         return [c["body"] for c in self.gh.comments.get(NUMBER, []) if c["login"] != BOT]
 
     def labels(self) -> list[str]:
         return list(self.gh.labels.get(NUMBER, []))
 
-    def dispatch(self, number: int, path: str, conclusion: str | None, log: str = "") -> Any:
-        """One gateway dispatch: a Rerun Test run on main for PR ``number``'s ``path``."""
-        run = self.gh.add_run(self.wf, MAIN_TIP, head_branch="main", event="workflow_dispatch")
-        run.display_title = f"/rerun-test {path} (PR #{number})"
-        if self.run_ids is not None:  # deterministic ids for the contract suite
-            run.id = self.run_ids()
-        for name, concl, text in (("resolve-file-run", "success", ""),
-                                  ("run-cuda-file / run", conclusion, log),
-                                  ("run-cpu-file", "skipped", "")):
-            job = self.gh.add_job(run, name, concl, log=text)
-            if self.run_ids is not None:
-                job.id = self.run_ids()
-        self.runs.append(run)
-        return run
+    @property
+    def runs(self) -> list[Any]:
+        """Every Rerun Test run the gateway dispatched, oldest first."""
+        return [run for _, _, run in self.gateway.dispatched]
 
     def foreign_run(self, number: int, path: str, conclusion: str | None = "success") -> Any:
-        """Another PR's run of the same file (no reply on our PR)."""
+        """Another PR asks for the same file: its own run (and reply, on its own PR)."""
         with self.fake.lock:
-            return self.dispatch(number, path, conclusion)
+            self.gh.add_comment(number, f"/rerun-test {path}", login="someone-else")
+            number_, _, run = self.gateway.dispatched[-1]
+            assert number_ == number
+            if conclusion is not None:
+                self.gateway.finish(self.gh, run, conclusion)
+            return run  # `react` leaves other PRs' runs alone
 
     def react(self) -> list[str]:
-        """Dispatch a run, and reply with its link, for each comment posted since the last
-        call."""
+        """CI runs what the gateway dispatched since the last call: each run of our PR ends
+        as its file's script says. Returns the test files run."""
         with self.fake.lock:
-            new = self.comments()[self.seen:]
-            self.seen += len(new)
-            for body in new:
-                if not body.startswith("/rerun-test "):
+            new = self.gateway.dispatched[self.done:]
+            self.done = len(self.gateway.dispatched)
+            for number, path, run in new:
+                if number != NUMBER:
                     continue
-                path = body.split(" ", 1)[1]
                 conclusion, log = self.script[path].pop(0) if self.script.get(path) else ("success", "")
-                run = self.dispatch(NUMBER, path, conclusion, log)
-                reply = self.gh.add_comment(NUMBER, f"Started `/rerun-test {path}`.\n\n[View "
-                                            f"workflow run](https://github.com/{REPO}/actions/"
-                                            f"runs/{run.id})", login=BOT)
-                if self.run_ids is not None:
-                    reply["id"] = self.run_ids()
-            return new
+                if conclusion is not None:
+                    self.gateway.finish(self.gh, run, conclusion, log)
+            return [path for number, path, _ in new if number == NUMBER]
 
     def finish(self, run: Any, conclusion: str, log: str = "") -> None:
         """Complete a run left going."""
         with self.fake.lock:
-            for job in self.gh.check_runs:
-                if job.run_id == run.id and job.status != "completed":
-                    job.complete(conclusion)
-                    job.steps[-1].conclusion = conclusion
+            self.gateway.finish(self.gh, run, conclusion, log)
 
 
 @contextmanager
@@ -157,7 +126,7 @@ class ContractGitHub(FakeGitHub):
             self.repos.clear()
             counter = iter(range(50_000, 60_000))
             self.ids = lambda: next(counter)
-            self.bot = RerunBot(self, self.head_sha, self.initial, run_ids=self.ids)
+            self.bot = _FixedIdBot(self, self.head_sha, self.initial, run_ids=self.ids)
 
     def handle(self, method: str, raw_path: str, headers: dict[str, str],
                body: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -203,3 +172,41 @@ def contract_scenario() -> Any:
                            REPO, "--repo-dir", str(repo.path)],
                     answer=answer,
                     env={"ORCHESTRATOR_GITHUB_API": fake.base_url, "GITHUB_TOKEN": fake.token})
+
+
+class _FixedIdBot:
+    """The contract suite's Rerun Test dispatcher: what the fake's gateway does, with run, job
+    and reply ids from ``run_ids`` (a fixed counter) so replays end in identical states."""
+
+    def __init__(self, fake: FakeGitHub, head_sha: str, script: dict[str, list[tuple[str, str]]],
+                 run_ids: Callable[[], int]) -> None:
+        self.fake = fake
+        self.gh: GhRepo = fake.repo(REPO)
+        self.gh.add_pull(NUMBER, "pr", head_sha)
+        self.wf = self.gh.add_workflow(RerunGateway.WORKFLOW, RerunGateway.PATH)
+        self.script = {k: list(v) for k, v in script.items()}
+        self.seen = 0
+        self.run_ids = run_ids
+
+    def react(self) -> None:
+        """Dispatch a run on main, and reply with its link, for each new ``/rerun-test``."""
+        with self.fake.lock:
+            mine = [c["body"] for c in self.gh.comments.get(NUMBER, []) if c["login"] != BOT]
+            new = mine[self.seen:]
+            self.seen += len(new)
+            for body in new:
+                if not body.startswith("/rerun-test "):
+                    continue
+                path = body.split(" ", 1)[1]
+                conclusion, log = self.script[path].pop(0) if self.script.get(path) else ("success", "")
+                run = self.gh.add_run(self.wf, MAIN_TIP, head_branch="main", event="workflow_dispatch")
+                run.display_title = f"/rerun-test {path} (PR #{NUMBER})"
+                run.id = self.run_ids()
+                for name, concl, text in (("resolve-file-run", "success", ""),
+                                          ("run-cuda-file / run", conclusion, log),
+                                          ("run-cpu-file", "skipped", "")):
+                    self.gh.add_job(run, name, concl, log=text).id = self.run_ids()
+                reply = self.gh.add_comment(NUMBER, f"Started `/rerun-test {path}`.\n\n[View "
+                                            f"workflow run](https://github.com/{REPO}/actions/"
+                                            f"runs/{run.id})", login=BOT)
+                reply["id"] = self.run_ids()

@@ -182,17 +182,25 @@ def test_bad_base_is_refused_before_any_state(flow_of: Any, tmp_path: Path) -> N
     assert [] == list((tmp_path / "ws").rglob("flow_state.json"))
 
 
-def test_rate_limit_while_polling_sleeps_instead_of_failing(flow_of: Any,
-                                                            fake_github: FakeGitHub) -> None:
-    """A spent API budget during a poll schedules the next tick; nothing is lost."""
+def test_rate_limit_while_polling_sleeps_until_the_reset(flow_of: Any,
+                                                         fake_github: FakeGitHub) -> None:
+    """A spent API budget during a poll sleeps until GitHub's reset (not a fixed half hour);
+    once the reset has passed the poll goes on and nothing is lost."""
+    import time
+
     f = flow_of()
     spec = f.start("--approved").spec
     fake_github.rate_remaining = 0
+    fake_github.rate_reset = int(time.time()) + 900
     spec = f.drv.shell(spec["resume_command"]).spec
-    assert ("schedule_cron", "*/30 * * * *") == (spec["status"],
-                                                 spec["on_complete"]["cron_interval"])
-    assert spec["reason"].startswith("GitHub rate limit reached")
+    assert ("schedule_cron", "rate_limited") == (spec["status"], spec["targeted_phase"])
+    assert spec["on_complete"]["cron_interval"] in {"*/15 * * * *", "*/16 * * * *"}
+    assert "primary rate limit" in spec["reason"]
     fake_github.rate_remaining = 5000
+    state = Path(spec["workspace"]) / "flow_state.json"
+    raw = json.loads(state.read_text())
+    raw["data"]["github"]["until"] = "2000-01-01T00:00:00+00:00"  # the reset has passed
+    state.write_text(json.dumps(raw))
     assert "green" == f.runs_finish(spec).spec["outcome"]
 
 
