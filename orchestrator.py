@@ -146,21 +146,40 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return _emit(result)
     except OrchestratorError as err:
-        from flow.render import error_spec
+        return _emit(_error(err, root, harness), err.exit_code)
+    except OSError as exc:  # a fault of the machine (full disk, read-only...) is not a bug
+        from flow.errors import environment_fault
 
-        return _emit(error_spec(err, root, harness, getattr(err, "state", None),
-                                getattr(err, "workspace", None)), err.exit_code)
+        fault = environment_fault(exc)
+        if fault is None:
+            return _bug(exc, root, harness)
+        return _emit(_error(fault, root, harness), fault.exit_code)
     except Exception as exc:  # a bug: still one JSON object, exit 1
-        import traceback
+        return _bug(exc, root, harness)
 
-        traceback.print_exc(file=sys.stderr)
-        return _emit({"schema_version": 1, "status": "error", "workflow": None,
-                      "flow_id": None, "phase": None, "harness": harness,
-                      "workspace": str(root),
-                      "error": {"code": "bug", "message": f"{type(exc).__name__}: {exc}",
-                                "hint": "this is a bug in the orchestrator; the traceback "
-                                        "is on stderr; please report it"},
-                      "message": f"{type(exc).__name__}: {exc}"}, 1)
+
+def _error(err: OrchestratorError, root: Path, harness: str) -> dict[str, Any]:
+    from flow.render import error_spec
+
+    spec = error_spec(err, root, harness, getattr(err, "state", None),
+                      getattr(err, "workspace", None))
+    for key in ("flow_id", "workflow"):  # known even when the state is not (busy, corrupt)
+        if spec.get(key) is None and getattr(err, key, None):
+            spec[key] = getattr(err, key)
+    return spec
+
+
+def _bug(exc: BaseException, root: Path, harness: str) -> int:
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+    return _emit({"schema_version": 1, "status": "error", "workflow": None,
+                  "flow_id": None, "phase": None, "harness": harness,
+                  "workspace": str(root),
+                  "error": {"code": "bug", "message": f"{type(exc).__name__}: {exc}",
+                            "hint": "this is a bug in the orchestrator; the traceback "
+                                    "is on stderr; please report it"},
+                  "message": f"{type(exc).__name__}: {exc}"}, 1)
 
 
 if __name__ == "__main__":

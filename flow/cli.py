@@ -14,7 +14,8 @@ from typing import Any
 
 from flow import registry
 from flow.commands import Commands
-from flow.errors import FlowNotFound, OrchestratorError, UsageError
+from flow.errors import FlowNotFound, OrchestratorError, UsageError, environment_fault
+from flow.state import check_state
 from workspace.jsonio import dumps
 from workspace.paths import check_flow_id
 from workspace.store import FlowStore
@@ -105,9 +106,30 @@ def _drive(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, 
     settings = dict(os.environ)
     try:
         return _locked(module, store, args, root, harness, script, new, opts, settings)
+    except OSError as exc:  # outside the flow's own handling (the lock, the folder itself)
+        raise _as_fault(exc) from exc
+    except OrchestratorError as err:
+        # Every error that knows its flow says which one (busy, corrupt state, faults...).
+        if getattr(err, "flow_id", None) is None:
+            err.flow_id = store.flow_id  # type: ignore[attr-defined]
+            err.workflow = module.WORKFLOW.name  # type: ignore[attr-defined]
+        raise
     finally:
-        if new and not store.exists():
+        if new and not _exists(store):
             _remove_unstarted(store)
+
+
+def _exists(store: FlowStore) -> bool:
+    try:
+        return store.exists()
+    except OSError:
+        return False
+
+
+def _as_fault(exc: OSError) -> Exception:
+    """A known fault of the machine as its own error (exit 4), anything else unchanged."""
+    fault = environment_fault(exc)
+    return fault if fault is not None else exc
 
 
 def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, harness: str,
@@ -132,6 +154,9 @@ def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path,
                 if state.workflow != module.WORKFLOW.name:
                     raise UsageError(f"flow {store.flow_id!r} belongs to workflow "
                                      f"{state.workflow!r}", "use --flow with its own commands")
+                # Phase and data must fit the workflow before anything is written (exit 4).
+                check_state(state, module.WORKFLOW, str(store.state_path))
+                store.replay_audit(state)
                 sticky = args.harness or state.harness
                 cmds = Commands(script, root, sticky, store.flow_id)
                 engine = Engine(module.WORKFLOW, store, state, cmds, settings)
@@ -142,8 +167,15 @@ def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path,
                 spec = engine.answer(args.answer)
             else:
                 spec = engine.advance()
+        except OSError as exc:
+            fault = environment_fault(exc)
+            if fault is None:
+                raise
+            fault.state = state  # type: ignore[attr-defined]
+            fault.workspace = store.dir  # type: ignore[attr-defined]
+            raise fault from exc
         except OrchestratorError as err:
-            if store.exists():  # a flow that never started keeps no error file
+            if _exists(store):  # a flow that never started keeps no error file
                 err.state = state  # type: ignore[attr-defined]
                 err.workspace = store.dir  # type: ignore[attr-defined]
                 _record_error(store, err)

@@ -145,8 +145,8 @@ class Engine:
         current = dumps(self.state.model_dump(mode="json"))
         if current == self._saved:
             return
-        self._saved = self.store.save(self.state)
-        self.store.audit(event, revision=self.state.revision, phase=self.state.phase, **fields)
+        # The audit record is committed inside the state file (see FlowStore.save).
+        self._saved = self.store.save(self.state, event, phase=self.state.phase, **fields)
 
     # -- the driver ---------------------------------------------------------------------
 
@@ -293,6 +293,8 @@ class Engine:
         try:
             content = read_feed(path, max_feed_bytes(self.settings))
         except FeedRejected as err:
+            owner = [t.task_id for t in self.state.tasks if Path(t.feed_file) == path]
+            err.details.setdefault("task_id", owner[0] if owner else None)
             raise self._refuse(err) from None
         task = self._match(path, content)
         payload = _payload(content)

@@ -72,6 +72,11 @@ class ReviewFinding(BaseModel):
 class CheckerReviewFeed(Feed):
     """``--feed checker`` for the mandatory full review; ``all_clear`` is required (``{}`` is refused)."""
 
+    # The published schema states the rule _consistent enforces (all clear, no findings).
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"properties": {"all_clear": {"const": True}}, "required": ["all_clear"]},
+        "then": {"properties": {"findings": {"maxItems": 0}}}})
+
     all_clear: bool
     findings: list[ReviewFinding] = Field(default_factory=list)
     summary: str = ""
