@@ -14,10 +14,12 @@ from typing import Any
 
 from flow import registry
 from flow.commands import Commands
-from flow.errors import FlowNotFound, OrchestratorError, UsageError, environment_fault
+from flow.errors import (
+    FlowNotFound, OrchestratorError, UsageError, WorkflowInputError, environment_fault,
+)
 from flow.state import check_state
 from workspace.jsonio import dumps
-from workspace.paths import check_flow_id
+from workspace.paths import bad_segment, check_flow_id, check_repo
 from workspace.store import FlowStore
 
 LEGACY = (("ci_check", "ci"), ("ingest_feedback", "ingest"), ("apply_ingest", "ingest"),
@@ -65,8 +67,10 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
         return _drive(module, store, args, root, harness, script, new=False)
 
     workflow_name, opts = _which(args, words)
+    if args.repo is not None:
+        check_repo(args.repo)
     module = registry.load(workflow_name)
-    flow_id = check_flow_id(module.locate(opts, root))
+    flow_id = _flow_id_for(workflow_name, module.locate(opts, root))
     store = FlowStore(root, flow_id)
     if args.restart and store.exists():
         _move_aside(store)
@@ -76,6 +80,19 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
         raise FlowNotFound(f"no flow {flow_id!r} to resume in workspace {str(root)!r}",
                            "start it first (the same command without --resume/--feed/--answer)")
     return _drive(module, store, args, root, harness, script, new=True, opts=opts)
+
+
+def _flow_id_for(workflow: str, flow_id: str) -> str:
+    """The flow id a workflow derived from the inputs, or an error about those inputs."""
+    part = bad_segment(flow_id)
+    if part is None:
+        return flow_id
+    what = "the test file's name" if workflow == "refactor" else "the command's inputs"
+    raise WorkflowInputError(
+        f"{what} would name the flow folder {part!r} (flow id {flow_id!r}), which is not a "
+        f"safe folder name", "flow folders are named with letters, digits, '.', '_', '+' and '-' "
+        "(starting with a letter or digit); rename the file (or pick other inputs)",
+        code="bad_name")
 
 
 def _which(args: argparse.Namespace, words: list[str]) -> tuple[str, dict[str, Any]]:

@@ -66,7 +66,7 @@ def _target(opts: Mapping[str, Any]) -> tuple[str, int]:
     import os
 
     repo = opts.get("repo")
-    if repo is not None and not _REPO.match(repo):
+    if repo is not None and not _REPO.fullmatch(repo):
         raise WorkflowInputError(f"--repo {repo!r} is not owner/name",
                                  "pass --repo OWNER/NAME, e.g. --repo pytorch/pytorch")
     number = opts.get("pr_number")

@@ -57,7 +57,7 @@ _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 
 def _repo(opts: Mapping[str, Any]) -> str:
     repo = opts.get("repo") or DEFAULT_REPO
-    if not _REPO.match(repo):
+    if not _REPO.fullmatch(repo):
         raise WorkflowInputError(f"--repo {repo!r} is not owner/name",
                                  "pass --repo OWNER/NAME, e.g. --repo pytorch/pytorch")
     return str(repo)
@@ -91,7 +91,7 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Inge
         return IngestData(mode="apply", repo=repo, ruleset=ruleset, pr=number,
                           findings_file=str(path), approved=approved)
     author = settings.get(AUTHOR_ENV) or DEFAULT_AUTHOR
-    if not _LOGIN.match(author):
+    if not _LOGIN.fullmatch(author):
         raise WorkflowInputError(f"{AUTHOR_ENV}={author!r} is not a GitHub login",
                                  f"unset it or set e.g. {AUTHOR_ENV}={DEFAULT_AUTHOR}")
     from flow.github.client import connect

@@ -57,7 +57,7 @@ class ReviewQueueData(BaseModel):
 
 def _day() -> str:
     day = os.environ.get(DATE_ENV) or time.strftime("%Y-%m-%d", time.gmtime())
-    if not _DAY.match(day):
+    if not _DAY.fullmatch(day):
         raise WorkflowInputError(f"{DATE_ENV}={day!r} is not a date",
                                  f"set {DATE_ENV} to YYYY-MM-DD or unset it (today, UTC)")
     return day
