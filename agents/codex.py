@@ -51,13 +51,19 @@ def render_task(task: TaskRecord, agents: dict[str, str]) -> dict[str, Any]:
     return spawn
 
 
+def cron_escape(command: str) -> str:
+    """``command`` as a crontab line's command: cron turns an unescaped ``%`` into a newline
+    (and cuts the command there), so every ``%`` is written ``\\%``."""
+    return command.replace("%", "\\%")
+
+
 def cron_on_complete(resume: str, cron_interval: str, poll_seconds: int, skill: str,
                      log_file: str) -> dict[str, Any]:
     return {
         "action": "poll",
         "poll_interval_seconds": poll_seconds,
         "poll_command": resume,
-        "user_cron_line": f"{cron_interval} {resume} >> {log_file} 2>&1",
+        "user_cron_line": f"{cron_interval} {cron_escape(resume)} >> {cron_escape(log_file)} 2>&1",
         "note": "Codex has no cron: poll by running poll_command every poll_interval_seconds, "
                 "or ask a person to install user_cron_line with crontab -e.",
     }

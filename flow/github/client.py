@@ -25,6 +25,8 @@ import requests
 from github import Auth, Github
 from pydantic import BaseModel, ConfigDict
 
+from flow.github.checks import api_url as checked_api_url
+from flow.github.checks import bad_answer, from_pygithub, header_seconds
 from flow.github.errors import (
     BadSetting, GitHubRequestFailed, GitHubUnavailable, LinkExpired, MissingToken, RateLimited, UnknownRepo,
     utc_from_epoch,
@@ -87,6 +89,10 @@ class GitHubClient:
                 if e.status < 500:
                     raise self._failed(what, e) from None
                 last = f"HTTP {e.status}"
+            except (ValueError, OverflowError) as e:  # PyGithub reads headers with int(float())
+                if not from_pygithub(e):
+                    raise
+                raise bad_answer(what, e) from None
             except (requests.Timeout, requests.ConnectionError) as e:
                 if write:
                     raise GitHubUnavailable(what, attempt, type(e).__name__) from None
@@ -170,10 +176,13 @@ def _rate_limit_reset(e: github.GithubException) -> float | None:
     )
     if not limited:
         return None
-    if "retry-after" in headers:
-        return time.time() + float(headers["retry-after"])
-    if "x-ratelimit-reset" in headers:
-        return float(headers["x-ratelimit-reset"])
+    # Headers are data: a garbage value falls back to a minute, never raises.
+    retry = header_seconds(headers.get("retry-after"))
+    if retry is not None and retry <= 86400:
+        return time.time() + retry
+    reset = header_seconds(headers.get("x-ratelimit-reset"))
+    if reset is not None and time.time() - 86400 < reset < time.time() + 86400:
+        return reset
     return time.time() + 60.0
 
 
@@ -203,7 +212,7 @@ def connect(api_url: str | None = None, token: str | None = None, *,
     token = token or next((env[k] for k in TOKEN_ENVS if env.get(k)), None)
     if not token:
         raise MissingToken()
-    url = (api_url or env.get(API_ENV) or DEFAULT_API).rstrip("/")
+    url = checked_api_url(api_url or env.get(API_ENV) or DEFAULT_API, API_ENV)
     s = settings or _settings_from(env)
     gh = Github(
         base_url=url, auth=Auth.Token(token), timeout=s.timeout, per_page=s.per_page, retry=None,
