@@ -203,13 +203,16 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullI
 
 
 def _why(red: list[CheckVerdict], done_runs: set[int]) -> str:
+    from agents.prompts import fence  # check names come from GitHub: data, fenced
+
     parts = []
     for v in red:
+        name = fence(v.check.name, inline=True, limit=120)
         if v.category == "broken_trunk":
-            parts.append(f"{v.check.name}: also fails at the merge base (broken trunk)")
+            parts.append(f"{name}: also fails at the merge base (broken trunk)")
         elif v.check.run_id in done_runs:
-            parts.append(f"{v.check.name}: failed the same way after its one re-run "
+            parts.append(f"{name}: failed the same way after its one re-run "
                          f"({v.reason})")
         else:
-            parts.append(f"{v.check.name}: {v.reason}; it cannot be re-run from here")
+            parts.append(f"{name}: {v.reason}; it cannot be re-run from here")
     return "; ".join(parts)

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agents.prompts import Untrusted, render
+from agents.prompts import Untrusted, fence, render
 from flow.ci.decide import DEFAULT_MAX_ROUNDS, Awaiting, CiData, Decision, EndReport, FixRound, decide
 from flow.ci.feeds import DebuggerResult
 from flow.ci.text import failures_text, history_text, stop_comment
@@ -186,8 +186,8 @@ def debug(ctx: Any) -> Any:
     round_no = d.fix_round + 1
     if res is None:
         failures = [f.model_dump(mode="json") for f in d.failures]
-        prompt = render("ci_debugger", repo=d.repo, number=d.number, pr_url=d.pr_url,
-                        head_sha=d.head_sha, fix_round=round_no, max_rounds=d.max_rounds,
+        prompt = render("ci_debugger", repo=d.repo, number=d.number,
+                        pr_url=fence(d.pr_url, inline=True), head_sha=fence(d.head_sha, inline=True), fix_round=round_no, max_rounds=d.max_rounds,
                         failures=Untrusted(failures_text(d.failures), "CI failures and log lines"),
                         history=Untrusted(history_text(d.fix_history), "earlier debugger reports"))
         return Ask([Task(key="debugger", role="debugger", feed="debugger", prompt=prompt)],
@@ -278,7 +278,9 @@ def stopped(ctx: Any) -> Any:
               "pr_number": d.number, "head_sha": d.end.head_sha, "still_failing": failing,
               "fix_history": [r.model_dump() for r in d.fix_history], "fix_rounds": d.fix_round,
               "comment_url": d.comment_url or None}
-    names = ", ".join(sorted({f.check_name for f in d.end.still_failing})) or "(none listed)"
+    # Check names come from GitHub: data, fenced.
+    names = ", ".join(fence(n, inline=True, limit=120)
+                      for n in sorted({f.check_name for f in d.end.still_failing})) or "(none listed)"
     steps = [f"CI is NOT green; do not mark the PR ready. Still failing: {names}.",
              "Delete this PR's CI cron job (CronDelete) or poll loop.",
              "After fixing by hand (or once trunk is fixed), watch again with: "
