@@ -11,67 +11,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # skips a slow entry-point scan
 
-from flow.errors import OrchestratorError, UsageError  # noqa: E402
+from flow.errors import OrchestratorError  # noqa: E402
 from workspace.jsonio import dumps  # noqa: E402
 from workspace.paths import workspace_root  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 ENV_HARNESS = ("ORCHESTRATOR_HARNESS", "PYTORCH_TEST_REFACTOR_HARNESS")
-
-
-def _parser() -> Any:
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> NoReturn:
-            raise UsageError(f"bad command line: {message}",
-                             "run 'orchestrator.py --help' for the usage")
-
-    p = Parser(prog="orchestrator.py", description=__doc__, add_help=False)
-    p.add_argument("args", nargs="*", help="COMMAND [ARGS] or a test FILE (refactor)")
-    p.add_argument("-h", "--help", action="store_true",
-                   help="print this text as the 'usage' field of one JSON object")
-    g = p.add_argument_group("every flow")
-    g.add_argument("--workspace", help="workspace root (env ORCHESTRATOR_WORKSPACE, ./agent_space)")
-    g.add_argument("--harness", choices=["claude", "codex"],
-                   help="sticky; default from ORCHESTRATOR_HARNESS, then claude")
-    g.add_argument("--flow", help="flow id (as printed in flow_id)")
-    g.add_argument("--resume", action="store_true", help="carry on where the flow stopped")
-    g.add_argument("--restart", action="store_true", help="move the old flow aside, start anew")
-    g.add_argument("--feed", metavar="ROLE", help="feed a task result (with --feed-file)")
-    g.add_argument("--feed-file", metavar="PATH")
-    g.add_argument("--answer", metavar="VALUE", help="answer the open need_human question")
-    g.add_argument("--json", action="store_true", help="status: machine-readable output")
-    r = p.add_argument_group("refactor and CI (the seed's flags)")
-    r.add_argument("--ci-check", action="store_true")
-    r.add_argument("--pr-number", type=int)
-    r.add_argument("--repo", help="owner/name of the GitHub repository")
-    r.add_argument("--ingest-feedback", action="store_true")
-    r.add_argument("--apply-ingest", metavar="FINDINGS_FILE")
-    r.add_argument("--review-queue", action="store_true")
-    r.add_argument("--limit", type=int)
-    r.add_argument("--mark-ready", action="store_true")
-    x = p.add_argument_group("reproduce")
-    x.add_argument("--command", dest="repro_command")
-    x.add_argument("--command-file")
-    x.add_argument("--stage", choices=["auto", "nightly"])
-    x.add_argument("--ci-commit")
-    x.add_argument("--pytorch-dir", "--source-dir", dest="source_dir")
-    x.add_argument("--ci-repo")
-    x.add_argument("--failure-pattern")
-    x.add_argument("--profile")
-    x.add_argument("--batch", metavar="FILE")
-    t = p.add_argument_group("targeted CI")
-    t.add_argument("--base")
-    t.add_argument("--depth", type=int)
-    t.add_argument("--hub-limit", type=int)
-    t.add_argument("--repo-dir")
-    t.add_argument("--approved", action="store_true")
-    return p
 
 
 def _harness(flag: str | None) -> str:
@@ -130,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     harness = "claude"
     root = workspace_root(None)
     try:
-        parser = _parser()
-        args = parser.parse_args(argv)
+        from flow.argv import parse
+
+        args, parser = parse(argv)
         harness = _harness(args.harness)
         root = workspace_root(args.workspace)
         if args.help:  # one JSON object like every call, the usage text inside it
