@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 import os
 import time
 from pathlib import Path
@@ -62,8 +64,9 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
             raise FlowNotFound(f"no flow {flow_id!r} in workspace {str(root)!r}",
                                "run 'orchestrator.py status' to list the flows, or check "
                                "--workspace")
-        workflow_name = _peek_workflow(store)
-        module = registry.load(workflow_name)
+        with _naming(flow_id):
+            workflow_name = _peek_workflow(store)
+            module = registry.load(workflow_name)
         return _drive(module, store, args, root, harness, script, new=False)
 
     workflow_name, opts = _which(args, words)
@@ -73,13 +76,31 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
     flow_id = _flow_id_for(workflow_name, module.locate(opts, root))
     store = FlowStore(root, flow_id)
     if args.restart and store.exists():
-        _move_aside(store)
+        with _naming(flow_id, workflow_name):
+            _move_aside(store)
     if store.exists():
         return _drive(module, store, args, root, harness, script, new=False)
     if args.resume or args.feed or args.answer:
         raise FlowNotFound(f"no flow {flow_id!r} to resume in workspace {str(root)!r}",
                            "start it first (the same command without --resume/--feed/--answer)")
     return _drive(module, store, args, root, harness, script, new=True, opts=opts)
+
+
+@contextmanager
+def _naming(flow_id: str, workflow: str | None = None) -> Iterator[None]:
+    """Errors raised inside name the flow they are about (busy, corrupt state, faults)."""
+    try:
+        yield
+    except OSError as exc:
+        fault = environment_fault(exc)
+        if fault is None:
+            raise
+        fault.flow_id, fault.workflow = flow_id, workflow  # type: ignore[attr-defined]
+        raise fault from exc
+    except OrchestratorError as err:
+        if getattr(err, "flow_id", None) is None:
+            err.flow_id, err.workflow = flow_id, workflow  # type: ignore[attr-defined]
+        raise
 
 
 def _flow_id_for(workflow: str, flow_id: str) -> str:

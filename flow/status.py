@@ -14,6 +14,14 @@ from workspace.paths import STATE_FILE
 def collect(root: Path) -> list[dict[str, Any]]:
     """One row per flow folder under ``root`` (unreadable states are listed, not hidden)."""
     rows: list[dict[str, Any]] = []
+    if root.exists() and not root.is_dir():
+        import errno
+
+        from flow.errors import environment_fault
+
+        fault = environment_fault(OSError(errno.ENOTDIR, "Not a directory", str(root)))
+        assert fault is not None
+        raise fault
     if not root.is_dir():
         return rows
     for path in sorted(root.rglob(STATE_FILE)):

@@ -283,3 +283,21 @@ def test_busy_error_names_the_flow(toy: tuple[Path, dict[str, Any]],
         code, out = call(["--workspace", str(ws), "--flow", spec["flow_id"], "--answer", "y"])
     assert (3, "busy", spec["flow_id"], "toy") == (code, out["error"]["code"], out["flow_id"],
                                                   out["workflow"])
+
+
+def test_unparsable_state_error_names_the_flow(toy: tuple[Path, dict[str, Any]]) -> None:
+    """A state file that is not JSON: exit 4 with the flow's id in flow_id."""
+    ws, spec = toy
+    _state(spec).write_text("{not json")
+    code, out = call(["--workspace", str(ws), "--flow", spec["flow_id"], "--answer", "yes"])
+    assert (4, "state_unloadable", spec["flow_id"]) == (code, out["error"]["code"],
+                                                        out["flow_id"])
+    assert "{not json" == _state(spec).read_text()
+
+
+def test_status_of_a_workspace_that_is_a_file(tmp_path: Path) -> None:
+    """status on a workspace that is a file says so (exit 4), not 'no flows'."""
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    code, out = call(["--workspace", str(plain), "status", "--json"])
+    assert (4, "workspace_not_a_folder") == (code, out["error"]["code"])
