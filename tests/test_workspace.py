@@ -134,3 +134,61 @@ def test_a_lock_won_on_a_folder_moved_aside_is_traded_for_the_new_one(
                 pass
         with FlowLock(moved, timeout=0.2):  # the old folder's lock was let go
             pass
+
+
+@pytest.mark.parametrize("flow_id", ["toy/x\n", "toy/x\r", "toy/ x", "toy/..", "toy//x", "/abs"])
+def test_flow_ids_are_checked_with_full_matches(flow_id: str) -> None:
+    """A trailing newline or an empty part never passes as a flow id."""
+    from flow.errors import UsageError
+
+    with pytest.raises(UsageError):
+        check_flow_id(flow_id)
+
+
+@pytest.mark.parametrize(("repo", "ok"), [
+    ("pytorch/pytorch", True), ("o.r/n-1_x", True), ("o/r\n", False), ("../..", False),
+    ("o/.", False), ("o", False), ("o/r/x", False), ("o/r ", False)])
+def test_repo_names_are_owner_slash_name(repo: str, ok: bool) -> None:
+    """--repo is owner/name by a full match; dots-only parts are refused."""
+    from flow.errors import UsageError
+    from workspace.paths import check_repo
+
+    if ok:
+        assert repo == check_repo(repo)
+    else:
+        with pytest.raises(UsageError):
+            check_repo(repo)
+
+
+def test_store_log_never_writes_through_a_link(tmp_path: Path) -> None:
+    """A link planted at logs/ or logs/orchestrator.log is refused; the target is untouched."""
+    import errno
+
+    outside = tmp_path / "outside.log"
+    outside.write_text("keep")
+    store = FlowStore(tmp_path / "ws", "toy/x")
+    store.logs_dir.mkdir(parents=True)
+    (store.logs_dir / "orchestrator.log").symlink_to(outside)
+    with pytest.raises(OSError) as err:
+        store.log("hello")
+    assert errno.ELOOP == err.value.errno
+    (store.logs_dir / "orchestrator.log").unlink()
+    store.logs_dir.rmdir()
+    store.logs_dir.symlink_to(tmp_path)
+    with pytest.raises(OSError):
+        store.log("hello")
+    assert "keep" == outside.read_text() and not (tmp_path / "orchestrator.log").exists()
+
+
+@pytest.mark.parametrize(("value", "expected"), [("", 10.0), ("0", 0.0), ("2.5", 2.5),
+                                                 ("x", None), ("-1", None), ("nan", None)])
+def test_lock_timeout_setting(value: str, expected: float | None) -> None:
+    """ORCHESTRATOR_LOCK_TIMEOUT is seconds from 0 to a day; anything else is a bad setting."""
+    from flow.errors import SettingError
+    from workspace.lock import lock_timeout
+
+    if expected is None:
+        with pytest.raises(SettingError):
+            lock_timeout({"ORCHESTRATOR_LOCK_TIMEOUT": value})
+    else:
+        assert expected == lock_timeout({"ORCHESTRATOR_LOCK_TIMEOUT": value})
