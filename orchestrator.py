@@ -33,6 +33,16 @@ def _harness(flag: str | None) -> str:
     return "claude"
 
 
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value of option ``name`` in ``argv`` read without the parser (None if absent)."""
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def _emit(obj: Any, code: int = 0) -> int:
     sys.stdout.buffer.write(dumps(obj) + b"\n")
     sys.stdout.flush()
@@ -76,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     fast = _fast_resume(argv)
     if fast is not None:
         return fast
-    harness = "claude"
-    root = workspace_root(None)
+    harness = _harness(_flag(argv, "--harness") if _flag(argv, "--harness") in
+                       ("claude", "codex") else None)
+    root = workspace_root(_flag(argv, "--workspace"))  # an error before parsing names it too
     try:
         from flow.argv import parse
 
