@@ -310,9 +310,9 @@ def test_command_help_is_one_json_object(tmp_path: Path, argv: list[str]) -> Non
 
 @pytest.mark.parametrize("repo", ["o/r\n", "../..", "a/b/c", "o/", "./x", "o r/x"])
 def test_repo_must_be_owner_slash_name(tmp_path: Path, repo: str) -> None:
-    """--repo is checked as owner/name before any folder is made (bad_repo, exit 2)."""
+    """--repo is checked as owner/name before any folder is made (bad_input, exit 2)."""
     code, spec = _run(tmp_path, "--ci-check", "--repo", repo, "--pr-number", "1")
-    assert (2, "bad_repo") == (code, spec["error"]["code"])
+    assert (2, "bad_input") == (code, spec["error"]["code"])
     assert not (tmp_path / "ci").exists()
 
 

@@ -48,7 +48,7 @@ def check_repo(repo: str, flag: str = "--repo") -> str:
         raise UsageError(
             f"{flag} {repo!r} is not a GitHub repository as owner/name",
             f"give {flag} as owner/name, for example pytorch/pytorch (letters, digits, '.', "
-            f"'_' and '-'; no other '/', no '..')", code="bad_repo")
+            f"'_' and '-'; no other '/', no '..')", code="bad_input")
     return repo
 
 
