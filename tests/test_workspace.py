@@ -192,3 +192,27 @@ def test_lock_timeout_setting(value: str, expected: float | None) -> None:
             lock_timeout({"ORCHESTRATOR_LOCK_TIMEOUT": value})
     else:
         assert expected == lock_timeout({"ORCHESTRATOR_LOCK_TIMEOUT": value})
+
+
+@pytest.mark.parametrize("refusals", [0, 3, 2000])
+def test_audit_replay_finds_the_last_revision_past_many_refusals(tmp_path: Path,
+                                                                 refusals: int) -> None:
+    """The last audited revision is found in the log's tail, or past a long run of refusals."""
+    store = FlowStore(tmp_path, "toy/x")
+    store._append({"event": "created", "revision": 1})
+    store._append({"event": "fed", "revision": 2})
+    for _ in range(refusals):
+        store.audit("feed_refused", code="invalid_feed", message="x" * 60)
+    with open(store.audit_path, "ab") as fh:
+        fh.write(b'{"event": "torn", "revis')  # a torn last line is skipped
+    assert 2 == store._last_audited_revision()
+
+
+def test_a_line_appended_after_a_torn_line_stays_whole(tmp_path: Path) -> None:
+    """Appending after a torn last line starts a new line: both stay separately readable."""
+    from workspace.atomic import append_line
+
+    log = tmp_path / "audit.jsonl"
+    log.write_bytes(b'{"a": 1}\n{"torn"')
+    append_line(log, b'{"b": 2}')
+    assert [b'{"a": 1}', b'{"torn"', b'{"b": 2}'] == log.read_bytes().splitlines()

@@ -71,9 +71,12 @@ def append_line(path: Path, line: bytes) -> None:
     leaves the line whole or absent.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
     try:
-        os.write(fd, line + b"\n")
+        size = os.fstat(fd).st_size
+        # A line torn by a crash mid-write gets its own line end first, so it stays alone.
+        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+        os.write(fd, lead + line + b"\n")
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -91,10 +94,14 @@ def write_nofollow(path: Path, data: bytes, *, append: bool = False) -> None:
         os.close(fd)
 
 
-def read_nofollow(path: Path) -> bytes:
-    """Read a workspace file, never through a symbolic link (``OSError`` ``ELOOP`` if one)."""
+def read_nofollow(path: Path, tail: int | None = None) -> bytes:
+    """Read a workspace file (its last ``tail`` bytes if given), never through a symbolic
+    link (``OSError`` ``ELOOP`` if one)."""
     fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     with os.fdopen(fd, "rb") as fh:
+        if tail is not None:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(size - tail, 0))
         return fh.read()
 
 

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from flow.state import FlowState
 
 
+TAIL_BYTES = 64 * 1024
+
+
 def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -115,18 +118,28 @@ class FlowStore:
         append_line(self.audit_path, dumps(record, indent=False))
 
     def _last_audited_revision(self) -> int:
-        """The highest ``revision`` in the audit log (0 if none); a torn last line is skipped."""
-        try:
-            data = read_nofollow(self.audit_path)
-        except FileNotFoundError:
-            return 0
-        for line in reversed(data.splitlines()):
+        """The highest ``revision`` in the audit log (0 if none); a torn last line is skipped.
+
+        Reads the log's tail first (the answer is almost always in its last lines), the whole
+        log only when the tail holds no revision (a long run of refusals).
+        """
+        for tail in (TAIL_BYTES, None):
             try:
-                rev = loads(line).get("revision")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(rev, int):
-                return rev
+                data = read_nofollow(self.audit_path, tail)
+            except FileNotFoundError:
+                return 0
+            lines = data.splitlines()
+            if tail is not None and len(data) >= tail:
+                lines = lines[1:]  # the first line of a tail may be cut
+            for line in reversed(lines):
+                try:
+                    rev = loads(line).get("revision")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(rev, int):
+                    return rev
+            if tail is not None and len(data) < tail:
+                return 0  # the tail was the whole log
         return 0
 
     def cache_spec(self, state_bytes: bytes, spec: dict[str, Any]) -> None:
