@@ -98,13 +98,6 @@ class SettingError(OrchestratorError):
                          setting=name)
 
 
-class UnsafePath(OrchestratorError):
-    """A workspace file is a symlink or something else than expected; nothing was written."""
-
-    code = "unsafe_path"
-    exit_code = 4
-
-
 # errno name -> (code, what it means, how to mend it). Faults of the machine, not bugs.
 _FAULTS: dict[str, tuple[str, str, str]] = {
     "ENOSPC": ("disk_full", "the disk is full",
