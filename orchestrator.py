@@ -11,68 +11,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # skips a slow entry-point scan
 
-from flow.errors import OrchestratorError, UsageError  # noqa: E402
+from flow.errors import OrchestratorError  # noqa: E402
 from workspace.jsonio import dumps  # noqa: E402
 from workspace.paths import workspace_root  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 ENV_HARNESS = ("ORCHESTRATOR_HARNESS", "PYTORCH_TEST_REFACTOR_HARNESS")
-
-
-def _parser() -> Any:
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> NoReturn:
-            raise UsageError(f"bad command line: {message}",
-                             "run 'orchestrator.py --help' for the usage")
-
-    p = Parser(prog="orchestrator.py", description=__doc__, add_help=False)
-    p.add_argument("args", nargs="*", help="COMMAND [ARGS] or a test FILE (refactor)")
-    p.add_argument("-h", "--help", action="store_true",
-                   help="print this text as the 'usage' field of one JSON object")
-    g = p.add_argument_group("every flow")
-    g.add_argument("--workspace", help="workspace root (env ORCHESTRATOR_WORKSPACE, ./agent_space)")
-    g.add_argument("--harness", choices=["claude", "codex"],
-                   help="sticky; default from ORCHESTRATOR_HARNESS, then claude")
-    g.add_argument("--flow", help="flow id (as printed in flow_id)")
-    g.add_argument("--resume", action="store_true", help="carry on where the flow stopped")
-    g.add_argument("--restart", action="store_true", help="move the old flow aside, start anew")
-    g.add_argument("--feed", metavar="ROLE", help="feed a task result (with --feed-file)")
-    g.add_argument("--feed-file", metavar="PATH")
-    g.add_argument("--answer", metavar="VALUE", help="answer the open need_human question")
-    g.add_argument("--json", action="store_true", help="status: machine-readable output")
-    r = p.add_argument_group("refactor and CI (the seed's flags)")
-    r.add_argument("--ci-check", action="store_true")
-    r.add_argument("--pr-number", type=int)
-    r.add_argument("--repo", help="owner/name of the GitHub repository")
-    r.add_argument("--ingest-feedback", action="store_true")
-    r.add_argument("--apply-ingest", metavar="FINDINGS_FILE")
-    r.add_argument("--review-queue", action="store_true")
-    r.add_argument("--limit", type=int)
-    r.add_argument("--mark-ready", action="store_true")
-    x = p.add_argument_group("reproduce")
-    x.add_argument("--command", dest="repro_command")
-    x.add_argument("--command-file")
-    x.add_argument("--stage", choices=["auto", "nightly"])
-    x.add_argument("--ci-commit")
-    x.add_argument("--pytorch-dir", "--source-dir", dest="source_dir")
-    x.add_argument("--ci-repo")
-    x.add_argument("--failure-pattern")
-    x.add_argument("--profile")
-    x.add_argument("--batch", metavar="FILE")
-    t = p.add_argument_group("targeted CI")
-    t.add_argument("--base")
-    t.add_argument("--depth", type=int)
-    t.add_argument("--hub-limit", type=int)
-    t.add_argument("--repo-dir")
-    t.add_argument("--approved", action="store_true")
-    t.add_argument("--include-worktree", action="store_true", help="trace uncommitted changes too")
-    return p
 
 
 def _harness(flag: str | None) -> str:
@@ -83,6 +31,16 @@ def _harness(flag: str | None) -> str:
         if value in ("claude", "codex"):
             return value
     return "claude"
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value of option ``name`` in ``argv`` read without the parser (None if absent)."""
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def _emit(obj: Any, code: int = 0) -> int:
@@ -141,11 +99,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:
     """What ``main(argv)`` prints and its exit code, without printing (the MCP server's entry)."""
-    harness = "claude"
-    root = workspace_root(None)
+    harness = _harness(_flag(argv, "--harness") if _flag(argv, "--harness") in
+                       ("claude", "codex") else None)
+    root = workspace_root(_flag(argv, "--workspace"))  # an error before parsing names it too
     try:
-        parser = _parser()
-        args = parser.parse_args(argv)
+        from flow.argv import parse
+
+        args, parser = parse(argv)
         harness = _harness(args.harness)
         root = workspace_root(args.workspace)
         if args.help:  # one JSON object like every call, the usage text inside it
@@ -156,21 +116,40 @@ def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:
 
         return cli.run(args, root, harness, SCRIPT), 0
     except OrchestratorError as err:
-        from flow.render import error_spec
+        return _error(err, root, harness), err.exit_code
+    except OSError as exc:  # a fault of the machine (full disk, read-only...) is not a bug
+        from flow.errors import environment_fault
 
-        return error_spec(err, root, harness, getattr(err, "state", None),
-                          getattr(err, "workspace", None)), err.exit_code
+        fault = environment_fault(exc)
+        if fault is None:
+            return _bug(exc, root, harness)
+        return _error(fault, root, harness), fault.exit_code
     except Exception as exc:  # a bug: still one JSON object, exit 1
-        import traceback
+        return _bug(exc, root, harness)
 
-        traceback.print_exc(file=sys.stderr)
-        return ({"schema_version": 1, "status": "error", "workflow": None,
-                 "flow_id": None, "phase": None, "harness": harness,
-                 "workspace": str(root),
-                 "error": {"code": "bug", "message": f"{type(exc).__name__}: {exc}",
-                           "hint": "this is a bug in the orchestrator; the traceback "
-                                   "is on stderr; please report it"},
-                 "message": f"{type(exc).__name__}: {exc}"}, 1)
+
+def _error(err: OrchestratorError, root: Path, harness: str) -> dict[str, Any]:
+    from flow.render import error_spec
+
+    spec = error_spec(err, root, harness, getattr(err, "state", None),
+                      getattr(err, "workspace", None))
+    for key in ("flow_id", "workflow"):  # known even when the state is not (busy, corrupt)
+        if spec.get(key) is None and getattr(err, key, None):
+            spec[key] = getattr(err, key)
+    return spec
+
+
+def _bug(exc: BaseException, root: Path, harness: str) -> tuple[dict[str, Any], int]:
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+    return ({"schema_version": 1, "status": "error", "workflow": None,
+             "flow_id": None, "phase": None, "harness": harness,
+             "workspace": str(root),
+             "error": {"code": "bug", "message": f"{type(exc).__name__}: {exc}",
+                       "hint": "this is a bug in the orchestrator; the traceback "
+                               "is on stderr; please report it"},
+             "message": f"{type(exc).__name__}: {exc}"}, 1)
 
 
 if __name__ == "__main__":

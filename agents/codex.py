@@ -51,12 +51,18 @@ def render_task(task: TaskRecord, agents: dict[str, str]) -> dict[str, Any]:
     return spawn
 
 
+def cron_escape(command: str) -> str:
+    """``command`` as a crontab line's command: cron turns an unescaped ``%`` into a newline
+    (and cuts the command there), so every ``%`` is written ``\\%``."""
+    return command.replace("%", "\\%")
+
+
 def cron_line(cron_interval: str, resume: str, log_file: str, job_id: str) -> str:
     """A crontab line that runs from a plain crontab: absolute interpreter and paths (in
     `resume`), `cd /`, output appended to the log, `%` escaped (cron turns a bare `%` into a
     newline), and the job id as a trailing comment so the line can be found and replaced."""
     command = f"cd / && {resume} >> {log_file} 2>&1"
-    return f"{cron_interval} {command.replace('%', chr(92) + '%')} # {job_id}"
+    return f"{cron_interval} {cron_escape(command)} # {job_id}"
 
 
 def cron_on_complete(resume: str, cron_interval: str, poll_seconds: int, skill: str,

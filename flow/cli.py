@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 import os
 import time
 from pathlib import Path
@@ -14,9 +16,12 @@ from typing import Any
 
 from flow import registry
 from flow.commands import Commands
-from flow.errors import FlowNotFound, OrchestratorError, UsageError
+from flow.errors import (
+    FlowNotFound, OrchestratorError, UsageError, WorkflowInputError, environment_fault,
+)
+from flow.state import check_state
 from workspace.jsonio import dumps
-from workspace.paths import check_flow_id
+from workspace.paths import bad_segment, check_flow_id, check_repo
 from workspace.store import FlowStore
 
 LEGACY = (("ci_check", "ci"), ("ingest_feedback", "ingest"), ("apply_ingest", "ingest"),
@@ -68,22 +73,56 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
             raise FlowNotFound(f"no flow {flow_id!r} in workspace {str(root)!r}",
                                "run 'orchestrator.py status' to list the flows, or check "
                                "--workspace")
-        workflow_name = _peek_workflow(store)
-        module = registry.load(workflow_name)
+        with _naming(flow_id):
+            workflow_name = _peek_workflow(store)
+            module = registry.load(workflow_name)
         return _drive(module, store, args, root, harness, script, new=False)
 
     workflow_name, opts = _which(args, words)
+    if args.repo is not None:
+        check_repo(args.repo)
     module = registry.load(workflow_name)
-    flow_id = check_flow_id(module.locate(opts, root))
+    flow_id = _flow_id_for(workflow_name, module.locate(opts, root))
     store = FlowStore(root, flow_id)
     if args.restart and store.exists():
-        _move_aside(store)
+        with _naming(flow_id, workflow_name):
+            _move_aside(store)
     if store.exists():
         return _drive(module, store, args, root, harness, script, new=False)
     if args.resume or args.feed or args.answer:
         raise FlowNotFound(f"no flow {flow_id!r} to resume in workspace {str(root)!r}",
                            "start it first (the same command without --resume/--feed/--answer)")
     return _drive(module, store, args, root, harness, script, new=True, opts=opts)
+
+
+@contextmanager
+def _naming(flow_id: str, workflow: str | None = None) -> Iterator[None]:
+    """Errors raised inside name the flow they are about (busy, corrupt state, faults)."""
+    try:
+        yield
+    except OSError as exc:
+        fault = environment_fault(exc)
+        if fault is None:
+            raise
+        fault.flow_id, fault.workflow = flow_id, workflow  # type: ignore[attr-defined]
+        raise fault from exc
+    except OrchestratorError as err:
+        if getattr(err, "flow_id", None) is None:
+            err.flow_id, err.workflow = flow_id, workflow  # type: ignore[attr-defined]
+        raise
+
+
+def _flow_id_for(workflow: str, flow_id: str) -> str:
+    """The flow id a workflow derived from the inputs, or an error about those inputs."""
+    part = bad_segment(flow_id)
+    if part is None:
+        return flow_id
+    what = "the test file's name" if workflow == "refactor" else "the command's inputs"
+    raise WorkflowInputError(
+        f"{what} would name the flow folder {part!r} (flow id {flow_id!r}), which is not a "
+        f"safe folder name", "flow folders are named with letters, digits, '.', '_', '+' and '-' "
+        "(starting with a letter or digit); rename the file (or pick other inputs)",
+        code="bad_name")
 
 
 def _which(args: argparse.Namespace, words: list[str]) -> tuple[str, dict[str, Any]]:
@@ -114,9 +153,30 @@ def _drive(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, 
     settings = dict(os.environ)
     try:
         return _locked(module, store, args, root, harness, script, new, opts, settings)
+    except OSError as exc:  # outside the flow's own handling (the lock, the folder itself)
+        raise _as_fault(exc) from exc
+    except OrchestratorError as err:
+        # Every error that knows its flow says which one (busy, corrupt state, faults...).
+        if getattr(err, "flow_id", None) is None:
+            err.flow_id = store.flow_id  # type: ignore[attr-defined]
+            err.workflow = module.WORKFLOW.name  # type: ignore[attr-defined]
+        raise
     finally:
-        if new and not store.exists():
+        if new and not _exists(store):
             _remove_unstarted(store)
+
+
+def _exists(store: FlowStore) -> bool:
+    try:
+        return store.exists()
+    except OSError:
+        return False
+
+
+def _as_fault(exc: OSError) -> Exception:
+    """A known fault of the machine as its own error (exit 4), anything else unchanged."""
+    fault = environment_fault(exc)
+    return fault if fault is not None else exc
 
 
 def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, harness: str,
@@ -141,6 +201,9 @@ def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path,
                 if state.workflow != module.WORKFLOW.name:
                     raise UsageError(f"flow {store.flow_id!r} belongs to workflow "
                                      f"{state.workflow!r}", "use --flow with its own commands")
+                # Phase and data must fit the workflow before anything is written (exit 4).
+                check_state(state, module.WORKFLOW, str(store.state_path))
+                store.replay_audit(state)
                 sticky = args.harness or state.harness
                 cmds = Commands(script, root, sticky, store.flow_id)
                 engine = Engine(module.WORKFLOW, store, state, cmds, settings)
@@ -151,8 +214,15 @@ def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path,
                 spec = engine.answer(args.answer)
             else:
                 spec = engine.advance()
+        except OSError as exc:
+            fault = environment_fault(exc)
+            if fault is None:
+                raise
+            fault.state = state  # type: ignore[attr-defined]
+            fault.workspace = store.dir  # type: ignore[attr-defined]
+            raise fault from exc
         except OrchestratorError as err:
-            if store.exists():  # a flow that never started keeps no error file
+            if _exists(store):  # a flow that never started keeps no error file
                 err.state = state  # type: ignore[attr-defined]
                 err.workspace = store.dir  # type: ignore[attr-defined]
                 _record_error(store, err)

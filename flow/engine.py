@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from flow import render
 from flow.commands import Commands
 from flow.errors import AnswerRejected, FeedRejected, WorkflowBug
+from flow.feedfile import max_feed_bytes, read_feed
 from flow.outcome import Ask, Done, Go, Human, Sleep, Task
 from flow.state import FlowState, Question, TaskRecord
 from flow.workflow import Workflow
@@ -166,8 +167,8 @@ class Engine:
         current = dumps(self.state.model_dump(mode="json"))
         if current == self._saved:
             return
-        self._saved = self.store.save(self.state)
-        self.store.audit(event, revision=self.state.revision, phase=self.state.phase, **fields)
+        # The audit record is committed inside the state file (see FlowStore.save).
+        self._saved = self.store.save(self.state, event, phase=self.state.phase, **fields)
 
     # -- the driver ---------------------------------------------------------------------
 
@@ -311,12 +312,23 @@ class Engine:
     # -- inputs from outside --------------------------------------------------------------
 
     def feed(self, role: str, feed_path: str) -> dict[str, Any]:
-        """Validate and apply one result; refuse anything stale, foreign or malformed."""
+        """Validate and apply one result; refuse anything stale, foreign or malformed.
+
+        The file is read with a bound (``flow.feedfile``); the content is validated strictly
+        (JSON types as they are: ``1`` is no boolean, ``"3"`` no number); a ``task_id`` in it
+        must name the task fed. Every refusal is audited; none touches the state.
+        """
         path = Path(feed_path).expanduser().resolve()
-        content = _read_feed(path)
+        try:
+            content = read_feed(path, max_feed_bytes(self.settings))
+        except FeedRejected as err:
+            owner = [t.task_id for t in self.state.tasks if Path(t.feed_file) == path]
+            err.details.setdefault("task_id", owner[0] if owner else None)
+            raise self._refuse(err) from None
         task = self._match(path, content)
+        payload = _payload(content)
         if task.status == "applied":
-            if task.result_digest == digest(_payload(content)):
+            if task.result_digest == digest(payload):
                 self.store.audit("feed_duplicate", task_id=task.task_id)
                 return self.advance()
             raise self._refuse(FeedRejected(
@@ -331,8 +343,10 @@ class Engine:
                 code="wrong_role", task_id=task.task_id))
         model = self.model_for(task.feed)
         try:
-            result = model.model_validate(_payload(content), context={
-                "workspace": str(self.store.root), "flow_dir": str(self.store.dir)})
+            # JSON mode and strict: the types the published schema states, no coercion.
+            result = model.model_validate_json(dumps(payload, indent=False), strict=True,
+                                               context={"workspace": str(self.store.root),
+                                                        "flow_dir": str(self.store.dir)})
         except ValidationError as exc:
             errors = [{"field": ".".join(str(p) for p in e["loc"]) or "<root>", "problem": e["msg"]}
                       for e in exc.errors()]
@@ -341,10 +355,10 @@ class Engine:
                 + "; ".join(f"{e['field']}: {e['problem']}" for e in errors[:5]),
                 f"fix the fields and feed again; the expected schema: "
                 f"{self.cmds.schema(f'{self.wf.name}.{task.feed}')}",
-                code="invalid_feed", task_id=task.task_id, field_errors=errors)) from None
+                code="invalid_feed", task_id=task.task_id, field_errors=errors[:50])) from None
         task.status = "applied"
         task.result = result.model_dump(mode="json")
-        task.result_digest = digest(_payload(content))
+        task.result_digest = digest(payload)
         agent_id = getattr(result, "agent_id", None)
         if agent_id:
             self.state.agents[task.role] = agent_id
@@ -352,14 +366,24 @@ class Engine:
         return self.advance()
 
     def _match(self, path: Path, content: dict[str, Any]) -> TaskRecord:
+        """The task this feed answers: by its feed_file, else by the ``task_id`` it names.
+
+        A ``task_id`` in the content, when present, must be a string naming that very task:
+        an integer, an unknown id or another task's id is refused.
+        """
         by_file = [t for t in self.state.tasks if Path(t.feed_file) == path]
         named = content.get("task_id")
+        if "task_id" in content and not (isinstance(named, str) and named):
+            raise self._refuse(FeedRejected(
+                f"task_id {named!r} in feed file {str(path)!r} is not a task id (a string)",
+                "remove task_id, or set it to the task_id of the task you feed",
+                code="bad_task_id", task_id=by_file[0].task_id if by_file else None))
         by_id = [t for t in self.state.tasks if t.task_id == named] if named else []
-        if by_file and by_id and by_file[0] is not by_id[0]:
+        if by_file and named is not None and (not by_id or by_file[0] is not by_id[0]):
             raise self._refuse(FeedRejected(
                 f"feed file {str(path)!r} belongs to task {by_file[0].task_id!r} but names "
                 f"task_id {named!r}", "remove task_id or write to the right feed_file",
-                code="foreign_feed"))
+                code="foreign_feed", task_id=by_file[0].task_id))
         found = by_file or by_id
         if not found:
             pending = [t.feed_file for t in self.state.pending()]
@@ -371,7 +395,12 @@ class Engine:
         return found[0]
 
     def _refuse(self, err: FeedRejected) -> FeedRejected:
-        self.store.audit("feed_refused", code=err.code, message=err.message)
+        """Audit a refused feed (best effort: a full disk must not hide the refusal)."""
+        try:
+            self.store.audit("feed_refused", code=err.code, message=err.message[:500],
+                             task_id=err.details.get("task_id"))
+        except OSError as exc:
+            err.details["audited"] = f"no: {exc.strerror or exc}"
         return err
 
     def answer(self, value: str) -> dict[str, Any]:
@@ -409,28 +438,6 @@ def _check_fields(phase: str, outcome: object) -> None:
         if clash:
             raise WorkflowBug(f"step {phase!r} sets reserved field(s) {clash} in its {name}",
                               "the envelope sets these itself; rename the step's fields")
-
-
-def _read_feed(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise FeedRejected(f"cannot read feed file {str(path)!r}: {exc.strerror or exc}",
-                           "write the result JSON to the task's feed_file first",
-                           code="feed_missing") from None
-    if not raw.strip():
-        raise FeedRejected(f"feed file {str(path)!r} is empty",
-                           "an empty result never counts; write the result JSON object",
-                           code="feed_empty")
-    try:
-        content = loads(raw)
-    except ValueError as exc:
-        raise FeedRejected(f"feed file {str(path)!r} is not valid JSON: {exc}",
-                           "write one JSON object", code="feed_malformed") from None
-    if not isinstance(content, dict):
-        raise FeedRejected(f"feed file {str(path)!r} holds a {type(content).__name__}, "
-                           f"not a JSON object", "write one JSON object", code="feed_malformed")
-    return content
 
 
 def _payload(content: dict[str, Any]) -> dict[str, Any]:

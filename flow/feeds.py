@@ -5,13 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
 from workspace.paths import is_inside
 
 
 class Feed(BaseModel):
-    """A result fed back by the harness. ``agent_id`` / ``agent_name`` are always allowed."""
+    """A result fed back by the harness. ``agent_id`` / ``agent_name`` are always allowed.
+
+    The engine validates every feed in strict JSON mode (``1`` is no boolean, ``"3"`` no
+    number): the types a model declares are the types its published schema shows. A rule a
+    validator adds beyond the types belongs in ``json_schema_extra`` too (see
+    tests/contract/test_feed_schemas.py).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -34,7 +40,8 @@ def _inside_workspace(value: str, info: ValidationInfo) -> str:
     return str(path.resolve())
 
 
-WorkspacePath = Annotated[str, AfterValidator(_inside_workspace)]
+WorkspacePath = Annotated[str, AfterValidator(_inside_workspace), Field(
+    description="a path inside the workspace; a relative one is taken from the flow folder")]
 """A path from a feed; relative paths are taken from the flow folder; outside is refused."""
 
 

@@ -81,9 +81,9 @@ def _builtin() -> dict[str, type[BaseModel]]:
     return {"spec": Spec, "task": TaskSpec, "state": FlowState}
 
 
-def all_models() -> dict[str, type[BaseModel]]:
-    """Every schema name and its model, skipping workflows this installation lacks."""
-    models = _builtin()
+def feed_models() -> dict[str, type[BaseModel]]:
+    """Every feed model as ``WORKFLOW.FEED``, skipping workflows this installation lacks."""
+    models: dict[str, type[BaseModel]] = {}
     for name in registry.names():
         try:
             wf = registry.load(name).WORKFLOW
@@ -92,6 +92,17 @@ def all_models() -> dict[str, type[BaseModel]]:
         for feed, model in wf.feeds.items():
             models[f"{wf.name}.{feed}"] = model
     return models
+
+
+def all_models() -> dict[str, type[BaseModel]]:
+    """Every schema name and its model.
+
+    A feed's schema is the model's own validation schema: the engine validates feeds with
+    that same model in strict JSON mode, so the types shown are the types accepted; rules a
+    validator adds beyond the field types are declared in the model's ``json_schema_extra``
+    (tests/contract/test_feed_schemas.py probes both and requires the same verdicts).
+    """
+    return {**_builtin(), **feed_models()}
 
 
 def schema_command(name: str | None, root: Path, harness: str) -> dict[str, Any]:

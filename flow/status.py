@@ -14,6 +14,14 @@ from workspace.paths import STATE_FILE
 def collect(root: Path) -> list[dict[str, Any]]:
     """One row per flow folder under ``root`` (unreadable states are listed, not hidden)."""
     rows: list[dict[str, Any]] = []
+    if root.exists() and not root.is_dir():
+        import errno
+
+        from flow.errors import environment_fault
+
+        fault = environment_fault(OSError(errno.ENOTDIR, "Not a directory", str(root)))
+        assert fault is not None
+        raise fault
     if not root.is_dir():
         return rows
     for path in sorted(root.rglob(STATE_FILE)):
@@ -33,6 +41,7 @@ def collect(root: Path) -> list[dict[str, Any]]:
                 outcome=(raw.get("result") or {}).get("outcome"),
                 age_seconds=_age(raw.get("updated_at")),
                 jobs=_jobs(raw.get("jobs") or {}),
+                subject=subject(raw.get("workflow"), raw.get("data")),
             )
         except (OSError, ValueError, AttributeError) as exc:
             row.update(workflow=None, phase=None, unreadable=str(exc))
@@ -60,6 +69,33 @@ def _jobs(jobs: dict[str, Any]) -> list[dict[str, Any]]:
                     "elapsed_s": round(now - started, 1) if isinstance(started, float) else None,
                     "timeout_s": job.get("timeout_s"), "last_line": last[0] if last else ""})
     return out
+def subject(workflow: Any, data: Any) -> str | None:
+    """What a flow works on, in a person's words: the test file, the command, the PR.
+
+    Read from the raw ``data`` by the field names the built-in workflows use; a workflow
+    without them (a plugin) shows no subject. The text is the flow's own input, shown as is
+    (one line, cut at 100 characters).
+    """
+    if not isinstance(data, dict):
+        return None
+    text: str | None = None
+    if data.get("rel") or (workflow == "refactor" and data.get("file")):
+        text = f"file {data.get('rel') or data.get('file')}"
+    elif data.get("repo") and isinstance(data.get("number"), int):
+        text = f"PR {data['repo']}#{data['number']}"
+    elif workflow == "reproduce" and data.get("command"):
+        text = f"test {data['command']}"
+    elif workflow == "reproduce" and data.get("batch_file"):
+        text = f"batch {data['batch_file']}"
+    elif workflow == "ingest" and data.get("repo"):
+        pr = data.get("pr")
+        text = f"{data.get('mode')} {data['repo']}" + (f"#{pr}" if pr else "")
+    elif workflow == "review-queue" and data.get("day"):
+        text = f"review batch of {data['day']}"
+    if text is None:
+        return None
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= 100 else flat[:97] + "..."
 
 
 def _age(stamp: Any) -> int | None:
@@ -81,7 +117,7 @@ def _human_age(seconds: int | None) -> str:
 def table(rows: list[dict[str, Any]], root: Path) -> str:
     if not rows:
         return f"no flows in {root}\n"
-    head = ("FLOW", "WORKFLOW", "PHASE", "PENDING", "AGE", "STATE / LAST ERROR")
+    head = ("FLOW", "WORKS ON", "WORKFLOW", "PHASE", "PENDING", "AGE", "STATE / LAST ERROR")
     lines = [head]
     for r in rows:
         if r.get("unreadable"):
@@ -98,7 +134,8 @@ def table(rows: list[dict[str, Any]], root: Path) -> str:
                     f"{job['last_line']}")
         else:
             note = "waiting for tasks" if r.get("pending") else "ready to resume"
-        lines.append((r["flow_id"], str(r.get("workflow")), str(r.get("phase")),
+        lines.append((r["flow_id"], r.get("subject") or "-", str(r.get("workflow")),
+                      str(r.get("phase")),
                       str(len(r.get("pending") or [])), _human_age(r.get("age_seconds")),
                       note[:100]))
     widths = [max(len(row[i]) for row in lines) for i in range(len(head) - 1)]

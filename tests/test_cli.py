@@ -223,3 +223,130 @@ def test_a_call_that_waited_while_the_flow_was_restarted_says_so(
     spec = json.loads(capsys.readouterr().out)
     assert (2, "flow_not_found", True) == (code, spec["error"]["code"],
                                            "run the command again" in spec["error"]["hint"])
+
+
+SEED_INVOCATIONS = [
+    (["test/test_ops.py"], None, ["test/test_ops.py"], {}),
+    (["test/test_ops.py", "--pytorch-dir", "/src"], None, ["test/test_ops.py"],
+     {"source_dir": "/src"}),
+    (["--workspace", "w", "--harness", "codex", "test/nn/test_conv.py"], None,
+     ["test/nn/test_conv.py"], {"workspace": "w", "harness": "codex"}),
+    (["--ci-check"], "ci-check", [], {"ci_check": True}),
+    (["--ci-check", "--pr-number", "5", "--repo", "o/r", "--mark-ready"], "ci-check", [],
+     {"ci_check": True, "pr_number": 5, "repo": "o/r", "mark_ready": True}),
+    (["--ingest-feedback"], "ingest", [], {"ingest_feedback": True}),
+    (["--apply-ingest", "PR-7.md"], "ingest", [], {"apply_ingest": "PR-7.md",
+                                                   "ingest_feedback": False}),
+    (["--review-queue", "--limit", "3"], "review-queue", [], {"review_queue": True, "limit": 3}),
+    (["--flow", "toy/x", "--resume"], None, [], {"flow": "toy/x", "resume": True}),
+    (["--flow", "toy/x", "--feed", "coder", "--feed-file", "f.json"], None, [],
+     {"feed": "coder", "feed_file": "f.json"}),
+    (["--flow", "toy/x", "--answer", "yes"], None, [], {"answer": "yes"}),
+    (["status", "--json"], "status", ["status"], {"json": True}),
+    (["schema", "ci.debugger"], "schema", ["schema", "ci.debugger"], {}),
+    (["graph", "ci"], "graph", ["graph", "ci"], {}),
+    (["demo", "refactor"], "demo", ["demo", "refactor"], {}),
+    (["reproduce", "--command", "pytest t.py::x", "--stage", "nightly"], "reproduce",
+     ["reproduce"], {"repro_command": "pytest t.py::x", "stage": "nightly"}),
+    (["ci-targeted", "--base", "origin/main", "--approved"], "ci-targeted", ["ci-targeted"],
+     {"base": "origin/main", "approved": True}),
+    (["affected-tests", "--base", "HEAD~1", "--json"], "affected-tests", ["affected-tests"],
+     {"base": "HEAD~1", "json": True}),
+    (["start", "toy", "a"], "start", ["start", "toy", "a"], {}),
+    (["refactor", "test/test_ops.py"], "refactor", ["test/test_ops.py"], {}),
+    (["ci-check", "--pr-number", "5"], "ci-check", [], {"ci_check": True, "pr_number": 5}),
+    (["review-queue"], "review-queue", [], {"review_queue": True}),
+    (["ingest", "--repo", "o/r"], "ingest", [], {"ingest_feedback": True, "repo": "o/r"}),
+]
+
+
+@pytest.mark.parametrize(("argv", "command", "words", "fields"), SEED_INVOCATIONS)
+def test_seed_and_subcommand_invocations_parse_as_before(argv: list[str], command: str | None,
+                                                         words: list[str],
+                                                         fields: dict[str, Any]) -> None:
+    """Every seed spelling (bare FILE, --ci-check, ...) and its subcommand mean the same."""
+    from flow.argv import parse
+
+    args, _ = parse(argv)
+    expected_command = "refactor" if command is None and words else command
+    assert (expected_command, words) == (args.command, args.args)
+    assert fields == {k: getattr(args, k) for k in fields}
+
+
+@pytest.mark.parametrize("argv", [
+    ["status", "--limit", "3"], ["reproduce", "--pr-number", "3"], ["ci-check", "--command", "x"],
+    ["affected-tests", "--flow", "x"], ["--ci-check", "--batch", "b.json"],
+    ["schema", "--resume"], ["refactor", "t.py", "--base", "x"], ["--flow", "x", "--limit", "2"]])
+def test_a_flag_of_another_command_is_refused(argv: list[str]) -> None:
+    """Each command accepts its own flags only; the error names the command's --help."""
+    from flow.argv import parse
+    from flow.errors import UsageError
+
+    with pytest.raises(UsageError) as err:
+        parse(argv)
+    assert "--help" in err.value.hint
+
+
+@pytest.mark.parametrize("command", [None, "reproduce", "refactor", "ci-check", "affected-tests",
+                                     "ci-targeted", "review-queue", "ingest", "status", "schema",
+                                     "graph", "demo", "start"])
+def test_every_flag_of_every_command_is_described(command: str | None) -> None:
+    """Each command's --help describes every flag and positional it takes."""
+    from flow.argv import parser_for
+
+    parser = parser_for(command)
+    assert [] == [a.dest for a in parser._actions if not (a.help or "").strip()]
+
+
+@pytest.mark.parametrize("argv", [["reproduce", "--help"], ["refactor", "-h"], ["--help"],
+                                  ["ci-check", "--pr-number", "x", "--help"]])
+def test_command_help_is_one_json_object(tmp_path: Path, argv: list[str]) -> None:
+    """`COMMAND --help` prints one JSON object whose usage is that command's own."""
+    code, spec = _run(tmp_path, *argv)
+    assert (0, "done") == (code, spec["status"])
+    name = argv[0] if not argv[0].startswith("-") else "COMMAND"
+    assert name in spec["usage"]
+
+
+@pytest.mark.parametrize("repo", ["o/r\n", "../..", "a/b/c", "o/", "./x", "o r/x"])
+def test_repo_must_be_owner_slash_name(tmp_path: Path, repo: str) -> None:
+    """--repo is checked as owner/name before any folder is made (bad_input, exit 2)."""
+    code, spec = _run(tmp_path, "--ci-check", "--repo", repo, "--pr-number", "1")
+    assert (2, "bad_input") == (code, spec["error"]["code"])
+    assert not (tmp_path / "ci").exists()
+
+
+@pytest.mark.parametrize("name", ["te st.py", "it's.py", "-x.py"])
+def test_odd_file_name_gets_an_error_about_the_file_name(tmp_path: Path, name: str) -> None:
+    """A test file whose name cannot name a flow folder is refused as such (bad_name)."""
+    (tmp_path / name).write_text("import unittest\n")
+    code, spec = _run(tmp_path / "ws", "refactor", str(tmp_path / name))
+    assert (2, "bad_name") == (code, spec["error"]["code"])
+    assert "file's name" in spec["error"]["message"]
+
+
+@pytest.mark.parametrize(("workflow", "data", "expected"), [
+    ("refactor", {"rel": "test/test_ops.py", "file": "/s/test/test_ops.py"}, "file test/test_ops.py"),
+    ("ci", {"repo": "o/r", "number": 7}, "PR o/r#7"),
+    ("ci-targeted", {"repo": "o/r", "number": 8, "base": "x"}, "PR o/r#8"),
+    ("reproduce", {"command": "pytest t.py::test_a"}, "test pytest t.py::test_a"),
+    ("reproduce", {"command": None, "batch_file": "/b.json"}, "batch /b.json"),
+    ("ingest", {"mode": "apply", "repo": "o/r", "pr": 3}, "apply o/r#3"),
+    ("review-queue", {"day": "2026-01-02"}, "review batch of 2026-01-02"),
+    ("toy", {"name": "x"}, None),
+])
+def test_status_names_what_each_flow_works_on(workflow: str, data: dict[str, Any],
+                                              expected: str | None) -> None:
+    """status shows the test, file or PR a flow works on next to its id."""
+    from flow.status import subject
+
+    assert expected == subject(workflow, data)
+
+
+def test_status_table_has_a_works_on_column(tmp_path: Path) -> None:
+    """The human table carries the WORKS ON column."""
+    _run(tmp_path, "start", "toy", "x")
+    drv = Driver(tmp_path, TOY)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
+                          capture_output=True, text=True, env=drv.env, timeout=60)
+    assert "WORKS ON" in proc.stdout.splitlines()[0]

@@ -134,3 +134,85 @@ def test_a_lock_won_on_a_folder_moved_aside_is_traded_for_the_new_one(
                 pass
         with FlowLock(moved, timeout=0.2):  # the old folder's lock was let go
             pass
+
+
+@pytest.mark.parametrize("flow_id", ["toy/x\n", "toy/x\r", "toy/ x", "toy/..", "toy//x", "/abs"])
+def test_flow_ids_are_checked_with_full_matches(flow_id: str) -> None:
+    """A trailing newline or an empty part never passes as a flow id."""
+    from flow.errors import UsageError
+
+    with pytest.raises(UsageError):
+        check_flow_id(flow_id)
+
+
+@pytest.mark.parametrize(("repo", "ok"), [
+    ("pytorch/pytorch", True), ("o.r/n-1_x", True), ("o/r\n", False), ("../..", False),
+    ("o/.", False), ("o", False), ("o/r/x", False), ("o/r ", False)])
+def test_repo_names_are_owner_slash_name(repo: str, ok: bool) -> None:
+    """--repo is owner/name by a full match; dots-only parts are refused."""
+    from flow.errors import UsageError
+    from workspace.paths import check_repo
+
+    if ok:
+        assert repo == check_repo(repo)
+    else:
+        with pytest.raises(UsageError):
+            check_repo(repo)
+
+
+def test_store_log_never_writes_through_a_link(tmp_path: Path) -> None:
+    """A link planted at logs/ or logs/orchestrator.log is refused; the target is untouched."""
+    import errno
+
+    outside = tmp_path / "outside.log"
+    outside.write_text("keep")
+    store = FlowStore(tmp_path / "ws", "toy/x")
+    store.logs_dir.mkdir(parents=True)
+    (store.logs_dir / "orchestrator.log").symlink_to(outside)
+    with pytest.raises(OSError) as err:
+        store.log("hello")
+    assert errno.ELOOP == err.value.errno
+    (store.logs_dir / "orchestrator.log").unlink()
+    store.logs_dir.rmdir()
+    store.logs_dir.symlink_to(tmp_path)
+    with pytest.raises(OSError):
+        store.log("hello")
+    assert "keep" == outside.read_text() and not (tmp_path / "orchestrator.log").exists()
+
+
+@pytest.mark.parametrize(("value", "expected"), [("", 10.0), ("0", 0.0), ("2.5", 2.5),
+                                                 ("x", None), ("-1", None), ("nan", None)])
+def test_lock_timeout_setting(value: str, expected: float | None) -> None:
+    """ORCHESTRATOR_LOCK_TIMEOUT is seconds from 0 to a day; anything else is a bad setting."""
+    from flow.errors import SettingError
+    from workspace.lock import lock_timeout
+
+    if expected is None:
+        with pytest.raises(SettingError):
+            lock_timeout({"ORCHESTRATOR_LOCK_TIMEOUT": value})
+    else:
+        assert expected == lock_timeout({"ORCHESTRATOR_LOCK_TIMEOUT": value})
+
+
+@pytest.mark.parametrize("refusals", [0, 3, 2000])
+def test_audit_replay_finds_the_last_revision_past_many_refusals(tmp_path: Path,
+                                                                 refusals: int) -> None:
+    """The last audited revision is found in the log's tail, or past a long run of refusals."""
+    store = FlowStore(tmp_path, "toy/x")
+    store._append({"event": "created", "revision": 1})
+    store._append({"event": "fed", "revision": 2})
+    for _ in range(refusals):
+        store.audit("feed_refused", code="invalid_feed", message="x" * 60)
+    with open(store.audit_path, "ab") as fh:
+        fh.write(b'{"event": "torn", "revis')  # a torn last line is skipped
+    assert 2 == store._last_audited_revision()
+
+
+def test_a_line_appended_after_a_torn_line_stays_whole(tmp_path: Path) -> None:
+    """Appending after a torn last line starts a new line: both stay separately readable."""
+    from workspace.atomic import append_line
+
+    log = tmp_path / "audit.jsonl"
+    log.write_bytes(b'{"a": 1}\n{"torn"')
+    append_line(log, b'{"b": 2}')
+    assert [b'{"a": 1}', b'{"torn"', b'{"b": 2}'] == log.read_bytes().splitlines()

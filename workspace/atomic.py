@@ -60,10 +60,55 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def append_line(path: Path, line: bytes) -> None:
-    """Append one line (a newline is added) and fsync; used for the audit log."""
+    """Append one line (a newline is added) and fsync; used for the audit log.
+
+    The file is opened without following a symbolic link (``ELOOP`` if one was planted), so
+    an append can never land outside the workspace. One ``write`` call per line: a kill
+    leaves the line whole or absent.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab") as fh:
-        fh.write(line + b"\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        # A line torn by a crash mid-write gets its own line end first, so it stays alone.
+        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+        os.write(fd, lead + line + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_nofollow(path: Path, data: bytes, *, append: bool = False) -> None:
+    """Write (or append) ``data`` to a workspace file, never through a symbolic link."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | _NOFOLLOW
+    fd = os.open(path, flags, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def read_nofollow(path: Path, tail: int | None = None) -> bytes:
+    """Read a workspace file (its last ``tail`` bytes if given), never through a symbolic
+    link (``OSError`` ``ELOOP`` if one)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        if tail is not None:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(size - tail, 0))
+        return fh.read()
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise ``OSError(ELOOP)`` if ``path`` is a symbolic link (for folders we write into)."""
+    import errno
+
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "is a symbolic link; the orchestrator does not follow "
+                                   "links in its workspace", str(path))

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from filelock import FileLock, Timeout
 
-from flow.errors import Busy
+from flow.errors import Busy, SettingError
+from workspace.atomic import read_nofollow, refuse_symlink, write_nofollow
 from workspace.jsonio import dumps, loads
 
 ENV_LOCK_TIMEOUT = "ORCHESTRATOR_LOCK_TIMEOUT"
@@ -27,14 +29,15 @@ class FlowLock:
         self.folder = folder
         self.path = folder / ".lock"
         self.holder_path = folder / ".lock.holder"
-        env = os.environ.get(ENV_LOCK_TIMEOUT)
-        self.timeout = timeout if timeout is not None else float(env or DEFAULT_TIMEOUT)
+        self.timeout = timeout if timeout is not None else lock_timeout(os.environ)
         self._lock: FileLock | None = None
 
     def __enter__(self) -> FlowLock:
         deadline = time.monotonic() + self.timeout
         while True:
             self.folder.mkdir(parents=True, exist_ok=True)
+            # filelock opens .lock with O_TRUNC, following links: a planted link is refused.
+            refuse_symlink(self.path)
             before = _identity(self.folder)
             lock = FileLock(str(self.path), timeout=max(deadline - time.monotonic(), 0.0))
             try:
@@ -56,7 +59,11 @@ class FlowLock:
             lock.release()
         self._lock = lock
         info = {"pid": os.getpid(), "command": sys.argv, "since": _now()}
-        self.holder_path.write_bytes(dumps(info, indent=False))
+        try:
+            write_nofollow(self.holder_path, dumps(info, indent=False))
+        except BaseException:
+            lock.release()
+            raise
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -71,10 +78,24 @@ class FlowLock:
 
     def holder(self) -> dict[str, object]:
         try:
-            data = loads(self.holder_path.read_bytes())
+            data = loads(read_nofollow(self.holder_path))
         except (OSError, ValueError):
             return {"pid": None, "command": None, "since": None}
         return data if isinstance(data, dict) else {"raw": data}
+
+
+def lock_timeout(env: Mapping[str, str]) -> float:
+    """``ORCHESTRATOR_LOCK_TIMEOUT`` in seconds (default 10); ``SettingError`` if unusable."""
+    raw = env.get(ENV_LOCK_TIMEOUT)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (0.0 <= value <= 86400.0):  # also refuses nan and inf
+        raise SettingError(ENV_LOCK_TIMEOUT, raw, "a number of seconds from 0 to 86400")
+    return value
 
 
 def _identity(folder: Path) -> tuple[int, int] | None:

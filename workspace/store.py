@@ -13,12 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flow.errors import StateLoadError
-from workspace.atomic import append_line, write_atomic
+from workspace.atomic import (
+    append_line, read_nofollow, refuse_symlink, write_atomic, write_nofollow,
+)
 from workspace.jsonio import dumps, loads
 from workspace.paths import AUDIT_FILE, SPEC_CACHE, STATE_FILE, flow_dir
 
 if TYPE_CHECKING:
     from flow.state import FlowState
+
+
+TAIL_BYTES = 64 * 1024
 
 
 def now_iso() -> str:
@@ -79,17 +84,63 @@ class FlowStore:
                 "the file is kept for inspection; fix the named fields or move the folder aside",
             ) from exc
 
-    def save(self, state: FlowState) -> bytes:
-        """Bump the revision and write atomically; return the bytes written."""
+    def save(self, state: FlowState, event: str, **fields: Any) -> bytes:
+        """Bump the revision, write atomically with its audit record inside, then log it.
+
+        The audit record of a revision travels in the state file (``audit_record``) and is
+        appended to ``audit.jsonl`` right after the state is replaced. A kill between the two
+        loses nothing: ``replay_audit`` (run on every load) appends the record of the state on
+        disk when the log's last revision is older. A kill before the replace loses neither:
+        the old state and its record stand, and the step runs again.
+        """
         state.revision += 1
         state.updated_at = now_iso()
+        state.audit_record = {"at": state.updated_at, "event": event,
+                              "revision": state.revision, **fields}
         data = dumps(state.model_dump(mode="json"))
         write_atomic(self.state_path, data)
+        self._append(state.audit_record)
         return data
 
     def audit(self, event: str, **fields: Any) -> None:
-        record = {"at": now_iso(), "event": event, **fields}
+        """Log an event that changes no state (a refused or duplicate feed)."""
+        self._append({"at": now_iso(), "event": event, **fields})
+
+    def replay_audit(self, state: FlowState) -> bool:
+        """Append the state's own audit record if ``audit.jsonl`` lacks it; True if it did."""
+        record = state.audit_record
+        if not record or self._last_audited_revision() >= state.revision:
+            return False
+        self._append({**record, "replayed_at": now_iso()})
+        return True
+
+    def _append(self, record: dict[str, Any]) -> None:
         append_line(self.audit_path, dumps(record, indent=False))
+
+    def _last_audited_revision(self) -> int:
+        """The highest ``revision`` in the audit log (0 if none); a torn last line is skipped.
+
+        Reads the log's tail first (the answer is almost always in its last lines), the whole
+        log only when the tail holds no revision (a long run of refusals).
+        """
+        for tail in (TAIL_BYTES, None):
+            try:
+                data = read_nofollow(self.audit_path, tail)
+            except FileNotFoundError:
+                return 0
+            lines = data.splitlines()
+            if tail is not None and len(data) >= tail:
+                lines = lines[1:]  # the first line of a tail may be cut
+            for line in reversed(lines):
+                try:
+                    rev = loads(line).get("revision")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(rev, int):
+                    return rev
+            if tail is not None and len(data) < tail:
+                return 0  # the tail was the whole log
+        return 0
 
     def cache_spec(self, state_bytes: bytes, spec: dict[str, Any]) -> None:
         record = {"state_sha": _sha(state_bytes), "spec": spec}
@@ -119,8 +170,9 @@ class FlowStore:
 
     def log(self, message: str) -> None:
         self.logs_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.logs_dir / "orchestrator.log", "a", encoding="utf-8") as fh:
-            fh.write(f"{now_iso()} {message}\n")
+        refuse_symlink(self.logs_dir)
+        write_nofollow(self.logs_dir / "orchestrator.log",
+                       f"{now_iso()} {message}\n".encode(), append=True)
 
 
 def _sha(data: bytes) -> str:

@@ -247,17 +247,20 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullI
 
 
 def _why(red: list[CheckVerdict], reruns: dict[int, Rerun]) -> str:
+    from agents.prompts import fence  # check names come from GitHub: data, fenced
+
     parts = []
     for v in red:
+        name = fence(v.check.name, inline=True, limit=120)
         done = reruns.get(v.check.run_id) if v.check.run_id is not None else None
         if v.category == "broken_trunk":
-            parts.append(f"{v.check.name}: also fails at the merge base (broken trunk)")
+            parts.append(f"{name}: also fails at the merge base (broken trunk)")
         elif done is not None and done.refused:
-            parts.append(f"{v.check.name}: GitHub refused to re-run run {done.run_id} "
+            parts.append(f"{name}: GitHub refused to re-run run {done.run_id} "
                          f"({done.refused}); someone with write access must re-run it")
         elif done is not None:
-            parts.append(f"{v.check.name}: failed the same way after its one re-run "
+            parts.append(f"{name}: failed the same way after its one re-run "
                          f"({v.reason})")
         else:
-            parts.append(f"{v.check.name}: {v.reason}; it cannot be re-run from here")
+            parts.append(f"{name}: {v.reason}; it cannot be re-run from here")
     return "; ".join(parts)

@@ -99,7 +99,10 @@ def stopped(ctx: Any) -> Any:
               "fix_history": [r.model_dump() for r in d.fix_history], "fix_rounds": d.fix_round,
               "comment_url": d.comment_url or None, "github_problems": _problems(d),
               "refused_reruns": [r.model_dump() for r in d.reruns if r.refused]}
-    names = ", ".join(sorted({f.check_name for f in d.end.still_failing})) or "(none listed)"
+    from agents.prompts import fence  # check names come from GitHub: data, fenced
+
+    names = ", ".join(fence(n, inline=True, limit=120)
+                      for n in sorted({f.check_name for f in d.end.still_failing})) or "(none listed)"
     steps = [f"CI is NOT green; do not mark the PR ready. Still failing: {names}.",
              *[f"GitHub refused to re-run run {r.run_id} ({r.refused}): ask someone with write "
                f"access to re-run its failed jobs ({', '.join(r.checks)}), or look at them."

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from flow.feeds import Feed
 
-_SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
+SHA_PATTERN = r"^[0-9a-fA-F]{7,40}$"
+_SHA = re.compile(SHA_PATTERN)
 
 
 class FixApplied(BaseModel):
@@ -31,26 +32,29 @@ class Unrelated(BaseModel):
     reason: str = ""
 
 
+def _name_only(value: Any) -> Any:
+    if isinstance(value, str) and value:
+        return {"check_name": value}
+    return value
+
+
 class DebuggerResult(Feed):
     """`{fixes_applied, unrelated, pushed_commit}`; `pushed_commit` null when nothing was pushed."""
 
     fixes_applied: list[FixApplied]
-    unrelated: list[Unrelated] = Field(default_factory=list)
-    pushed_commit: str | None
-
-    @field_validator("unrelated", mode="before")
-    @classmethod
-    def _names(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"check_name": v} if isinstance(v, str) else v for v in value]
-        return value
+    # A plain check name stands for {"check_name": name}; the published schema says so too.
+    unrelated: list[Annotated[Unrelated, BeforeValidator(
+        _name_only, json_schema_input_type=Unrelated | Annotated[str, Field(min_length=1)])]
+    ] = Field(default_factory=list)
+    # "" means nothing was pushed, like null; anything else must look like a sha.
+    pushed_commit: Annotated[str, Field(pattern=r"^([0-9a-fA-F]{7,40})?$")] | None
 
     @field_validator("pushed_commit")
     @classmethod
     def _sha(cls, value: str | None) -> str | None:
         if value is None or value == "":
             return None
-        if not _SHA.match(value):
+        if not _SHA.fullmatch(value):
             raise ValueError(f"pushed_commit {value!r} is not a commit sha; give the full sha "
                              f"of the pushed commit (git rev-parse HEAD), or null if nothing "
                              f"was pushed")

@@ -25,7 +25,9 @@ class LogExcerpt(BaseModel):
 def trim_log(text: str, patterns: Patterns) -> LogExcerpt:
     """Keep failure lines (per patterns.logs) plus `context` lines around each, capped at max_lines."""
     rules = patterns.logs
-    raw = [_STAMP.sub("", ln) for ln in text.splitlines()]
+    from flow.redact import redact  # a token echoed in a log is never stored or printed
+
+    raw = [_STAMP.sub("", ln) for ln in redact(text).splitlines()]
     keep = [re.compile(r) for r in rules.failure_lines]
     drop = [re.compile(r) for r in rules.not_failure_lines]
     hits = [i for i, ln in enumerate(raw)

@@ -38,8 +38,11 @@ def history_text(history: list[FixRound]) -> str:
 def stop_comment(d: CiData, marker: str) -> str:
     """The PR comment posted when the flow stops without green; `marker` makes it findable."""
     assert d.end is not None, "only a finished flow has a stop comment"
+    from agents.prompts import fence  # check names and reasons come from GitHub: data
+
     lines = [marker, f"**CI babysitter stopped: {d.end.outcome}.** {d.end.reason}.", "",
              "Still failing:"]
-    lines += [f"- `{f.check_name}` ({f.category}): {f.reason}" for f in d.end.still_failing]
+    lines += [f"- {fence(f.check_name, inline=True, limit=120)} ({f.category}): "
+              f"{fence(f.reason, inline=True)}" for f in d.end.still_failing]
     lines += ["", f"Fix rounds used: {d.fix_round} of {d.max_rounds}. CI is not green."]
     return "\n".join(lines)

@@ -87,7 +87,7 @@ def _target(opts: Mapping[str, Any]) -> tuple[str, int]:
     import os
 
     repo = opts.get("repo")
-    if repo is not None and not _REPO.match(repo):
+    if repo is not None and not _REPO.fullmatch(repo):
         raise WorkflowInputError(f"--repo {repo!r} is not owner/name",
                                  "pass --repo OWNER/NAME, e.g. --repo pytorch/pytorch")
     number = opts.get("pr_number")
@@ -221,8 +221,8 @@ def debug(ctx: Any) -> Any:
     round_no = d.fix_round + 1
     if res is None:
         failures = [f.model_dump(mode="json") for f in d.failures]
-        prompt = render("ci_debugger", repo=d.repo, number=d.number, pr_url=d.pr_url,
-                        head_sha=d.head_sha, fix_round=round_no, max_rounds=d.max_rounds,
+        prompt = render("ci_debugger", repo=d.repo, number=d.number,
+                        pr_url=fence(d.pr_url, inline=True), head_sha=fence(d.head_sha, inline=True), fix_round=round_no, max_rounds=d.max_rounds,
                         failures=Untrusted(failures_text(d.failures), "CI failures and log lines"),
                         history=Untrusted(history_text(d.fix_history), "earlier debugger reports"))
         return Ask([Task(key="debugger", role="debugger", feed="debugger", prompt=prompt)],

@@ -26,6 +26,8 @@ import requests
 from github import Auth, Github
 from pydantic import BaseModel, ConfigDict
 
+from flow.github.checks import api_url as checked_api_url
+from flow.github.checks import bad_answer, from_pygithub, header_seconds
 from flow.github.errors import (
     BadSetting, GitHubRequestFailed, GitHubUnavailable, LinkExpired, MissingToken, RateLimited, UnknownRepo,
     utc_from_epoch,
@@ -90,6 +92,10 @@ class GitHubClient:
                 if e.status < 500:
                     raise self._failed(what, e) from None
                 last = f"HTTP {e.status}"
+            except (ValueError, OverflowError) as e:  # PyGithub reads headers with int(float())
+                if not from_pygithub(e):
+                    raise
+                raise bad_answer(what, e) from None
             except (requests.Timeout, requests.ConnectionError) as e:
                 if write:
                     raise GitHubUnavailable(what, attempt, type(e).__name__) from None
@@ -187,16 +193,16 @@ def rate_limit_of(status: int, headers: Mapping[str, Any], data: Any,
     remaining = h.get("x-ratelimit-remaining")
     secondary = "secondary rate limit" in message.lower()
     if "retry-after" in h:
-        try:
-            after = max(float(h["retry-after"]), 0.0)
-        except ValueError:
+        # Headers are data: garbage or an absurd wait falls back to a minute, never raises.
+        after = header_seconds(h["retry-after"])
+        if after is None or after > 86400:
             after = SECONDARY_MIN_WAIT
         return now + after, "primary" if remaining == "0" and not secondary else "secondary", after
     if remaining == "0" and not secondary:
-        try:
-            return float(h["x-ratelimit-reset"]), "primary", None
-        except (KeyError, ValueError):
-            return now + SECONDARY_MIN_WAIT, "primary", None
+        reset = header_seconds(h.get("x-ratelimit-reset"))
+        if reset is not None and now - 86400 < reset < now + 86400:
+            return reset, "primary", None
+        return now + SECONDARY_MIN_WAIT, "primary", None
     if secondary or status == 429 or "rate limit" in message.lower():
         return now + SECONDARY_MIN_WAIT, "secondary", None
     return None
@@ -246,7 +252,7 @@ def connect(api_url: str | None = None, token: str | None = None, *,
         token = read_token_file(token_file)
     if not token:
         raise MissingToken(token_file)
-    url = (api_url or env.get(API_ENV) or DEFAULT_API).rstrip("/")
+    url = checked_api_url(api_url or env.get(API_ENV) or DEFAULT_API, API_ENV)
     s = settings or _settings_from(env)
     gh = Github(
         base_url=url, auth=Auth.Token(token), timeout=s.timeout, per_page=s.per_page, retry=None,

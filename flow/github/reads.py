@@ -15,6 +15,7 @@ from typing import Any
 
 from flow.github.cache import ETagCache
 from flow.github.client import GitHubClient
+from flow.github.checks import check_sha
 from flow.github.errors import GitHubRequestFailed, NoPullRequest
 from flow.github.models import CheckState, CommitChecks, PullInfo, WorkflowRunState
 from flow.github.remote import current_branch, origin_repo
@@ -82,7 +83,7 @@ def get_pull(client: GitHubClient, repo: str, number: int, cache: ETagCache | No
 
 def merge_base(client: GitHubClient, repo: str, pull: PullInfo, cache: ETagCache | None = None) -> str:
     """The merge base of the PR head with its base branch (compare API)."""
-    data, _ = get_cached(client, cache or ETagCache(None), f"/repos/{repo}/compare/{pull.base_ref}...{pull.head_sha}", {})
+    data, _ = get_cached(client, cache or ETagCache(None), f"/repos/{repo}/compare/{urllib.parse.quote(pull.base_ref, safe='/')}...{check_sha(pull.head_sha, 'compare')}", {})
     return data["merge_base_commit"]["sha"]
 
 
@@ -210,6 +211,7 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
     the flow's one re-run; the re-run step then sees its attempt moved on and sends nothing.
     """
     cache = cache if isinstance(cache, ETagCache) else ETagCache(cache)
+    sha = check_sha(sha, f"repos/{repo}/commits")
     per_page = client.settings.per_page
     raw_checks, n1, checks_same = read_all(client, cache, f"/repos/{repo}/commits/{sha}/check-runs",
                                            {"filter": "all", "per_page": per_page}, "check_runs")

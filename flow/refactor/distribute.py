@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from agents.prompts import fence
+
 from flow.refactor.analysis import AnalystReport, Classification, moves
 from flow.refactor.assess import Assessment, ClassInfo, TestInfo
 from flow.refactor.rules import Catalogue, Rule
@@ -98,8 +100,9 @@ def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, 
         if trig.stale_imports:
             if report.stale_imports:
                 task = _task(rule, [], before, set())
-                task.notes = [f"{s.name}" + (f" (line {s.line})" if s.line is not None else "") + f": {s.reason}"
-                              for s in report.stale_imports]
+                # The analyst's words are data: fenced before they reach the coder's prompt.
+                task.notes = [f"{s.name}" + (f" (line {s.line})" if s.line is not None else "")
+                              + f": {fence(s.reason, inline=True)}" for s in report.stale_imports]
                 tasks.append(task)
             continue
         if trig.moves:

@@ -90,6 +90,11 @@ class CheckerReviewFeed(Feed):
     positives (the checker is their judge, so they are waived at once).
     """
 
+    # The published schema states the rule _consistent enforces (all clear, no findings).
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"properties": {"all_clear": {"const": True}}, "required": ["all_clear"]},
+        "then": {"properties": {"findings": {"maxItems": 0}}}})
+
     all_clear: bool
     findings: list[ReviewFinding] = Field(default_factory=list)
     summary: str = ""

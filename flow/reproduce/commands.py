@@ -15,7 +15,7 @@ def fill(template: list[str], **values: str) -> list[str]:
     ValueError when a ``ci_commit``/``wheel_commit`` is not a hex sha (it becomes a git
     argument; ``--upload-pack=...`` must not)."""
     for key in ("ci_commit", "wheel_commit"):
-        if key in values and not _SHA.match(values[key]):
+        if key in values and not _SHA.fullmatch(values[key]):
             raise ValueError(f"{key} {values[key]!r} is not a commit sha; pass 7-40 hex digits")
     out = []
     for word in template:

@@ -48,7 +48,7 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
     """
     merged = {**rep.env, **(env or {})}
     for name in merged:
-        if not _ENV_NAME.match(name):
+        if not _ENV_NAME.fullmatch(name):
             raise ValueError(f"env var name {name!r} is not a shell name; drop or rename it")
     if rep.step_is_pytest:
         args = list(pytest_args if pytest_args is not None else rep.pytest_args)

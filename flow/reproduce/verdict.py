@@ -50,7 +50,7 @@ class Reproduced(_Verdict):
     @field_validator("base")
     @classmethod
     def _base_is_main_or_sha(cls, value: str) -> str:
-        if value != ORIGIN_MAIN and not _SHA.match(value):
+        if value != ORIGIN_MAIN and not _SHA.fullmatch(value):
             raise ValueError(
                 f"base {value!r} is neither 'origin/main' nor a commit sha; "
                 "pass origin/main, or the ci_commit sha Stage 2 fell back to"

@@ -25,6 +25,7 @@ bundled reference/refactor/rules.json).
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,7 +58,7 @@ _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 
 def _repo(opts: Mapping[str, Any]) -> str:
     repo = opts.get("repo") or DEFAULT_REPO
-    if not _REPO.match(repo):
+    if not _REPO.fullmatch(repo):
         raise WorkflowInputError(f"--repo {repo!r} is not owner/name",
                                  "pass --repo OWNER/NAME, e.g. --repo pytorch/pytorch")
     return str(repo)
@@ -91,7 +92,7 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Inge
         return IngestData(mode="apply", repo=repo, ruleset=ruleset, pr=number,
                           findings_file=str(path), approved=approved)
     author = settings.get(AUTHOR_ENV) or DEFAULT_AUTHOR
-    if not _LOGIN.match(author):
+    if not _LOGIN.fullmatch(author):
         raise WorkflowInputError(f"{AUTHOR_ENV}={author!r} is not a GitHub login",
                                  f"unset it or set e.g. {AUTHOR_ENV}={DEFAULT_AUTHOR}")
     from flow.github.access import access_from, connect_with
@@ -297,11 +298,29 @@ def edit(ctx: Any) -> Any:
 def applied(ctx: Any) -> Any:
     d: IngestData = ctx.data
     before = ctx.path(BACKUP).read_text(encoding="utf-8")
-    changed = Path(d.ruleset).read_text(encoding="utf-8") != before
-    return Done({"outcome": "applied", "ruleset": d.ruleset, "changed": changed,
-                 "findings": [f.key for f in d.approved], "edit_rounds": d.edit_round,
-                 "backup": str(ctx.path(BACKUP))},
-                ["Review the ruleset diff (git diff reference/refactor/rules.json) and commit it."])
+    after = Path(d.ruleset).read_text(encoding="utf-8")
+    changed = after != before
+    # Say what changed and where: the ruleset actually edited, and by how many lines.
+    import difflib
+
+    diff = [ln for ln in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="")
+            if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+    added = sum(ln.startswith("+") for ln in diff)
+    removed = len(diff) - added
+    keys = [f.key for f in d.approved]
+    if changed:
+        steps = [f"The ruleset {d.ruleset} was edited for {len(keys)} finding(s) ({', '.join(keys)}): "
+                 f"{added} line(s) added, {removed} removed; the previous version is kept at "
+                 f"{ctx.path(BACKUP)}.",
+                 f"Review the diff (git -C {shlex.quote(str(Path(d.ruleset).parent))} diff -- "
+                 f"{shlex.quote(Path(d.ruleset).name)}) and commit it."]
+    else:
+        steps = [f"Nothing changed: the ruleset editor left {d.ruleset} as it was for the "
+                 f"finding(s) {', '.join(keys)}. Check the findings, or edit the ruleset by hand."]
+    return Done({"outcome": "applied" if changed else "unchanged", "ruleset": d.ruleset,
+                 "changed": changed, "lines_added": added, "lines_removed": removed,
+                 "findings": keys, "edit_rounds": d.edit_round,
+                 "backup": str(ctx.path(BACKUP))}, steps)
 
 
 def refused(ctx: Any) -> Any:

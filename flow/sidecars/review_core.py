@@ -228,6 +228,16 @@ class PRReview(_Strict):
 class ReviewFeed(Feed):
     """A reviewer sub-agent's result: a review, or ``{failed: true, reason}``."""
 
+    # The published schema states the two shapes _complete enforces.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"properties": {"failed": {"const": True},
+                        "reason": {"type": "string", "minLength": 1}},
+         "required": ["failed", "reason"]},
+        {"properties": {"failed": {"const": False}, "pr": {"type": "integer"},
+                        "verdict": {"not": {"type": "null"}},
+                        "summary": {"type": "string", "minLength": 1}},
+         "required": ["pr", "verdict", "summary"]}]})
+
     failed: bool = False
     reason: str | None = None
     pr: int | None = None

@@ -69,7 +69,7 @@ class ReviewQueueData(BaseModel):
 
 def _day() -> str:
     day = os.environ.get(DATE_ENV) or time.strftime("%Y-%m-%d", time.gmtime())
-    if not _DAY.match(day):
+    if not _DAY.fullmatch(day):
         raise WorkflowInputError(f"{DATE_ENV}={day!r} is not a date",
                                  f"set {DATE_ENV} to YYYY-MM-DD or unset it (today, UTC)")
     return day
@@ -155,10 +155,10 @@ def task_key(pr: core.QueuedPR) -> str:
 
 
 def reviewer_prompt(pr: core.QueuedPR) -> str:
-    from agents.prompts import Untrusted, render
+    from agents.prompts import Untrusted, fence, render
 
-    return render("review_queue_reviewer", repo=pr.repo, number=pr.number, url=pr.url,
-                  author=pr.author, title=Untrusted(pr.title, "PR title"),
+    return render("review_queue_reviewer", repo=pr.repo, number=pr.number,
+                  url=fence(pr.url, inline=True), author=fence(pr.author, inline=True), title=Untrusted(pr.title, "PR title"),
                   body=Untrusted(pr.body or "(no description)", "PR description"),
                   test_files=Untrusted("\n".join(pr.test_files), "changed test files"))
 
@@ -168,7 +168,8 @@ def batch_prompt(queue: list[core.QueuedPR]) -> str:
 
     blocks = []
     for i, pr in enumerate(queue, 1):
-        blocks.append(f"{i}. {pr.key} ({pr.url}), by @{pr.author}; pr={pr.number}, "
+        blocks.append(f"{i}. {pr.key} ({fence(pr.url, inline=True)}), by "
+                      f"{fence(pr.author, inline=True)}; pr={pr.number}, "
                       f"repo={pr.repo}\n"
                       + fence(Untrusted(f"{pr.title}\n\n{pr.body or '(no description)'}\n\n"
                                         + "\n".join(pr.test_files),

@@ -94,7 +94,7 @@ def approve(ctx: Any) -> Any:
 
 
 def debug(ctx: Any) -> Any:
-    from agents.prompts import Untrusted, render
+    from agents.prompts import Untrusted, fence, render
 
     d: TargetedData = ctx.data
     failed = sorted((f for f in d.files.values() if f.status == "failed"), key=lambda f: f.path)
@@ -109,7 +109,8 @@ def debug(ctx: Any) -> Any:
                             for x in d.fixes) or "(none)"
         prompt = render("targeted_debugger", number=d.number, repo=d.repo,
                         repo_dir=d.repo_dir, fix_round=d.round + 1,
-                        max_rounds=loop.MAX_FIX_ROUNDS, head_sha=failed[0].attempts[-1].sha,
+                        max_rounds=loop.MAX_FIX_ROUNDS,
+                        head_sha=fence(failed[0].attempts[-1].sha, inline=True),
                         failures=Untrusted(text, "CI failure logs"),
                         history=Untrusted(history, "earlier fix rounds"))
         return Ask([Task(key="debugger", role="debugger", feed="debug", prompt=prompt,

@@ -23,10 +23,25 @@ def _spec_schema() -> dict[str, Any]:
     return Spec.model_json_schema()
 
 
+def _live_flow(ws: Path) -> Path:
+    [path] = [p.parent for p in ws.rglob("flow_state.json") if ".old-" not in str(p)]
+    return path
+
+
+def _audited_revisions(ws: Path) -> list[int]:
+    """The revisions recorded in the audit log, in order (each must appear exactly once)."""
+    lines = (_live_flow(ws) / "audit.jsonl").read_text().splitlines()
+    return [r["revision"] for r in map(json.loads, lines) if "revision" in r]
+
+
+def _final_revision(ws: Path) -> int:
+    return int(json.loads((_live_flow(ws) / "flow_state.json").read_text())["revision"])
+
+
 def _final_state(ws: Path) -> dict[str, Any]:
     [path] = [p for p in ws.rglob("flow_state.json") if ".old-" not in str(p)]
     raw = json.loads(path.read_text().replace(str(ws), "<ws>"))
-    for key in ("revision", "created_at", "updated_at"):
+    for key in ("revision", "created_at", "updated_at", "audit_record"):
         raw.pop(key)
     for h in raw["history"]:
         h.pop("at")
@@ -132,6 +147,8 @@ def test_kill_at_each_persistence_point_then_resume_ends_the_same(
         assert 1 == killed, f"point {n}: expected exactly one kill"
         assert "done" == call.spec["status"]
         assert expected == _final_state(ws), f"state differs after a kill at point {n} ({when})"
+        assert _audited_revisions(ws) == list(range(1, _final_revision(ws) + 1)), \
+            f"audit log lost or doubled a record after a kill at point {n} ({when})"
 
 
 def test_concurrent_feeds_never_both_advance(scenario: Scenario, tmp_path: Path) -> None:

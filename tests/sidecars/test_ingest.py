@@ -242,3 +242,22 @@ def test_broken_ruleset_edit_is_sent_back_then_refused(
         assert ("done", "refused", True, before) == (
             spec["status"], spec["outcome"], spec["restored"], ruleset.read_bytes())
         assert "bad_catalogue" not in spec["error"] and "rules" in spec["error"]
+
+
+@pytest.mark.parametrize("edit", [True, False])
+def test_apply_says_what_changed_and_where(drive: Driver, tmp_path: Path, ruleset: Path,
+                                           edit: bool) -> None:
+    """The done step names the ruleset edited and the lines changed, or says nothing changed."""
+    spec = answer(drive, js(drive.call(["--apply-ingest", str(_findings(tmp_path, ticked=True))])),
+                  "apply")
+    if edit:
+        _edit_title(ruleset, "CPU-only tests, utility tests included")
+    done = feed(drive, spec["tasks"][0], {"summary": "edited TR003", "changed_rules": ["TR003"]})
+    steps = " ".join(done["next_steps"])
+    assert str(ruleset) in steps and "reference/refactor/rules.json" not in steps
+    if edit:
+        assert ("applied", True) == (done["outcome"], done["changed"])
+        assert done["lines_added"] >= 1 and "line(s) added" in steps
+    else:
+        assert ("unchanged", False, 0) == (done["outcome"], done["changed"], done["lines_added"])
+        assert "Nothing changed" in steps

@@ -1,0 +1,241 @@
+"""The command line: one subcommand per thing the orchestrator does, each with its own flags.
+
+``parse(argv)`` finds the command (a first word such as ``reproduce``, a seed flag such as
+``--ci-check``, a bare test FILE meaning ``refactor FILE``, or ``--flow ID`` alone), parses the
+arguments with that command's parser only (a flag of another command is refused), and returns
+a namespace holding every known option (absent ones as their default), so ``flow.cli.run``
+reads ``args.X`` for any flag. ``help_text(argv)`` is the usage of the command named, or the
+list of commands. Flags are declared once, as data, in ``FLAGS``; ``COMMANDS`` says which
+flags each command takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, NoReturn
+
+from flow.errors import UsageError
+
+PROG = "orchestrator.py"
+
+# name -> (option strings, argparse keyword arguments incl. help). Shared by every command.
+FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "workspace": (("--workspace",), {"metavar": "DIR", "help": "workspace root (default: "
+                                     "$ORCHESTRATOR_WORKSPACE, then ./agent_space)"}),
+    "harness": (("--harness",), {"choices": ["claude", "codex"], "help": "the harness that drives "
+                                 "the flow; sticky (default: $ORCHESTRATOR_HARNESS, "
+                                 "$PYTORCH_TEST_REFACTOR_HARNESS, then claude)"}),
+    "flow": (("--flow",), {"metavar": "ID", "help": "act on this flow (its flow_id)"}),
+    "resume": (("--resume",), {"action": "store_true", "help": "carry on where the flow stopped"}),
+    "restart": (("--restart",), {"action": "store_true", "help": "move the old flow aside "
+                                 "(kept as <id>.old-<stamp>) and start anew"}),
+    "feed": (("--feed",), {"metavar": "ROLE", "help": "feed a task's result (with --feed-file)"}),
+    "feed_file": (("--feed-file",), {"metavar": "PATH", "help": "the result JSON (the task's "
+                                     "feed_file; a regular file of at most "
+                                     "$ORCHESTRATOR_MAX_FEED_BYTES, default 8 MiB)"}),
+    "answer": (("--answer",), {"metavar": "VALUE", "help": "answer the open need_human question "
+                               "with one of its option values"}),
+    "json": (("--json",), {"action": "store_true", "help": "print one JSON object instead of text"}),
+    "source_dir": (("--pytorch-dir", "--source-dir"), {"metavar": "DIR", "help": "the PyTorch (or "
+                   "project) checkout (default: the current directory)"}),
+    "ci_check": (("--ci-check",), {"action": "store_true", "help": "the seed's spelling of "
+                                   "'ci-check' (accepted, changes nothing)"}),
+    "pr_number": (("--pr-number",), {"type": int, "metavar": "N", "help": "the pull request "
+                                     "(default: the open PR of the current branch)"}),
+    "repo": (("--repo",), {"metavar": "OWNER/NAME", "help": "the GitHub repository (default: the "
+                           "origin remote, or the workflow's own default)"}),
+    "repo_dir": (("--repo-dir",), {"metavar": "DIR", "help": "the git checkout to read (default: "
+                                   "the current directory)"}),
+    "mark_ready": (("--mark-ready",), {"action": "store_true", "help": "mark the draft PR ready "
+                                       "for review once CI is green"}),
+    "ingest_feedback": (("--ingest-feedback",), {"action": "store_true", "help": "the seed's "
+                        "spelling of 'ingest' (harvest reviewer feedback)"}),
+    "apply_ingest": (("--apply-ingest",), {"metavar": "FINDINGS_FILE", "help": "apply the ticked "
+                     "findings of this PR-N.md file to the ruleset (asks a person first)"}),
+    "review_queue": (("--review-queue",), {"action": "store_true", "help": "the seed's spelling "
+                     "of 'review-queue'"}),
+    "limit": (("--limit",), {"type": int, "metavar": "N", "help": "review at most N PRs"}),
+    "profile": (("--profile",), {"metavar": "NAME", "help": "the named profile of settings for "
+                                 "this workflow (see the README)"}),
+    "repro_command": (("--command",), {"metavar": "CMD", "help": "the failing command to "
+                      "reproduce (a pytest invocation or a python script)"}),
+    "command_file": (("--command-file",), {"metavar": "FILE", "help": "read the command from "
+                     "FILE (for commands with awkward quoting)"}),
+    "stage": (("--stage",), {"choices": ["auto", "nightly"], "help": "auto: nightly wheel, then "
+                             "a source build, then the CI environment; nightly: stop after it"}),
+    "ci_commit": (("--ci-commit",), {"metavar": "SHA", "help": "the commit the CI failure was "
+                                     "seen on"}),
+    "ci_repo": (("--ci-repo",), {"metavar": "NAME", "help": "which CI the failure came from "
+                                 "(pytorch or torch-xpu-ops; default: inferred)"}),
+    "failure_pattern": (("--failure-pattern",), {"metavar": "REGEX", "help": "what the failure "
+                        "looks like in the output (default: the test's own failure)"}),
+    "batch": (("--batch",), {"metavar": "FILE", "help": "reproduce every entry of this JSON list "
+                             "of {command, ...}"}),
+    "base": (("--base",), {"metavar": "REV", "help": "the revision the PR branches from "
+                           "(e.g. origin/main)"}),
+    "depth": (("--depth",), {"type": int, "metavar": "N", "help": "how many import hops to "
+                             "follow from a changed file"}),
+    "hub_limit": (("--hub-limit",), {"type": int, "metavar": "N", "help": "a module imported by "
+                                     "more than N files counts as a hub and is not followed"}),
+    "approved": (("--approved",), {"action": "store_true", "help": "a person approved spending "
+                                   "the CI runners the plan needs"}),
+    "include_worktree": (("--include-worktree",), {"action": "store_true", "help": "trace the "
+                         "uncommitted changes too (untracked files included)"}),
+}
+FLOW = ["flow", "resume", "restart", "feed", "feed_file", "answer"]
+REPRODUCE = ["repro_command", "command_file", "stage", "ci_commit", "source_dir", "ci_repo",
+             "failure_pattern", "profile", "batch"]
+TARGETED = ["base", "depth", "hub_limit", "repo_dir", "profile"]
+
+# command -> (one-line description, positional (name, nargs, help) or None, flag names)
+COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] = {
+    "reproduce": ("reproduce a failing test or script: nightly wheel, source build, CI env",
+                  None, [*FLOW, *REPRODUCE]),
+    "refactor": ("refactor a PyTorch test file (the seed's bare FILE works too)",
+                 ("file", None, "the test file, relative to --pytorch-dir or absolute"),
+                 [*FLOW, "source_dir"]),
+    "ci-check": ("watch a PR's CI and debug its failures (the seed's --ci-check)",
+                 None, [*FLOW, "ci_check", "pr_number", "repo", "repo_dir", "mark_ready"]),
+    "affected-tests": ("list the tests a change can affect (no flow, no GitHub)",
+                       None, [*TARGETED, "json", "include_worktree"]),
+    "ci-targeted": ("run only the CI a PR's change needs, after a person approves",
+                    None, [*FLOW, *TARGETED, "pr_number", "repo", "approved"]),
+    "review-queue": ("review the queued [Test] PRs (the seed's --review-queue)",
+                     None, [*FLOW, "review_queue", "repo", "limit", "profile"]),
+    "ingest": ("turn reviewer feedback into ruleset findings; --apply-ingest applies them",
+               None, [*FLOW, "ingest_feedback", "apply_ingest", "repo"]),
+    "status": ("list the flows of the workspace and what each works on", None, ["json"]),
+    "schema": ("list the JSON schemas, or print one (a feed: WORKFLOW.FEED)",
+               ("name", "?", "the schema to print (omit to list them)"), []),
+    "graph": ("draw a workflow's state machine as Mermaid",
+              ("workflow", "?", "the workflow to draw"), []),
+    "demo": ("run a built-in example to its end (demo refactor)",
+             ("name", "?", "the demo to run: refactor"), []),
+    "start": ("start any registered workflow by name (plugins too)",
+              ("words", "*", "WORKFLOW [ARGS...]"), FLOW),
+}
+SEED_FLAGS = {"--ci-check": "ci-check", "--ingest-feedback": "ingest", "--apply-ingest": "ingest",
+              "--review-queue": "review-queue"}
+TOP_FLAGS = ["workspace", "harness"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"bad command line: {message}",
+                         f"run '{self.prog} --help' for this command's flags")
+
+
+def _takes_value(option: str) -> bool:
+    for names, kwargs in FLAGS.values():
+        if option in names:
+            return kwargs.get("action") != "store_true"
+    return False
+
+
+def _positionals(argv: list[str]) -> list[tuple[int, str]]:
+    """(index, word) of each argument that is not an option or an option's value."""
+    found: list[tuple[int, str]] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+        elif arg == "--":
+            found.extend((j, a) for j, a in enumerate(argv[i + 1:], i + 1))
+            break
+        elif arg.startswith("-") and arg != "-":
+            skip = "=" not in arg and _takes_value(arg)
+        else:
+            found.append((i, arg))
+    return found
+
+
+def command_of(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The command ``argv`` asks for and the arguments left for its parser.
+
+    ``None`` means no command: ``--flow ID`` alone (resume/feed/answer) or nothing at all.
+    """
+    words = _positionals(argv)
+    if words and words[0][1] in COMMANDS:
+        i = words[0][0]
+        return words[0][1], argv[:i] + argv[i + 1:]
+    for flag, command in SEED_FLAGS.items():
+        if any(a == flag or a.startswith(flag + "=") for a in argv):
+            return command, argv
+    if words:
+        return "refactor", argv  # the seed's bare FILE
+    return None, argv
+
+
+def parser_for(command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``None``: the flags that drive an existing flow)."""
+    if command is None:
+        p = _Parser(prog=PROG, add_help=False,
+                    usage=f"{PROG} COMMAND [FLAGS]  |  {PROG} --flow ID --resume|--feed ROLE "
+                          f"--feed-file PATH|--answer VALUE",
+                    description="The orchestrator: every call prints one JSON object. "
+                                f"Run '{PROG} COMMAND --help' for a command's flags.",
+                    epilog="commands:\n" + "\n".join(f"  {name:<15} {desc}" for name, (desc, _, _)
+                                                     in COMMANDS.items()),
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+        names = FLOW
+    else:
+        desc, positional, names = COMMANDS[command]
+        p = _Parser(prog=f"{PROG} {command}", add_help=False, description=desc)
+        if positional is not None:
+            name, nargs, text = positional
+            p.add_argument(name, nargs=nargs, help=text)
+    p.add_argument("-h", "--help", action="store_true",
+                   help="print this text as the 'usage' field of one JSON object")
+    g = p.add_argument_group("every call")
+    for name in TOP_FLAGS:
+        opts, kwargs = FLAGS[name]
+        g.add_argument(*opts, dest=name, **kwargs)
+    if names:
+        g = p.add_argument_group(f"{command or 'driving a flow'}")
+        for name in names:
+            opts, kwargs = FLAGS[name]
+            g.add_argument(*opts, dest=name, **kwargs)
+    return p
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    """Parse ``argv`` with its command's parser; the namespace holds every known option."""
+    command, rest = command_of(argv)
+    parser = parser_for(command)
+    values: dict[str, Any] = {name: (False if kw.get("action") == "store_true" else None)
+                              for name, (_, kw) in FLAGS.items()}
+    if "-h" in rest or "--help" in rest:  # help wins over anything missing or wrong
+        sticky = _Parser(prog=parser.prog, add_help=False)
+        for name in TOP_FLAGS:
+            opts, kwargs = FLAGS[name]
+            sticky.add_argument(*opts, dest=name, **kwargs)
+        known, _ = sticky.parse_known_args(rest)
+        values.update(vars(known), help=True, command=command, args=[])
+        return argparse.Namespace(**values), parser
+    values.update(vars(parser.parse_args(rest)))
+    values["command"] = command
+    values["args"] = _words(command, values)
+    return argparse.Namespace(**values), parser
+
+
+def _words(command: str | None, values: dict[str, Any]) -> list[str]:
+    """The positional words ``flow.cli.run`` expects for ``command``."""
+    if command is None:
+        return []
+    if command == "refactor":
+        return [values["file"]] if values.get("file") else []
+    if command == "ci-check":
+        values["ci_check"] = True
+        return []
+    if command == "review-queue":
+        values["review_queue"] = True
+        return []
+    if command == "ingest":
+        if not values.get("apply_ingest"):
+            values["ingest_feedback"] = True
+        return []
+    if command == "start":
+        return ["start", *(values.get("words") or [])]
+    positional = COMMANDS[command][1]
+    extra = values.get(positional[0]) if positional else None
+    return [command, *([extra] if extra else [])]
