@@ -45,6 +45,12 @@ def _final_state(ws: Path) -> dict[str, Any]:
         raw.pop(key)
     for h in raw["history"]:
         h.pop("at")
+    for job in raw.get("jobs", {}).values():
+        # A job's clock and supervisor pid differ from run to run; what it ran and how it
+        # ended must not. A kill may cost a job one restart, never a second result.
+        for key in ("started_at", "deadline_at", "pid", "starts", "history"):
+            job.pop(key)
+        job["result"].pop("duration_s")
     return raw
 
 
