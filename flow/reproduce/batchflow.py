@@ -26,7 +26,8 @@ from flow.reproduce.verdict import VERDICT_ADAPTER, NoReproducer, Stage
 
 _PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
                   pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
-                  ci_env={})
+                  ci_env={}, bypass=None, unskipped=None, restore_kept=None,
+                  attempt_counts=None, last_exit=None)
 
 
 def _entries(ctx: Any) -> list[BatchEntry | InvalidEntry]:

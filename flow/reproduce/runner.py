@@ -40,15 +40,28 @@ def run(argv: list[str], *, cwd: str | Path | None, env: Mapping[str, str], log:
     A missing program or a timeout is exit 127 / 124 with the reason as output (never raises)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     try:
-        proc = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True,
-                              text=True, timeout=timeout)
-        code, output = proc.returncode, proc.stdout + proc.stderr
+        proc = subprocess.run(argv, cwd=cwd, env=env, input=None if stdin is None else stdin.encode(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=None if stdin is not None else subprocess.DEVNULL,
+                              timeout=timeout)
+        code, output = proc.returncode, proc.stdout.decode("utf-8", errors="replace")
     except FileNotFoundError as exc:
         code, output = 127, f"{argv[0]}: command not found ({exc})"
     except subprocess.TimeoutExpired as exc:
         code, output = 124, f"timed out after {timeout:.0f}s: {exc}"
     log.write_text(f"$ {shlex.join(argv)}\n(cwd {cwd})\n{output}")
     return code, output
+
+
+CLEAN_PATH = "/usr/bin:/bin"
+
+
+def clean_env(settings: Mapping[str, str]) -> dict[str, str]:
+    """The environment the deciding run sees, as a fresh shell would give it: PATH
+    ``/usr/bin:/bin`` and HOME, nothing else (no token, no venv on PATH). What the
+    reproducer needs beyond that is in ``refined_command`` itself (the interpreter by
+    absolute path, env prefixes, ``cd``), so the run that decides is the self-check."""
+    return {"PATH": CLEAN_PATH, "HOME": settings.get("HOME") or os.path.expanduser("~") or "/"}
 
 
 class Exercise(BaseModel):
@@ -58,6 +71,7 @@ class Exercise(BaseModel):
     refined: str
     outcome: RunOutcome
     exit_code: int
+    tail: str = ""
 
 
 def node_target(pytest_args: list[str] | None, cwd: str) -> tuple[Path, str] | None:
@@ -79,7 +93,7 @@ def decorators_of(pytest_args: list[str] | None, cwd: str) -> list[str]:
 
     try:
         return decorator_names(found[0].read_bytes(), found[1])
-    except (SkipMarkerNotFound, OSError):  # unparsable or unreadable: no decorator evidence
+    except (SkipMarkerNotFound, OSError):  # unreadable or no test named: no decorator evidence
         return []
 
 
@@ -107,29 +121,47 @@ def run_setup(rep: Reproducer, *, cwd: str, env: Mapping[str, str], logs: Path) 
     return setup_blocker(rep.setup[index].text, code)
 
 
-def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None, env: Mapping[str, str],
-             log: Path, failure_pattern: str | None, markers: tuple[str, ...],
-             extra_env: dict[str, str] | None = None, timeout: int | None = None,
-             exitfirst: bool = False) -> Exercise:
-    """Render the refined command, run it with ``bash -c``, interpret it per form.
+def pytest_flags(rep: Reproducer, bypass: str | None) -> list[str]:
+    """Flags the workflow adds to a pytest reproducer: ``--runxfail`` (an xfail-marked
+    test then fails, so the refined command exits non-zero by itself), or the skip
+    ``bypass`` (``-p no:skipping``, which drops the xfail marks too and cannot be combined
+    with ``--runxfail``, a flag of that plugin)."""
+    if bypass:
+        return bypass.split()
+    if any("no:skipping" in a for a in rep.pytest_args):
+        return []
+    return ["--runxfail"]
 
-    Pytest runs get ``-rs --junitxml`` appended for the interpretation only; the refined
-    command returned is the contract's string (what a caller re-runs)."""
+
+def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
+             settings: Mapping[str, str], log: Path, failure_pattern: str | None,
+             markers: tuple[str, ...], python: str | None = None, bin_dir: str | None = None,
+             extra_env: dict[str, str] | None = None, timeout: int | None = None,
+             exitfirst: bool = False, bypass: str | None = None,
+             activate: str | None = None) -> Exercise:
+    """Render the refined command and run it exactly as a caller will: ``bash -c`` in a
+    clean environment (``clean_env``); interpret it per form.
+
+    Pytest runs get ``-rs --junitxml`` appended for the interpretation only (they change
+    no outcome); the refined command returned is the contract's string."""
     refined = render(rep, cwd=cwd, env=extra_env, sv=rep.step_is_pytest, timeout=timeout,
-                     exitfirst=exitfirst, pytest_args=pytest_args)
+                     exitfirst=exitfirst, pytest_args=pytest_args, python=python,
+                     pytest_flags=pytest_flags(rep, bypass) if rep.step_is_pytest else None,
+                     bin_dir=bin_dir, activate=activate)
+    env = clean_env(settings)
     if rep.step_is_pytest:
         junit = log.with_suffix(".xml")
         junit.unlink(missing_ok=True)
         command = f"{refined} -rs --junitxml={shlex.quote(str(junit))}"
         code, output = run(["bash", "-c", command], cwd="/", env=env, log=log, stdin=rep.stdin)
-        xml = junit.read_text() if junit.is_file() and junit.stat().st_size else None
+        xml = junit.read_text(errors="replace") if junit.is_file() and junit.stat().st_size else None
+        decorators = lambda: decorators_of(pytest_args, cwd)  # noqa: E731 (read only when all skipped)
         try:
-            outcome = interpret_pytest(code, output, xml, decorators_of(pytest_args, cwd),
-                                       markers, failure_pattern)
+            outcome = interpret_pytest(code, output, xml, decorators, markers, failure_pattern)
         except ValueError:  # a half-written JUnit file: fall back to the text summary
-            outcome = interpret_pytest(code, output, None, decorators_of(pytest_args, cwd),
-                                       markers, failure_pattern)
+            outcome = interpret_pytest(code, output, None, decorators, markers, failure_pattern)
     else:
         code, output = run(["bash", "-c", refined], cwd="/", env=env, log=log, stdin=rep.stdin)
         outcome = interpret_command(code, output, failure_pattern)
-    return Exercise(refined=refined, outcome=outcome, exit_code=code)
+    tail = "\n".join(output.strip().splitlines()[-20:])
+    return Exercise(refined=refined, outcome=outcome, exit_code=code, tail=tail)

@@ -39,6 +39,7 @@ from flow.reproduce.verdict import CannotVerify, NotReproduced, Stage
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILE_URL_ENV = "ORCHESTRATOR_REPRODUCE_INDEX_URL"
 PYTHON_ENV = "ORCHESTRATOR_REPRODUCE_PYTHON"
+OFFLINE_ENV = "ORCHESTRATOR_REPRODUCE_OFFLINE"
 
 
 def reproduce_python(settings: Mapping[str, str]) -> str:
@@ -174,6 +175,10 @@ def collect(ctx: Any) -> Any:
     rep = reproducer(ctx)
     if rep.form is not Form.PYTEST:
         return Go("collected")
+    if profile_of(ctx).nightly.kind == "current":
+        # Stage 1 installs nothing, so its one pytest run is the collect check too:
+        # "no tests ran" there is NO_REPRODUCER(collected_zero) by the same rules.
+        return Go("collected")
     outcome = runner.collect(rep, python=ctx.data.python, cwd=ctx.data.cwd,
                              pytest_args=ctx.data.pytest_args or [], env=env_of(ctx),
                              log=ctx.path("logs/collect.log"))
@@ -250,56 +255,183 @@ def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
     rep = reproducer(ctx)
     align = ctx.data.ci_env if aligned else {}
     return runner.exercise(rep, cwd=ctx.data.cwd, pytest_args=ctx.data.pytest_args,
-                           env=env_of(ctx), log=ctx.path(f"logs/{label}.log"),
+                           settings=ctx.settings, log=ctx.path(f"logs/{label}.log"),
                            failure_pattern=ctx.data.failure_pattern,
-                           markers=tuple(profile.skip_markers),
+                           markers=tuple(profile.skip_markers), python=ctx.data.python,
+                           bin_dir=ctx.data.path_head, bypass=ctx.data.bypass,
+                           activate=profile.activate,
                            extra_env=align.get("env") or None, timeout=align.get("timeout"),
                            exitfirst=bool(align.get("exitfirst")))
 
 
-def table(ctx: Any, stage: str, ran: runner.Exercise) -> Decision:
+def table(ctx: Any, stage: str, ran: runner.Exercise, label: str = "the nightly wheel") -> Decision:
     mode = StageMode(ctx.data.stage)
     done = ctx.data.rerun_done
     if stage == Stage.NIGHTLY:
-        return stage1_table(ran.outcome, mode, ran.refined, rerun_done=done)
+        return stage1_table(ran.outcome, mode, ran.refined, rerun_done=done, label=label)
     if stage == Stage.SOURCE_BUILD:
         return stage2_table(ran.outcome, ctx.data.base, ran.refined, rerun_done=done)
-    return stage3_table(ran.outcome, ran.refined, rerun_done=done)
+    return stage3_table(ran.outcome, ran.refined, rerun_done=done, label=label)
+
+
+def attempts(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -> runner.Exercise:
+    """Run the reproducer up to ``--repeat`` times (one run by default). Every attempt
+    runs unless one is blocked (that one decides: a timeout or an infra cause is never
+    averaged away). Any failing attempt makes the stage's outcome FAILED; the counts go
+    to ``ctx.data.attempt_counts`` and the last deciding run's exit code to ``last_exit``."""
+    from flow.reproduce.interpret import Outcome
+
+    runs: list[runner.Exercise] = []
+    repeat = max(1, ctx.data.repeat)
+    for i in range(repeat):
+        ran = exercise(ctx, profile, label if repeat == 1 else f"{label}-attempt{i + 1}",
+                       aligned=aligned)
+        runs.append(ran)
+        if ran.outcome.kind not in (Outcome.FAILED, Outcome.PASSED):
+            break
+    failed = [r for r in runs if r.outcome.kind is Outcome.FAILED]
+    chosen = failed[0] if failed else runs[-1]
+    ctx.data.attempt_counts = {"attempts": len(runs), "failures": len(failed)}
+    ctx.data.last_exit = chosen.exit_code
+    if len(runs) > 1:
+        ctx.data.notes.append(f"{label}: {len(failed)} of {len(runs)} attempts failed")
+    return chosen
 
 
 def decide(ctx: Any, profile: Profile, stage: str, label: str) -> Decision:
     """Run the reproducer and read the stage's table. Stage 3 runs it as written first and,
     only when that passes, once more with the env and flags folded from the CI job log
     (seed: "What to check if the failure still doesn't reproduce")."""
-    decision = table(ctx, stage, exercise(ctx, profile, label))
+    decision = table(ctx, stage, attempts(ctx, profile, label), profile.nightly_label)
     align = ctx.data.ci_env
     if stage == Stage.CI_ENV and isinstance(decision, NotReproduced) and any(align.values()):
         ctx.data.notes.append(f"{label}: passes as written; re-ran with the CI job log's "
                               f"{align}")
-        decision = table(ctx, stage, exercise(ctx, profile, f"{label}-aligned", aligned=True))
+        decision = table(ctx, stage, attempts(ctx, profile, f"{label}-aligned", aligned=True),
+                         profile.nightly_label)
     return decision
 
 
-def act(ctx: Any, decision: Decision, *, from_unskip: bool = False) -> Go:
-    """A decision as a trigger; a skip-marker re-run records the pending restore first."""
-    if isinstance(decision, RerunWithoutSkip):
-        found = runner.node_target(ctx.data.pytest_args, ctx.data.cwd)
-        if found is None:
-            return blocked(ctx, Stage(ctx.data.current_stage),
-                           "skipped by an XPU marker, but no single test file::test target to "
-                           "remove it from; give the node id")
-        from flow.reproduce.skipmarker import PendingRestore
+def _unskip_plan(ctx: Any, profile: Profile) -> str | None:
+    """Prepare the skip-marker re-run; a blocker, or None. A pytest marker is bypassed with
+    ``-p no:skipping`` (nothing edited); another marker is taken out of the file: the
+    pending restore, with the hash of the edited bytes, is recorded before the edit."""
+    from flow.reproduce.errors import SkipMarkerNotFound
+    from flow.reproduce.skipmarker import (
+        PendingRestore, decorators, is_pytest_mark, marker_matches, remove_skip_marker,
+    )
 
-        ctx.data.pending_restore = PendingRestore.of(found[0], found[0].read_bytes())
+    found = runner.node_target(ctx.data.pytest_args, ctx.data.cwd)
+    if found is None:
+        return ("skipped by a skip marker, but no single test file::test target to remove it "
+                "from; give the node id")
+    path, node = found
+    source = path.read_bytes()
+    try:
+        marks = [d for d in decorators(source, node)
+                 if any(marker_matches(d.name, m) for m in profile.skip_markers)]
+    except SkipMarkerNotFound as exc:
+        return f"skipped, but the skip marker cannot be located: {exc}"
+    first = marks[0] if marks else None
+    if first is not None and all(is_pytest_mark(d.name) for d in marks):
+        ctx.data.bypass = "-p no:skipping"
+        ctx.data.unskipped = {"decorator": first.name, "file": str(path), "line": first.line,
+                              "bypass": ctx.data.bypass}
+        return None
+    try:
+        removal = remove_skip_marker(source, node, tuple(profile.skip_markers))
+    except SkipMarkerNotFound as exc:
+        return f"skipped, but the skip marker cannot be removed: {exc}"
+    ctx.data.pending_restore = PendingRestore.of(path, source, removal.modified)
+    ctx.data.unskipped = {"decorator": first.name if first else removal.removed[0],
+                          "file": str(path), "line": first.line if first else 0, "bypass": None}
+    return None
+
+
+def act(ctx: Any, decision: Decision, *, from_unskip: bool = False) -> Go:
+    """A decision as a trigger; a skip-marker re-run records what it will do first."""
+    if isinstance(decision, RerunWithoutSkip):
+        problem = _unskip_plan(ctx, profile_of(ctx))
+        if problem:
+            return blocked(ctx, Stage(ctx.data.current_stage), problem)
         return Go("unskip")
     if isinstance(decision, Next):
         ctx.data.current_stage = decision.stage.value
         ctx.data.rerun_done = False
+        ctx.data.bypass = None
+        ctx.data.unskipped = None
         if from_unskip:
             return Go("to_stage2" if decision.stage is Stage.SOURCE_BUILD else "to_stage3")
         return Go("next")
-    ctx.data.verdict = decision.model_dump(mode="json")
+    ctx.data.verdict = finalize(ctx, decision).model_dump(mode="json")
     return Go("decided")
+
+
+def finalize(ctx: Any, verdict: Any) -> Any:
+    """The table's verdict with what issue 11 adds beside the seed's fields: the
+    environment, rerun_after_fix, the self-check, unskipped and the attempt counts; the
+    local profile's base is the tree's HEAD (``working-tree`` when it is no git repo)."""
+    from flow.reproduce.verdict import WORKING_TREE, Reproduced, SelfCheck
+
+    if not isinstance(verdict, (Reproduced, NotReproduced)):
+        return verdict
+    profile = profile_of(ctx)
+    env = describe_environment(ctx, profile)
+    counts = ctx.data.attempt_counts or {"attempts": 1, "failures": 1}
+    if isinstance(verdict, NotReproduced):
+        return verdict.model_copy(update={"environment": env.model_dump(mode="json"),
+                                          "attempts": counts["attempts"]})
+    update: dict[str, Any] = {"environment": env.model_dump(mode="json")}
+    if profile.tree is None and ctx.data.source_dir and verdict.base == "origin/main" \
+            and verdict.stage != Stage.CI_ENV:
+        update["base"] = env.tree.head if env.tree and env.tree.git and env.tree.head else WORKING_TREE
+    update["rerun_after_fix"] = rerun_after_fix(ctx, profile, env, verdict.stage)
+    home = runner.clean_env(ctx.settings)["HOME"]
+    exit_code = ctx.data.last_exit if ctx.data.last_exit is not None else 1
+    update["self_check"] = SelfCheck(env=f"PATH={runner.CLEAN_PATH} HOME={home}",
+                                     exit_code=exit_code, fails=exit_code != 0)
+    if ctx.data.unskipped:
+        update["unskipped"] = ctx.data.unskipped
+    n, failures = counts["attempts"], counts["failures"]
+    update.update(attempts=n, failures=failures, flaky=0 < failures < n,
+                  failure_rate=round(failures / n, 3) if n > 1 else None)
+    return verdict.model_copy(update=update)
+
+
+def describe_environment(ctx: Any, profile: Profile) -> Any:
+    """``envinfo.Environment`` of the stage's interpreter and the source tree."""
+    from flow.reproduce import envinfo
+
+    python = ctx.data.python or interpreter(ctx)
+    project = profile.project or envinfo.project_name(ctx.data.source_dir)
+    packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
+    _, output = runner.run(envinfo.probe_argv(python, packages), cwd=scratch(ctx),
+                           env=runner.clean_env(ctx.settings), log=ctx.path("logs/environment.log"))
+    where = ctx.data.source_dir or ctx.data.tree
+    tree = None
+    if where:
+        def git(argv: list[str]) -> tuple[int, str]:
+            return runner.run(argv, cwd=None, env=dict(ctx.settings),
+                              log=ctx.path("logs/tree-state.log"))
+        tree = envinfo.tree_state(where, git)
+    return envinfo.read_probe(python, output, project, packages, tree)
+
+
+def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:
+    """What a fix-verifier runs before refined_command (``envinfo.rerun_after_fix``)."""
+    from flow.reproduce import envinfo
+
+    built_elsewhere = profile.source_build.kind == "skill" or profile.nightly.kind == "index"
+    note = profile.source_build.rerun_after_fix if built_elsewhere else None
+    if note is None and env.project_install == "installed" and ctx.data.source_dir:
+        ours = str(ctx.dir) in env.interpreter  # a venv of this flow has no pip of its own
+        pip = ([sys.executable, "-m", "pip", "--python", env.interpreter] if ours
+               else [env.interpreter, "-m", "pip"])
+        import shlex
+
+        return " ".join(shlex.quote(w) for w in [*pip, "install", "--no-deps",
+                                                  "--force-reinstall", ctx.data.source_dir])
+    return envinfo.rerun_after_fix(env, ctx.data.source_dir, note or None)
 
 
 def stage1(ctx: Any) -> Any:
@@ -316,14 +448,28 @@ def stage1(ctx: Any) -> Any:
 
 
 def unskip(ctx: Any) -> Any:
-    """Take the XPU skip marker off the target test, re-run once, restore the file, decide.
-    The file was restored by the step wrapper already if a previous try was interrupted."""
+    """The skip-marker re-run. A bypassed pytest marker: run again with the bypass flag
+    (the refined command carries it). Another marker: take it off the target test, run,
+    put the file back (only over our own edit), then run refined_command once more in a
+    clean shell: with the marker back it does not fail, which ``self_check`` records."""
     from flow.reproduce.errors import SkipMarkerNotFound
     from flow.reproduce.skipmarker import remove_skip_marker, restore
     from workspace.atomic import write_atomic
 
     profile, pending = profile_of(ctx), ctx.data.pending_restore
     stage = ctx.data.current_stage
+    if ctx.data.bypass:
+        decision = decide(ctx, profile, stage, f"{stage}-unskipped")
+        ctx.data.rerun_done = True
+        ctx.data.notes.append(f"{stage}: re-ran with {ctx.data.bypass} (bypasses "
+                              f"{ctx.data.unskipped and ctx.data.unskipped['decorator']}); "
+                              "no file edited")
+        return act(ctx, decision, from_unskip=True)
+    if ctx.data.restore_kept:
+        kept, ctx.data.restore_kept = ctx.data.restore_kept, None
+        return blocked(ctx, Stage(stage), f"{kept} was changed by someone else while the "
+                       "skip-marker re-run was interrupted; it is kept as it is (check whether "
+                       "the marker is still off), then run again with --restart")
     found = runner.node_target(ctx.data.pytest_args, ctx.data.cwd)
     try:
         if pending is None or found is None:  # the test file went away since act() saw it
@@ -332,24 +478,43 @@ def unskip(ctx: Any) -> Any:
         removal = remove_skip_marker(pending.original(), found[1], tuple(profile.skip_markers))
     except SkipMarkerNotFound as exc:
         ctx.data.pending_restore = None
-        return blocked(ctx, Stage(stage), f"skipped, but the XPU marker cannot be removed: {exc}")
+        return blocked(ctx, Stage(stage), f"skipped, but the skip marker cannot be removed: {exc}")
     try:
         write_atomic(pending.path, removal.modified)
         decision = decide(ctx, profile, stage, f"{stage}-unskipped")
     finally:
-        restore(pending)
+        restored = restore(pending)
+    counts, ran_exit = ctx.data.attempt_counts, ctx.data.last_exit
     ctx.data.pending_restore = None
     ctx.data.rerun_done = True
     ctx.data.notes.append(f"{stage}: re-ran without {removal.removed} on {removal.function}; "
-                          f"file restored")
+                          f"file {'kept as the user changed it' if restored == 'kept' else 'restored'}")
+    from flow.reproduce.verdict import Reproduced
+
+    if isinstance(decision, Reproduced):  # the self-check: the marker is back now
+        again = exercise(ctx, profile, f"{stage}-selfcheck")
+        ctx.data.last_exit = again.exit_code
+        ctx.data.notes.append(f"{stage}: with {removal.removed} back, refined_command exits "
+                              f"{again.exit_code} by itself; take the marker off first "
+                              "(unskipped names it)")
+        ctx.data.attempt_counts = counts
+    else:
+        ctx.data.last_exit = ran_exit
     return act(ctx, decision, from_unskip=True)
 
 
 def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Task:
     if profile.source_build.kind == "venv":
+        build = profile.source_build
         argv = [sys.executable, "-m", "flow.reproduce.localbuild", "--source",
-                ctx.data.source_dir, "--work", str(ctx.path("build"))]
+                ctx.data.source_dir, "--work", str(ctx.path("build")),
+                "--python", interpreter(ctx)]
         argv += ["--commit", commit] if commit else []
+        if build.offline or ctx.settings.get(OFFLINE_ENV) == "1":
+            argv.append("--offline")
+        extras = ctx.data.test_extras or build.test_extras
+        argv += ["--extras", ",".join(extras)] if extras else []
+        argv += [] if build.editable else ["--no-editable"]
         return Task(key=key, role="runner", feed="run", command=argv, cwd=str(REPO_ROOT),
                     prompt=f"Build {ctx.data.source_dir} into a fresh venv"
                            f"{' at ' + commit if commit else ''} (Stage 2 source build).",

@@ -59,6 +59,14 @@ class ReproData(BaseModel):
     pending_restore: PendingRestore | None = None
     rerun_done: bool = False
     ci_env: dict[str, Any] = {}        # env/timeout/exitfirst folded from the CI job log
+    # issue 11
+    repeat: int = 1                    # --repeat N: runs of each stage's reproducer
+    test_extras: list[str] = []        # --test-extras: the project's test extras (Stage 2)
+    bypass: str | None = None          # "-p no:skipping" while a pytest skip mark is bypassed
+    unskipped: dict[str, Any] | None = None   # verdict.Unskipped of the marker taken off
+    restore_kept: str | None = None    # a file the user changed during an interrupted re-run
+    attempt_counts: dict[str, int] | None = None
+    last_exit: int | None = None       # exit code of the deciding run (the self-check)
     verdict: dict[str, Any] | None = None
     installed_versions: dict[str, str] = {}
     ci_image: str | None = None
@@ -109,6 +117,8 @@ def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
             "ci_commit": opts.get("ci_commit"), "source_dir": source,
             "ci_repo": opts.get("ci_repo"), "failure_pattern": opts.get("failure_pattern"),
             "profile": profile, "batch_file": batch,
+            "repeat": int(opts.get("repeat") or 1),
+            "test_extras": [e for e in (opts.get("test_extras") or "").split(",") if e],
             "batch_text": Path(batch).read_text() if batch else None}
 
 
@@ -146,11 +156,21 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
 
 
 def _restore_first(step: Any) -> Any:
-    """Wrap a step: a file left edited by a crashed skip-marker re-run is restored first."""
+    """Wrap a step: a file left edited by a crashed skip-marker re-run is restored first,
+    only when it still holds exactly our edit; a file the user changed since is kept (the
+    pending restore is dropped and the re-run ends CANNOT_VERIFY saying so)."""
     def guarded(ctx: Any) -> Any:
         pending = ctx.data.pending_restore
-        if pending is not None and restore(pending):
-            ctx.log(f"restored {pending.path} left edited by an interrupted re-run")
+        if pending is not None:
+            result = restore(pending)
+            if result == "restored":
+                ctx.log(f"restored {pending.path} left edited by an interrupted re-run")
+            elif result == "kept":
+                ctx.log(f"kept {pending.path}: changed since our edit, not ours to undo")
+                ctx.data.notes.append(f"{pending.path} changed after the skip-marker edit of an "
+                                      "interrupted re-run; kept as the user left it")
+                ctx.data.restore_kept = pending.path
+                ctx.data.pending_restore = None
         return step(ctx)
     guarded.__name__ = getattr(step, "__name__", "step")
     guarded.__doc__ = step.__doc__
