@@ -7,9 +7,9 @@ validated before anything is written: a refused input leaves ``flow_state.json``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,6 +22,9 @@ from flow.workflow import Workflow
 from workspace.jsonio import digest, dumps, loads
 from workspace.paths import is_inside, safe_name
 from workspace.store import FlowStore, now_iso
+
+if TYPE_CHECKING:
+    from flow.proc import Result
 
 MAX_STEPS = 1000
 EXHAUSTED = "exhausted:"
@@ -101,6 +104,25 @@ class Ctx:
 
     def log(self, message: str) -> None:
         self._engine.store.log(f"[{self.phase}] {message}")
+
+    def job(self, key: str, argv: Sequence[str], *, log_name: str, timeout: float,
+            cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+            stdin: str | None = None) -> Result:
+        """Run ``argv`` as a background job the flow owns (``flow.jobs``) and return its
+        result once it has finished; raises ``Pending`` (the engine answers ``waiting``) while
+        it runs past this call's foreground budget. Memoized per visit and ``key``: the step
+        runs again on the next call and gets the recorded result, so everything a step does
+        before ``ctx.job`` must be safe to do again. ``env`` defaults to the settings; either
+        way secrets are scrubbed."""
+        from flow.jobs import run_job
+
+        engine, state = self._engine, self._state
+        return run_job(
+            state.jobs, lambda event, fields: engine._save(event, **fields), self.dir,
+            job_id=safe_name(f"{state.phase}-v{state.visit}-{key}"), key=key,
+            phase=state.phase, visit=state.visit, argv=argv, log_file=self.path(log_name),
+            cwd=None if cwd is None else str(cwd),
+            env=self.settings if env is None else env, timeout=timeout, stdin=stdin)
 
 
 class Engine:
@@ -187,7 +209,14 @@ class Engine:
         data = self.wf.data_model.model_validate(state.data)
         ctx = Ctx(self, data)
         step = self.wf.steps[state.phase]
-        outcome = step(ctx)
+        from flow.jobs import Pending
+
+        try:
+            outcome = step(ctx)
+        except Pending as wait:
+            # The step's data changes are dropped: it runs again from the start once the
+            # job has finished, and gets the job's recorded result then.
+            return render.job_spec(state, self.store.root, self.store.dir, self.cmds, wait.job)
         new_data = data.model_dump(mode="json")
         _check_fields(state.phase, outcome)
         if isinstance(outcome, Go):

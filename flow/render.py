@@ -121,6 +121,23 @@ def agent_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands,
     return envelope(state, root, status, cmds.harness, workspace, **fields)
 
 
+JOB_NOTE = ("A background job this flow owns is running; do not start anything and do not "
+            "run its command yourself. Wait poll_after_s seconds (sleep, or schedule yourself), "
+            "then run resume_command: it reports the job again while it runs, and carries on "
+            "once it has finished. Killing this call or the harness does not stop the job.")
+
+
+def job_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands,
+             job: Any) -> dict[str, Any]:
+    """``waiting`` on a background job the flow owns (never cached: the job moves on while
+    the state does not)."""
+    from flow.jobs import poll_after, progress
+
+    return envelope(state, root, "waiting", cmds.harness, workspace, job=progress(job),
+                    poll_after_s=poll_after(job), in_flight=[], tasks=[],
+                    waiting_on="job", resume_command=cmds.resume(), note=JOB_NOTE)
+
+
 def human_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) -> dict[str, Any]:
     q = state.question
     assert q is not None

@@ -56,6 +56,28 @@ class Question(BaseModel):
         return [v for v, _ in self.options]
 
 
+class JobRecord(BaseModel):
+    """One background job the flow owns (``flow.jobs``): what runs, where its log is, its
+    clock, and its result once read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    key: str
+    phase: str
+    visit: int
+    argv: list[str]
+    cwd: str | None = None
+    log_file: str
+    timeout_s: float
+    started_at: float  # epoch seconds of the current start
+    deadline_at: float
+    starts: int = 1
+    pid: int | None = None
+    result: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class FlowState(BaseModel):
     """Everything needed to carry a flow on from where the last caller stopped."""
 
@@ -81,6 +103,7 @@ class FlowState(BaseModel):
     aborted: bool = False
     result: dict[str, Any] | None = None
     last_error: dict[str, Any] | None = None
+    jobs: dict[str, JobRecord] = Field(default_factory=dict)
     data: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -90,6 +113,9 @@ class FlowState(BaseModel):
     def current_tasks(self) -> list[TaskRecord]:
         """Tasks emitted in the current visit of the current phase."""
         return [t for t in self.tasks if t.phase == self.phase and t.visit == self.visit]
+
+    def running_jobs(self) -> list[JobRecord]:
+        return [j for j in self.jobs.values() if j.result is None]
 
     def pending(self) -> list[TaskRecord]:
         return [t for t in self.tasks if t.status == "pending"]

@@ -32,6 +32,7 @@ def collect(root: Path) -> list[dict[str, Any]]:
                 finished=raw.get("result") is not None,
                 outcome=(raw.get("result") or {}).get("outcome"),
                 age_seconds=_age(raw.get("updated_at")),
+                jobs=_jobs(raw.get("jobs") or {}),
             )
         except (OSError, ValueError, AttributeError) as exc:
             row.update(workflow=None, phase=None, unreadable=str(exc))
@@ -42,6 +43,23 @@ def collect(root: Path) -> list[dict[str, Any]]:
             row["last_error"] = None
         rows.append(row)
     return rows
+
+
+def _jobs(jobs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The running background jobs of a flow: elapsed time and the log's last line."""
+    from flow.proc import log_tail
+
+    out = []
+    now = time.time()
+    for job in jobs.values():
+        if not isinstance(job, dict) or job.get("result") is not None:
+            continue
+        started = job.get("started_at")
+        last = log_tail(Path(str(job.get("log_file"))), 1)
+        out.append({"id": job.get("job_id"), "log_file": job.get("log_file"),
+                    "elapsed_s": round(now - started, 1) if isinstance(started, float) else None,
+                    "timeout_s": job.get("timeout_s"), "last_line": last[0] if last else ""})
+    return out
 
 
 def _age(stamp: Any) -> int | None:
@@ -74,6 +92,10 @@ def table(rows: list[dict[str, Any]], root: Path) -> str:
             note = f"done ({r.get('outcome') or 'finished'})"
         elif r.get("question"):
             note = "needs a person"
+        elif r.get("jobs"):
+            job = r["jobs"][0]
+            note = (f"job {job['id']} running {_human_age(int(job['elapsed_s'] or 0))}: "
+                    f"{job['last_line']}")
         else:
             note = "waiting for tasks" if r.get("pending") else "ready to resume"
         lines.append((r["flow_id"], str(r.get("workflow")), str(r.get("phase")),

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,9 @@ class Driver:
              extra_env: dict[str, str] | None = None) -> Call | None:
         """Do what ``spec`` asks once; None when the flow is finished."""
         status = spec["status"]
+        if status == "waiting" and spec.get("waiting_on") == "job":
+            time.sleep(min(float(spec["poll_after_s"]), 0.5))  # a job the flow owns runs on
+            return self.shell(spec["resume_command"], extra_env)
         if status in {"need_agent", "waiting"}:
             task = spec["tasks"][0]
             Path(task["feed_file"]).write_text(json.dumps(sc.answer(task)))

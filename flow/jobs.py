@@ -1,0 +1,183 @@
+"""Background jobs a flow owns: work that may outlive one call's foreground budget.
+
+A step asks for one with ``ctx.job(key, argv, ...)``. The first call records the job in the
+state (``FlowState.jobs``), saves, and starts a detached supervisor (``flow/proc.py`` run as
+a script in its own session) that runs the command with the runner's guarantees (own process
+group, capped log, deadline) and writes a result file atomically when the command ends. The
+call then waits for it within what is left of its foreground budget; if the job is still
+running then, ``Pending`` goes up to the engine, which answers ``waiting`` with the job's
+progress and ``poll_after_s``. A later call (a ``--resume``, a cron firing, another harness)
+under the flow's lock finds the job:
+
+- finished: its result file is read, recorded in the state, and the step gets its
+  ``proc.Result`` (jobs are memoized per phase, visit and key, so the step re-runs to the
+  same point and carries on);
+- running: waits again within its budget;
+- gone without a result (the machine rebooted, someone killed the supervisor): whatever the
+  job left running is ended, and it is started once more; a second loss gives
+  ``Result(lost=True)``, which the step turns into an honest outcome.
+
+Killing the harness or the orchestrator never loses a job or restarts its clock: the
+supervisor is not the caller's child, and the deadline is recorded in the state. Two callers
+never start the same job twice: they hold the flow's lock, and the record is saved before
+the supervisor starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flow import proc
+from flow.state import JobRecord
+
+MAX_STARTS = 2
+POLL_S = 0.05
+
+
+class Pending(Exception):
+    """The job is still running when the call's budget is spent (the engine answers
+    ``waiting``)."""
+
+    def __init__(self, job: JobRecord) -> None:
+        super().__init__(f"job {job.job_id} is still running")
+        self.job = job
+
+
+def _files(flow_dir: Path, job_id: str) -> tuple[Path, Path, Path]:
+    base = flow_dir / "jobs"
+    return base / f"{job_id}.json", base / f"{job_id}.result.json", base / f"{job_id}.pgid"
+
+
+def _alive(pid: int | None, spec: Path) -> bool:
+    """True if ``pid`` is still our supervisor for ``spec`` (not a reused pid)."""
+    if not pid:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True  # no /proc: trust the signal probe
+    if not cmdline:  # a zombie: it has exited
+        proc.reap()
+        return False
+    return str(spec).encode() in cmdline
+
+
+def _launch(rec: JobRecord, flow_dir: Path, env: Mapping[str, str], stdin: str | None) -> int:
+    spec, result, pgid = _files(flow_dir, rec.job_id)
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (result, pgid):
+        stale.unlink(missing_ok=True)
+    proc.write_atomic(spec, json.dumps({
+        "argv": rec.argv, "cwd": rec.cwd, "log": rec.log_file, "result": str(result),
+        "pgid": str(pgid), "timeout": max(0.0, rec.deadline_at - time.time()),
+        "cap": proc.cap_bytes(), "stdin": stdin}).encode())
+    return proc.detach_supervisor(spec, env)
+
+
+def _read_result(path: Path) -> proc.Result | None:
+    try:
+        raw = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return proc.Result.from_json(raw) if isinstance(raw, dict) else None
+
+
+def _end_leftovers(pgid_file: Path, pid: int | None) -> None:
+    """End a lost job's command group (and its supervisor, if somehow still there)."""
+    try:
+        proc.kill_group(int(pgid_file.read_text().strip()))
+    except (OSError, ValueError):
+        pass
+    if pid:
+        proc.kill_group(pid)
+
+
+def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any]], None],
+            flow_dir: Path, *, job_id: str, key: str, phase: str, visit: int,
+            argv: Sequence[str], log_file: Path, cwd: str | None, env: Mapping[str, str],
+            timeout: float, stdin: str | None = None) -> proc.Result:
+    """The body of ``ctx.job`` (see the module docstring). ``save(event, fields)`` persists
+    the state; ``state_jobs`` is the state's job table, changed in place."""
+    rec = state_jobs.get(job_id)
+    if rec is not None and rec.result is not None:
+        return proc.Result.from_json(rec.result)
+    spec, result_file, pgid_file = _files(flow_dir, job_id)
+    clean = proc.child_env(env)
+    if rec is None:
+        now = time.time()
+        rec = JobRecord(job_id=job_id, key=key, phase=phase, visit=visit, argv=list(argv),
+                        cwd=cwd, log_file=str(log_file), timeout_s=timeout, started_at=now,
+                        deadline_at=now + timeout)
+        state_jobs[job_id] = rec
+        save("job_recorded", {"job_id": job_id})  # before the start: no kill can start it twice
+        rec.pid = _launch(rec, flow_dir, clean, stdin)
+        save("job_started", {"job_id": job_id, "pid": rec.pid})
+    while True:
+        done = _read_result(result_file)
+        if done is not None:
+            return _finish(rec, done, save)
+        if not _alive(rec.pid, spec):
+            done = _read_result(result_file)  # it may have finished as we looked
+            if done is not None:
+                return _finish(rec, done, save)
+            _end_leftovers(pgid_file, rec.pid)
+            rec.history.append({"start": rec.starts, "pid": rec.pid, "lost_at": time.time()})
+            if rec.starts >= MAX_STARTS:
+                lost = proc.Result(code=-1, log=log_file, lost=True,
+                                   reason=f"\n[the job vanished {rec.starts} times without a "
+                                          f"result]\n")
+                return _finish(rec, lost, save)
+            now = time.time()
+            rec.starts += 1
+            rec.started_at, rec.deadline_at = now, now + rec.timeout_s
+            rec.pid = None
+            save("job_lost", {"job_id": job_id, "restart": rec.starts})
+            rec.pid = _launch(rec, flow_dir, clean, stdin)
+            save("job_started", {"job_id": job_id, "pid": rec.pid})
+            continue
+        if time.time() > rec.deadline_at + 3 * proc.GRACE_S:
+            proc.kill_group(rec.pid or 0, proc.signal.SIGTERM)  # a hung supervisor
+        if proc.remaining() <= 0:
+            raise Pending(rec)
+        time.sleep(POLL_S)
+        proc.reap()
+
+
+def _finish(rec: JobRecord, result: proc.Result, save: Callable[[str, dict[str, Any]], None]
+            ) -> proc.Result:
+    rec.result = result.to_json()
+    rec.pid = None
+    save("job_finished", {"job_id": rec.job_id, "code": result.code,
+                          "timed_out": result.timed_out, "lost": result.lost})
+    return result
+
+
+def progress(rec: JobRecord, lines: int = 5) -> dict[str, Any]:
+    """What a ``waiting`` answer and ``status`` show of a running job."""
+    now = time.time()
+    elapsed = now - rec.started_at
+    return {"id": rec.job_id, "key": rec.key, "started_at": _iso(rec.started_at),
+            "elapsed_s": round(elapsed, 1), "deadline_at": _iso(rec.deadline_at),
+            "timeout_s": rec.timeout_s, "log_file": rec.log_file,
+            "log_tail": proc.log_tail(Path(rec.log_file), lines), "start": rec.starts}
+
+
+def poll_after(rec: JobRecord) -> int:
+    """How long a harness should wait before the next ``--resume``: short at first, then a
+    quarter of the elapsed time, never past the deadline, between 5 s and 60 s."""
+    now = time.time()
+    wait = max(5.0, min(60.0, (now - rec.started_at) / 4, rec.deadline_at - now + 1))
+    return int(round(wait))
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

@@ -1,0 +1,47 @@
+"""A one-step workflow that runs a background job (``ctx.job``) and reports how it ended;
+registered through ORCHESTRATOR_PLUGINS by the runner tests.
+
+``start jobs NAME`` with ``JOBFLOW_SCRIPT`` (Python source the job runs) and
+``JOBFLOW_TIMEOUT`` (seconds) in the environment.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from flow.outcome import Done
+from flow.workflow import Workflow
+
+
+class JobData(BaseModel):
+    name: str
+    script: str
+    timeout: float
+    runs: int = 0
+
+
+def locate(opts: dict[str, Any], root: Path) -> str:
+    return f"jobs/{(opts.get('words') or ['job'])[0]}"
+
+
+def start(opts: dict[str, Any], root: Path, settings: Any) -> JobData:
+    return JobData(name=(opts.get("words") or ["job"])[0], script=settings["JOBFLOW_SCRIPT"],
+                   timeout=float(settings.get("JOBFLOW_TIMEOUT", "30")))
+
+
+def work(ctx: Any) -> Any:
+    res = ctx.job("main", [sys.executable, "-c", ctx.data.script], log_name="logs/main.log",
+                  timeout=ctx.data.timeout, cwd=str(ctx.dir))
+    return Done({"outcome": "finished", "code": res.code, "timed_out": res.timed_out,
+                 "lost": res.lost, "tail": res.tail(5), "log": str(res.log)})
+
+
+WORKFLOW = Workflow(
+    name="jobs", states=("work", "done"), transitions=(("never", "work", "done"),),
+    initial="work", terminal=frozenset({"done"}), steps={"work": work, "done": work},
+    feeds={}, data_model=JobData,
+)

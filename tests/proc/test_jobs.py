@@ -1,0 +1,190 @@
+"""Background jobs a flow owns, through the real CLI: waiting within the foreground budget,
+resume after the harness or the orchestrator dies, lost jobs, timeouts, caps, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.contract.driver import SCRIPT, Driver
+
+PLUGIN = {"ORCHESTRATOR_PLUGINS": "tests.proc.jobflow"}
+
+
+def _driver(ws: Path, script: str, **env: str) -> Driver:
+    return Driver(ws, {**PLUGIN, "JOBFLOW_SCRIPT": script, **env})
+
+
+def _resume(drv: Driver, flow: str, **env: str) -> dict[str, Any]:
+    call = drv.call(["--flow", flow, "--resume"], extra_env=env or None)
+    assert call.spec is not None, call.stderr
+    return call.spec
+
+
+def _until_done(drv: Driver, flow: str, limit: float = 60) -> dict[str, Any]:
+    stop = time.monotonic() + limit
+    while True:
+        spec = _resume(drv, flow)
+        if spec["status"] != "waiting" or time.monotonic() > stop:
+            return spec
+        time.sleep(0.3)
+
+
+def _gone(pid: str | int, wait: float = 3.0) -> bool:
+    """True once ``pid`` has exited (a zombie waiting for init to reap it counts as gone)."""
+    stop = time.monotonic() + wait
+    while True:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] in {"Z", "X"}:
+                return True
+        except OSError:
+            return True
+        if time.monotonic() > stop:
+            return False
+        time.sleep(0.05)
+
+
+def _state(ws: Path, flow: str) -> dict[str, Any]:
+    return json.loads((ws / flow / "flow_state.json").read_text())
+
+
+def test_a_short_job_finishes_inside_the_call(tmp_path: Path) -> None:
+    """A job that ends within the foreground budget is waited for: the first call is done."""
+    spec = _driver(tmp_path, "print('hello')").call(["start", "jobs", "a"]).spec
+    assert spec is not None
+    assert ("done", 0, "hello") == (spec["status"], spec["code"], spec["tail"])
+
+
+def test_a_long_job_answers_waiting_then_resume_reads_its_result(tmp_path: Path) -> None:
+    """Past the budget the call answers `waiting` with the job's progress and poll_after_s;
+    a later --resume finds it finished and carries on; the clock is the first start's."""
+    script = "import time\nfor i in range(4):\n    print('tick', i, flush=True); time.sleep(0.7)"
+    drv = _driver(tmp_path, script, ORCHESTRATOR_FOREGROUND_S="1")
+    spec = drv.call(["start", "jobs", "b"]).spec
+    assert spec is not None and "waiting" == spec["status"] and "job" == spec["waiting_on"]
+    job = spec["job"]
+    assert job["log_file"].endswith("logs/main.log") and spec["poll_after_s"] >= 5
+    assert job["elapsed_s"] < 5 and spec["resume_command"].endswith("--resume")
+    started = _state(tmp_path, "jobs/b")["jobs"]["work-v1-main"]["started_at"]
+    done = _until_done(drv, "jobs/b")
+    assert ("done", 0) == (done["status"], done["code"])
+    assert "tick 3" in done["tail"]
+    record = _state(tmp_path, "jobs/b")["jobs"]["work-v1-main"]
+    assert (started, 1) == (record["started_at"], record["starts"])
+
+
+def test_status_shows_a_running_job_with_elapsed_time_and_last_line(tmp_path: Path) -> None:
+    """`status --json` and the table name the running job, its elapsed time and last line."""
+    script = "import time\nprint('building step 7', flush=True)\ntime.sleep(4)"
+    drv = _driver(tmp_path, script, ORCHESTRATOR_FOREGROUND_S="1.5")
+    assert "waiting" == drv.call(["start", "jobs", "s"]).spec["status"]  # type: ignore[index]
+    rows = drv.call(["status", "--json"]).spec["flows"]  # type: ignore[index]
+    jobs = rows[0]["jobs"]
+    assert "work-v1-main" == jobs[0]["id"] and "building step 7" == jobs[0]["last_line"]
+    assert jobs[0]["elapsed_s"] >= 1
+    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
+                           capture_output=True, text=True, env=drv.env).stdout
+    assert "job work-v1-main running" in table and "building step 7" in table
+    _until_done(drv, "jobs/s")
+
+
+def test_kill_9_of_the_orchestrator_never_loses_or_restarts_the_job(tmp_path: Path) -> None:
+    """The orchestrator killed mid-wait: the job runs on; --resume finds it and its result,
+    and it ran exactly once."""
+    marker = tmp_path / "runs.txt"
+    script = (f"open({str(marker)!r}, 'a').write('run\\n')\nimport time\ntime.sleep(2)\n"
+              "print('finished')")
+    drv = _driver(tmp_path / "ws", script, ORCHESTRATOR_FOREGROUND_S="60")
+    cli = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "ws"),
+                            "start", "jobs", "k"], env=drv.env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    stop = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < stop:
+        time.sleep(0.05)
+    cli.send_signal(signal.SIGKILL)
+    cli.wait()
+    done = _until_done(drv, "jobs/k")
+    assert ("done", 0, "finished") == (done["status"], done["code"], done["tail"])
+    assert "run\n" == marker.read_text()
+
+
+def test_a_vanished_job_is_started_once_more_then_reported_lost(tmp_path: Path) -> None:
+    """A supervisor killed outright: its command is ended, the job starts once more; a second
+    loss is an honest `lost` result, never a success."""
+    pids = tmp_path / "pids"
+    script = f"import os, time\nopen({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\ntime.sleep(60)"
+    drv = _driver(tmp_path / "ws", script, ORCHESTRATOR_FOREGROUND_S="1")
+    assert "waiting" == drv.call(["start", "jobs", "l"]).spec["status"]  # type: ignore[index]
+    for start in (1, 2):
+        record = _state(tmp_path / "ws", "jobs/l")["jobs"]["work-v1-main"]
+        assert start == record["starts"]
+        os.kill(record["pid"], signal.SIGKILL)
+        time.sleep(0.2)
+        spec = _resume(drv, "jobs/l")
+    assert ("done", True, -1) == (spec["status"], spec["lost"], spec["code"])
+    assert all(_gone(pid) for pid in pids.read_text().split())  # none left running
+
+
+def test_a_job_past_its_timeout_is_ended_and_marked_timed_out(tmp_path: Path) -> None:
+    """The job's own deadline ends its process group: exit 124 and timed_out, not a pass."""
+    drv = _driver(tmp_path, "import time\nprint('hanging', flush=True)\ntime.sleep(60)",
+                  JOBFLOW_TIMEOUT="2", ORCHESTRATOR_FOREGROUND_S="30")
+    spec = drv.call(["start", "jobs", "t"]).spec
+    assert spec is not None
+    assert ("done", 124, True) == (spec["status"], spec["code"], spec["timed_out"])
+    assert "timed out after 2 s" in spec["tail"]
+
+
+def test_a_job_left_holding_stdout_does_not_hold_the_call(tmp_path: Path) -> None:
+    """A job whose command exits leaving `sleep 45 &` behind finishes at once, no orphan."""
+    script = "import os, sys\nos.system('sleep 45 & echo $! > sleeper.pid')\nsys.exit(1)"
+    started = time.monotonic()
+    spec = _driver(tmp_path, script).call(["start", "jobs", "f"]).spec
+    assert spec is not None and ("done", 1) == (spec["status"], spec["code"])
+    assert time.monotonic() - started < 15
+    pid = (tmp_path / "jobs" / "f" / "sleeper.pid").read_text().strip()
+    assert _gone(pid)
+
+
+def test_non_utf8_job_output_never_breaks_a_call(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 reach the result with replacement, and resume works."""
+    spec = _driver(tmp_path, "import sys; sys.stdout.buffer.write(b'caf\\xe9\\n'); sys.exit(1)"
+                   ).call(["start", "jobs", "u"]).spec
+    assert spec is not None and ("done", 1, "caf\ufffd") == (spec["status"], spec["code"],
+                                                             spec["tail"])
+
+
+def test_a_token_in_the_environment_never_reaches_the_job_or_the_files(tmp_path: Path) -> None:
+    """GITHUB_TOKEN set for the orchestrator is invisible to the job; no file holds it."""
+    sentinel = "ghp_sentinel0123456789"
+    script = "import os; print(os.environ.get('GITHUB_TOKEN', 'absent'), flush=True)"
+    spec = _driver(tmp_path, script, GITHUB_TOKEN=sentinel).call(["start", "jobs", "s"]).spec
+    assert spec is not None and "absent" == spec["tail"]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert sentinel.encode() not in path.read_bytes(), path
+
+
+def test_100_mib_of_output_keeps_the_orchestrator_small(tmp_path: Path) -> None:
+    """A job printing 100 MiB: the log is capped and no process of the call (orchestrator,
+    supervisor, job) grows anywhere near the output's size."""
+    script = ("import sys\nchunk = b'y' * (1 << 20)\nfor _ in range(100):\n"
+              "    sys.stdout.buffer.write(chunk)")
+    drv = _driver(tmp_path / "ws", script, ORCHESTRATOR_FOREGROUND_S="60")
+    probe = ("import resource, subprocess, sys\n"
+             "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe, sys.executable, str(SCRIPT),
+                          "--workspace", str(tmp_path / "ws"), "start", "jobs", "m"],
+                         capture_output=True, text=True, env=drv.env, timeout=120)
+    peak_mib = int(out.stdout.strip()) / 1024
+    assert peak_mib < 100, peak_mib
+    log = tmp_path / "ws" / "jobs" / "m" / "logs" / "main.log"
+    assert log.stat().st_size < 9 * (1 << 20)
+    assert "bytes of output cut" in log.read_text(errors="replace")

@@ -1,0 +1,141 @@
+"""The one process runner (flow/proc.py): decoding, process groups, caps, secrets, stdin."""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flow import proc
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = [ROOT / "orchestrator.py", *(p for d in ("flow", "workspace", "agents", "reference")
+                                        for p in (ROOT / d).rglob("*.py"))]
+
+
+def _alive(pid: int, wait: float = 3.0) -> bool:
+    """True while ``pid`` runs (a zombie waiting for init to reap it has ended)."""
+    stop = time.monotonic() + wait
+    while True:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] in {"Z", "X"}:
+                return False
+        except OSError:
+            return False
+        if time.monotonic() > stop:
+            return True
+        time.sleep(0.05)
+
+
+def test_only_the_runner_imports_subprocess() -> None:
+    """No shipped module but flow/proc.py imports subprocess: every child goes through it."""
+    offenders = []
+    for path in SHIPPED:
+        tree = ast.parse(path.read_bytes())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] == "subprocess" for n in names):
+                offenders.append(str(path.relative_to(ROOT)))
+    assert ["flow/proc.py"] == sorted(set(offenders))
+
+
+def test_non_utf8_output_is_kept_and_read_with_replacement(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 never raise: the log keeps them, output replaces them."""
+    res = proc.run([sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'caf\\xe9\\n');"
+                    " sys.exit(1)"], log=tmp_path / "l.log")
+    assert (1, "caf\ufffd\n") == (res.code, res.output)
+    assert b"caf\xe9\n" in (tmp_path / "l.log").read_bytes()
+
+
+def test_a_child_left_holding_stdout_neither_blocks_nor_survives(tmp_path: Path) -> None:
+    """`sleep 45 &` left behind by a failing command ends with it, and the call returns."""
+    pidfile = tmp_path / "pid"
+    started = time.monotonic()
+    res = proc.run(["bash", "-c", f"sleep 45 & echo $! > {pidfile}; echo failing; exit 1"],
+                   log=tmp_path / "l.log", timeout=30)
+    assert (1, "failing\n") == (res.code, res.output)
+    assert time.monotonic() - started < 10
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_a_timeout_ends_the_whole_group_and_says_so(tmp_path: Path) -> None:
+    """A hang is cut at its timeout: exit 124, timed_out, the reason in the output, and the
+    grandchild it started is gone too."""
+    pidfile = tmp_path / "pid"
+    res = proc.run(["bash", "-c", f"sleep 60 & echo $! > {pidfile}; echo waiting; wait"],
+                   log=tmp_path / "l.log", timeout=1)
+    assert (124, True) == (res.code, res.timed_out)
+    assert "waiting" in res.output and "timed out after 1 s" in res.output
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_the_timeout_is_capped_by_the_foreground_budget(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No foreground run outlives ORCHESTRATOR_FOREGROUND_S, whatever timeout it asked for."""
+    monkeypatch.setenv(proc.FOREGROUND_ENV, "1")
+    proc.begin_call()
+    res = proc.run(["sleep", "30"], log=tmp_path / "l.log", timeout=600)
+    assert res.timed_out and res.duration_s < 10
+
+
+def test_output_is_capped_head_and_tail_with_the_cut_marked(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A flood keeps the first and the last bytes and says how much was cut."""
+    monkeypatch.setenv(proc.CAP_ENV, "2000")
+    res = proc.run([sys.executable, "-c", "print('FIRST'); print('x' * 100000); print('LAST')"],
+                   log=tmp_path / "l.log")
+    text = res.output
+    assert text.startswith("FIRST") and text.rstrip().endswith("LAST")
+    assert res.cut_bytes > 90000 and f"{res.cut_bytes} bytes of output cut" in text
+    assert (tmp_path / "l.log").stat().st_size < 3000
+
+
+def test_secrets_never_reach_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokens, secrets and passwords are scrubbed from the child's environment by default;
+    a name in ORCHESTRATOR_PASS_ENV is let through, a pattern in ORCHESTRATOR_SECRET_ENV kept out."""
+    env = {"PATH": os.environ["PATH"], "GITHUB_TOKEN": "sentinel-1", "GH_TOKEN": "sentinel-2",
+           "npm_token_x": "sentinel-3", "DB_PASSWORD": "sentinel-4", "AWS_SECRET_KEY": "s-5",
+           "PLAIN": "visible", "HF_AUTH": "s-6", "NEEDED_TOKEN": "passed"}
+    monkeypatch.setenv(proc.SECRETS_ENV, "HF_*")
+    monkeypatch.setenv(proc.PASS_ENV, "NEEDED_TOKEN")
+    res = proc.run(["env"], log=tmp_path / "l.log", env=env)
+    seen = dict(line.split("=", 1) for line in res.output.splitlines() if "=" in line)
+    assert {"PLAIN": "visible", "NEEDED_TOKEN": "passed"} == {
+        k: v for k, v in seen.items() if k in env and k != "PATH"}
+
+
+def test_stdin_is_dev_null_unless_text_is_given(tmp_path: Path) -> None:
+    """A child that reads stdin gets end-of-file at once, or exactly the text given."""
+    assert "EOF\n" == proc.run(["bash", "-c", "read x || echo EOF"], log=tmp_path / "a.log").output
+    assert "got hi\n" == proc.run(["bash", "-c", "read x; echo got $x"], log=tmp_path / "b.log",
+                                  stdin="hi\n").output
+
+
+def test_a_missing_program_is_127_with_the_reason(tmp_path: Path) -> None:
+    """A program that cannot be started is exit 127 with why, never an exception."""
+    res = proc.run(["/no/such/program"], log=tmp_path / "l.log")
+    assert 127 == res.code and "cannot be started" in res.output
+
+
+def test_the_log_names_the_command_and_its_folder(tmp_path: Path) -> None:
+    """The log opens with `$ argv` (shell-quoted) and the cwd; output excludes that header."""
+    res = proc.run(["echo", "a b"], log=tmp_path / "l.log", cwd=tmp_path)
+    assert (tmp_path / "l.log").read_text().startswith(f"$ echo 'a b'\n(cwd {tmp_path})\n")
+    assert "a b\n" == res.output
+
+
+def test_tools_run_through_their_interpreter_not_a_shebang(tmp_path: Path) -> None:
+    """`tool` spells `python -m module`, which works from a venv whose path has a space."""
+    venv = tmp_path / "ws space" / "v env"
+    res = proc.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], log=tmp_path / "v.log",
+                   timeout=120)
+    assert res.ok, res.output
+    ran = proc.run(proc.tool(str(venv / "bin" / "python"), "json.tool", "--help"),
+                   log=tmp_path / "t.log")
+    assert 0 == ran.code and "json" in ran.output
