@@ -67,6 +67,7 @@ def _parser() -> Any:
     x.add_argument("--batch", metavar="FILE")
     x.add_argument("--repeat", type=int, metavar="N", help="run each stage's reproducer up to N times")
     x.add_argument("--test-extras", metavar="A,B", help="the project's test extras for Stage 2")
+    x.add_argument("--timeout", type=float, metavar="SECONDS", help="per reproducer run")
     t = p.add_argument_group("targeted CI")
     t.add_argument("--base")
     t.add_argument("--depth", type=int)

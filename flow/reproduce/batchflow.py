@@ -27,7 +27,7 @@ from flow.reproduce.verdict import VERDICT_ADAPTER, NoReproducer, Stage
 _PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
                   pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
                   ci_env={}, bypass=None, unskipped=None, restore_kept=None,
-                  attempt_counts=None, last_exit=None)
+                  attempt_counts=None, last_exit=None, skipped_exit=None)
 
 
 def _entries(ctx: Any) -> list[BatchEntry | InvalidEntry]:
@@ -134,7 +134,9 @@ def entry(ctx: Any) -> Any:
             return _settle(ctx, item, go)
     profile = stepsflow.profile_of(ctx)
     problem = stepsflow.runner.run_setup(rep, cwd=stepsflow.scratch(ctx), env=stepsflow.env_of(ctx),
-                                         logs=ctx.path(f"logs/{item.id}"))
+                                         log=ctx.path(f"logs/{item.id}/setup.log"),
+                                         launch=stepsflow.launcher(ctx),
+                                         timeout=stepsflow.run_timeout(ctx, profile))
     if problem:
         return _settle(ctx, item, stepsflow.blocked(ctx, Stage.NIGHTLY, problem))
     decision = stepsflow.decide(ctx, profile, Stage.NIGHTLY, f"batch-{ctx.data.batch_index}")

@@ -114,6 +114,8 @@ class Profile(_Strict):
     # A command run before the reproducer (``activate && refined``) where callers work in
     # an activated environment (e.g. oneAPI's setvars.sh); None: the command is self-contained.
     activate: str | None = None
+    # Seconds one reproducer run, setup or install may take (``--timeout`` overrides).
+    timeout_s: float = Field(default=1800.0, gt=0)
     # How the report words Stage 1's environment ("the nightly wheel", "the current environment").
     nightly_label: str = "the nightly wheel"
     xpu_ops_subdir: str | None = None

@@ -34,7 +34,7 @@ from flow.reproduce.stages import (
     BuildStep, Decision, Next, RerunWithoutSkip, StageMode, after_collect_only, stage1 as stage1_table,
     stage2 as stage2_table, stage2_build, stage3 as stage3_table,
 )
-from flow.reproduce.verdict import CannotVerify, NotReproduced, Stage
+from flow.reproduce.verdict import CannotVerify, NotReproduced, Reproduced, Stage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILE_URL_ENV = "ORCHESTRATOR_REPRODUCE_INDEX_URL"
@@ -100,15 +100,40 @@ def env_of(ctx: Any) -> dict[str, str]:
     return runner.environment(ctx.settings, ctx.data.path_head)
 
 
+def launcher(ctx: Any) -> runner.Launch:
+    """Long runs as background jobs the flow owns (``ctx.job``: memoized per phase visit
+    and key, so a step re-run on --resume gets the recorded result); in the foreground
+    for a context without jobs (a unit test's)."""
+    job = getattr(ctx, "job", None)
+    if job is None:
+        return runner.foreground
+
+    def launch(key: str, argv: list[str], log: Path, env: Any, timeout: float,
+               cwd: str | None = None) -> Any:
+        name = str(log.relative_to(ctx.dir)) if log.is_relative_to(ctx.dir) else f"logs/{key}.log"
+        return job(key, argv, log_name=name, env=env, timeout=timeout, cwd=cwd)
+    return launch
+
+
+def run_timeout(ctx: Any, profile: Profile | None = None) -> float:
+    """Seconds one reproducer run (or setup, install) may take: ``--timeout``, else the
+    profile's ``timeout_s``."""
+    if ctx.data.timeout:
+        return float(ctx.data.timeout)
+    return float((profile or profile_of(ctx)).timeout_s)
+
+
 def run_each(ctx: Any, commands: list[list[str]], label: str, what: str,
              cwd: str | None = None) -> str | None:
-    """Run ``commands`` in order (logs ``logs/<label>-<i>.log``); the blocker of the first
-    one that fails, or None."""
+    """Run ``commands`` in order as jobs (logs ``logs/<label>-<i>.log``); the blocker of
+    the first one that fails (its real error lines), or None."""
     for i, argv in enumerate(commands):
-        code, output = runner.run(argv, cwd=cwd, env=ctx.settings,
-                                  log=ctx.path(f"logs/{label}-{i}.log"))
-        if code != 0:
-            return f"{what} failed (exit {code}): {output.strip()[-300:]}"
+        result = launcher(ctx)(f"{label}-{i}", argv, ctx.path(f"logs/{label}-{i}.log"),
+                               ctx.settings, run_timeout(ctx), cwd)
+        if result.timed_out:
+            return f"{what} timed out after {run_timeout(ctx):.0f} s: {result.tail(5)}"
+        if result.code != 0:
+            return f"{what} failed (exit {result.code}): {result.output.strip()[-300:]}"
     return None
 
 
@@ -181,7 +206,8 @@ def collect(ctx: Any) -> Any:
         return Go("collected")
     outcome = runner.collect(rep, python=ctx.data.python, cwd=ctx.data.cwd,
                              pytest_args=ctx.data.pytest_args or [], env=env_of(ctx),
-                             log=ctx.path("logs/collect.log"))
+                             log=ctx.path("logs/collect.log"), launch=launcher(ctx),
+                             timeout=run_timeout(ctx))
     verdict = after_collect_only(outcome)
     if verdict is not None:
         ctx.data.verdict = verdict.model_dump(mode="json")
@@ -259,8 +285,10 @@ def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
                            failure_pattern=ctx.data.failure_pattern,
                            markers=tuple(profile.skip_markers), python=ctx.data.python,
                            bin_dir=ctx.data.path_head, bypass=ctx.data.bypass,
-                           activate=profile.activate,
-                           extra_env=align.get("env") or None, timeout=align.get("timeout"),
+                           activate=profile.activate, launch=launcher(ctx),
+                           timeout=run_timeout(ctx, profile), key=label,
+                           extra_env=align.get("env") or None,
+                           pytest_timeout=align.get("timeout"),
                            exitfirst=bool(align.get("exitfirst")))
 
 
@@ -351,6 +379,7 @@ def _unskip_plan(ctx: Any, profile: Profile) -> str | None:
 def act(ctx: Any, decision: Decision, *, from_unskip: bool = False) -> Go:
     """A decision as a trigger; a skip-marker re-run records what it will do first."""
     if isinstance(decision, RerunWithoutSkip):
+        ctx.data.skipped_exit = ctx.data.last_exit
         problem = _unskip_plan(ctx, profile_of(ctx))
         if problem:
             return blocked(ctx, Stage(ctx.data.current_stage), problem)
@@ -441,7 +470,9 @@ def stage1(ctx: Any) -> Any:
     problem = install_nightly(ctx, profile)
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
-    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env_of(ctx), logs=ctx.path("logs"))
+    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env_of(ctx),
+                               log=ctx.path("logs/setup.log"), launch=launcher(ctx),
+                               timeout=run_timeout(ctx, profile))
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
     return act(ctx, decide(ctx, profile, Stage.NIGHTLY, "stage1"))
@@ -479,24 +510,28 @@ def unskip(ctx: Any) -> Any:
     except SkipMarkerNotFound as exc:
         ctx.data.pending_restore = None
         return blocked(ctx, Stage(stage), f"skipped, but the skip marker cannot be removed: {exc}")
+    from flow.jobs import Pending
+
+    write_atomic(pending.path, removal.modified)
     try:
-        write_atomic(pending.path, removal.modified)
         decision = decide(ctx, profile, stage, f"{stage}-unskipped")
-    finally:
-        restored = restore(pending)
+    except Pending:
+        raise  # the run goes on in the background on the edited file; resumed, not undone
+    except BaseException:
+        restore(pending)
+        raise
+    restored = restore(pending)
     counts, ran_exit = ctx.data.attempt_counts, ctx.data.last_exit
     ctx.data.pending_restore = None
     ctx.data.rerun_done = True
     ctx.data.notes.append(f"{stage}: re-ran without {removal.removed} on {removal.function}; "
                           f"file {'kept as the user changed it' if restored == 'kept' else 'restored'}")
-    from flow.reproduce.verdict import Reproduced
-
-    if isinstance(decision, Reproduced):  # the self-check: the marker is back now
-        again = exercise(ctx, profile, f"{stage}-selfcheck")
-        ctx.data.last_exit = again.exit_code
+    if isinstance(decision, Reproduced):  # the self-check: with the marker back, the
+        # refined command is the one the stage ran first, which was all skipped
+        ctx.data.last_exit = ctx.data.skipped_exit if ctx.data.skipped_exit is not None else 0
         ctx.data.notes.append(f"{stage}: with {removal.removed} back, refined_command exits "
-                              f"{again.exit_code} by itself; take the marker off first "
-                              "(unskipped names it)")
+                              f"{ctx.data.last_exit} by itself (the test is skipped); take "
+                              "the marker off first (unskipped names it)")
         ctx.data.attempt_counts = counts
     else:
         ctx.data.last_exit = ran_exit

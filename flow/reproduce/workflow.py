@@ -67,6 +67,8 @@ class ReproData(BaseModel):
     restore_kept: str | None = None    # a file the user changed during an interrupted re-run
     attempt_counts: dict[str, int] | None = None
     last_exit: int | None = None       # exit code of the deciding run (the self-check)
+    skipped_exit: int | None = None    # exit code of the run that was all skipped
+    timeout: float | None = None       # --timeout: seconds per reproducer run
     verdict: dict[str, Any] | None = None
     installed_versions: dict[str, str] = {}
     ci_image: str | None = None
@@ -118,6 +120,7 @@ def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
             "ci_repo": opts.get("ci_repo"), "failure_pattern": opts.get("failure_pattern"),
             "profile": profile, "batch_file": batch,
             "repeat": int(opts.get("repeat") or 1),
+            "timeout": float(opts["timeout"]) if opts.get("timeout") else None,
             "test_extras": [e for e in (opts.get("test_extras") or "").split(",") if e],
             "batch_text": Path(batch).read_text() if batch else None}
 
@@ -161,7 +164,7 @@ def _restore_first(step: Any) -> Any:
     pending restore is dropped and the re-run ends CANNOT_VERIFY saying so)."""
     def guarded(ctx: Any) -> Any:
         pending = ctx.data.pending_restore
-        if pending is not None:
+        if pending is not None and not _job_running(ctx):
             result = restore(pending)
             if result == "restored":
                 ctx.log(f"restored {pending.path} left edited by an interrupted re-run")
@@ -175,6 +178,14 @@ def _restore_first(step: Any) -> Any:
     guarded.__name__ = getattr(step, "__name__", "step")
     guarded.__doc__ = step.__doc__
     return guarded
+
+
+def _job_running(ctx: Any) -> bool:
+    """A background job of this phase has no result yet: a re-run may be running on the
+    edited file right now, so it is not restored under it (the step restores it after)."""
+    state = getattr(ctx, "_state", None)
+    jobs = getattr(state, "jobs", {}) or {}
+    return any(j.result is None and j.phase == state.phase for j in jobs.values())
 
 
 def begin(ctx: Any) -> Any:
