@@ -1,0 +1,114 @@
+"""Reproducer runs through the real CLI on flow.proc (issue 10's reproduce part): output
+that is not UTF-8, a hang cut by ``--timeout 3`` in every reproducer form, a token the
+reproducer never sees and no log holds, and workspaces whose path holds a space or
+``" ;`` through the Stage 2 venv."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.contract.driver import Driver
+from tests.reproduce.conftest import PYTHON, REPO
+
+SLOW_TEST = '''
+import time
+
+
+def test_hangs():
+    time.sleep(60)
+
+
+def test_fails_only_in_the_built_venv():
+    import sys
+    assert "/build/venv/" not in sys.executable
+'''
+
+
+@pytest.fixture
+def calc(tmp_path: Path) -> Path:
+    src = Path(shutil.copytree(REPO / "examples" / "calc", tmp_path / "calc"))
+    (src / "tests" / "test_slow.py").write_text(SLOW_TEST)
+    return src
+
+
+def _call(drv: Driver, src: Path, command: str, *extra: str) -> dict[str, Any]:
+    call = drv.call(["reproduce", "--profile", "local", "--source-dir", str(src),
+                     "--command", command, *extra])
+    assert call.spec is not None, call.stderr
+    return call.spec
+
+
+def test_non_utf8_output_is_read_and_resumable(calc: Path, tmp_path: Path) -> None:
+    """A reproducer printing b'caf\\xe9' ends REPRODUCED (not a decode bug), and a
+    --resume of the finished flow answers the same verdict."""
+    drv = Driver(tmp_path / "ws")
+    command = 'python -c "import sys; sys.stdout.buffer.write(b\'caf\\xe9\\n\'); sys.exit(1)"'
+    spec = _call(drv, calc, command, "--stage", "nightly")
+    again = drv.call(["--resume", "--flow", spec["flow_id"]]).spec
+    assert ("done", "REPRODUCED", "done", "REPRODUCED") == (
+        spec["status"], spec["verdict"]["verdict"], again["status"], again["verdict"]["verdict"])
+
+
+HANGS = [
+    ("python-c", 'python -c "import time; time.sleep(60)"'),
+    ("pytest", "pytest tests/test_slow.py::test_hangs"),
+    ("shell-block", 'git --version\npython -c "import time; time.sleep(60)"'),
+]
+
+
+@pytest.mark.parametrize("command", [h[1] for h in HANGS], ids=[h[0] for h in HANGS])
+def test_a_hang_is_cannot_verify_after_the_timeout(calc: Path, tmp_path: Path, command: str) -> None:
+    """``--timeout 3`` ends a hanging reproducer in every form: CANNOT_VERIFY with
+    'timed out after 3 s', never REPRODUCED, well before the 60 s sleep."""
+    started = time.monotonic()
+    spec = _call(Driver(tmp_path / "ws"), calc, command, "--timeout", "3", "--stage", "nightly")
+    took = time.monotonic() - started
+    verdict = spec["verdict"]
+    assert (spec["status"], verdict["verdict"], verdict["blocker"].startswith("timed out after 3 s"),
+            took < 40) == ("done", "CANNOT_VERIFY", True, True), verdict
+
+
+def test_a_token_never_reaches_the_reproducer_or_a_log(calc: Path, tmp_path: Path) -> None:
+    """GITHUB_TOKEN in the orchestrator's environment: the reproducer sees none, and no
+    file of the workspace (state, logs, verdict) holds the sentinel."""
+    sentinel = "ghp_sentinel_4f1c2a9e"
+    drv = Driver(tmp_path / "ws", {"GITHUB_TOKEN": sentinel, "MY_API_TOKEN": sentinel})
+    command = ('python -c "import os, sys; print(os.environ.get(\'GITHUB_TOKEN\'), '
+               'os.environ.get(\'MY_API_TOKEN\')); sys.exit(1)"')
+    spec = _call(drv, calc, command, "--stage", "nightly")
+    holders = [p for p in (tmp_path / "ws").rglob("*") if p.is_file()
+               and sentinel.encode() in p.read_bytes()]
+    log = (Path(spec["workspace"]) / "logs" / "stage1.log").read_text()
+    assert ("REPRODUCED", [], True) == (spec["verdict"]["verdict"], holders, "None None" in log)
+
+
+@pytest.mark.parametrize("name", ["ws space", 'ws" ;quote'])
+def test_stage2_venv_in_a_workspace_path_with_space_or_quotes(calc: Path, tmp_path: Path,
+                                                               name: str) -> None:
+    """The Stage 2 venv lives under a workspace whose path holds a space or ``" ;``: the
+    build, the run with ``<venv python> -m pytest`` and refined_command all work, and the
+    verdict is REPRODUCED(source_build) naming that interpreter."""
+    drv = Driver(tmp_path / name, {"ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
+    spec = _call(drv, calc, "pytest tests/test_slow.py::test_fails_only_in_the_built_venv")
+    assert spec["status"] == "need_agent", spec
+    task = spec["tasks"][0]
+    build = subprocess.run(task["argv"], cwd=task.get("cwd"), capture_output=True, text=True)
+    Path(task["log_file"]).write_text(build.stdout + build.stderr)
+    Path(task["feed_file"]).write_text(json.dumps({"exit_code": build.returncode,
+                                                   "log_path": task["log_file"]}))
+    call = drv.shell(task["feed_command"])
+    assert call.spec is not None, call.stderr
+    verdict = call.spec["verdict"]
+    venv_python = str(Path(spec["workspace"]) / "build" / "venv" / "bin" / "python")
+    rerun = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", "bash", "-c",
+                            verdict["refined_command"]], capture_output=True, text=True)
+    assert (build.returncode, verdict["verdict"], verdict["stage"],
+            verdict["environment"]["interpreter"], verdict["environment"]["project_install"],
+            verdict["rerun_after_fix"], rerun.returncode) == (
+        0, "REPRODUCED", "source_build", venv_python, "editable", "", 1), (build.stdout, verdict)
