@@ -110,9 +110,16 @@ def launcher(ctx: Any) -> runner.Launch:
 
     def launch(key: str, argv: list[str], log: Path, env: Any, timeout: float,
                cwd: str | None = None) -> Any:
-        name = str(log.relative_to(ctx.dir)) if log.is_relative_to(ctx.dir) else f"logs/{key}.log"
+        base = Path(ctx.dir).resolve()
+        name = str(log.relative_to(base)) if log.is_relative_to(base) else f"logs/{key}.log"
         return job(key, argv, log_name=name, env=env, timeout=timeout, cwd=cwd)
     return launch
+
+
+def entry_prefix(ctx: Any) -> str:
+    """``<entry id>/`` inside a batch (each entry keeps its own logs), else ""."""
+    entry = getattr(ctx.data, "entry_id", None)
+    return f"{entry}/" if entry else ""
 
 
 def run_timeout(ctx: Any, profile: Profile | None = None) -> float:
@@ -490,7 +497,7 @@ def unskip(ctx: Any) -> Any:
     profile, pending = profile_of(ctx), ctx.data.pending_restore
     stage = ctx.data.current_stage
     if ctx.data.bypass:
-        decision = decide(ctx, profile, stage, f"{stage}-unskipped")
+        decision = decide(ctx, profile, stage, f"{entry_prefix(ctx)}{stage}-unskipped")
         ctx.data.rerun_done = True
         ctx.data.notes.append(f"{stage}: re-ran with {ctx.data.bypass} (bypasses "
                               f"{ctx.data.unskipped and ctx.data.unskipped['decorator']}); "
@@ -514,7 +521,7 @@ def unskip(ctx: Any) -> Any:
 
     write_atomic(pending.path, removal.modified)
     try:
-        decision = decide(ctx, profile, stage, f"{stage}-unskipped")
+        decision = decide(ctx, profile, stage, f"{entry_prefix(ctx)}{stage}-unskipped")
     except Pending:
         raise  # the run goes on in the background on the edited file; resumed, not undone
     except BaseException:
@@ -561,6 +568,23 @@ def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Tas
                        "succeeded, ok=false with the failing step in detail otherwise.")
 
 
+def build_errors(ctx: Any, key: str) -> str:
+    """The real error lines of a failed local build, read from the log it was fed with
+    (``localbuild.error_lines``); "" when there is none to read."""
+    from flow.reproduce.localbuild import error_lines
+
+    res = ctx.result(key)
+    path = getattr(res, "log_path", None)
+    if not path:
+        return ""
+    try:
+        full = Path(path) if Path(path).is_absolute() else ctx.dir / path
+        text = full.read_bytes()[-65536:].decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return error_lines(text, limit=6).replace("\n", " | ")
+
+
 def _build_ok(ctx: Any, profile: Profile, key: str) -> bool | None:
     res = ctx.result(key)
     if res is None:
@@ -593,6 +617,9 @@ def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
         ctx.data.fallback_ok = _build_ok(ctx, profile, "build-fallback")
     plan = stage2_build(ctx.data.trunk_ok, ctx.data.ci_commit, ctx.data.fallback_ok)
     if isinstance(plan, CannotVerify):
+        why = build_errors(ctx, "build-fallback" if ctx.data.fallback_ok is False else "build-trunk")
+        if why:
+            plan = plan.model_copy(update={"blocker": f"{plan.blocker}: {why}"})
         ctx.data.verdict = plan.model_dump(mode="json")
         return Go("decided")
     if plan.step is BuildStep.BUILD_TRUNK:

@@ -112,3 +112,43 @@ def test_stage2_venv_in_a_workspace_path_with_space_or_quotes(calc: Path, tmp_pa
             verdict["environment"]["interpreter"], verdict["environment"]["project_install"],
             verdict["rerun_after_fix"], rerun.returncode) == (
         0, "REPRODUCED", "source_build", venv_python, "editable", "", 1), (build.stdout, verdict)
+
+
+def test_batch_entries_do_not_share_what_setup_steps_install(calc: Path, tmp_path: Path) -> None:
+    """A batch entry whose setup installs a package gets its own environment: the same
+    command in a later entry still misses the package (CANNOT_VERIFY, missing dependency),
+    the project's interpreter never gets it, each entry keeps its own logs, and report.md
+    shows refined_command."""
+    from tests.reproduce.conftest import build_wheel
+
+    wheel = build_wheel(tmp_path / "wheels", "markerpkg", "1.0")
+    project = tmp_path / "project-env"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(project)], check=True)
+    site = subprocess.run([str(project / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    lent = subprocess.run([PYTHON, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "zz_lent.pth").write_text(lent + "\n")
+    probe = 'python -c "import markerpkg; raise SystemExit(3)"'
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([
+        {"id": "installs", "stage": "nightly",
+         "command": f"python -m pip install --no-index --no-deps {wheel}\n{probe}"},
+        {"id": "plain", "stage": "nightly", "command": probe},
+    ]))
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REPRODUCE_PYTHON": str(project / "bin" / "python")})
+    call = drv.call(["reproduce", "--profile", "local", "--source-dir", str(calc),
+                     "--batch", str(batch)])
+    assert call.spec is not None, call.stderr
+    rows = {r["id"]: r["verdict"] for r in
+            json.loads(Path(call.spec["report_json_path"]).read_text())["rows"]}
+    markdown = Path(call.spec["report_path"]).read_text()
+    leaked = subprocess.run([str(project / "bin" / "python"), "-c", "import markerpkg"],
+                            capture_output=True).returncode == 0
+    logs = Path(call.spec["workspace"]) / "logs"
+    assert (rows["installs"]["verdict"], "entries/installs/venv" in rows["installs"]["refined_command"],
+            rows["plain"]["verdict"], "missing dependency" in rows["plain"]["blocker"], leaked,
+            (logs / "installs" / "setup.log").is_file(), (logs / "plain" / "stage1.log").is_file(),
+            "| refined_command | unskipped |" in markdown) == (
+        "REPRODUCED", True, "CANNOT_VERIFY", True, False, True, True, True), rows
