@@ -21,23 +21,45 @@ from pydantic import BaseModel, ConfigDict
 
 Install = Literal["editable", "installed", "not installed"]
 
-_PROBE = """\
-import json, platform, sys, importlib.metadata as m
-out = {"interpreter": sys.executable, "python_version": platform.python_version(),
-       "prefix": sys.prefix, "packages": {}}
-for name in sys.argv[1:]:
-    try:
-        dist = m.distribution(name)
-    except m.PackageNotFoundError:
-        continue
-    url = dist.read_text("direct_url.json") or "{}"
-    try:
-        editable = bool(json.loads(url).get("dir_info", {}).get("editable"))
-    except ValueError:
-        editable = False
-    out["packages"][name] = {"version": dist.version, "editable": editable}
-print(json.dumps(out))
+_PROBE_FN = """\
+def probe(names):
+    import json, platform, sys, importlib.metadata as m
+    out = {"interpreter": sys.executable, "python_version": platform.python_version(),
+           "prefix": sys.prefix, "packages": {}}
+    for name in names:
+        try:
+            dist = m.distribution(name)
+        except m.PackageNotFoundError:
+            continue
+        url = dist.read_text("direct_url.json") or "{}"
+        try:
+            editable = bool(json.loads(url).get("dir_info", {}).get("editable"))
+        except ValueError:
+            editable = False
+        out["packages"][name] = {"version": dist.version, "editable": editable}
+    return out
 """
+_PROBE = _PROBE_FN + "import json, sys\nprint(json.dumps(probe(sys.argv[1:])))\n"
+
+
+def probe_here(packages: list[str]) -> str:
+    """The probe's output, computed in this process (for the orchestrator's own
+    interpreter: no child interpreter to start)."""
+    space: dict = {}
+    exec(compile(_PROBE_FN, "<envinfo probe>", "exec"), space)  # noqa: S102 (our own code)
+    return json.dumps(space["probe"](packages))
+
+
+def is_this_interpreter(python: str) -> bool:
+    """``python`` is the interpreter running this process (same file, same prefix)."""
+    import os
+    import sys
+
+    try:
+        return os.path.samefile(python, sys.executable) and (
+            Path(python).parent.parent.resolve() == Path(sys.prefix).resolve())
+    except OSError:
+        return False
 
 
 class TreeState(BaseModel):
@@ -115,23 +137,30 @@ def project_name(source_dir: str | None) -> str | None:
 
 def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeState:
     """HEAD and a hash of what differs from it (tracked changes and untracked files);
-    ``run(argv) -> (exit code, stdout)``."""
-    code, head = run(["git", "-C", path, "rev-parse", "HEAD"])
+    ``run(argv) -> (exit code, stdout)``. One git call for a clean tree."""
+    code, status = run(["git", "-C", path, "status", "--porcelain=v2", "--branch",
+                        "--untracked-files=all", "--", "."])
     if code != 0:
         return TreeState(path=path, git=False)
+    head = next((l.split()[2] for l in status.splitlines() if l.startswith("# branch.oid ")), None)
+    head = head if head and head != "(initial)" else None
+    changed = [l for l in status.splitlines() if l and not l.startswith("#")]
+    if not changed:
+        return TreeState(path=path, git=True, head=head)
     _, diff = run(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
-    _, untracked = run(["git", "-C", path, "ls-files", "--others", "--exclude-standard", "--", "."])
     digest = hashlib.sha256(diff.encode(errors="replace"))
     top = Path(path)
-    for name in sorted(l for l in untracked.splitlines() if l.strip()):
+    _, prefix = run(["git", "-C", path, "rev-parse", "--show-toplevel"])
+    root = Path(prefix.strip()) if prefix.strip() else top
+    for line in sorted(l for l in changed if l.startswith("? ")):
+        name = line[2:]
         digest.update(name.encode())
         try:
-            digest.update((top / name).read_bytes())
+            digest.update((root / name).read_bytes())
         except OSError:
             pass
-    dirty = bool(diff.strip() or untracked.strip())
-    return TreeState(path=path, git=True, head=head.strip() or None, dirty=dirty,
-                     changes_sha256=digest.hexdigest() if dirty else None)
+    return TreeState(path=path, git=True, head=head, dirty=True,
+                     changes_sha256=digest.hexdigest())
 
 
 def rerun_after_fix(env: Environment, source_dir: str | None, build_note: str | None) -> str:

@@ -257,6 +257,8 @@ def install_nightly(ctx: Any, profile: Profile) -> str | None:
                            "install", "nightly install", cwd=scratch(ctx))
         if problem:
             return problem
+    if nightly.kind == "current" and not nightly.same_day_check:
+        return None  # nothing installed: the verdict's environment probe reads the versions
     installed = installed_versions(ctx, nightly.packages)
     ctx.data.installed_versions = installed
     if not nightly.same_day_check:
@@ -441,8 +443,12 @@ def describe_environment(ctx: Any, profile: Profile) -> Any:
     python = ctx.data.python or interpreter(ctx)
     project = profile.project or envinfo.project_name(ctx.data.source_dir)
     packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
-    _, output = runner.run(envinfo.probe_argv(python, packages), cwd=scratch(ctx),
-                           env=runner.clean_env(ctx.settings), log=ctx.path("logs/environment.log"))
+    if envinfo.is_this_interpreter(python):
+        output = envinfo.probe_here(packages)
+    else:
+        _, output = runner.run(envinfo.probe_argv(python, packages), cwd=scratch(ctx),
+                               env=runner.clean_env(ctx.settings),
+                               log=ctx.path("logs/environment.log"))
     where = ctx.data.source_dir or ctx.data.tree
     tree = None
     if where:
@@ -450,7 +456,11 @@ def describe_environment(ctx: Any, profile: Profile) -> Any:
             return runner.run(argv, cwd=None, env=dict(ctx.settings),
                               log=ctx.path("logs/tree-state.log"))
         tree = envinfo.tree_state(where, git)
-    return envinfo.read_probe(python, output, project, packages, tree)
+    env = envinfo.read_probe(python, output, project, packages, tree)
+    if not ctx.data.installed_versions:
+        ctx.data.installed_versions = {n: v for n, v in env.packages.items()
+                                       if n in profile.nightly.packages}
+    return env
 
 
 def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:
