@@ -495,6 +495,19 @@ def stage1(ctx: Any) -> Any:
     return act(ctx, decide(ctx, profile, Stage.NIGHTLY, "stage1"))
 
 
+def _ours(pending: Any) -> bool:
+    """The file still holds the original bytes or exactly our edit (nobody else's)."""
+    import hashlib
+
+    try:
+        now = Path(pending.path).read_bytes()
+    except OSError:
+        return False
+    return now == pending.original() or (
+        pending.edited_sha256 is not None
+        and hashlib.sha256(now).hexdigest() == pending.edited_sha256)
+
+
 def unskip(ctx: Any) -> Any:
     """The skip-marker re-run. A bypassed pytest marker: run again with the bypass flag
     (the refined command carries it). Another marker: take it off the target test, run,
@@ -529,6 +542,13 @@ def unskip(ctx: Any) -> Any:
         return blocked(ctx, Stage(stage), f"skipped, but the skip marker cannot be removed: {exc}")
     from flow.jobs import Pending
 
+    if not _ours(pending):  # changed by someone else since act() read it: not ours to edit
+        ctx.data.pending_restore = None
+        ctx.data.notes.append(f"{pending.path} changed after the skip-marker edit was planned; "
+                              "kept as the user left it")
+        return blocked(ctx, Stage(stage), f"{pending.path} was changed by someone else while "
+                       "the skip-marker re-run was pending; it is kept as it is, then run "
+                       "again with --restart")
     write_atomic(pending.path, removal.modified)
     try:
         decision = decide(ctx, profile, stage, f"{entry_prefix(ctx)}{stage}-unskipped")

@@ -152,3 +152,47 @@ def test_batch_entries_do_not_share_what_setup_steps_install(calc: Path, tmp_pat
             (logs / "installs" / "setup.log").is_file(), (logs / "plain" / "stage1.log").is_file(),
             "| refined_command | unskipped |" in markdown) == (
         "REPRODUCED", True, "CANNOT_VERIFY", True, False, True, True, True), rows
+
+
+UNITTEST_SKIPPED = '''
+import unittest
+
+
+class TestHidden(unittest.TestCase):
+    @unittest.skip("hides a bug")
+    def test_hidden(self):
+        self.assertEqual(1, 2)
+'''
+
+
+def test_a_resume_keeps_what_the_user_wrote_into_the_edited_file(calc: Path, tmp_path: Path) -> None:
+    """Killed after the skip marker was taken out of the file, then the user edits that
+    file, then --resume: the user's file is kept byte for byte (never overwritten by the
+    restore or by the re-run's edit) and the verdict says why it cannot verify."""
+    from tests.contract.driver import CRASH_HOOK
+
+    target = calc / "tests" / "test_unittest_hidden.py"
+    target.write_text(UNITTEST_SKIPPED)
+    before = target.read_bytes()
+    command = "pytest tests/test_unittest_hidden.py::TestHidden::test_hidden"
+    argv = ["reproduce", "--profile", "local", "--source-dir", str(calc), "--stage", "nightly",
+            "--command", command]
+    for n in range(1, 40):
+        target.write_bytes(before)
+        drv = Driver(tmp_path / f"ws{n}", {"PYTHONPATH": str(CRASH_HOOK),
+                                           "ORCHESTRATOR_TEST_CRASH_AT": str(n),
+                                           "ORCHESTRATOR_TEST_CRASH_COUNTER": str(tmp_path / f"c{n}"),
+                                           "ORCHESTRATOR_TEST_CRASH_WHEN": "after"})
+        first = drv.call(argv)
+        assert first.code in (-9, 137), f"no kill at write {n}: {first.spec}"
+        if target.read_bytes() != before:
+            break  # killed with our edit in the file
+    else:
+        pytest.fail("no kill left the file edited")
+    mine = target.read_bytes().replace(b"class TestHidden", b"# the user's note\nclass TestHidden")
+    target.write_bytes(mine)
+    again = Driver(tmp_path / f"ws{n}").call(argv)
+    time.sleep(1)  # a re-run still going in the background must not rewrite it either
+    assert (again.spec["status"], again.spec["verdict"]["verdict"],
+            "changed by someone else" in again.spec["verdict"]["blocker"],
+            target.read_bytes() == mine) == ("done", "CANNOT_VERIFY", True, True), again.spec
