@@ -129,9 +129,22 @@ def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def locate(opts: dict[str, Any], root: Path) -> str:
-    """``reproduce/<12 hex of sha1 over the inputs>`` (``reproduce/batch-...`` for a batch)."""
-    digest = hashlib.sha1(json.dumps(_inputs(opts), sort_keys=True).encode()).hexdigest()[:12]
-    return f"reproduce/{'batch-' if opts.get('batch') else ''}{digest}"
+    """``reproduce/<12 hex over the inputs>-<8 hex over the environment>``
+    (``reproduce/batch-...`` for a batch): see ``reuse`` for what the key covers."""
+    import os
+    import tempfile
+
+    from flow.reproduce.reuse import environment_key, unfinished
+
+    inputs = _inputs(opts)
+    digest = hashlib.sha1(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
+    prefix = f"reproduce/{'batch-' if opts.get('batch') else ''}{digest}"
+    running = unfinished(root, prefix)
+    if running is not None:
+        return running
+    with tempfile.TemporaryDirectory() as tmp:  # the git query's log is not kept
+        env = environment_key(inputs["source_dir"], os.environ, Path(tmp) / "key.log")
+    return f"{prefix}-{env}"
 
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
@@ -158,7 +171,14 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
             raise WorkflowInputError(f"the reproducer cannot be split into commands: {exc}",
                                      "close the open quote or here-doc and run again") from None
     inputs.pop("batch_text")
-    return ReproData(**inputs, reproduce_python=stepsflow.reproduce_python(settings))
+    data = ReproData(**inputs, reproduce_python=stepsflow.reproduce_python(settings))
+    from flow.reproduce.reuse import earlier_runs
+
+    earlier = earlier_runs(root, locate(opts, root))
+    if earlier:
+        data.notes.append("earlier runs of this command on another tree, interpreter or "
+                          f"installed set (kept): {'; '.join(earlier[:5])}")
+    return data
 
 
 def _restore_first(step: Any) -> Any:
@@ -241,8 +261,12 @@ def finish(ctx: Any) -> Any:
         "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
         "CANNOT_VERIFY": ["fix the blocker, then re-run with --restart"],
     }[verdict.verdict]
+    from datetime import datetime, timezone
+
+    decided = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
-                 "verdict_path": str(ctx.path("verdict.json"))}, steps)
+                 "verdict_path": str(ctx.path("verdict.json")), "decided_at": decided,
+                 "reuse_key": ctx.flow_id}, steps)
 
 
 STEPS = {
