@@ -25,12 +25,17 @@ failing command's last lines (the real error) and exits 1.
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
-import subprocess  # TODO(proc): runs as a ``run`` task / ctx.job child, not in the engine
 import sys
 from pathlib import Path
 
+from flow import proc
 from flow.reproduce.sourcebuild import TOOLS_PTH
+
+BUILD_TIMEOUT = 3600.0
+_logs = itertools.count(1)
+_log_dir: list[Path] = []
 
 
 class BuildFailed(Exception):
@@ -38,14 +43,18 @@ class BuildFailed(Exception):
 
 
 def _run(argv: list[str], capture: bool = False) -> str:
+    """One build command through ``flow.proc`` (own process group, capped log under
+    ``<work>/logs``, stdin /dev/null, no decode error); its output, or BuildFailed."""
     print("$", " ".join(argv), flush=True)
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          stdin=subprocess.DEVNULL)
-    out = proc.stdout.decode("utf-8", errors="replace")
+    folder = _log_dir[0] if _log_dir else Path.cwd()
+    result = proc.run(argv, log=folder / f"step-{next(_logs)}.log", timeout=BUILD_TIMEOUT)
+    out = result.output
     if not capture:
         sys.stdout.write(out)
-    if proc.returncode != 0:
-        raise BuildFailed(error_lines(out) or f"exit {proc.returncode}")
+    if result.timed_out:
+        raise BuildFailed(f"timed out after {BUILD_TIMEOUT:.0f} s: {result.tail(5)}")
+    if result.code != 0:
+        raise BuildFailed(error_lines(out) or f"exit {result.code}")
     return out
 
 
@@ -123,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    _log_dir[:] = [work / "logs"]
+    # this process is itself the background part (a run task): the calling orchestrator's
+    # foreground budget does not bound it, each build command has BUILD_TIMEOUT
+    import os
+
+    os.environ[proc.FOREGROUND_ENV] = str(BUILD_TIMEOUT * 4)
+    proc.begin_call()
     try:
         source = Path(args.source)
         if args.commit:
