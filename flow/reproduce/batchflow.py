@@ -77,7 +77,7 @@ def _loop_done(ctx: Any, trigger: str) -> Go:
 def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
     """Turn what a single-flow step decided into this entry's row, its place in the next
     stage's list, or a skip-marker re-run visit."""
-    if go.trigger == "unskip":
+    if go.trigger in {"unskip", "retry"}:
         ctx.data.batch_unskip = True  # pending restore is saved before the file is edited
         return Go("next")
     if go.trigger == "decided":

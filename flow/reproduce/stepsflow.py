@@ -349,10 +349,12 @@ def decide(ctx: Any, profile: Profile, stage: str, label: str) -> Decision:
     return decision
 
 
-def _unskip_plan(ctx: Any, profile: Profile) -> str | None:
+def _unskip_plan(ctx: Any, profile: Profile, bypass: bool = True) -> str | None:
     """Prepare the skip-marker re-run; a blocker, or None. A pytest marker is bypassed with
-    ``-p no:skipping`` (nothing edited); another marker is taken out of the file: the
-    pending restore, with the hash of the edited bytes, is recorded before the edit."""
+    ``-p no:skipping`` (nothing edited; ``bypass=False`` after that did not work, e.g.
+    under ``--strict-markers``); another marker is taken out of the file: the pending
+    restore, with the hash of the edited bytes, is recorded (saved by the transition that
+    follows) before the edit."""
     from flow.reproduce.errors import SkipMarkerNotFound
     from flow.reproduce.skipmarker import (
         PendingRestore, decorators, is_pytest_mark, marker_matches, remove_skip_marker,
@@ -370,7 +372,7 @@ def _unskip_plan(ctx: Any, profile: Profile) -> str | None:
     except SkipMarkerNotFound as exc:
         return f"skipped, but the skip marker cannot be located: {exc}"
     first = marks[0] if marks else None
-    if first is not None and all(is_pytest_mark(d.name) for d in marks):
+    if bypass and first is not None and all(is_pytest_mark(d.name) for d in marks):
         ctx.data.bypass = "-p no:skipping"
         ctx.data.unskipped = {"decorator": first.name, "file": str(path), "line": first.line,
                               "bypass": ctx.data.bypass}
@@ -521,6 +523,14 @@ def unskip(ctx: Any) -> Any:
     stage = ctx.data.current_stage
     if ctx.data.bypass:
         decision = decide(ctx, profile, stage, f"{entry_prefix(ctx)}{stage}-unskipped")
+        if isinstance(decision, CannotVerify):  # the bypass does not work for this project
+            ctx.data.notes.append(f"{stage}: {ctx.data.bypass} did not work ({decision.blocker[:200]}); "
+                                  "taking the marker out of the file instead")
+            ctx.data.bypass = None
+            problem = _unskip_plan(ctx, profile, bypass=False)
+            if problem:
+                return blocked(ctx, Stage(stage), problem)
+            return Go("retry")  # saves the pending restore before the edit
         ctx.data.rerun_done = True
         ctx.data.notes.append(f"{stage}: re-ran with {ctx.data.bypass} (bypasses "
                               f"{ctx.data.unskipped and ctx.data.unskipped['decorator']}); "

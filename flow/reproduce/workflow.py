@@ -293,6 +293,7 @@ WORKFLOW = Workflow(
         ("next", "stage2", "stage3"),
         ("decided", "stage3", "verdict"), ("unskip", "stage3", "unskip"),
         ("decided", "unskip", "verdict"), ("to_stage2", "unskip", "stage2"),
+        ("retry", "unskip", "unskip"),
         ("to_stage3", "unskip", "stage3"),
         ("ready", "batch_setup", "batch_entry"), ("next", "batch_entry", "batch_entry"),
         ("finished", "batch_entry", "batch_report"), ("build", "batch_entry", "batch_build"),

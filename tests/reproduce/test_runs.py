@@ -196,3 +196,30 @@ def test_a_resume_keeps_what_the_user_wrote_into_the_edited_file(calc: Path, tmp
     assert (again.spec["status"], again.spec["verdict"]["verdict"],
             "changed by someone else" in again.spec["verdict"]["blocker"],
             target.read_bytes() == mine) == ("done", "CANNOT_VERIFY", True, True), again.spec
+
+
+STRICT_SKIPPED = '''
+import pytest
+
+
+@pytest.mark.skip(reason="hides a bug")
+def test_hidden():
+    assert 1 == 2
+'''
+
+
+def test_a_pytest_skip_the_bypass_cannot_reach_is_taken_out_of_the_file(calc: Path, tmp_path: Path) -> None:
+    """Where ``-p no:skipping`` does not work (here a conftest reads an option of that
+    plugin, as some plugins do), the marker is taken out of the file for one run instead:
+    REPRODUCED, ``unskipped`` without a bypass, the file restored."""
+    (calc / "tests" / "conftest.py").write_text(
+        "def pytest_configure(config):\n    config.option.runxfail  # needs the skipping plugin\n")
+    target = calc / "tests" / "test_strict.py"
+    target.write_text(STRICT_SKIPPED)
+    before = target.read_bytes()
+    spec = _call(Driver(tmp_path / "ws"), calc, "pytest tests/test_strict.py::test_hidden",
+                 "--stage", "nightly")
+    verdict = spec["verdict"]
+    assert (verdict["verdict"], verdict["unskipped"]["decorator"], verdict["unskipped"]["bypass"],
+            verdict["self_check"]["fails"], target.read_bytes() == before) == (
+        "REPRODUCED", "pytest.mark.skip", None, False, True), spec
