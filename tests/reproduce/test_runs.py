@@ -223,3 +223,22 @@ def test_a_pytest_skip_the_bypass_cannot_reach_is_taken_out_of_the_file(calc: Pa
     assert (verdict["verdict"], verdict["unskipped"]["decorator"], verdict["unskipped"]["bypass"],
             verdict["self_check"]["fails"], target.read_bytes() == before) == (
         "REPRODUCED", "pytest.mark.skip", None, False, True), spec
+
+
+def test_a_failed_build_quotes_its_real_error(calc: Path, tmp_path: Path) -> None:
+    """A project whose build backend is not there: the Stage 2 build fails and the
+    CANNOT_VERIFY blocker quotes the build's error lines, not only 'fails to build'."""
+    pyproject = calc / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(
+        'build-backend = "setuptools.build_meta"', 'build-backend = "no_such_backend_here"'))
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
+    spec = _call(drv, calc, "pytest tests/test_calc.py::test_add")
+    task = spec["tasks"][0]
+    build = subprocess.run(task["argv"], cwd=task.get("cwd"), capture_output=True, text=True)
+    Path(task["log_file"]).write_text(build.stdout + build.stderr)
+    Path(task["feed_file"]).write_text(json.dumps({"exit_code": build.returncode,
+                                                   "log_path": task["log_file"]}))
+    verdict = drv.shell(task["feed_command"]).spec["verdict"]
+    assert (build.returncode, verdict["verdict"], verdict["stage"],
+            "no_such_backend_here" in verdict["blocker"]) == (
+        1, "CANNOT_VERIFY", "source_build", True), verdict
