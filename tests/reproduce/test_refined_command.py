@@ -126,3 +126,10 @@ def test_var_expansion_computes_what_the_original_did() -> None:
     original = run(["bash", "-c", block])
     refined = run(["bash", "-c", render(parse_reproducer(block))])
     assert (0, "hello world\n") == original == refined
+
+
+def test_activation_prefix_runs_first() -> None:
+    """A profile's ``activate`` runs before everything else, ``cd`` included."""
+    rep = parse_reproducer("pytest t.py::a")
+    assert ("source /opt/env.sh && cd /w && /e/bin/python -m pytest t.py::a" ==
+            render(rep, cwd="/w", python="/e/bin/python", activate="source /opt/env.sh"))
