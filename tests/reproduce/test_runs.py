@@ -242,3 +242,42 @@ def test_a_failed_build_quotes_its_real_error(calc: Path, tmp_path: Path) -> Non
     assert (build.returncode, verdict["verdict"], verdict["stage"],
             "no_such_backend_here" in verdict["blocker"]) == (
         1, "CANNOT_VERIFY", "source_build", True), verdict
+
+
+def test_a_verdict_is_reused_only_for_the_same_tree_and_interpreter(calc: Path, tmp_path: Path) -> None:
+    """The same command again prints the same verdict (same flow, same decided_at); after
+    a fix in the tree it is a new run that links the earlier flow in its notes, and the
+    verdict follows the code."""
+    drv = Driver(tmp_path / "ws")
+    command = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"
+    first = _call(drv, calc, command, "--stage", "nightly")
+    same = _call(drv, calc, command, "--stage", "nightly")
+    source = calc / "calc" / "__init__.py"
+    source.write_text(source.read_text().replace("sum(values) // len(values)",
+                                                 "sum(values) / len(values)"))
+    fixed = _call(drv, calc, command, "--stage", "nightly")
+    assert (same["flow_id"], same["decided_at"], first["verdict"]["verdict"]) == (
+        first["flow_id"], first["decided_at"], "REPRODUCED")
+    assert (fixed["flow_id"] != first["flow_id"], fixed["verdict"]["verdict"],
+            any(first["flow_id"] in n for n in fixed["report"]["notes"])) == (
+        True, "NOT_REPRODUCED", True), fixed["report"]["notes"]
+
+
+def test_another_interpreter_is_a_new_run(calc: Path, tmp_path: Path) -> None:
+    """ORCHESTRATOR_REPRODUCE_PYTHON naming another interpreter (a venv borrowing this
+    one's packages) gives a new flow, whose verdict names that interpreter."""
+    venv = tmp_path / "other"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                   check=True)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    lent = subprocess.run([PYTHON, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "zz_lent.pth").write_text(lent + "\n")
+    command = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"
+    first = _call(Driver(tmp_path / "ws"), calc, command, "--stage", "nightly")
+    again = _call(Driver(tmp_path / "ws", {"ORCHESTRATOR_REPRODUCE_PYTHON": str(venv / "bin" / "python")}),
+                  calc, command, "--stage", "nightly")
+    assert (again["flow_id"] != first["flow_id"], again["verdict"]["environment"]["interpreter"]) == (
+        True, str(venv / "bin" / "python"))
