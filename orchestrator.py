@@ -127,9 +127,22 @@ def _fast_resume(argv: list[str]) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["mcp"]:  # the MCP server: the only call that imports the mcp SDK
+        from flow.mcp.server import serve
+
+        return serve(argv[1:], respond)
     fast = _fast_resume(argv)
     if fast is not None:
         return fast
+    result, code = respond(argv)
+    if isinstance(result, str):
+        sys.stdout.write(result)
+        return code
+    return _emit(result, code)
+
+
+def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:
+    """What ``main(argv)`` prints and its exit code, without printing (the MCP server's entry)."""
     harness = "claude"
     root = workspace_root(None)
     try:
@@ -140,30 +153,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.help:  # one JSON object like every call, the usage text inside it
             from flow.render import envelope
 
-            return _emit(envelope(None, root, "done", harness, usage=parser.format_help()))
+            return envelope(None, root, "done", harness, usage=parser.format_help()), 0
         from flow import cli
 
-        result = cli.run(args, root, harness, SCRIPT)
-        if isinstance(result, str):
-            sys.stdout.write(result)
-            return 0
-        return _emit(result)
+        return cli.run(args, root, harness, SCRIPT), 0
     except OrchestratorError as err:
         from flow.render import error_spec
 
-        return _emit(error_spec(err, root, harness, getattr(err, "state", None),
-                                getattr(err, "workspace", None)), err.exit_code)
+        return error_spec(err, root, harness, getattr(err, "state", None),
+                          getattr(err, "workspace", None)), err.exit_code
     except Exception as exc:  # a bug: still one JSON object, exit 1
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-        return _emit({"schema_version": 1, "status": "error", "workflow": None,
-                      "flow_id": None, "phase": None, "harness": harness,
-                      "workspace": str(root),
-                      "error": {"code": "bug", "message": f"{type(exc).__name__}: {exc}",
-                                "hint": "this is a bug in the orchestrator; the traceback "
-                                        "is on stderr; please report it"},
-                      "message": f"{type(exc).__name__}: {exc}"}, 1)
+        return ({"schema_version": 1, "status": "error", "workflow": None,
+                 "flow_id": None, "phase": None, "harness": harness,
+                 "workspace": str(root),
+                 "error": {"code": "bug", "message": f"{type(exc).__name__}: {exc}",
+                           "hint": "this is a bug in the orchestrator; the traceback "
+                                   "is on stderr; please report it"},
+                 "message": f"{type(exc).__name__}: {exc}"}, 1)
 
 
 if __name__ == "__main__":

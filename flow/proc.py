@@ -35,14 +35,15 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 FOREGROUND_ENV = "ORCHESTRATOR_FOREGROUND_S"
 DEFAULT_FOREGROUND_S = 90.0
 CAP_ENV = "ORCHESTRATOR_LOG_CAP_BYTES"
-DEFAULT_CAP = 8 * 1024 * 1024
+DEFAULT_CAP = 4 * 1024 * 1024
 SECRETS_ENV = "ORCHESTRATOR_SECRET_ENV"
 PASS_ENV = "ORCHESTRATOR_PASS_ENV"
 SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*")
@@ -50,16 +51,41 @@ GRACE_S = 5.0
 CHUNK = 65536
 TIMED_OUT, NOT_FOUND = 124, 127
 
-_call_started = time.monotonic()
+_call_started: float | None = None
 
 
 # -- the foreground budget -------------------------------------------------------------------
 
 def begin_call() -> None:
-    """Start the foreground budget anew (a long-lived server calls this per request; the CLI's
-    budget starts when this module is first imported)."""
+    """Start a call's foreground budget: the CLI does at the start of every call, a
+    long-lived server at every request. Before any call began (library use, tests) each
+    run gets the whole budget to itself."""
     global _call_started
     _call_started = time.monotonic()
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        try:
+            if signal.getsignal(sig) is not _on_signal:
+                _previous[sig] = signal.getsignal(sig)
+                signal.signal(sig, _on_signal)
+        except ValueError:  # not the main thread: a server's worker keeps its host's handlers
+            return
+
+
+_active: set[int] = set()  # process groups of foreground runs now going
+_previous: dict[int, object] = {}
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    """A harness that gives up on a call (TERM, HUP, INT) ends the foreground children with
+    it, then the call goes down as it would have (background jobs are not touched)."""
+    for pgid in list(_active):
+        kill_group(pgid)
+    previous = _previous.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        previous(signum, frame)
+        return
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def foreground_s(settings: Mapping[str, str] | None = None) -> float:
@@ -78,7 +104,8 @@ def foreground_s(settings: Mapping[str, str] | None = None) -> float:
 
 def remaining(settings: Mapping[str, str] | None = None) -> float:
     """Seconds left of this call's foreground budget (never below 0)."""
-    return max(0.0, foreground_s(settings) - (time.monotonic() - _call_started))
+    spent = 0.0 if _call_started is None else time.monotonic() - _call_started
+    return max(0.0, foreground_s(settings) - spent)
 
 
 # -- the environment -------------------------------------------------------------------------
@@ -152,7 +179,10 @@ class Result:
         return f"{text}{self.reason}" if self.reason and self.reason not in text else text
 
     def tail(self, lines: int = 20) -> str:
-        return "\n".join(self.output.rstrip("\n").splitlines()[-lines:])
+        """The output's last ``lines`` lines (read from the log's end only)."""
+        if self.log.exists():
+            return "\n".join(log_tail(self.log, lines, skip=self.header_bytes))
+        return "\n".join(self.reason.strip().splitlines()[-lines:])
 
     def to_json(self) -> dict[str, object]:
         return {"code": self.code, "log": str(self.log), "timed_out": self.timed_out,
@@ -224,13 +254,14 @@ def header(argv: Sequence[str], cwd: str | Path | None) -> bytes:
     return f"$ {shlex.join(argv)}\n(cwd {cwd or os.getcwd()})\n".encode("utf-8", "replace")
 
 
-def log_tail(path: Path, lines: int = 5, window: int = 16384) -> list[str]:
-    """The last ``lines`` lines of a log, read from its last ``window`` bytes."""
+def log_tail(path: Path, lines: int = 5, window: int = 16384, skip: int = 0) -> list[str]:
+    """The last ``lines`` lines of a log, read from its last ``window`` bytes (never from
+    before byte ``skip``, the end of the header); each line at most 300 characters."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
-            fh.seek(max(0, size - window))
+            fh.seek(max(skip, size - window))
             data = fh.read()
     except OSError:
         return []
@@ -264,55 +295,74 @@ def stream(child: subprocess.Popen[bytes], out: CappedLog, deadline: float,
     """Copy the child's output into ``out`` until it exits or ``deadline`` (monotonic)
     passes; end its process group either way. Returns True when it timed out."""
     assert child.stdout is not None
-    fd = child.stdout.fileno()
-    os.set_blocking(fd, False)
+
+    def sink(data: bytes) -> bool:
+        out.write(data)
+        return True
+
+    return pump(child, {child.stdout: sink}, deadline, grace) == "timed_out"
+
+
+def pump(child: subprocess.Popen[bytes], sinks: Mapping[IO[bytes], Callable[[bytes], bool]],
+         deadline: float, grace: float = GRACE_S) -> str | None:
+    """Feed each pipe's bytes to its sink until the child exits, ``deadline`` passes
+    ("timed_out") or a sink returns False ("stopped"); then end the child's process group
+    (TERM, grace, KILL after a timeout or a stop; KILL of what is left after a normal exit)
+    and drain what the pipes still hold."""
     sel = selectors.DefaultSelector()
-    sel.register(fd, selectors.EVENT_READ)
-    timed_out = False
-    eof = False
+    for pipe in sinks:
+        os.set_blocking(pipe.fileno(), False)
+        sel.register(pipe, selectors.EVENT_READ)
+    open_pipes = set(sinks)
+    why: str | None = None
+
+    def read_ready(wait: float) -> None:
+        nonlocal why
+        for key, _ in sel.select(wait):
+            pipe: IO[bytes] = key.fileobj  # type: ignore[assignment]
+            while True:
+                try:
+                    data = os.read(pipe.fileno(), CHUNK)
+                except BlockingIOError:
+                    break
+                if not data:
+                    sel.unregister(pipe)
+                    open_pipes.discard(pipe)
+                    break
+                if not sinks[pipe](data) and why is None:
+                    why = "stopped"
+
     try:
-        while not eof:
+        while open_pipes and why is None:
             left = deadline - time.monotonic()
             if left <= 0:
-                timed_out = True
+                why = "timed_out"
                 break
             if child.poll() is not None:
                 break
-            for _ in sel.select(min(left, 0.5)):
-                eof = not _drain(fd, out)
-        if timed_out:
+            read_ready(min(left, 0.5))
+        if why is not None:
             _end(child, grace)
         else:
             child.wait()
-        # The main process is gone: nothing it left behind may keep the pipe (or run) on.
+        # The main process is gone: nothing it left behind may keep a pipe (or run) on.
         kill_group(child.pid)
         stop = time.monotonic() + 2.0
-        while not eof and time.monotonic() < stop:
-            if sel.select(0.2):
-                eof = not _drain(fd, out)
+        while open_pipes and time.monotonic() < stop:
+            read_ready(0.2)
     finally:
         sel.close()
-        child.stdout.close()
-    return timed_out
-
-
-def _drain(fd: int, out: CappedLog) -> bool:
-    """Read what is there; False at end of file."""
-    while True:
-        try:
-            data = os.read(fd, CHUNK)
-        except BlockingIOError:
-            return True
-        if not data:
-            return False
-        out.write(data)
+        for pipe in sinks:
+            pipe.close()
+    return why
 
 
 def spawn(argv: Sequence[str], *, cwd: str | Path | None, env: Mapping[str, str],
-          stdin: str | None) -> subprocess.Popen[bytes]:
+          stdin: str | None, merge: bool = True) -> subprocess.Popen[bytes]:
     child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), start_new_session=True,
                              stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT if merge else subprocess.PIPE)
     if stdin is not None:
         assert child.stdin is not None
         try:
@@ -346,7 +396,11 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
         out.write(reason.encode())
         out.close()
         return Result(code=NOT_FOUND, log=log, reason=reason, header_bytes=len(head))
-    timed_out = stream(child, out, started + limit)
+    _active.add(child.pid)
+    try:
+        timed_out = stream(child, out, started + limit)
+    finally:
+        _active.discard(child.pid)
     cut = out.close()
     took = time.monotonic() - started
     reason = ""
@@ -359,10 +413,74 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
                   header_bytes=len(head))
 
 
-def output(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
-           env: Mapping[str, str] | None = None, timeout: float | None = 60.0) -> Result:
-    """``run`` for short queries (git, versions); the same guarantees, a 60 s default."""
-    return run(argv, log=log, cwd=cwd, env=env, timeout=timeout)
+@dataclass(frozen=True)
+class Captured:
+    """A query's answer: its stdout as bytes (the data), stderr as text (the diagnostics)."""
+
+    code: int
+    stdout: bytes
+    stderr: str
+    timed_out: bool = False
+    too_big: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0 and not self.timed_out and not self.too_big
+
+    @property
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", errors="replace")
+
+    @property
+    def problem(self) -> str:
+        """Why it failed, in one line for an error message."""
+        if self.timed_out:
+            return "timed out"
+        if self.too_big:
+            return "printed more than the runner keeps for a query"
+        return self.stderr.strip()[-500:] or f"exit {self.code}"
+
+
+def capture(argv: Sequence[str], *, cwd: str | Path | None = None,
+            env: Mapping[str, str] | None = None, timeout: float | None = 60.0,
+            stdin: str | None = None, limit: int = 256 * 1024 * 1024,
+            budget: bool = True) -> Captured:
+    """Run a query (git, a version probe) whose stdout is data: stdout kept whole up to
+    ``limit`` bytes (past it the group is ended and ``too_big`` set: data is never cut
+    silently), stderr capped; the same process-group, environment, stdin and budget rules
+    as ``run``; never raises for the child's sake (a missing program is 127). ``budget=False``
+    is for a driver (the demo) whose child is itself a call with a budget of its own."""
+    if not argv:
+        raise ValueError("capture() needs a non-empty argument list")
+    left = remaining() if budget else float("inf")
+    limit_s = left if timeout is None else min(timeout, left)
+    try:
+        child = spawn(argv, cwd=cwd, env=child_env(env), stdin=stdin, merge=False)
+    except OSError as exc:
+        return Captured(NOT_FOUND, b"", f"{argv[0]}: cannot be started: {exc.strerror or exc}")
+    out = bytearray()
+    err: deque[bytes] = deque(maxlen=64)
+
+    def keep_out(data: bytes) -> bool:
+        if len(out) > limit:  # already over: stop keeping, the group is being ended
+            return False
+        out.extend(data)
+        return len(out) <= limit
+
+    def keep_err(data: bytes) -> bool:
+        err.append(data)
+        return True
+
+    assert child.stdout is not None and child.stderr is not None
+    _active.add(child.pid)
+    try:
+        why = pump(child, {child.stdout: keep_out, child.stderr: keep_err},
+                   time.monotonic() + limit_s)
+    finally:
+        _active.discard(child.pid)
+    code = TIMED_OUT if why == "timed_out" else child.returncode
+    return Captured(code, bytes(out), b"".join(err).decode("utf-8", errors="replace"),
+                    timed_out=why == "timed_out", too_big=why == "stopped")
 
 
 # -- the background-job supervisor (run as a script by flow.jobs) ---------------------------

@@ -23,3 +23,4 @@ def test_demo_of_an_unknown_workflow_is_a_usage_error(tmp_path: Path) -> None:
     """Only the refactor demo exists; anything else says so with the command to run."""
     call = Driver(tmp_path).call(["demo", "reproduce"])
     assert (2, "usage") == (call.code, call.spec["error"]["code"])
+

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 from flow.github.errors import NoOriginRemote
@@ -25,10 +24,12 @@ def parse_remote_url(url: str) -> str:
 
 
 def _git(repo_dir: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo_dir), *args], capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise NoOriginRemote(str(repo_dir), out.stderr.strip() or f"git {' '.join(args)} failed")
-    return out.stdout.strip()
+    from flow import proc
+
+    out = proc.capture(["git", "-C", str(repo_dir), *args])
+    if not out.ok:
+        raise NoOriginRemote(str(repo_dir), out.problem or f"git {' '.join(args)} failed")
+    return out.text.strip()
 
 
 def origin_repo(repo_dir: Path) -> str:

@@ -1,6 +1,6 @@
 """The collect-only adapter: confirm the test count with a real ``pytest --collect-only``.
 
-``collect_tests`` runs pytest in a subprocess (argument list, no shell) and returns the
+``collect_tests`` runs pytest through the process runner (argument list, no shell) and returns the
 node ids; ``compare_collected`` (pure) maps collected method names back to the original
 tests and reports tests that vanished. Collected counts are not compared directly: on a
 CPU-only machine a device-specific class (``only_for="cuda"``) collects nothing, so the
@@ -10,7 +10,6 @@ tests the plan marks ``device_specific`` may legitimately disappear there.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -39,16 +38,18 @@ def collect_tests(file: Path, cwd: Path, *, python: str = sys.executable, timeou
     Raises ``CollectError`` when pytest fails to collect (exit code not 0 or 5), cannot be
     started (no such interpreter) or times out.
     """
+    from flow import proc as runner
+
     cmd = [python, "-m", "pytest", str(file), "--collect-only", "-q", "-p", "no:cacheprovider"]
-    try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})}, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CollectError(str(file), f"could not run {python!r}: {exc}") from exc
-    ids = [line.strip() for line in proc.stdout.splitlines() if "::" in line and not line.startswith(" ")]
-    result = CollectResult(node_ids=ids, returncode=proc.returncode, stderr_tail=(proc.stderr or proc.stdout)[-2000:])
-    if proc.returncode not in (0, 5):
-        raise CollectError(str(file), f"exited {proc.returncode}: {result.stderr_tail[-400:]!r}")
+    got = runner.capture(cmd, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
+    if got.timed_out or got.code == runner.NOT_FOUND:
+        raise CollectError(str(file), f"could not run {python!r}: {got.problem}")
+    stdout = got.text
+    ids = [line.strip() for line in stdout.splitlines() if "::" in line and not line.startswith(" ")]
+    result = CollectResult(node_ids=ids, returncode=got.code,
+                           stderr_tail=(got.stderr or stdout)[-2000:])
+    if got.code not in (0, 5):
+        raise CollectError(str(file), f"exited {got.code}: {result.stderr_tail[-400:]!r}")
     return result
 
 

@@ -7,13 +7,14 @@ rounds, then a soft fail keeping what still fails as deferred.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, render
+from flow import proc
 from flow.errors import WorkflowInputError
+from flow.refactor.errors import JUnitError
 from flow.outcome import Ask, Go, Human, Task
 from flow.refactor.analysis import AnalystReport, moves
 from flow.refactor.fields import field_profile
@@ -29,6 +30,29 @@ def _python(ctx: Any) -> str:
 
 
 DEVICES_ENV = "ORCHESTRATOR_REFACTOR_DEVICES"
+TEST_TIMEOUT_ENV = "ORCHESTRATOR_REFACTOR_TEST_TIMEOUT"
+TEST_SHARDS_ENV = "ORCHESTRATOR_REFACTOR_TEST_SHARDS"
+DEFAULT_TEST_TIMEOUT = 1800.0
+
+
+def test_settings(settings: Any) -> tuple[float, int]:
+    """(timeout in seconds of one local-test job, how many shards a device's run is split
+    into) from ``ORCHESTRATOR_REFACTOR_TEST_TIMEOUT`` (default 1800) and
+    ``ORCHESTRATOR_REFACTOR_TEST_SHARDS`` (default 1). ``WorkflowInputError`` for a bad
+    value; the workflow's start calls this so a typo is refused before any agent work."""
+    raw_t = (settings.get(TEST_TIMEOUT_ENV) or "").strip()
+    raw_s = (settings.get(TEST_SHARDS_ENV) or "").strip()
+    try:
+        timeout = float(raw_t) if raw_t else DEFAULT_TEST_TIMEOUT
+        shards = int(raw_s) if raw_s else 1
+    except ValueError:
+        timeout, shards = -1.0, -1
+    if not timeout > 0 or not 1 <= shards <= 64:
+        raise WorkflowInputError(
+            f"{TEST_TIMEOUT_ENV}={raw_t!r} / {TEST_SHARDS_ENV}={raw_s!r}: a timeout must be a "
+            f"positive number of seconds and shards a whole number from 1 to 64",
+            f"e.g. {TEST_TIMEOUT_ENV}=3600 {TEST_SHARDS_ENV}=4, or unset them")
+    return timeout, shards
 
 
 def configured_devices(settings: Any) -> list[str] | None:
@@ -55,12 +79,10 @@ def _devices(ctx: Any) -> list[str]:
     if ctx.data.test_devices is None:
         devices = configured_devices(ctx.settings)
         if devices is None:
-            try:
-                probe = subprocess.run(
-                    [_python(ctx), "-c", "import torch; print(torch.cuda.is_available())"],
-                    capture_output=True, text=True, timeout=300, check=False).stdout
-            except (OSError, subprocess.TimeoutExpired):
-                probe = ""  # no usable torch: the CPU run will show the import error itself
+            # No usable torch gives "": the CPU run will show the import error itself.
+            probe = proc.capture([_python(ctx), "-c",
+                                  "import torch; print(torch.cuda.is_available())"],
+                                 env=ctx.settings, timeout=300).text
             devices = ["cpu", "cuda"] if probe.strip().endswith("True") else ["cpu"]
         ctx.data.test_devices = devices
     return list(ctx.data.test_devices)
@@ -75,13 +97,10 @@ def _has_torch(ctx: Any) -> bool:
     collection runs and reports the failure (V204) instead of the check passing unseen.
     """
     if ctx.data.test_torch is None:
-        try:
-            ctx.data.test_torch = subprocess.run(
-                [_python(ctx), "-c", "import importlib.util, sys; "
-                                     "sys.exit(importlib.util.find_spec('torch') is None)"],
-                capture_output=True, timeout=300, check=False).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            ctx.data.test_torch = True
+        probe = proc.capture([_python(ctx), "-c", "import importlib.util, sys; "
+                              "sys.exit(importlib.util.find_spec('torch') is None)"],
+                             env=ctx.settings, timeout=300)
+        ctx.data.test_torch = probe.code != 1
     return bool(ctx.data.test_torch)
 
 
@@ -205,8 +224,6 @@ def test(ctx: Any) -> Any:
     if not field_profile(ctx.data.field).local_test_gate:
         ctx.data.local_tests = f"skipped: no local test gate for the {ctx.data.field} field"
         return Go("tested")
-    from flow.refactor.junit import run_local_tests
-
     key = f"test-fix-{ctx.data.test_rounds}"
     fed = ctx.result(key) if ctx.data.test_rounds else None
     if fed is not None and ctx.data.fix_key == key:
@@ -215,8 +232,10 @@ def test(ctx: Any) -> Any:
         ctx.data.fix_key = None
     file = Path(ctx.data.file)
     devices = _devices(ctx)
-    results = {d: run_local_tests(file, file.parent, d, python=_python(ctx),
-                                  junit_path=ctx.path(f"local_test_{d}.xml")) for d in devices}
+    try:
+        results = {d: _local_tests(ctx, file, d) for d in devices}
+    except JUnitError as exc:
+        return _gate_broken(ctx, exc)
     ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
     ctx.data.local_tests = "; ".join(
         f"{d}: " + ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
@@ -245,6 +264,47 @@ def test(ctx: Any) -> Any:
     return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,
                      extra={"failures": failing})],
                extra={"rule_sub_phase": "test", "retry_count": ctx.data.test_rounds})
+
+
+def _local_tests(ctx: Any, file: Path, device: str) -> Any:
+    """One device's gate run as background jobs the flow owns (one per shard, started
+    together so they run side by side); the step answers ``waiting`` until all have ended.
+    Jobs are keyed by round, device and shard, so a fix round runs the tests anew."""
+    from flow.jobs import Pending
+    from flow.refactor.junit import local_test_run, read_local_tests
+
+    timeout, shards = test_settings(ctx.settings)
+    runs, waiting = [], None
+    for i in range(shards):
+        tag = f"{device}" + (f"-{i + 1}of{shards}" if shards > 1 else "")
+        junit = ctx.path(f"local_test_r{ctx.data.test_rounds}_{tag}.xml")
+        argv, env = local_test_run(file, device, junit, python=_python(ctx),
+                                   shard=(i, shards) if shards > 1 else None)
+        try:
+            res = ctx.job(f"local-r{ctx.data.test_rounds}-{tag}", argv, cwd=file.parent,
+                          env={**ctx.settings, **env}, timeout=timeout,
+                          log_name=f"logs/local_test_r{ctx.data.test_rounds}_{tag}.log")
+        except Pending as exc:  # start the other shards before waiting on this one
+            waiting = waiting or exc
+            continue
+        runs.append((res, junit))
+    if waiting is not None:
+        raise waiting
+    return read_local_tests(file, device, runs)
+
+
+def _gate_broken(ctx: Any, exc: Exception) -> Any:
+    """The gate could not produce a report (timed out, lost, no JUnit): a person decides;
+    it is never read as a pass."""
+    key = f"local-test-broken-{ctx.data.test_rounds}"
+    answer = _escalate(ctx, key, f"The local test gate could not produce a result: {exc}. "
+                                 f"Carry on without it (it is named in the summary), or abort? "
+                                 f"(A longer {TEST_TIMEOUT_ENV} or more {TEST_SHARDS_ENV} "
+                                 f"may help; then restart the flow.)")
+    if answer is not None:
+        return answer
+    ctx.data.local_tests = f"not run: {exc}"
+    return Go("tested")
 
 
 # -- phase 7: finalize ------------------------------------------------------------------------

@@ -20,15 +20,17 @@ per attempt). Rules, from pytest's own writer (``_pytest/junitxml.py``):
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from flow.refactor.errors import JUnitError
+
+if TYPE_CHECKING:
+    from flow.proc import Result
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 FAILING: frozenset[str] = frozenset({"failed", "xpassed"})
@@ -122,26 +124,62 @@ def summarise(file: str, device: str, returncode: int, outcomes: list[TestOutcom
     )
 
 
-def run_local_tests(file: Path, cwd: Path, device: str, *, python: str = sys.executable,
-                    junit_path: Path | None = None, timeout: float = 1800.0,
-                    extra_args: list[str] | None = None) -> LocalTestResult:
-    """Run ``python -m pytest FILE --junitxml=...`` for ``device`` and return FAIL/ERROR lists.
+SHARD_PLUGIN_DIR = Path(__file__).resolve().parents[2] / "reference" / "refactor" / "pytest_plugins"
 
-    ``extra_args`` are appended to pytest's argument list (never through a shell).
+
+def local_test_run(file: Path, device: str, junit: Path, *, python: str = sys.executable,
+                   shard: tuple[int, int] | None = None,
+                   extra_args: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The argument list and the extra environment of one local-test run of ``file``.
+
     ``device`` goes to torch's ``PYTORCH_TESTING_DEVICE_ONLY_FOR`` so device-type classes
-    instantiate for that device only. Raises ``JUnitError`` when pytest wrote no report
-    (a missing report is never read as success), could not be started or timed out.
-    """
+    instantiate for that device only; ``shard=(i, n)`` runs every n-th test from the i-th
+    (the ``orchestrator_shard`` plugin, put on ``PYTHONPATH``); ``extra_args`` are appended
+    to pytest's arguments (never through a shell)."""
+    argv = [python, "-m", "pytest", str(file), f"--junitxml={junit}", "-q", "-p",
+            "no:cacheprovider", *(extra_args or [])]
+    env = {"PYTORCH_TESTING_DEVICE_ONLY_FOR": device}
+    if shard is not None and shard[1] > 1:
+        argv += ["-p", "orchestrator_shard"]
+        env["ORCHESTRATOR_SHARD"] = f"{shard[0]}/{shard[1]}"
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SHARD_PLUGIN_DIR),
+                                                          os.environ.get("PYTHONPATH")]))
+    return argv, env
+
+
+def read_local_tests(file: Path, device: str, runs: list[tuple[Result, Path]]) -> LocalTestResult:
+    """The gate's result from one or more (sharded) runs: each run's ``Result`` and the JUnit
+    report it was told to write. Raises ``JUnitError`` when a run timed out, was lost, or
+    wrote no report: a missing report is never read as success."""
+    outcomes: list[TestOutcome] = []
+    codes = []
+    for res, junit in runs:
+        if res.timed_out or res.lost:
+            why = "timed out" if res.timed_out else "was lost"
+            raise JUnitError(str(junit), f"pytest {why} after {res.duration_s:.0f} s; the log "
+                                         f"{res.log} ends: {res.tail(5)!r}")
+        if not junit.exists():
+            raise JUnitError(str(junit), f"pytest exited {res.code} without writing it: "
+                                         f"{res.tail(8)!r}")
+        outcomes += parse_junit(junit.read_text(encoding="utf-8", errors="replace"), str(junit))
+        codes.append(res.code)
+    code = next((c for c in codes if c not in (0, 5)), max(codes, default=0))
+    return summarise(str(file), device, code, outcomes)
+
+
+def run_local_tests(file: Path, cwd: Path, device: str, *, python: str = sys.executable,
+                    junit_path: Path | None = None, timeout: float | None = None,
+                    extra_args: list[str] | None = None) -> LocalTestResult:
+    """Run the gate for ``device`` in the foreground (within the call's foreground budget);
+    the workflow runs the same command as a background job instead (``gates.test``).
+    Raises ``JUnitError`` as ``read_local_tests`` does, or when pytest could not start."""
+    from flow import proc
+
     junit = junit_path or cwd / f".local_test_{device}.xml"
-    if junit.exists():
-        junit.unlink()  # never read a previous round's report
-    cmd = [python, "-m", "pytest", str(file), f"--junitxml={junit}", "-q", "-p", "no:cacheprovider", *(extra_args or [])]
-    env = {**os.environ, "PYTORCH_TESTING_DEVICE_ONLY_FOR": device}
-    try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise JUnitError(str(junit), f"pytest could not run with {python!r}: {exc}") from exc
-    if not junit.exists():
-        raise JUnitError(str(junit), f"pytest exited {proc.returncode} without writing it: {proc.stderr[-400:]!r}")
-    outcomes = parse_junit(junit.read_text(encoding="utf-8"), str(junit))
-    return summarise(str(file), device, proc.returncode, outcomes)
+    junit.unlink(missing_ok=True)  # never read a previous round's report
+    argv, env = local_test_run(file, device, junit, python=python, extra_args=extra_args)
+    res = proc.run(argv, cwd=cwd, env={**os.environ, **env}, timeout=timeout,
+                   log=junit.with_suffix(".log"))
+    if res.code == proc.NOT_FOUND and not junit.exists():
+        raise JUnitError(str(junit), f"pytest could not run with {python!r}: {res.tail(2)}")
+    return read_local_tests(file, device, [(res, junit)])

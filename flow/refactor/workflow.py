@@ -66,6 +66,7 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
                                  "give a path relative to the PyTorch checkout (--pytorch-dir, "
                                  "default the current directory) or an absolute path")
     gates.configured_devices(settings)  # a malformed device list is refused now; the probe stays lazy
+    gates.test_settings(settings)
     return RefactorData(file=str(absolute), rel=rel, repo=str(repo), field=_field(rel))  # type: ignore[arg-type]
 
 

@@ -9,7 +9,6 @@ object (the usual envelope plus ``report``) with ``--json``.
 from __future__ import annotations
 
 import argparse
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,13 @@ def repo_dir_of(value: str | None) -> Path:
     if not path.is_dir():
         raise WorkflowInputError(f"--repo-dir {str(path)!r} is not a directory",
                                  "pass the checkout of the PR branch (or run from inside it)")
-    probe = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-                           capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
+    from flow import proc
+
+    probe = proc.capture(["git", "-C", str(path), "rev-parse", "--show-toplevel"])
+    if not probe.ok:
         raise WorkflowInputError(f"{str(path)!r} is not inside a git repository",
                                  "pass --repo-dir DIR with the PR branch checked out")
-    return Path(probe.stdout.strip())
+    return Path(probe.text.strip())
 
 
 def check_bounds(depth: int, hub_limit: int) -> None:

@@ -6,7 +6,6 @@ is refused when it starts with ``-`` rather than passed where git would read an 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Literal, Protocol
@@ -42,21 +41,20 @@ class GitReader(Protocol):
 
 
 def _git(repo_dir: Path, *args: str) -> bytes:
-    try:
-        proc = subprocess.run(["git", "-C", str(repo_dir), *args], capture_output=True,
-                              check=False, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitError(f"git {args[0]} failed in {repo_dir}: {exc}",
-                       "check that git is installed and the directory is a repository") from exc
-    if proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip()
-        raise GitError(f"git {' '.join(args[:2])} failed in {repo_dir}: {err}",
+    from flow import proc
+
+    got = proc.capture(["git", "-C", str(repo_dir), *args], timeout=120)
+    if got.timed_out or got.code == proc.NOT_FOUND:
+        raise GitError(f"git {args[0]} failed in {repo_dir}: {got.problem}",
+                       "check that git is installed and the directory is a repository")
+    if not got.ok:
+        raise GitError(f"git {' '.join(args[:2])} failed in {repo_dir}: {got.problem}",
                        "check --base names a revision that exists here (fetch it first)")
-    return proc.stdout
+    return got.stdout
 
 
 class Git:
-    """The real git, run as a subprocess."""
+    """The real git, run through the process runner."""
 
     def changed(self, repo_dir: Path, base: str) -> list[ChangedFile]:
         """Changed files between the merge base of ``base`` and HEAD, renames detected.

@@ -8,7 +8,6 @@ base resolves in the checkout and that the PR exists before anything is written.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -75,9 +74,11 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Targ
         raise WorkflowInputError(f"--base {base!r} is missing or not a revision",
                                  "pass the revision the PR branches from, e.g. --base origin/main")
     repo_dir = _repo_dir(opts)
-    probe = subprocess.run(["git", "-C", str(repo_dir), "rev-parse", "--verify", "--quiet",
-                            f"{base}^{{commit}}"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
+    from flow import proc
+
+    probe = proc.capture(["git", "-C", str(repo_dir), "rev-parse", "--verify", "--quiet",
+                          f"{base}^{{commit}}"])
+    if not probe.ok:
         raise WorkflowInputError(f"--base {base!r} is not a commit in {str(repo_dir)!r}",
                                  "fetch it first (git fetch origin) or pass a SHA")
     depth = opts.get("depth") or 3

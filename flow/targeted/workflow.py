@@ -14,7 +14,6 @@ with ``--ci-check``, not here.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -233,9 +232,10 @@ def retrace(ctx: Any) -> Any:
     d: TargetedData = ctx.data
     fix = d.fixes[-1].commit
     where = Path(d.repo_dir)
-    probe = subprocess.run(["git", "-C", str(where), "merge-base", "--is-ancestor", fix, "HEAD"],
-                           capture_output=True, check=False)
-    if probe.returncode != 0:
+    from flow import proc
+
+    probe = proc.capture(["git", "-C", str(where), "merge-base", "--is-ancestor", fix, "HEAD"])
+    if not probe.ok:
         raise TargetedError(f"the fix commit {fix!r} is not in the history of HEAD in "
                             f"{str(where)!r}", "pull the PR branch there, then --resume")
     ran = [a.sha for f in d.files.values() for a in f.attempts if a.conclusion == "success"]

@@ -1,8 +1,9 @@
 """A one-step workflow that runs a background job (``ctx.job``) and reports how it ended;
 registered through ORCHESTRATOR_PLUGINS by the runner tests.
 
-``start jobs NAME`` with ``JOBFLOW_SCRIPT`` (Python source the job runs) and
-``JOBFLOW_TIMEOUT`` (seconds) in the environment.
+``start jobs NAME`` with ``JOBFLOW_SCRIPT`` (Python source the job runs),
+``JOBFLOW_TIMEOUT`` (seconds) and ``JOBFLOW_FOREGROUND=1`` (run it in the foreground
+instead) in the environment.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class JobData(BaseModel):
     name: str
     script: str
     timeout: float
-    runs: int = 0
+    foreground: bool = False
 
 
 def locate(opts: dict[str, Any], root: Path) -> str:
@@ -30,10 +31,18 @@ def locate(opts: dict[str, Any], root: Path) -> str:
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> JobData:
     return JobData(name=(opts.get("words") or ["job"])[0], script=settings["JOBFLOW_SCRIPT"],
-                   timeout=float(settings.get("JOBFLOW_TIMEOUT", "30")))
+                   timeout=float(settings.get("JOBFLOW_TIMEOUT", "30")),
+                   foreground=settings.get("JOBFLOW_FOREGROUND") == "1")
 
 
 def work(ctx: Any) -> Any:
+    if ctx.data.foreground:  # the same command as a foreground run of the step itself
+        from flow import proc
+
+        res = proc.run([sys.executable, "-c", ctx.data.script], log=ctx.path("logs/main.log"),
+                       timeout=ctx.data.timeout, cwd=str(ctx.dir))
+        return Done({"outcome": "finished", "code": res.code, "timed_out": res.timed_out,
+                     "lost": res.lost, "tail": res.tail(5), "log": str(res.log)})
     res = ctx.job("main", [sys.executable, "-c", ctx.data.script], log_name="logs/main.log",
                   timeout=ctx.data.timeout, cwd=str(ctx.dir))
     return Done({"outcome": "finished", "code": res.code, "timed_out": res.timed_out,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.contract.driver import SCRIPT, Driver
+from tests.proc import gone as _gone
 
 PLUGIN = {"ORCHESTRATOR_PLUGINS": "tests.proc.jobflow"}
 
@@ -36,18 +37,15 @@ def _until_done(drv: Driver, flow: str, limit: float = 60) -> dict[str, Any]:
         time.sleep(0.3)
 
 
-def _gone(pid: str | int, wait: float = 3.0) -> bool:
-    """True once ``pid`` has exited (a zombie waiting for init to reap it counts as gone)."""
-    stop = time.monotonic() + wait
-    while True:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().split()[2] in {"Z", "X"}:
-                return True
-        except OSError:
-            return True
-        if time.monotonic() > stop:
-            return False
+def _start_until(drv: Driver, ws: Path, name: str, marker: Path) -> subprocess.Popen[bytes]:
+    """Start `start jobs NAME` in the background; return once the job wrote ``marker``."""
+    cli = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(ws), "start",
+                            "jobs", name], env=drv.env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    stop = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < stop:
         time.sleep(0.05)
+    return cli
 
 
 def _state(ws: Path, flow: str) -> dict[str, Any]:
@@ -101,12 +99,7 @@ def test_kill_9_of_the_orchestrator_never_loses_or_restarts_the_job(tmp_path: Pa
     script = (f"open({str(marker)!r}, 'a').write('run\\n')\nimport time\ntime.sleep(2)\n"
               "print('finished')")
     drv = _driver(tmp_path / "ws", script, ORCHESTRATOR_FOREGROUND_S="60")
-    cli = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "ws"),
-                            "start", "jobs", "k"], env=drv.env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-    stop = time.monotonic() + 20
-    while not marker.exists() and time.monotonic() < stop:
-        time.sleep(0.05)
+    cli = _start_until(drv, tmp_path / "ws", "k", marker)
     cli.send_signal(signal.SIGKILL)
     cli.wait()
     done = _until_done(drv, "jobs/k")
@@ -188,3 +181,16 @@ def test_100_mib_of_output_keeps_the_orchestrator_small(tmp_path: Path) -> None:
     log = tmp_path / "ws" / "jobs" / "m" / "logs" / "main.log"
     assert log.stat().st_size < 9 * (1 << 20)
     assert "bytes of output cut" in log.read_text(errors="replace")
+
+
+def test_a_harness_giving_up_on_a_call_ends_its_foreground_children(tmp_path: Path) -> None:
+    """SIGTERM to a call running a foreground child ends the child's whole group too."""
+    pidfile = tmp_path / "child.pid"
+    script = (f"import os, subprocess, time\np = subprocess.Popen(['sleep', '60'])\n"
+              f"open({str(pidfile)!r}, 'w').write(str(p.pid))\ntime.sleep(60)")
+    drv = _driver(tmp_path / "ws", script, JOBFLOW_FOREGROUND="1")
+    cli = _start_until(drv, tmp_path / "ws", "g", pidfile)
+    time.sleep(0.2)
+    cli.send_signal(signal.SIGTERM)
+    assert -signal.SIGTERM == cli.wait(10)
+    assert _gone(pidfile.read_text())

@@ -11,24 +11,11 @@ from pathlib import Path
 import pytest
 
 from flow import proc
+from tests.proc import gone
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = [ROOT / "orchestrator.py", *(p for d in ("flow", "workspace", "agents", "reference")
                                         for p in (ROOT / d).rglob("*.py"))]
-
-
-def _alive(pid: int, wait: float = 3.0) -> bool:
-    """True while ``pid`` runs (a zombie waiting for init to reap it has ended)."""
-    stop = time.monotonic() + wait
-    while True:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().split()[2] in {"Z", "X"}:
-                return False
-        except OSError:
-            return False
-        if time.monotonic() > stop:
-            return True
-        time.sleep(0.05)
 
 
 def test_only_the_runner_imports_subprocess() -> None:
@@ -60,7 +47,7 @@ def test_a_child_left_holding_stdout_neither_blocks_nor_survives(tmp_path: Path)
                    log=tmp_path / "l.log", timeout=30)
     assert (1, "failing\n") == (res.code, res.output)
     assert time.monotonic() - started < 10
-    assert not _alive(int(pidfile.read_text()))
+    assert gone(pidfile.read_text())
 
 
 def test_a_timeout_ends_the_whole_group_and_says_so(tmp_path: Path) -> None:
@@ -71,14 +58,14 @@ def test_a_timeout_ends_the_whole_group_and_says_so(tmp_path: Path) -> None:
                    log=tmp_path / "l.log", timeout=1)
     assert (124, True) == (res.code, res.timed_out)
     assert "waiting" in res.output and "timed out after 1 s" in res.output
-    assert not _alive(int(pidfile.read_text()))
+    assert gone(pidfile.read_text())
 
 
 def test_the_timeout_is_capped_by_the_foreground_budget(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """No foreground run outlives ORCHESTRATOR_FOREGROUND_S, whatever timeout it asked for."""
     monkeypatch.setenv(proc.FOREGROUND_ENV, "1")
-    proc.begin_call()
+    monkeypatch.setattr(proc, "_call_started", time.monotonic())  # as begin_call, undone after
     res = proc.run(["sleep", "30"], log=tmp_path / "l.log", timeout=600)
     assert res.timed_out and res.duration_s < 10
 
@@ -139,3 +126,13 @@ def test_tools_run_through_their_interpreter_not_a_shebang(tmp_path: Path) -> No
     ran = proc.run(proc.tool(str(venv / "bin" / "python"), "json.tool", "--help"),
                    log=tmp_path / "t.log")
     assert 0 == ran.code and "json" in ran.output
+
+
+def test_a_bad_foreground_budget_is_a_usage_error(tmp_path: Path) -> None:
+    """ORCHESTRATOR_FOREGROUND_S that is not a positive number is refused with a hint (exit 2)."""
+    from tests.contract.driver import Driver
+
+    call = Driver(tmp_path, {proc.FOREGROUND_ENV: "ninety"}).call(["status", "--json"])
+    assert call.spec is not None
+    assert (2, "usage") == (call.code, call.spec["error"]["code"])
+    assert "ninety" in call.spec["error"]["message"] and call.spec["error"]["hint"]

@@ -1,0 +1,39 @@
+"""Only ``orchestrator.py mcp`` imports the mcp SDK; every other call stays as fast as before."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.contract.driver import ROOT, Driver
+
+TOY = {"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}
+
+
+def _modules_after(argv: list[str], env: dict[str, str]) -> set[str]:
+    code = ("import sys, io, orchestrator\n"
+            "sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
+            "orchestrator.main(sys.argv[1:])\n"
+            "sys.stderr.write('\\nMODULES ' + ' '.join(sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    return set(proc.stderr.rsplit("MODULES ", 1)[1].split())
+
+
+def test_resume_feed_status_and_schema_do_not_import_mcp(tmp_path: Path) -> None:
+    """--resume (full path), --feed, status and schema never import mcp, anyio or flow.mcp."""
+    drv = Driver(tmp_path, TOY)
+    spec = drv.call(["start", "toy", "fast"]).spec
+    task = spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
+    (Path(spec["workspace"]) / ".last_spec.json").unlink()
+    base = ["--workspace", str(tmp_path)]
+    for argv in ([*base, "--flow", "toy/fast", "--resume"],
+                 [*base, "--flow", "toy/fast", "--feed", "coder", "--feed-file", task["feed_file"]],
+                 [*base, "status", "--json"], [*base, "schema", "spec"]):
+        mods = _modules_after(argv, drv.env)
+        assert "orchestrator" in mods
+        assert not {m for m in mods if m.split(".")[0] in {"mcp", "mcp_types", "anyio"}
+                    or m.startswith("flow.mcp")}, argv
