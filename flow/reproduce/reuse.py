@@ -45,16 +45,16 @@ def installed_fingerprint(python: str) -> str:
     return "\n".join(names)
 
 
-def tree_fingerprint(path: str, log: Path) -> str:
+def tree_fingerprint(path: str) -> str:
     """Git HEAD and the uncommitted changes, or the source files' names/sizes/mtimes."""
-    status = proc.output(["git", "-C", path, "status", "--porcelain=v2", "--branch",
-                          "--untracked-files=all", "--", "."], log=log, timeout=60)
-    if status.code == 0:
-        text = status.output
+    status = proc.capture(["git", "-C", path, "status", "--porcelain=v2", "--branch",
+                           "--untracked-files=all", "--", "."], timeout=60)
+    if status.ok:
+        text = status.text
         if any(line and not line.startswith("#") for line in text.splitlines()):
-            diff = proc.output(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."],
-                               log=log, timeout=60)
-            text += diff.output
+            diff = proc.capture(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."],
+                                timeout=60)
+            text += diff.text
         return text
     parts: list[str] = []
     root = Path(path)
@@ -72,13 +72,13 @@ def tree_fingerprint(path: str, log: Path) -> str:
     return "\n".join(parts)
 
 
-def environment_key(source_dir: str | None, env: Mapping[str, str], log: Path) -> str:
+def environment_key(source_dir: str | None, env: Mapping[str, str]) -> str:
     """8 hex digits over the interpreter, the tree and the installed distributions."""
     python = interpreter(env)
     digest = hashlib.sha1(python.encode())
     digest.update(installed_fingerprint(python).encode())
     if source_dir and Path(source_dir).is_dir():
-        digest.update(tree_fingerprint(source_dir, log).encode(errors="replace"))
+        digest.update(tree_fingerprint(source_dir).encode(errors="replace"))
     return digest.hexdigest()[:8]
 
 

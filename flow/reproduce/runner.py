@@ -52,6 +52,14 @@ def run(argv: list[str], *, cwd: str | Path | None, env: Mapping[str, str], log:
     return result.code, result.output
 
 
+def query(argv: list[str], *, cwd: str | Path | None = None,
+          env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """``proc.capture`` for a query whose stdout is data (git, a JSON probe): (exit code,
+    stdout); stderr stays apart, so a warning cannot break the data."""
+    got = proc.capture(argv, cwd=cwd, env=env)
+    return got.code, got.text
+
+
 def foreground(key: str, argv: list[str], log: Path, env: Mapping[str, str],
                timeout: float, cwd: str | None = None) -> proc.Result:
     """A ``Launch`` in the foreground (``proc.run``): for callers without a flow."""

@@ -55,16 +55,12 @@ def describe_environment(ctx: Any, profile: Profile) -> Any:
     if envinfo.is_this_interpreter(python):
         output = envinfo.probe_here(packages)
     else:
-        _, output = runner.run(envinfo.probe_argv(python, packages), cwd=scratch(ctx),
-                               env=runner.clean_env(ctx.settings),
-                               log=ctx.path("logs/environment.log"))
+        _, output = runner.query(envinfo.probe_argv(python, packages), cwd=scratch(ctx),
+                                 env=runner.clean_env(ctx.settings))
     where = ctx.data.source_dir or ctx.data.tree
     tree = None
     if where:
-        def git(argv: list[str]) -> tuple[int, str]:
-            return runner.run(argv, cwd=None, env=dict(ctx.settings),
-                              log=ctx.path("logs/tree-state.log"))
-        tree = envinfo.tree_state(where, git)
+        tree = envinfo.tree_state(where, lambda argv: runner.query(argv, env=ctx.settings))
     env = envinfo.read_probe(python, output, project, packages, tree)
     if not ctx.data.installed_versions:
         ctx.data.installed_versions = {n: v for n, v in env.packages.items()

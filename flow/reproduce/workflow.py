@@ -132,7 +132,6 @@ def locate(opts: dict[str, Any], root: Path) -> str:
     """``reproduce/<12 hex over the inputs>-<8 hex over the environment>``
     (``reproduce/batch-...`` for a batch): see ``reuse`` for what the key covers."""
     import os
-    import tempfile
 
     from flow.reproduce.reuse import environment_key, unfinished
 
@@ -142,9 +141,7 @@ def locate(opts: dict[str, Any], root: Path) -> str:
     running = unfinished(root, prefix)
     if running is not None:
         return running
-    with tempfile.TemporaryDirectory() as tmp:  # the git query's log is not kept
-        env = environment_key(inputs["source_dir"], os.environ, Path(tmp) / "key.log")
-    return f"{prefix}-{env}"
+    return f"{prefix}-{environment_key(inputs['source_dir'], os.environ)}"
 
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
