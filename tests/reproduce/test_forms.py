@@ -131,8 +131,7 @@ ZeroDivisionError: division by zero
 
 
 def test_console_transcript_is_read_as_its_prompted_commands() -> None:
-    """A pasted transcript: only the ``$`` lines (and their continuations) are commands;
-    the traceback is output, not a failing setup step."""
+    """A pasted transcript's $ lines are the commands; its traceback is output, not a step."""
     from flow.reproduce.forms import parse_reproducer
 
     rep = parse_reproducer(TRANSCRIPT)

@@ -114,14 +114,12 @@ PYTHON_CASES = [
 @pytest.mark.parametrize("text,python,expected", PYTHON_CASES)
 def test_render_names_the_interpreter_and_keeps_shell_semantics(text: str, python: str,
                                                                 expected: str) -> None:
-    """A bare python/pytest becomes the environment's interpreter; double-quoted payloads
-    and $VAR expansions are kept as written; a variable the words expand is exported."""
+    """The environment's interpreter replaces bare python/pytest; quoting and $VAR are kept."""
     assert expected == render(parse_reproducer(text), python=python)
 
 
 def test_var_expansion_computes_what_the_original_did() -> None:
-    """The refined command of an exported variable used in python -c prints the same as
-    the original block, through bash."""
+    """An exported variable expanded in python -c gives the same output as the original block."""
     block = f'export GREETING=hello\n{PYTHON} -c "print(\'$GREETING world\')"'
     original = run(["bash", "-c", block])
     refined = run(["bash", "-c", render(parse_reproducer(block))])

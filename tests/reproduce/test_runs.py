@@ -45,8 +45,7 @@ def _call(drv: Driver, src: Path, command: str, *extra: str) -> dict[str, Any]:
 
 
 def test_non_utf8_output_is_read_and_resumable(calc: Path, tmp_path: Path) -> None:
-    """A reproducer printing b'caf\\xe9' ends REPRODUCED (not a decode bug), and a
-    --resume of the finished flow answers the same verdict."""
+    """Output with b'caf\\xe9' ends REPRODUCED, and a --resume answers the same verdict."""
     drv = Driver(tmp_path / "ws")
     command = 'python -c "import sys; sys.stdout.buffer.write(b\'caf\\xe9\\n\'); sys.exit(1)"'
     spec = _call(drv, calc, command, "--stage", "nightly")
@@ -64,8 +63,7 @@ HANGS = [
 
 @pytest.mark.parametrize("command", [h[1] for h in HANGS], ids=[h[0] for h in HANGS])
 def test_a_hang_is_cannot_verify_after_the_timeout(calc: Path, tmp_path: Path, command: str) -> None:
-    """``--timeout 3`` ends a hanging reproducer in every form: CANNOT_VERIFY with
-    'timed out after 3 s', never REPRODUCED, well before the 60 s sleep."""
+    """--timeout 3 ends a hang in every form as CANNOT_VERIFY 'timed out after 3 s', fast."""
     started = time.monotonic()
     spec = _call(Driver(tmp_path / "ws"), calc, command, "--timeout", "3", "--stage", "nightly")
     took = time.monotonic() - started
@@ -75,8 +73,7 @@ def test_a_hang_is_cannot_verify_after_the_timeout(calc: Path, tmp_path: Path, c
 
 
 def test_a_token_never_reaches_the_reproducer_or_a_log(calc: Path, tmp_path: Path) -> None:
-    """GITHUB_TOKEN in the orchestrator's environment: the reproducer sees none, and no
-    file of the workspace (state, logs, verdict) holds the sentinel."""
+    """A token in the orchestrator's env is unseen by the reproducer and in no workspace file."""
     sentinel = "ghp_sentinel_4f1c2a9e"
     drv = Driver(tmp_path / "ws", {"GITHUB_TOKEN": sentinel, "MY_API_TOKEN": sentinel})
     command = ('python -c "import os, sys; print(os.environ.get(\'GITHUB_TOKEN\'), '
@@ -91,9 +88,7 @@ def test_a_token_never_reaches_the_reproducer_or_a_log(calc: Path, tmp_path: Pat
 @pytest.mark.parametrize("name", ["ws space", 'ws" ;quote'])
 def test_stage2_venv_in_a_workspace_path_with_space_or_quotes(calc: Path, tmp_path: Path,
                                                                name: str) -> None:
-    """The Stage 2 venv lives under a workspace whose path holds a space or ``" ;``: the
-    build, the run with ``<venv python> -m pytest`` and refined_command all work, and the
-    verdict is REPRODUCED(source_build) naming that interpreter."""
+    """Stage 2 works under a workspace path with a space or '" ;' and its command fails alone."""
     drv = Driver(tmp_path / name, {"ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
     spec = _call(drv, calc, "pytest tests/test_slow.py::test_fails_only_in_the_built_venv")
     assert spec["status"] == "need_agent", spec
@@ -115,10 +110,7 @@ def test_stage2_venv_in_a_workspace_path_with_space_or_quotes(calc: Path, tmp_pa
 
 
 def test_batch_entries_do_not_share_what_setup_steps_install(calc: Path, tmp_path: Path) -> None:
-    """A batch entry whose setup installs a package gets its own environment: the same
-    command in a later entry still misses the package (CANNOT_VERIFY, missing dependency),
-    the project's interpreter never gets it, each entry keeps its own logs, and report.md
-    shows refined_command."""
+    """An entry's setup installs stay in its own env; logs per entry; report shows refined_command."""
     from tests.reproduce.conftest import build_wheel
 
     wheel = build_wheel(tmp_path / "wheels", "markerpkg", "1.0")
@@ -166,9 +158,7 @@ class TestHidden(unittest.TestCase):
 
 
 def test_a_resume_keeps_what_the_user_wrote_into_the_edited_file(calc: Path, tmp_path: Path) -> None:
-    """Killed after the skip marker was taken out of the file, then the user edits that
-    file, then --resume: the user's file is kept byte for byte (never overwritten by the
-    restore or by the re-run's edit) and the verdict says why it cannot verify."""
+    """Killed after the marker edit, then edited by the user: --resume keeps the user's file."""
     from tests.contract.driver import CRASH_HOOK
 
     target = calc / "tests" / "test_unittest_hidden.py"
@@ -209,9 +199,7 @@ def test_hidden():
 
 
 def test_a_pytest_skip_the_bypass_cannot_reach_is_taken_out_of_the_file(calc: Path, tmp_path: Path) -> None:
-    """Where ``-p no:skipping`` does not work (here a conftest reads an option of that
-    plugin, as some plugins do), the marker is taken out of the file for one run instead:
-    REPRODUCED, ``unskipped`` without a bypass, the file restored."""
+    """Where -p no:skipping fails, the pytest skip marker is taken out of the file for one run."""
     (calc / "tests" / "conftest.py").write_text(
         "def pytest_configure(config):\n    config.option.runxfail  # needs the skipping plugin\n")
     target = calc / "tests" / "test_strict.py"
@@ -226,8 +214,7 @@ def test_a_pytest_skip_the_bypass_cannot_reach_is_taken_out_of_the_file(calc: Pa
 
 
 def test_a_failed_build_quotes_its_real_error(calc: Path, tmp_path: Path) -> None:
-    """A project whose build backend is not there: the Stage 2 build fails and the
-    CANNOT_VERIFY blocker quotes the build's error lines, not only 'fails to build'."""
+    """A failed Stage 2 build's CANNOT_VERIFY blocker quotes the build's real error."""
     pyproject = calc / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace(
         'build-backend = "setuptools.build_meta"', 'build-backend = "no_such_backend_here"'))
@@ -245,9 +232,7 @@ def test_a_failed_build_quotes_its_real_error(calc: Path, tmp_path: Path) -> Non
 
 
 def test_a_verdict_is_reused_only_for_the_same_tree_and_interpreter(calc: Path, tmp_path: Path) -> None:
-    """The same command again prints the same verdict (same flow, same decided_at); after
-    a fix in the tree it is a new run that links the earlier flow in its notes, and the
-    verdict follows the code."""
+    """Same key reprints the verdict; after a fix in the tree it is a new run linking the old."""
     drv = Driver(tmp_path / "ws")
     command = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"
     first = _call(drv, calc, command, "--stage", "nightly")
@@ -264,8 +249,7 @@ def test_a_verdict_is_reused_only_for_the_same_tree_and_interpreter(calc: Path, 
 
 
 def test_another_interpreter_is_a_new_run(calc: Path, tmp_path: Path) -> None:
-    """ORCHESTRATOR_REPRODUCE_PYTHON naming another interpreter (a venv borrowing this
-    one's packages) gives a new flow, whose verdict names that interpreter."""
+    """Another ORCHESTRATOR_REPRODUCE_PYTHON is a new run whose verdict names that interpreter."""
     venv = tmp_path / "other"
     subprocess.run([PYTHON, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
                    check=True)

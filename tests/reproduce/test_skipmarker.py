@@ -124,8 +124,7 @@ RESUME_CASES = [
 @pytest.mark.parametrize("holds,result,after", RESUME_CASES, ids=[c[0] for c in RESUME_CASES])
 def test_restore_only_undoes_our_own_edit(tmp_path: Path, holds: str, result: str,
                                           after: str) -> None:
-    """The pending restore carries the hash of our edit: the file is restored only while
-    it is exactly that edit; a user's later change is kept as it is."""
+    """The file is restored only while it holds exactly our edit; a user's change is kept."""
     removal = remove_skip_marker(SOURCE.encode(), "TestFoo::test_a")
     contents = {"original": SOURCE.encode(), "edited": removal.modified,
                 "user": removal.modified + b"\n# the user's own line\n"}

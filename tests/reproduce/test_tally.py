@@ -112,8 +112,7 @@ CASES = [
 def test_refined_command_fails_in_a_fresh_shell_and_passes_after_the_fix(
         tree: Path, tmp_path: Path, command: str, extra: list[str], fix: str,
         expected: dict[str, Any]) -> None:
-    """REPRODUCED names the project's interpreter; its refined_command fails from a fresh
-    shell and passes once the fix is in the (editable) tree: nothing to rebuild."""
+    """Each REPRODUCED refined_command fails in env -i bash -c and passes after the fix."""
     verdict = _reproduce(tmp_path, tree, command.replace("TESTS", str(tree / "tests")), *extra)
     refined = verdict["refined_command"]
     before = fresh_shell(refined)
@@ -131,9 +130,7 @@ def test_refined_command_fails_in_a_fresh_shell_and_passes_after_the_fix(
 
 
 def test_unittest_skip_is_taken_off_the_file_and_named(tree: Path, tmp_path: Path) -> None:
-    """A unittest.skip hiding a failure: removed for one run (REPRODUCED), the file put
-    back byte for byte, and the verdict says refined_command alone does not fail then
-    (self_check.fails false) and names the decorator and its line."""
+    """unittest.skip: REPRODUCED, file restored, unskipped named, self_check.fails false."""
     test_file = tree / "tests" / "test_money.py"
     original = test_file.read_bytes()
     verdict = _reproduce(tmp_path, tree,
@@ -145,8 +142,7 @@ def test_unittest_skip_is_taken_off_the_file_and_named(tree: Path, tmp_path: Pat
 
 
 def test_environment_names_interpreter_versions_and_tree(tree: Path, tmp_path: Path) -> None:
-    """The verdict's environment names the interpreter, tally's version and how it is
-    installed, pytest's version, and the tree (not a git repository here)."""
+    """environment names the interpreter, tally's version and install kind, pytest, the tree."""
     verdict = _reproduce(tmp_path, tree,
                          f"pytest {tree}/tests/test_money.py::test_split_evenly_keeps_every_cent")
     env = verdict["environment"]
