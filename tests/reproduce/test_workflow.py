@@ -336,8 +336,7 @@ def _where(marks: Path) -> list[str]:
 def test_batch_killed_in_stages_2_and_3_resumes_at_its_entry(
         calc: Path, tmp_path: Path, fake_github: FakeGitHub) -> None:
     """A SIGKILL at sampled writes after the batch's build was fed (Stage 2 and 3 visits,
-    the CI alignment), then resume: the same rows, and each stage of an entry runs again
-    at most once (only the visit that was cut short)."""
+    the CI alignment), then resume: the same rows, and no stage of an entry runs again."""
     _ci_repo_with_wheel(fake_github, calc, tmp_path, "")
     marks = tmp_path / "marks"
     batch = tmp_path / "batch.json"
@@ -368,5 +367,5 @@ def test_batch_killed_in_stages_2_and_3_resumes_at_its_entry(
         assert "done" == spec["status"], f"point {n}: {spec}"
         assert (_rows(clean), set(clean_marks)) == (_rows(spec), set(ran)), f"point {n}"
         extra.append(len(ran) - len(clean_marks))
-    assert (["nightly", "source_build", "ci_env"], True, True) == (
-        clean_marks, set(extra) <= {0, 1}, 1 in extra), extra
+    # each run is a background job recorded in the state: a resumed flow never runs it again
+    assert (["nightly", "source_build", "ci_env"], {0}) == (clean_marks, set(extra)), extra
