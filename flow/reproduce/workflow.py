@@ -249,21 +249,23 @@ def finish(ctx: Any) -> Any:
     verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
     report = VerdictReport(verdict=verdict, installed_versions=ctx.data.installed_versions,
                            ci_image=ctx.data.ci_image, notes=ctx.data.notes)
+    from datetime import datetime, timezone
+
     dumped = report.model_dump(mode="json")
     ctx.write_json("verdict.json", dumped["verdict"])
-    ctx.write_json("report.json", dumped)
+    # when the verdict was reached: in the file only (the state stays the same whatever
+    # the clock, so a resumed flow ends exactly as an uninterrupted one)
+    ctx.write_json("report.json", {**dumped, "decided_at": datetime.now(timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")})
     steps = {
         "REPRODUCED": _reproduced_steps(verdict),
         "NOT_REPRODUCED": ["report to the user (or triage) that the failure no longer reproduces"],
         "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
         "CANNOT_VERIFY": ["fix the blocker, then re-run with --restart"],
     }[verdict.verdict]
-    from datetime import datetime, timezone
-
-    decided = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
-                 "verdict_path": str(ctx.path("verdict.json")), "decided_at": decided,
-                 "reuse_key": ctx.flow_id}, steps)
+                 "verdict_path": str(ctx.path("verdict.json")), "reuse_key": ctx.flow_id},
+                steps)
 
 
 STEPS = {

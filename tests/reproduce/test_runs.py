@@ -241,8 +241,10 @@ def test_a_verdict_is_reused_only_for_the_same_tree_and_interpreter(calc: Path, 
     source.write_text(source.read_text().replace("sum(values) // len(values)",
                                                  "sum(values) / len(values)"))
     fixed = _call(drv, calc, command, "--stage", "nightly")
-    assert (same["flow_id"], same["decided_at"], first["verdict"]["verdict"]) == (
-        first["flow_id"], first["decided_at"], "REPRODUCED")
+    decided = [json.loads((Path(s["workspace"]) / "report.json").read_text())["decided_at"]
+               for s in (first, same)]
+    assert (same["flow_id"], decided[1], first["verdict"]["verdict"]) == (
+        first["flow_id"], decided[0], "REPRODUCED")
     assert (fixed["flow_id"] != first["flow_id"], fixed["verdict"]["verdict"],
             any(first["flow_id"] in n for n in fixed["report"]["notes"])) == (
         True, "NOT_REPRODUCED", True), fixed["report"]["notes"]
