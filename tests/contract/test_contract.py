@@ -30,6 +30,14 @@ def _final_state(ws: Path) -> dict[str, Any]:
         raw.pop(key)
     for h in raw["history"]:
         h.pop("at")
+    for job in raw.get("jobs", {}).values():
+        # a background job's clock, pid and start count (a kill before its launch restarts
+        # it once) are not part of where the flow ends; what ran and how it ended is
+        for key in ("started_at", "deadline_at", "pid", "starts", "history"):
+            job.pop(key, None)
+        result = job.get("result") or {}
+        for key in ("duration_s", "header_bytes", "cut_bytes", "reason"):
+            result.pop(key, None)
     return raw
 
 
