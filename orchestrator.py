@@ -74,6 +74,7 @@ def _parser() -> Any:
     t.add_argument("--hub-limit", type=int)
     t.add_argument("--repo-dir")
     t.add_argument("--approved", action="store_true")
+    t.add_argument("--include-worktree", action="store_true", help="trace uncommitted changes too")
     return p
 
 

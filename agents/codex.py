@@ -51,13 +51,33 @@ def render_task(task: TaskRecord, agents: dict[str, str]) -> dict[str, Any]:
     return spawn
 
 
+def cron_line(cron_interval: str, resume: str, log_file: str, job_id: str) -> str:
+    """A crontab line that runs from a plain crontab: absolute interpreter and paths (in
+    `resume`), `cd /`, output appended to the log, `%` escaped (cron turns a bare `%` into a
+    newline), and the job id as a trailing comment so the line can be found and replaced."""
+    command = f"cd / && {resume} >> {log_file} 2>&1"
+    return f"{cron_interval} {command.replace('%', chr(92) + '%')} # {job_id}"
+
+
 def cron_on_complete(resume: str, cron_interval: str, poll_seconds: int, skill: str,
-                     log_file: str) -> dict[str, Any]:
+                     log_file: str, job: dict[str, Any], env_note: str = "") -> dict[str, Any]:
+    """Polling for Codex, plus a crontab line for a person; both name the flow's one job."""
+    jid = job["cron_job_id"]
+    line = cron_line(cron_interval, resume, log_file, jid)
+    note = ("Codex has no cron: poll by running poll_command every poll_interval_seconds (one "
+            f"poll loop per cron_job_id; if one runs for {jid}, change its interval when "
+            "interval_changed is true instead of starting another), or ask a person to install "
+            f"user_cron_line with crontab -e, replacing any line that ends with '# {jid}'. "
+            "Stop polling and remove the line when a later call prints status done.")
+    if env_note:
+        note += " " + env_note
     return {
         "action": "poll",
         "poll_interval_seconds": poll_seconds,
         "poll_command": resume,
-        "user_cron_line": f"{cron_interval} {resume} >> {log_file} 2>&1",
-        "note": "Codex has no cron: poll by running poll_command every poll_interval_seconds, "
-                "or ask a person to install user_cron_line with crontab -e.",
+        "cron_job_id": jid,
+        "interval_changed": job["interval_changed"],
+        "rule": job["rule"],
+        "user_cron_line": line,
+        "note": note,
     }

@@ -71,6 +71,21 @@ def _alive(pid: int | None, spec: Path) -> bool:
     return str(spec).encode() in cmdline
 
 
+def _find_supervisor(spec: Path) -> int | None:
+    """The pid of a running supervisor of ``spec``, found in /proc (None if there is none)."""
+    needle = str(spec).encode()
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline and b"supervise" in cmdline:
+            return int(entry.name)
+    return None
+
+
 def _launch(rec: JobRecord, flow_dir: Path, env: Mapping[str, str], stdin: str | None) -> int:
     spec, result, pgid = _files(flow_dir, rec.job_id)
     spec.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +135,15 @@ def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any
         state_jobs[job_id] = rec
         save("job_recorded", {"job_id": job_id})  # before the start: no kill can start it twice
         rec.pid = _launch(rec, flow_dir, clean, stdin)
+        save("job_started", {"job_id": job_id, "pid": rec.pid})
+    if rec.pid is None and rec.result is None:
+        # Recorded, but the call that recorded it died before it saved the supervisor's pid:
+        # adopt a supervisor that did start, else start it now (a first start, not a loss).
+        rec.pid = _find_supervisor(spec)
+        if rec.pid is None and _read_result(result_file) is None:
+            now = time.time()
+            rec.started_at, rec.deadline_at = now, now + rec.timeout_s
+            rec.pid = _launch(rec, flow_dir, clean, stdin)
         save("job_started", {"job_id": job_id, "pid": rec.pid})
     while True:
         done = _read_result(result_file)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -150,14 +151,116 @@ def human_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) ->
                          "option. Nothing proceeds until then.", **q.extra)
 
 
+CRON_FILE = "cron_job.json"  # the flow's cron job as last printed: id, interval, created_at
+CLAUDE_EXPIRY_DAYS = 7  # Claude Code: a recurring task expires 7 days after it was created
+EXPIRY_ENV = "ORCHESTRATOR_CRON_EXPIRY_DAYS"  # early Claude Code releases used 3 days
+
+
+def _expiry() -> tuple[timedelta, timedelta]:
+    """(when Claude Code deletes a recurring job, when to ask for its renewal: a day before,
+    or halfway for an expiry of two days or less)."""
+    import os
+
+    try:
+        days = float(os.environ.get(EXPIRY_ENV) or CLAUDE_EXPIRY_DAYS)
+    except ValueError:
+        days = CLAUDE_EXPIRY_DAYS
+    days = days if days > 0 else CLAUDE_EXPIRY_DAYS
+    return timedelta(days=days), timedelta(days=max(days - 1, days / 2))
+
+
+CRON_RULE = ("One cron job per flow, named by cron_job_id. Create it once. If a job with this "
+             "id exists already, keep it; when interval_changed is true, change its interval "
+             "to the one given (delete it and create it anew with the same id). When a later "
+             "call prints status done, delete it. Never create a second job for this id.")
+
+
+def cron_job_id(flow_id: str) -> str:
+    """The stable name of a flow's one cron job."""
+    return f"orchestrator:{flow_id}"
+
+
+def shipped_skill(skill: str) -> str:
+    """`skill` if the project ships it (agents/skills/<name>/SKILL.md), else the shipped driver
+    skill, else "": a cron prompt never names a skill the harness cannot load."""
+    skills = Path(__file__).resolve().parents[1] / "agents" / "skills"
+    for name in (skill, "skill-orchestrator"):
+        if name and (skills / name / "SKILL.md").is_file():
+            return name
+    return ""
+
+
+def _cron_job(workspace: Path, flow_id: str, interval: str, harness: str,
+              now: datetime) -> dict[str, Any]:
+    """Read and update the flow's cron record: whether the interval changed since the last
+    printed spec, when the job was created, and whether it must be renewed now (Claude's
+    recurring jobs expire; the renewal resets the creation time)."""
+    from workspace.atomic import write_atomic
+    from workspace.jsonio import dumps, loads
+
+    path = workspace / CRON_FILE
+    try:
+        prev = loads(path.read_bytes())
+        if not isinstance(prev, dict):
+            prev = {}
+    except (OSError, ValueError):
+        prev = {}
+    created = prev.get("created_at") if prev.get("harness") == harness else None
+    renew = False
+    expiry, renew_after = _expiry()
+    if created and harness == "claude" and now - datetime.fromisoformat(created) >= renew_after:
+        renew, created = True, None
+    changed = bool(prev) and prev.get("interval") != interval
+    if changed and harness == "claude":
+        created = None  # the harness deletes and re-creates the job: its expiry clock restarts
+    record = {"cron_job_id": cron_job_id(flow_id), "harness": harness, "interval": interval,
+              "created_at": created or now.isoformat()}
+    if prev != record:
+        write_atomic(path, dumps(record))
+    job = {"cron_job_id": record["cron_job_id"], "interval_changed": changed,
+           "previous_interval": prev.get("interval") if changed else None,
+           "created_at": record["created_at"], "renew": renew, "rule": CRON_RULE}
+    if harness == "claude":
+        job["expires_at"] = (datetime.fromisoformat(record["created_at"]) + expiry).isoformat()
+        job["renew_by"] = (datetime.fromisoformat(record["created_at"]) + renew_after).isoformat()
+    return job
+
+
 def cron_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands, reason: str,
               cron_interval: str, poll_seconds: int, skill: str,
               extra: dict[str, Any]) -> dict[str, Any]:
+    """`schedule_cron`: the harness's way back plus the flow's one cron job (id, interval
+    change, expiry). See CRON_RULE and docs on the flow's `cron_job.json`."""
     log_file = shlex.quote(str(workspace / "logs" / "cron.log"))
+    job = _cron_job(workspace, state.flow_id, cron_interval, cmds.harness, datetime.now(timezone.utc))
+    access = (state.data or {}).get("access")
+    env_note = ""
+    if isinstance(access, dict) and not access.get("token_file"):
+        env_note = ("This flow found its GitHub token in the environment; a crontab line runs "
+                    "without it. To run user_cron_line, restart the flow with "
+                    "ORCHESTRATOR_GITHUB_TOKEN_FILE=/abs/path/to/a/file/holding/the/token.")
     oc = _adapter(cmds.harness).cron_on_complete(cmds.resume(), cron_interval, poll_seconds,
-                                                  skill, log_file)
+                                                  shipped_skill(skill), log_file, job, env_note)
     return envelope(state, root, "schedule_cron", cmds.harness, workspace, reason=reason,
+                    cron_job_id=job["cron_job_id"], interval_changed=job["interval_changed"],
                     on_complete=oc, resume_command=cmds.resume(), **extra)
+
+
+def _done_cron(workspace: Path) -> dict[str, Any]:
+    """On `done`: which cron job to delete (when the flow ever scheduled one)."""
+    from workspace.jsonio import loads
+
+    try:
+        record = loads((workspace / CRON_FILE).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict) or "cron_job_id" not in record:
+        return {}
+    return {"cron_job_id": record["cron_job_id"],
+            "cron_job": {"action": "delete", "cron_job_id": record["cron_job_id"],
+                         "note": "The flow is done: delete its cron job (Claude: CronDelete the "
+                                 "job whose prompt starts with this id; Codex: stop polling and "
+                                 "remove the crontab line ending with this id)."}}
 
 
 def done_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) -> dict[str, Any]:
@@ -165,8 +268,9 @@ def done_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) -> 
     next_steps = result.pop("next_steps", [])
     if state.aborted:
         result.setdefault("outcome", "aborted")
+    cron = {k: v for k, v in _done_cron(workspace).items() if k not in result}
     return envelope(state, root, "done", cmds.harness, workspace, next_steps=next_steps,
-                    **result)
+                    **cron, **result)
 
 
 def error_spec(err: Any, root: Path, harness: str, state: FlowState | None = None,

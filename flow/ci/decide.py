@@ -5,14 +5,19 @@ steps (flow/ci/workflow.py) carry it out. Precedence, first match wins:
 
 0. the PR is merged or closed: end (`merged` / `closed`); nothing is left to watch, and a
    debugger or re-run on it would be wasted work (or a push to a merged branch)
-1. the debugger pushed a commit and the PR head has not moved off the debugged head: wait
+1. the debugger pushed a commit and the PR head has not moved off the debugged head: wait,
+   until `push_deadline_minutes` after the debugger's result; then stop (`needs_attention`:
+   the push never reached the PR)
 2. a regression: hand it to the debugger (a new fix round), or stop with `gave_up` once
    `max_rounds` rounds were used
 3. infra or flaky checks in a *completed* workflow run not re-run before: re-run its failed
    jobs (once per run id, ever)
-4. anything still pending (including infra in a run that is still going): wait
+4. anything still pending (including infra in a run that is still going): wait, until
+   `run_deadline_minutes` after this head started waiting; then stop (`timed_out`, naming
+   what is still pending)
 5. red checks nobody here can fix (broken trunk, infra or flaky that failed again after its
-   re-run, a red status with no workflow run): stop with `needs_attention`
+   re-run or whose re-run GitHub refused, a red status with no workflow run): stop with
+   `needs_attention`
 6. every check green or ignored, at least one green: `all_green`
 7. otherwise (only ignored checks): wait; that is never "all checks passed"
 
@@ -21,14 +26,19 @@ Imports no PyGithub.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from flow.ci.classify import RED, CheckVerdict, TickClassification
+from flow.github.access import Access
 from flow.github.models import PullInfo, WorkflowRunState
+from flow.github.trouble import Trouble
 
 DEFAULT_MAX_ROUNDS = 3
+DEFAULT_PUSH_DEADLINE_MINUTES = 120
+DEFAULT_RUN_DEADLINE_MINUTES = 12 * 60
 
 
 class Failure(BaseModel):
@@ -55,6 +65,7 @@ class Rerun(BaseModel):
     attempt: int  # the run's attempt when the re-run was decided
     head_sha: str
     checks: list[str] = Field(default_factory=list)
+    refused: str | None = None  # GitHub's refusal ("403 Must have admin rights ..."): never retried
 
 
 class Awaiting(BaseModel):
@@ -63,6 +74,7 @@ class Awaiting(BaseModel):
     model_config = ConfigDict(extra="forbid")
     from_sha: str
     pushed: str
+    since: str | None = None  # ISO UTC: when the debugger reported the push
 
 
 class FixRound(BaseModel):
@@ -79,7 +91,8 @@ class EndReport(BaseModel):
     """How the flow ends; set by the step that decides it, read by the report and done steps."""
 
     model_config = ConfigDict(extra="forbid")
-    outcome: Literal["all_green", "gave_up", "needs_attention", "merged", "closed"]
+    outcome: Literal["all_green", "gave_up", "needs_attention", "timed_out", "stopped", "merged",
+                     "closed"]
     reason: str
     head_sha: str
     still_failing: list[Failure] = Field(default_factory=list)
@@ -106,6 +119,13 @@ class CiData(BaseModel):
     end: EndReport | None = None
     marked_ready: bool = False
     comment_url: str | None = None
+    access: Access = Field(default_factory=Access)  # API URL and token file, fixed at the start
+    github: Trouble = Field(default_factory=Trouble)  # waits and questions after GitHub said no
+    push_deadline_minutes: int = Field(default=DEFAULT_PUSH_DEADLINE_MINUTES, ge=1)
+    run_deadline_minutes: int = Field(default=DEFAULT_RUN_DEADLINE_MINUTES, ge=1)
+    waiting_sha: str | None = None  # the head CI is being waited on, and since when (ISO UTC)
+    waiting_since: str | None = None
+    report_problems: list[str] = Field(default_factory=list)  # end writes GitHub refused
 
 
 Action = Literal["wait", "debug", "rerun", "stop", "green", "closed"]
@@ -132,9 +152,16 @@ def failure_of(v: CheckVerdict) -> Failure:
         log_truncated=bool(v.log and v.log.truncated))
 
 
+def _minutes_since(stamp: str | None, now: datetime) -> float:
+    if not stamp:
+        return 0.0
+    return (now - datetime.fromisoformat(stamp)).total_seconds() / 60
+
+
 def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullInfo,
-           data: CiData) -> Decision:
+           data: CiData, now: datetime | None = None) -> Decision:
     """The next action for this tick; see the module docstring. Never raises."""
+    now = now or datetime.now(timezone.utc)
     head_sha = pull.head_sha
     if pull.state == "closed":
         outcome: Literal["merged", "closed"] = "merged" if pull.merged else "closed"
@@ -143,6 +170,14 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullI
                                       reason=f"PR #{pull.number} was {outcome} on GitHub; "
                                              f"CI is no longer watched"))
     if data.awaiting is not None and head_sha == data.awaiting.from_sha:  # both full shas from GitHub
+        waited = _minutes_since(data.awaiting.since, now)
+        if waited > data.push_deadline_minutes:
+            return Decision(action="stop", ci_phase="needs_attention", reason=(
+                "the debugger's push never reached the PR"), end=EndReport(
+                outcome="needs_attention", head_sha=head_sha, still_failing=list(data.failures),
+                reason=f"the debugger reported pushing {data.awaiting.pushed[:12]}, but after "
+                       f"{int(waited)} minutes (deadline {data.push_deadline_minutes}) the PR head "
+                       f"is still {head_sha[:12]}: the push went elsewhere or failed"))
         return Decision(action="wait", ci_phase="waiting_for_push",
                         reason=f"the debugger pushed {data.awaiting.pushed[:12]}; the PR head is "
                                f"still {head_sha[:12]}")
@@ -182,6 +217,15 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullI
     waiting_runs = [v for v in result.verdicts if v.category in ("infra", "flaky")
                     and v.check.run_id is not None and v.check.run_id not in done_runs]
     if pending or waiting_runs:
+        waited = _minutes_since(data.waiting_since, now) if data.waiting_sha == head_sha else 0.0
+        if waited > data.run_deadline_minutes:
+            names = sorted({v.check.name for v in [*pending, *waiting_runs]})
+            return Decision(action="stop", ci_phase="timed_out", reason="CI ran past its deadline",
+                            end=EndReport(outcome="timed_out", head_sha=head_sha,
+                                          reason=f"{len(names)} check(s) still not finished after "
+                                                 f"{int(waited)} minutes (deadline "
+                                                 f"{data.run_deadline_minutes}): {', '.join(names)}",
+                                          still_failing=[failure_of(v) for v in [*pending, *waiting_runs]]))
         return Decision(action="wait", ci_phase="waiting_for_ci",
                         reason=f"{len(pending) + len(waiting_runs)} check(s) still running "
                                f"on {head_sha[:12]}")
@@ -191,7 +235,7 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullI
         return Decision(action="stop", ci_phase="needs_attention", reason=(
             "checks fail for reasons a code fix here cannot address"),
             end=EndReport(outcome="needs_attention", head_sha=head_sha,
-                          reason=_why(red, done_runs),
+                          reason=_why(red, {r.run_id: r for r in data.reruns}),
                           still_failing=[failure_of(v) for v in red]))
     if result.all_green:
         return Decision(action="green", ci_phase="done", reason="every check passed",
@@ -202,12 +246,16 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullI
                     reason="no check has passed yet (only ignored ones reported)")
 
 
-def _why(red: list[CheckVerdict], done_runs: set[int]) -> str:
+def _why(red: list[CheckVerdict], reruns: dict[int, Rerun]) -> str:
     parts = []
     for v in red:
+        done = reruns.get(v.check.run_id) if v.check.run_id is not None else None
         if v.category == "broken_trunk":
             parts.append(f"{v.check.name}: also fails at the merge base (broken trunk)")
-        elif v.check.run_id in done_runs:
+        elif done is not None and done.refused:
+            parts.append(f"{v.check.name}: GitHub refused to re-run run {done.run_id} "
+                         f"({done.refused}); someone with write access must re-run it")
+        elif done is not None:
             parts.append(f"{v.check.name}: failed the same way after its one re-run "
                          f"({v.reason})")
         else:

@@ -7,6 +7,7 @@ Flow id `ci/<owner>/<repo>/pr-<N>`. States:
     ci_monitor --green / stop--> ci_report --finished_green--> ci_done
     ci_debug --stop--> ci_report --finished_red--> ci_stopped
     ci_monitor --pr_closed--> ci_closed
+    ci_monitor / ci_rerun --abandon--> ci_stopped   (a person answered `stop` to a GitHub question)
 
 `ci_monitor` observes once per call (flow.ci.observe) and carries out `flow.ci.decide`:
 pending -> `schedule_cron` in phase ci_monitor; regressions -> one debugger task in
@@ -20,15 +21,26 @@ GitHub writes survive a crash between the write and the save: the intent is save
 (`rerun_pending`, `end`), and each write checks remote state before acting (the run's
 attempt number, the PR's draft flag, a marker in the PR's comments).
 
-Settings (environment): GITHUB_TOKEN / GH_TOKEN, ORCHESTRATOR_GITHUB_API,
-ORCHESTRATOR_CI_MAX_ROUNDS (default 3), ORCHESTRATOR_CI_COMMENT=1 (comment on the PR when
-the flow stops without green), ORCHESTRATOR_GITHUB_BACKOFF (first retry wait, seconds).
+When GitHub says no, every step has an outcome (flow.github.trouble): rate limits and
+outages sleep (`schedule_cron`, ci_phase `rate_limited` / `github_unavailable`) until GitHub
+may answer; a refused token, permission, 404 or 422 asks a person (`need_human`: retry once
+mended, or stop). A refused re-run is a decision, not a question: it is recorded on the
+re-run (`refused`), never sent again, and the failures it would have re-run are reported to
+a person (`needs_attention`, the summary names the refusal). A refused end write (mark
+ready, the comment) is recorded in `report_problems` and named in the result.
+
+Settings (environment, read when the flow starts and kept in its state): GITHUB_TOKEN /
+GH_TOKEN (read on every tick, never stored), ORCHESTRATOR_GITHUB_TOKEN_FILE (a file holding
+the token, for cron jobs), ORCHESTRATOR_GITHUB_API, ORCHESTRATOR_CI_MAX_ROUNDS (default 3),
+ORCHESTRATOR_CI_COMMENT=1 (comment on the PR when the flow stops without green),
+ORCHESTRATOR_CI_PUSH_DEADLINE_MINUTES (default 120: how long to wait for the debugger's push
+to reach the PR), ORCHESTRATOR_CI_RUN_DEADLINE_MINUTES (default 720: how long one head may
+stay pending), ORCHESTRATOR_GITHUB_BACKOFF (first retry wait, seconds; read every tick).
 PyGithub is imported only inside the steps that talk to GitHub.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -36,16 +48,26 @@ from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, render
-from flow.ci.decide import DEFAULT_MAX_ROUNDS, Awaiting, CiData, Decision, EndReport, FixRound, decide
+from flow.ci.decide import (
+    DEFAULT_MAX_ROUNDS, DEFAULT_PUSH_DEADLINE_MINUTES, DEFAULT_RUN_DEADLINE_MINUTES, Awaiting, CiData,
+    Decision, EndReport, FixRound, decide,
+)
+from flow.ci.end import REFUSALS, closed, done, report, stopped
+from flow.ci.end import extra_for as _extra
+from flow.ci.end import waiting_fields as _waiting
 from flow.ci.feeds import DebuggerResult
-from flow.ci.text import failures_text, history_text, stop_comment
+from flow.ci.text import failures_text, history_text
 from flow.errors import WorkflowInputError
+from flow.github.access import Access, access_from, connect_with
+from flow.github.trouble import guarded
 from flow.outcome import Ask, Done, Go, Sleep, Task
 from flow.workflow import Workflow
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 MAX_ROUNDS_ENV = "ORCHESTRATOR_CI_MAX_ROUNDS"
 COMMENT_ENV = "ORCHESTRATOR_CI_COMMENT"
+PUSH_DEADLINE_ENV = "ORCHESTRATOR_CI_PUSH_DEADLINE_MINUTES"
+RUN_DEADLINE_ENV = "ORCHESTRATOR_CI_RUN_DEADLINE_MINUTES"
 CACHE = "github_cache.json"
 
 
@@ -55,10 +77,9 @@ def _repo_dir(opts: Mapping[str, Any]) -> Path:
     return Path(opts.get("repo_dir") or ".").resolve()
 
 
-def _client(settings: Mapping[str, str]) -> Any:
-    from flow.github.client import connect
-
-    return connect(env=settings)  # reads the token, API URL and backoff settings itself
+def _client(access: Access, settings: Mapping[str, str]) -> Any:
+    """A client for the flow's recorded API URL; the token from the environment or the file."""
+    return connect_with(access, settings)
 
 
 def _target(opts: Mapping[str, Any]) -> tuple[str, int]:
@@ -81,7 +102,7 @@ def _target(opts: Mapping[str, Any]) -> tuple[str, int]:
         return repo, number
     from flow.github.reads import locate_pr
 
-    pull = locate_pr(_client(os.environ), _repo_dir(opts), None, repo)
+    pull = locate_pr(_client(access_from(os.environ), os.environ), _repo_dir(opts), None, repo)
     return pull.repo, pull.number
 
 
@@ -94,26 +115,44 @@ def locate(opts: dict[str, Any], root: Path) -> str:
 
 
 def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> CiData:
-    """Initial data; checks token, repository and PR now, so a bad start writes nothing."""
+    """Initial data; checks token, repository and PR now, so a bad start writes nothing.
+
+    GitHub rate limited or down at the start is no error: the flow starts and its first
+    tick sleeps until GitHub may answer (the wait is recorded, so it asks nothing sooner).
+    """
+    from flow.github.errors import GitHubUnavailable, RateLimited
     from flow.github.reads import get_pull
+    from flow.github.trouble import Trouble, transient
 
     repo, number = _target(opts)
     rounds, comment = _max_rounds(settings), _comment_on_stop(settings)
-    pull = get_pull(_client(settings), repo, number)
-    return CiData(repo=repo, number=number, pr_url=pull.html_url,
-                  mark_ready=bool(opts.get("mark_ready")), max_rounds=rounds,
-                  comment_on_stop=comment, head_sha=pull.head_sha)
+    push = _positive(settings, PUSH_DEADLINE_ENV, DEFAULT_PUSH_DEADLINE_MINUTES, "minutes")
+    runs = _positive(settings, RUN_DEADLINE_ENV, DEFAULT_RUN_DEADLINE_MINUTES, "minutes")
+    access = access_from(settings)
+    data = CiData(repo=repo, number=number, mark_ready=bool(opts.get("mark_ready")),
+                  max_rounds=rounds, comment_on_stop=comment, access=access,
+                  push_deadline_minutes=push, run_deadline_minutes=runs)
+    try:
+        pull = get_pull(_client(access, settings), repo, number)
+    except (RateLimited, GitHubUnavailable) as err:
+        trouble = Trouble()
+        transient(err, trouble, {})
+        return data.model_copy(update={"github": trouble})
+    return data.model_copy(update={"pr_url": pull.html_url, "head_sha": pull.head_sha})
+
+
+def _positive(settings: Mapping[str, str], name: str, default: int, unit: str) -> int:
+    raw = settings.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise WorkflowInputError(f"{name}={raw!r} is not a positive whole number",
+                                 f"unset it for {default} {unit}, or set e.g. {name}={default}")
+    return int(raw)
 
 
 def _max_rounds(settings: Mapping[str, str]) -> int:
-    raw = settings.get(MAX_ROUNDS_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_ROUNDS
-    if not raw.isdigit() or int(raw) < 1:
-        raise WorkflowInputError(f"{MAX_ROUNDS_ENV}={raw!r} is not a positive whole number",
-                                 f"unset it for {DEFAULT_MAX_ROUNDS} rounds, or set e.g. "
-                                 f"{MAX_ROUNDS_ENV}=2")
-    return int(raw)
+    return _positive(settings, MAX_ROUNDS_ENV, DEFAULT_MAX_ROUNDS, "rounds")
 
 
 def _comment_on_stop(settings: Mapping[str, str]) -> bool:
@@ -129,44 +168,40 @@ def _comment_on_stop(settings: Mapping[str, str]) -> bool:
 
 # -- shared pieces -------------------------------------------------------------------------
 
-def _waiting(d: CiData, ci_phase: str) -> dict[str, Any]:
-    return {"pr_url": d.pr_url, "pr_number": d.number, "head_sha": d.head_sha,
-            "ci_phase": ci_phase, "fix_round": d.fix_round}
-
-
-def _rate_limited(d: CiData, err: Any, now: datetime | None = None) -> Sleep:
-    """Come back when GitHub's budget refills: `*/N` with N the minutes left (1..59).
-
-    A `*/N` cron fires within N minutes whatever the harness's time zone; firing a little
-    early only costs one more rate-limited answer, which GitHub does not count.
-    """
-    now = now or datetime.now(timezone.utc)
-    seconds = max((err.reset_at - now).total_seconds(), 0.0) + 5
-    minutes = min(max(math.ceil(seconds / 60), 1), 59)
-    return Sleep(f"GitHub rate limit reached; it resets at {err.reset_at.isoformat()}: "
-                 f"next tick in about {minutes} minute(s)", cron_interval=f"*/{minutes} * * * *",
-                 poll_seconds=int(math.ceil(seconds)), extra=_waiting(d, "rate_limited"))
+def _abandon(d: CiData) -> Any:
+    """A person answered `stop` to a GitHub question: end honestly, naming the failure."""
+    def stop(reason: str) -> Go:
+        d.end = EndReport(outcome="stopped", head_sha=d.head_sha, still_failing=list(d.failures),
+                          reason=f"stopped by a person after GitHub refused: {reason}")
+        return Go("abandon")
+    return stop
 
 
 # -- steps ---------------------------------------------------------------------------------
 
 def monitor(ctx: Any) -> Any:
     """Observe once; act on `flow.ci.decide`'s decision."""
-    from flow.ci.observe import observe
-    from flow.github.errors import RateLimited
-
     d: CiData = ctx.data
-    try:
-        obs = observe(_client(ctx.settings), d.repo, d.number, ctx.path(CACHE),
-                      awaiting_head=d.awaiting.from_sha if d.awaiting is not None else None)
-    except RateLimited as err:
-        return _rate_limited(d, err)
+    return guarded(ctx, d.github, "ci_monitor", lambda: _monitor(ctx, d), _abandon(d), _extra(d))
+
+
+def _monitor(ctx: Any, d: CiData) -> Any:
+    from flow.ci.observe import observe
+
+    now = datetime.now(timezone.utc)
+    obs = observe(_client(d.access, ctx.settings), d.repo, d.number, ctx.path(CACHE),
+                  awaiting_head=d.awaiting.from_sha if d.awaiting is not None else None)
     d.head_sha = obs.pull.head_sha
     d.pr_url = obs.pull.html_url or d.pr_url
-    decision: Decision = decide(obs.classification, obs.head.runs, obs.pull, d)
+    decision: Decision = decide(obs.classification, obs.head.runs, obs.pull, d, now)
     if d.awaiting is not None and decision.ci_phase != "waiting_for_push":
         d.awaiting = None  # the head moved: a new round starts on it
     ctx.log(f"{decision.action}: {decision.reason}")
+    if decision.action == "wait" and decision.ci_phase == "waiting_for_ci":
+        if d.waiting_sha != d.head_sha:
+            d.waiting_sha, d.waiting_since = d.head_sha, now.isoformat()
+    elif decision.action != "wait":
+        d.waiting_sha = d.waiting_since = None
     if decision.action == "wait":
         return Sleep(decision.reason, extra=_waiting(d, decision.ci_phase))
     if decision.action == "debug":
@@ -200,7 +235,8 @@ def debug(ctx: Any) -> Any:
         fixes_applied=[f.model_dump() for f in res.fixes_applied],
         unrelated=[u.model_dump() for u in res.unrelated], pushed_commit=res.pushed_commit))
     if res.pushed_commit:
-        d.awaiting = Awaiting(from_sha=d.head_sha, pushed=res.pushed_commit)
+        d.awaiting = Awaiting(from_sha=d.head_sha, pushed=res.pushed_commit,
+                              since=datetime.now(timezone.utc).isoformat())
         return Go("debugged")
     unrelated = {u.check_name for u in res.unrelated}
     if d.failures and {f.check_name for f in d.failures} <= unrelated:
@@ -212,89 +248,36 @@ def debug(ctx: Any) -> Any:
 
 
 def rerun(ctx: Any) -> Any:
-    """Re-run the failed jobs of each pending run, unless GitHub shows it was done already."""
-    from flow.github.actions import rerun_failed_jobs
-    from flow.github.errors import RateLimited
+    """Re-run the failed jobs of each pending run, unless GitHub shows it was done already.
 
+    A refusal (403 "Must have admin rights to Repository.", 404, 409, 422) is recorded on the
+    re-run and never sent again; decide then reports those failures to a person.
+    """
     d: CiData = ctx.data
-    try:
-        client = _client(ctx.settings)
-        for item in d.rerun_pending:
+    return guarded(ctx, d.github, "ci_rerun", lambda: _rerun(ctx, d), _abandon(d), _extra(d))
+
+
+def _rerun(ctx: Any, d: CiData) -> Any:
+    from flow.github.actions import rerun_failed_jobs
+    from flow.github.errors import GitHubRequestFailed
+
+    client = _client(d.access, ctx.settings)
+    for item in list(d.rerun_pending):
+        try:
             _, _, run = client.get_json(f"/repos/{d.repo}/actions/runs/{item.run_id}")
             # A crash after the POST but before the save left the intent: the attempt moved on.
             if int((run or {}).get("run_attempt") or 1) <= item.attempt:
                 rerun_failed_jobs(client, d.repo, item.run_id)
-            d.reruns.append(item)
-            d.rerun_pending = [r for r in d.rerun_pending if r.run_id != item.run_id]
-    except RateLimited as err:
-        return _rate_limited(d, err)
+        except GitHubRequestFailed as err:
+            if err.status not in REFUSALS:
+                raise
+            item = item.model_copy(update={"refused": f"{err.status} {err.reason}"})
+            d.github.history.append(f"ci_rerun: re-run of run {item.run_id} refused: {err.status} "
+                                    f"{err.reason}")
+            ctx.log(f"re-run of run {item.run_id} refused: {err.status} {err.reason}")
+        d.reruns.append(item)
+        d.rerun_pending = [r for r in d.rerun_pending if r.run_id != item.run_id]
     return Go("rerun_requested")
-
-
-def report(ctx: Any) -> Any:
-    """The end's GitHub writes, each idempotent by remote state; then the terminal state."""
-    from flow.github.actions import list_comments, mark_ready, post_comment
-    from flow.github.errors import RateLimited
-
-    d: CiData = ctx.data
-    end = d.end
-    assert end is not None, "ci_report is only entered with data.end set"
-    try:
-        client = _client(ctx.settings)
-        if end.outcome == "all_green":
-            if d.mark_ready and not d.marked_ready:
-                mark_ready(client, d.repo, d.number)  # no-op (False) when already ready
-                d.marked_ready = True
-            return Go("finished_green")
-        if d.comment_on_stop and d.comment_url is None:
-            marker = f"<!-- orchestrator:{ctx.flow_id}:{end.outcome}:round-{d.fix_round} -->"
-            if not any(marker in body for body in list_comments(client, d.repo, d.number)):
-                d.comment_url = post_comment(client, d.repo, d.number, stop_comment(d, marker))
-            else:
-                d.comment_url = ""  # posted by an earlier run of this step
-    except RateLimited as err:
-        return _rate_limited(d, err)
-    return Go("finished_red")
-
-
-def done(ctx: Any) -> Any:
-    d: CiData = ctx.data
-    assert d.end is not None
-    result = {"outcome": "all_green", "pr_url": d.pr_url, "pr_number": d.number,
-              "head_sha": d.end.head_sha, "fix_history": [r.model_dump() for r in d.fix_history],
-              "fix_rounds": d.fix_round, "marked_ready": d.marked_ready,
-              "recovered_flaky": d.end.recovered}
-    steps = [] if d.marked_ready else [f"Mark the PR ready for review: gh pr ready {d.number} "
-                                       f"--repo {d.repo} (or re-run with --mark-ready)."]
-    steps.append("Delete this PR's CI cron job (CronDelete) or poll loop: the flow is finished.")
-    return Done(result, steps)
-
-
-def stopped(ctx: Any) -> Any:
-    d: CiData = ctx.data
-    assert d.end is not None
-    failing = [f.model_dump() for f in d.end.still_failing]
-    result = {"outcome": d.end.outcome, "reason": d.end.reason, "pr_url": d.pr_url,
-              "pr_number": d.number, "head_sha": d.end.head_sha, "still_failing": failing,
-              "fix_history": [r.model_dump() for r in d.fix_history], "fix_rounds": d.fix_round,
-              "comment_url": d.comment_url or None}
-    names = ", ".join(sorted({f.check_name for f in d.end.still_failing})) or "(none listed)"
-    steps = [f"CI is NOT green; do not mark the PR ready. Still failing: {names}.",
-             "Delete this PR's CI cron job (CronDelete) or poll loop.",
-             "After fixing by hand (or once trunk is fixed), watch again with: "
-             + ctx.cmds.cli("--ci-check", "--repo", d.repo, "--pr-number", str(d.number),
-                            "--restart")]
-    return Done(result, steps)
-
-
-def closed(ctx: Any) -> Any:
-    d: CiData = ctx.data
-    assert d.end is not None
-    result = {"outcome": d.end.outcome, "reason": d.end.reason, "pr_url": d.pr_url,
-              "pr_number": d.number, "head_sha": d.end.head_sha, "fix_rounds": d.fix_round,
-              "fix_history": [r.model_dump() for r in d.fix_history]}
-    return Done(result, [f"Delete this PR's CI cron job (CronDelete) or poll loop: the PR is "
-                         f"{d.end.outcome}, nothing is left to watch."])
 
 
 WORKFLOW = Workflow(
@@ -308,6 +291,7 @@ WORKFLOW = Workflow(
         ("stop", "ci_debug", "ci_report"),
         ("finished_green", "ci_report", "ci_done"), ("finished_red", "ci_report", "ci_stopped"),
         ("pr_closed", "ci_monitor", "ci_closed"),
+        ("abandon", "ci_monitor", "ci_stopped"), ("abandon", "ci_rerun", "ci_stopped"),
     ),
     initial="ci_monitor",
     terminal=frozenset({"ci_done", "ci_stopped", "ci_closed"}),

@@ -7,7 +7,9 @@ snapshot models) stays cheap. Modules:
 - `errors`    typed errors (MissingToken, BadSetting, UnknownRepo, NoPullRequest, RateLimited, ...)
 - `models`    pydantic snapshots the adapter produces and `flow.ci.classify` reads
 - `remote`    owner/repo and branch from a local git checkout's `origin`
-- `client`    connect(): settings, retries with backoff, error translation
+- `access`    the API URL and token file a flow records at its start (cron-safe)
+- `client`    connect(): settings, retries with backoff, error translation, rate-limit kinds
+- `trouble`   what a step does when GitHub says no: sleep (limits, outages) or ask a person
 - `cache`     the on-disk ETag cache for conditional requests
 - `reads`     find the PR, read a head commit's checks, statuses and workflow runs
 - `actions`   job logs, re-run failed jobs, comments, labels, mark ready

@@ -6,6 +6,7 @@ from flow.ci.logs import LogExcerpt, trim_log
 from flow.ci.patterns import Patterns, load_patterns
 from flow.github.client import GitHubClient
 from flow.github.errors import GitHubRequestFailed
+from flow.github.reads import list_all
 
 
 def job_log(client: GitHubClient, repo: str, job_id: int, max_bytes: int = 2_000_000) -> str:
@@ -39,24 +40,27 @@ def rerun_failed_jobs(client: GitHubClient, repo: str, run_id: int) -> None:
 
 
 def post_comment(client: GitHubClient, repo: str, number: int, body: str) -> str:
-    """Post an issue comment on PR/issue `number`; returns the comment's html_url."""
-    issue = client.lazy_repo(repo).get_issue(number)
-    comment = client.call(lambda: issue.create_comment(body), what=f"repos/{repo}/issues/{number}/comments",
-                          write=True)
-    return comment.html_url
+    """Post an issue comment on PR/issue `number`; returns the comment's html_url.
+
+    Raw JSON through the client's wrapper (no PyGithub object that could fetch the issue
+    first, outside the retries). Not retried on a timeout: it may have been posted."""
+    path = f"/repos/{repo}/issues/{number}/comments"
+    _, data = client.call(lambda: client.requester.requestJsonAndCheck("POST", path, input={"body": body}),
+                          what=path[1:], write=True)
+    return str((data or {}).get("html_url") or "")
 
 
 def list_comments(client: GitHubClient, repo: str, number: int) -> list[str]:
     """Bodies of the comments on `number`, oldest first (all pages)."""
-    issue = client.lazy_repo(repo).get_issue(number)
-    return client.call(lambda: [c.body for c in issue.get_comments()], what=f"repos/{repo}/issues/{number}/comments")
+    return [c.get("body") or "" for c in list_all(client, f"/repos/{repo}/issues/{number}/comments")]
 
 
 def add_labels(client: GitHubClient, repo: str, number: int, labels: list[str]) -> list[str]:
-    """Add labels to PR/issue `number`; returns the labels it now carries."""
-    issue = client.lazy_repo(repo).get_issue(number)
-    client.call(lambda: issue.add_to_labels(*labels), what=f"repos/{repo}/issues/{number}/labels", write=True)
-    return client.call(lambda: [lb.name for lb in issue.get_labels()], what=f"repos/{repo}/issues/{number}/labels")
+    """Add labels to PR/issue `number`; returns the labels it now carries (GitHub's answer)."""
+    path = f"/repos/{repo}/issues/{number}/labels"
+    _, data = client.call(lambda: client.requester.requestJsonAndCheck("POST", path, input={"labels": labels}),
+                          what=path[1:], write=True)
+    return [lb.get("name", "") for lb in data or []]
 
 
 def mark_ready(client: GitHubClient, repo: str, number: int) -> bool:

@@ -33,6 +33,7 @@ from flow.github.errors import (
 DEFAULT_API = "https://api.github.com"
 API_ENV = "ORCHESTRATOR_GITHUB_API"
 BACKOFF_ENV = "ORCHESTRATOR_GITHUB_BACKOFF"
+TIMEOUT_ENV = "ORCHESTRATOR_GITHUB_TIMEOUT"
 TOKEN_ENVS = ("GITHUB_TOKEN", "GH_TOKEN")
 T = TypeVar("T")
 
@@ -41,7 +42,7 @@ class ClientSettings(BaseModel):
     """Transport knobs. Defaults suit a cron tick; tests shrink the waits."""
 
     model_config = ConfigDict(extra="forbid")
-    timeout: int = 30
+    timeout: int = 30  # seconds per request (PyGithub takes whole seconds)
     attempts: int = 3
     backoff: float = 1.0  # first wait; doubles per retry
     max_backoff: float = 30.0
@@ -81,9 +82,10 @@ class GitHubClient:
             try:
                 return fn()
             except github.GithubException as e:
-                limited = _rate_limit_reset(e)
+                limited = rate_limit_of(e.status, e.headers or {}, e.data)
                 if limited is not None:
-                    raise RateLimited(utc_from_epoch(limited), what) from None
+                    reset, kind, after = limited
+                    raise RateLimited(utc_from_epoch(reset), what, kind, after) from None
                 if e.status < 500:
                     raise self._failed(what, e) from None
                 last = f"HTTP {e.status}"
@@ -97,12 +99,7 @@ class GitHubClient:
 
     def _failed(self, what: str, e: github.GithubException) -> GitHubRequestFailed:
         message = self.redact(str((e.data or {}).get("message", "")) if isinstance(e.data, dict) else "")
-        hint = ""
-        if e.status == 401:
-            hint = "the token was refused: export a valid GITHUB_TOKEN (or GH_TOKEN)"
-        elif e.status == 404:
-            hint = "check the owner/repo, the number and that the token can read the repository"
-        return GitHubRequestFailed(what, e.status, message or "no message", hint)
+        return GitHubRequestFailed(what, e.status, message or "no message")
 
     def repo(self, full_name: str) -> Any:
         """The PyGithub Repository; UnknownRepo when GitHub answers 404."""
@@ -162,47 +159,85 @@ def _short(url: str) -> str:
     return "/" + url.split("://", 1)[-1].split("/", 1)[-1] if "://" in url else url
 
 
-def _rate_limit_reset(e: github.GithubException) -> float | None:
-    """Epoch seconds when the limit resets, or None if `e` is not a rate-limit answer."""
-    headers = {k.lower(): v for k, v in (e.headers or {}).items()}
-    limited = isinstance(e, github.RateLimitExceededException) or e.status == 429 or (
-        e.status == 403 and headers.get("x-ratelimit-remaining") == "0"
-    )
-    if not limited:
+SECONDARY_MIN_WAIT = 60.0  # GitHub: "wait for at least one minute before retrying"
+
+
+def rate_limit_of(status: int, headers: Mapping[str, Any], data: Any,
+                  now: float | None = None) -> tuple[float, str, float | None] | None:
+    """(epoch seconds to wait until, "primary" | "secondary", retry-after) for a rate-limit
+    answer, None for anything else (a 403 permission refusal included).
+
+    GitHub's documented order: a `retry-after` header names the wait; else
+    `x-ratelimit-remaining: 0` means the primary budget is spent until `x-ratelimit-reset`;
+    else a 403/429 saying "secondary rate limit" (budget left) means wait at least a minute.
+    """
+    if status not in (403, 429):
         return None
-    if "retry-after" in headers:
-        return time.time() + float(headers["retry-after"])
-    if "x-ratelimit-reset" in headers:
-        return float(headers["x-ratelimit-reset"])
-    return time.time() + 60.0
+    now = time.time() if now is None else now
+    h = {k.lower(): str(v) for k, v in headers.items()}
+    message = str(data.get("message", "")) if isinstance(data, dict) else ""
+    remaining = h.get("x-ratelimit-remaining")
+    secondary = "secondary rate limit" in message.lower()
+    if "retry-after" in h:
+        try:
+            after = max(float(h["retry-after"]), 0.0)
+        except ValueError:
+            after = SECONDARY_MIN_WAIT
+        return now + after, "primary" if remaining == "0" and not secondary else "secondary", after
+    if remaining == "0" and not secondary:
+        try:
+            return float(h["x-ratelimit-reset"]), "primary", None
+        except (KeyError, ValueError):
+            return now + SECONDARY_MIN_WAIT, "primary", None
+    if secondary or status == 429 or "rate limit" in message.lower():
+        return now + SECONDARY_MIN_WAIT, "secondary", None
+    return None
+
+
+def _seconds(env: Mapping[str, str], name: str, minimum: float) -> float | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= minimum):
+        raise BadSetting(name, raw, f"a number of seconds, {minimum:g} or more (e.g. 1 or 0.5)")
+    return value
 
 
 def _settings_from(env: Mapping[str, str]) -> ClientSettings:
-    raw = env.get(BACKOFF_ENV, "").strip()
-    if not raw:
-        return ClientSettings()
-    try:
-        backoff = float(raw)
-    except ValueError:
-        backoff = math.nan
-    if not (math.isfinite(backoff) and backoff >= 0):
-        raise BadSetting(BACKOFF_ENV, raw, "a number of seconds, 0 or more (e.g. 1 or 0.5)")
-    return ClientSettings(backoff=backoff)
+    """ORCHESTRATOR_GITHUB_BACKOFF (first retry wait) and ORCHESTRATOR_GITHUB_TIMEOUT (per
+    request, default 30), in seconds."""
+    backoff, timeout = _seconds(env, BACKOFF_ENV, 0), _seconds(env, TIMEOUT_ENV, 1)
+    s = ClientSettings()
+    if backoff is not None:
+        s = s.model_copy(update={"backoff": backoff})
+    if timeout is not None:
+        s = s.model_copy(update={"timeout": math.ceil(timeout)})
+    return s
 
 
 def connect(api_url: str | None = None, token: str | None = None, *,
             settings: ClientSettings | None = None, env: Mapping[str, str] | None = None,
-            sleep: Callable[[float], None] = time.sleep) -> GitHubClient:
+            sleep: Callable[[float], None] = time.sleep, token_file: str | None = None) -> GitHubClient:
     """A client for `api_url` (else $ORCHESTRATOR_GITHUB_API, else api.github.com).
 
-    Without `settings`, the backoff comes from $ORCHESTRATOR_GITHUB_BACKOFF when set.
-    Makes no request. Raises MissingToken when no token is given or found in
-    GITHUB_TOKEN / GH_TOKEN, BadSetting when the backoff is not a number of seconds.
+    The token: `token`, else GITHUB_TOKEN / GH_TOKEN, else the file `token_file` (see
+    flow.github.access.read_token_file). Without `settings`, the backoff comes from
+    $ORCHESTRATOR_GITHUB_BACKOFF when set. Makes no request. Raises MissingToken when no
+    token is found, BadSetting when the backoff is not a number of seconds or the token file
+    cannot be read.
     """
+    from flow.github.access import read_token_file
+
     env = os.environ if env is None else env
     token = token or next((env[k] for k in TOKEN_ENVS if env.get(k)), None)
+    if not token and token_file:
+        token = read_token_file(token_file)
     if not token:
-        raise MissingToken()
+        raise MissingToken(token_file)
     url = (api_url or env.get(API_ENV) or DEFAULT_API).rstrip("/")
     s = settings or _settings_from(env)
     gh = Github(

@@ -20,10 +20,13 @@ class GitHubError(OrchestratorError):
 class MissingToken(GitHubError):
     code = "github_missing_token"
 
-    def __init__(self) -> None:
+    def __init__(self, token_file: str | None = None) -> None:
+        where = f", and the token file {token_file!r} holds none" if token_file else ""
         super().__init__(
-            "no GitHub token: neither GITHUB_TOKEN nor GH_TOKEN is set",
-            "export GITHUB_TOKEN=<a token with repo and actions scope> (or GH_TOKEN), then re-run",
+            f"no GitHub token: neither GITHUB_TOKEN nor GH_TOKEN is set{where}",
+            "export GITHUB_TOKEN=<a token with repo and actions scope> (or GH_TOKEN), or name a "
+            "file that holds it with ORCHESTRATOR_GITHUB_TOKEN_FILE=/abs/path when the flow starts "
+            "(a cron job's minimal environment then still finds it), then re-run",
         )
 
 
@@ -75,16 +78,26 @@ class NoOriginRemote(GitHubError):
 
 
 class RateLimited(GitHubError):
-    """The API budget is spent; `reset_at` is when GitHub says it refills (UTC)."""
+    """GitHub refused for a rate limit; `reset_at` is the earliest time to ask again (UTC).
+
+    `kind` "primary": the hourly budget is spent (`x-ratelimit-remaining: 0`), `reset_at` is
+    GitHub's `x-ratelimit-reset`. "secondary": too much too fast; `retry_after` is GitHub's
+    `retry-after` when it sent one, else None and `reset_at` is one minute on (GitHub's
+    documented minimum; callers grow the wait when it happens again).
+    """
 
     code = "github_rate_limited"
 
-    def __init__(self, reset_at: datetime, path: str) -> None:
+    def __init__(self, reset_at: datetime, path: str, kind: str = "primary",
+                 retry_after: float | None = None) -> None:
         self.reset_at = reset_at
+        self.kind = kind
+        self.retry_after = retry_after
+        when = "it resets at" if kind == "primary" else "ask again after"
         super().__init__(
-            f"GitHub rate limit reached on {path!r}; it resets at {reset_at.isoformat()}",
-            "wait until the reset time (schedule the next tick then); do not retry sooner",
-            reset_at=reset_at.isoformat(),
+            f"GitHub {kind} rate limit reached on {path!r}; {when} {reset_at.isoformat()}",
+            "wait until then (schedule the next tick then); do not retry sooner",
+            reset_at=reset_at.isoformat(), kind=kind,
         )
 
 
@@ -102,17 +115,36 @@ class GitHubUnavailable(GitHubError):
 
 
 class GitHubRequestFailed(GitHubError):
-    """A 4xx other than rate limiting, or an unexpected answer."""
+    """A 4xx other than rate limiting, or an unexpected answer. `reason` is GitHub's message."""
 
     code = "github_request_failed"
 
     def __init__(self, path: str, status: int, message: str, hint: str = "") -> None:
         self.status = status
+        self.path = path
+        self.reason = message
         super().__init__(
             f"GitHub answered {status} to {path!r}: {message}",
-            hint or "check the token's scopes and the repository name",
+            hint or _HINTS.get(status, "check the token's scopes and the repository name"),
             status=status,
         )
+
+    @property
+    def kind(self) -> str:
+        """auth (401), permission (403), not_found (404), invalid (422) or other."""
+        return {401: "auth", 403: "permission", 404: "not_found", 422: "invalid"}.get(self.status, "other")
+
+
+_HINTS = {
+    401: "the token was refused (expired or revoked): export a valid GITHUB_TOKEN (or GH_TOKEN), or "
+         "update the file named by ORCHESTRATOR_GITHUB_TOKEN_FILE",
+    403: "the token lacks the permission for this: use a token with write access to the "
+         "repository (a classic token with repo and workflow scopes, or a fine-grained token with "
+         "Actions, Issues and Pull requests write), or ask a maintainer to do it",
+    404: "check the owner/repo and the number, and that the token can read the repository "
+         "(GitHub answers 404 to a token that may not see a private repository)",
+    422: "GitHub refused the request as invalid (e.g. a run that cannot be re-run any more)",
+}
 
 
 class LinkExpired(GitHubError):

@@ -213,8 +213,10 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
     per_page = client.settings.per_page
     raw_checks, n1, checks_same = read_all(client, cache, f"/repos/{repo}/commits/{sha}/check-runs",
                                            {"filter": "all", "per_page": per_page}, "check_runs")
-    combined, _, status_same = get_conditional(client, cache, f"/repos/{repo}/commits/{sha}/status",
-                                               {"per_page": per_page})
+    # The combined status lists its statuses a page at a time too (a commit can carry hundreds).
+    statuses, n2, status_same = read_all(client, cache, f"/repos/{repo}/commits/{sha}/status",
+                                         {"per_page": per_page}, "statuses")
+    combined = {"statuses": statuses}
     runs_url, runs_params = _runs_request(repo, sha, per_page)
     cached = cached_all(cache, runs_url, runs_params, "workflow_runs") if checks_same and status_same else None
     if cached is not None and cached_runs_still_hold(raw_checks, combined, cached):
@@ -255,7 +257,31 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
             conclusion=None if pending else st["state"], details_url=st.get("target_url"),
             summary=st.get("description") or "",
         ))
-    return CommitChecks(sha=sha, checks=checks, history=history, runs=runs, requests=n1 + 1 + n3)
+    return CommitChecks(sha=sha, checks=checks, history=history, runs=runs, requests=n1 + n2 + n3)
+
+
+def list_all(client: GitHubClient, path: str, params: dict[str, Any] | None = None,
+             limit: int | None = None) -> list[Any]:
+    """Every item of a bare-list endpoint (comments, labels, pulls), following Link rel=next,
+    each page through the client's wrapper; stops after `limit` items. Raw JSON: nothing is
+    completed by a later, unwrapped request."""
+    items: list[Any] = []
+    next_url: str | None = path
+    query: dict[str, Any] = {"per_page": client.settings.per_page, **(params or {})}
+    while next_url and (limit is None or len(items) < limit):
+        _, headers, body = client.get_json(next_url, query)
+        items.extend(body or [])
+        m = _NEXT.search(headers.get("link", "") or headers.get("Link", ""))
+        next_url, query = (m.group(1) if m else None), {}
+    return items[:limit] if limit is not None else items
+
+
+def run_jobs(client: GitHubClient, repo: str, run_id: int, attempt: int | None = None) -> list[dict[str, Any]]:
+    """Every job of a workflow run (its latest attempt, or `attempt`), all pages (a matrix run
+    can have hundreds of jobs; one page holds at most 100)."""
+    url = f"/repos/{repo}/actions/runs/{run_id}" + (f"/attempts/{attempt}/jobs" if attempt else "/jobs")
+    jobs, _ = get_all(client, ETagCache(None), url, {"per_page": client.settings.per_page}, "jobs")
+    return jobs
 
 
 def read_tick(client: GitHubClient, repo: str, number: int, cache_path: Path | None = None) -> tuple[PullInfo, CommitChecks]:

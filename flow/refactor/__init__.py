@@ -7,14 +7,19 @@ Modules, each a function of its inputs returning typed results:
 - ``assess``     phase 1: the stdlib-``ast`` assessment of a test file
 - ``analysis``   phase 2: the analyst report model and its check against the assessment
 - ``distribute`` phase 3: analyst report + catalogue -> ordered per-rule coder tasks
-- ``codemods``   phase 4 (mechanical rules): libcst rewrites (TR001, TR002, TR009)
+- ``devices``    which device strings are placements and which are PyTorch device checks
+- ``codemods``   phase 4 (mechanical rules): libcst rewrites (TR001 + TR002 in one pass, TR009)
+- ``imports``    the codemods' import edits and usort with PyTorch's settings
 - ``sentinels``  phase 4 (TR010): dynamo sentinel files renamed by file name
 - ``mechanical`` phase 3's IO: applies the codemods from snapshots, so a re-run repeats them
-- ``verify`` / ``lint``  phase 5: deterministic checks reporting ``findings.Finding``
+- ``verify`` / ``lint``  phase 5: deterministic checks reporting ``findings.Finding`` (pyflakes included)
+- ``decisions``  disputes of findings, their decisions and waivers; local-test verdict checks
+- ``interpreter`` which Python runs the tests (the checkout's environment when found)
 - ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
 - ``summary``    phase 7: ``final_summary.md``
-- ``workflow``   the engine wiring; its steps are ``steps`` (phases 1-4) and ``gates`` (5-7)
+- ``workflow``   the engine wiring; its steps are ``steps`` (phases 1-4), ``fixloop`` (5-6:
+  verify, review, fix rounds) and ``gates`` (6.5-7: the local test gate, the summary)
 
 Nothing here imports libcst at package import; ``codemods`` imports it lazily.
 """

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from flow.refactor.devices import DEVICE_STRING, GATE_NAMES, dotted, scan
 from flow.refactor.errors import SourceSyntaxError
 
-DEVICE_STRING = re.compile(r"^(cuda|xpu|mps|hpu)(:\d+)?$")
+__all__ = ["DEVICE_STRING", "GATE_NAMES", "Assessment", "assess_source", "assess_tree", "dotted", "parse"]
+
 #: Cheap text prefilter: a function whose source matches none of these cannot hold a
 #: device literal or a gate, so its subtree is not walked (walking dominates run time).
 SUSPECT = re.compile(r"cuda|xpu|mps|hpu|TEST_")
-#: Module-level flags PyTorch tests use as availability gates.
-GATE_NAMES = frozenset({"TEST_CUDA", "TEST_MULTIGPU", "TEST_CUDNN", "TEST_XPU", "TEST_MPS"})
 INSTANTIATORS = {
     "instantiate_device_type_tests": "device_type",
     "instantiate_parametrized_tests": "parametrized",
@@ -147,20 +146,6 @@ class Assessment(_Model):
         return [i for i in self.instantiations if i.target == name]
 
 
-def dotted(node: ast.expr) -> str:
-    """Return ``a.b.c`` for a Name/Attribute chain, the callee's name for a Call, else ''."""
-    if isinstance(node, ast.Call):
-        return dotted(node.func)
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
-
-
 def _segment(lines: list[str], node: ast.expr) -> str:
     """Source text of ``node``: sliced from its line when it is one ASCII line, else unparsed.
 
@@ -182,29 +167,11 @@ def _decorator(node: ast.expr, lines: list[str]) -> Decorator:
     return Decorator(name=dotted(node), line=node.lineno, args=args)
 
 
-def _walk(nodes: list[ast.stmt] | list[ast.expr]) -> Iterator[ast.AST]:
-    for node in nodes:
-        yield from ast.walk(node)
-
-
 def _scan_body(nodes: list[ast.stmt] | list[ast.expr]) -> tuple[list[DeviceLiteral], list[Gate]]:
-    """Collect hard-coded devices and availability gates anywhere under ``nodes``."""
-    literals: list[DeviceLiteral] = []
-    gates: list[Gate] = []
-    for sub in _walk(nodes):
-        if isinstance(sub, ast.Constant):
-            if isinstance(sub.value, str) and DEVICE_STRING.match(sub.value):
-                literals.append(DeviceLiteral(value=sub.value, line=sub.lineno))
-        elif isinstance(sub, ast.Call):
-            func = sub.func
-            if isinstance(func, ast.Attribute):
-                if func.attr == "cuda" and not sub.args:
-                    literals.append(DeviceLiteral(value=".cuda()", line=sub.lineno))
-                elif func.attr == "is_available" and dotted(func).endswith("cuda.is_available"):
-                    gates.append(Gate(kind="is_available", text=dotted(func) + "()", line=sub.lineno))
-        elif isinstance(sub, ast.Name) and sub.id in GATE_NAMES:
-            gates.append(Gate(kind="flag", text=sub.id, line=sub.lineno))
-    return literals, gates
+    """Hard-coded devices and availability gates under ``nodes`` (``flow.refactor.devices``)."""
+    literals, gates = scan(nodes)
+    return ([DeviceLiteral(value=v, line=n) for v, n in literals],
+            [Gate(kind=k, text=t, line=n) for k, t, n in gates])  # type: ignore[arg-type]
 
 
 def _takes_device(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -10,6 +10,7 @@ tests the plan marks ``device_specific`` may legitimately disappear there.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -31,26 +32,44 @@ class CollectResult(BaseModel):
     stderr_tail: str
 
 
+def collect_argv(file: Path, python: str = sys.executable) -> list[str]:
+    """``python -m pytest FILE --collect-only -q`` (no cache written into the checkout)."""
+    return [python, "-m", "pytest", str(file), "--collect-only", "-q", "-p", "no:cacheprovider"]
+
+
+_NODE = re.compile(r"^[^\s:][^:]*\.py::\S")
+
+
+def read_collected(file: Path, code: int, output: str) -> CollectResult:
+    """The node ids of a collect-only run's output (the lines before pytest's summary that
+    name a ``file.py::...`` node); ``CollectError`` when it did not collect (exit not 0 or 5)."""
+    ids = []
+    for line in output.splitlines():
+        if line.startswith("=") or line.startswith("no tests ran"):
+            break  # the summary and the warnings after it name nodes too: not collected items
+        if _NODE.match(line):
+            ids.append(line.strip())
+    result = CollectResult(node_ids=ids, returncode=code, stderr_tail=output[-2000:])
+    if code not in (0, 5):
+        raise CollectError(str(file), f"exited {code}: {result.stderr_tail[-400:]!r}")
+    return result
+
+
 def collect_tests(file: Path, cwd: Path, *, python: str = sys.executable, timeout: float = 600.0,
                   env: dict[str, str] | None = None) -> CollectResult:
-    """Run ``python -m pytest FILE --collect-only -q`` in ``cwd``; return the node ids.
+    """Run the collect-only command in ``cwd`` in the foreground; return the node ids (the
+    workflow runs the same command as a background job, ``fixloop._collected``).
 
     Raises ``CollectError`` when pytest fails to collect (exit code not 0 or 5), cannot be
     started (no such interpreter) or times out.
     """
     from flow import proc as runner
 
-    cmd = [python, "-m", "pytest", str(file), "--collect-only", "-q", "-p", "no:cacheprovider"]
-    got = runner.capture(cmd, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
+    got = runner.capture(collect_argv(file, python), cwd=cwd,
+                         env={**os.environ, **(env or {})}, timeout=timeout)
     if got.timed_out or got.code == runner.NOT_FOUND:
         raise CollectError(str(file), f"could not run {python!r}: {got.problem}")
-    stdout = got.text
-    ids = [line.strip() for line in stdout.splitlines() if "::" in line and not line.startswith(" ")]
-    result = CollectResult(node_ids=ids, returncode=got.code,
-                           stderr_tail=(got.stderr or stdout)[-2000:])
-    if got.code not in (0, 5):
-        raise CollectError(str(file), f"exited {got.code}: {result.stderr_tail[-400:]!r}")
-    return result
+    return read_collected(file, got.code, got.text + got.stderr)
 
 
 def base_test(method: str, known: set[str]) -> str | None:
@@ -80,7 +99,7 @@ def compare_collected(before: CollectResult, after: CollectResult, assessment: A
 
     missing = sorted(bases(before) - bases(after) - exempt)
     return [
-        Finding(check="test_count", code="V203", severity="error", file=path, line=tests[name][1],
+        Finding(check="collect_only", code="V203", severity="error", file=path, line=tests[name][1],
                 message=f"{tests[name][0]}.{name} was collected before the refactor but not after; pytest --collect-only lost it")
         for name in missing
     ]

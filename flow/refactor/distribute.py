@@ -27,8 +27,8 @@ class CoderTask(BaseModel):
     instructions: str
     tests: list[str]  # Class.test_name, before the refactor
     classes: list[str]  # classes touched (sources and targets)
-    line_ranges: list[tuple[int, int]]  # per source class, in the original file
-    notes: list[str] = []  # e.g. the stale import names for TR008
+    line_ranges: list[tuple[int, int]]  # per class in ``classes`` that exists in the original file
+    notes: list[str] = []  # e.g. the stale import names for TR008, or each test's planned strategy
 
 
 def _mechanism_matches(c: Classification, before: Assessment) -> bool:
@@ -47,9 +47,24 @@ def _needs_work(rule: Rule, c: Classification, test: TestInfo, report: AnalystRe
         return True
     if trig.strategy is not None and c.strategy == trig.strategy:
         return c.source_class != c.target_class or not _mechanism_matches(c, before)
+    # TR006 / TR007 act on the analyst's plan: a test the analyst keeps cpu_only keeps its
+    # CUDA gate or device string (it is the analyst's call, not the coder's), so only tests
+    # planned device-agnostic or device-specific get these tasks.
     if trig.device_strings and test.device_literals and c.strategy != "cpu_only":
         return True
-    return trig.cuda_gates and bool(test.gates)
+    return trig.cuda_gates and bool(test.gates) and c.strategy != "cpu_only"
+
+
+def class_ranges(before: Assessment, classes: list[str]) -> list[tuple[int, int]]:
+    """Line ranges (original file) of the ``classes`` that exist there, in ``classes`` order."""
+    infos: dict[str, ClassInfo] = {c.name: c for c in before.classes}
+    return [(infos[n].start, infos[n].end) for n in classes if n in infos]
+
+
+def _plan_notes(report: AnalystReport, tests: list[str]) -> list[str]:
+    """One line per test: the analyst's strategy and target class, which the task must follow."""
+    by_test = report.by_test()
+    return [f"{t}: {by_test[t].strategy} -> {by_test[t].target_class}" for t in tests if t in by_test]
 
 
 def _task(rule: Rule, tests: list[str], before: Assessment, extra_classes: set[str]) -> CoderTask:
@@ -83,7 +98,8 @@ def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, 
         if trig.stale_imports:
             if report.stale_imports:
                 task = _task(rule, [], before, set())
-                task.notes = [f"{s.name} (line {s.line}): {s.reason}" for s in report.stale_imports]
+                task.notes = [f"{s.name}" + (f" (line {s.line})" if s.line is not None else "") + f": {s.reason}"
+                              for s in report.stale_imports]
                 tasks.append(task)
             continue
         if trig.moves:
@@ -92,6 +108,7 @@ def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, 
                 targets = {m.new_class for m in test_moves}
                 task = _task(rule, touched, before, set())
                 task.classes = sorted(set(task.classes) | targets)
+                task.line_ranges = class_ranges(before, task.classes)
                 tasks.append(task)
             continue
         hits = [
@@ -101,8 +118,9 @@ def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, 
         ]
         if hits:
             task = _task(rule, hits, before, set())
-            if trig.strategy is not None:
-                by_test = report.by_test()
-                task.classes = sorted(set(task.classes) | {by_test[t].target_class for t in hits})
+            by_test = report.by_test()
+            task.classes = sorted(set(task.classes) | {by_test[t].target_class for t in hits})
+            task.line_ranges = class_ranges(before, task.classes)
+            task.notes = _plan_notes(report, hits)
             tasks.append(task)
     return tasks

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from flow.feeds import Feed
 from flow.refactor.analysis import AnalystReport
 from flow.refactor.assess import Assessment
+from flow.refactor.decisions import Dispute, DisputeDecision, ShownFinding, Waiver
 from flow.refactor.fields import Field as TestField
 from flow.refactor.findings import CheckResult
 from flow.refactor.summary import AppliedRule, DeferredFailure
@@ -23,12 +24,18 @@ class AnalystFeed(Feed):
 
 
 class CoderFeed(Feed):
-    """``--feed coder`` (code, verify and review phases)."""
+    """``--feed coder`` (code, verify and review phases).
+
+    ``disputed`` answers findings the coder judges false positives, by the id the prompt gave
+    (``L1``, ``R2``, ``I1``) with a reason; the checker decides them. A reply that only
+    disputes may set ``success`` false: it is still an answer, not a failed attempt.
+    """
 
     success: bool
     tests_moved: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    disputed: list[Dispute] = Field(default_factory=list)
 
 
 class Verdict(BaseModel):
@@ -69,12 +76,25 @@ class ReviewFinding(BaseModel):
     coder_responsible: str | None = None
 
 
+class CheckerDisputeFeed(Feed):
+    """``--feed checker`` deciding the coder's disputes: one decision per disputed finding."""
+
+    decisions: list[DisputeDecision]
+
+
 class CheckerReviewFeed(Feed):
-    """``--feed checker`` for the mandatory full review; ``all_clear`` is required (``{}`` is refused)."""
+    """``--feed checker`` for the mandatory full review; ``all_clear`` is required (``{}`` is refused).
+
+    ``dispute_decisions`` decides the coder's disputes of the previous review's findings;
+    ``disputed`` marks verification findings (ids ``V1``...) the checker judges false
+    positives (the checker is their judge, so they are waived at once).
+    """
 
     all_clear: bool
     findings: list[ReviewFinding] = Field(default_factory=list)
     summary: str = ""
+    dispute_decisions: list[DisputeDecision] = Field(default_factory=list)
+    disputed: list[Dispute] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> CheckerReviewFeed:
@@ -86,7 +106,8 @@ class CheckerReviewFeed(Feed):
 
 FEEDS: dict[str, type[BaseModel]] = {
     "analyst": AnalystFeed, "coder": CoderFeed, "coder_test": CoderTestFeed,
-    "checker_rule": CheckerRuleFeed, "checker_review": CheckerReviewFeed}
+    "checker_rule": CheckerRuleFeed, "checker_review": CheckerReviewFeed,
+    "checker_dispute": CheckerDisputeFeed}
 
 
 class RefactorData(BaseModel):
@@ -109,10 +130,23 @@ class RefactorData(BaseModel):
     tests_moved: list[str] = Field(default_factory=list)
     lint_rounds: int = 0
     review_rounds: int = 0
-    fix_key: str | None = None  # a coder fix asked in verify/review, awaited before moving on
+    fix_key: str | None = None  # a coder fix asked in verify/review/test, awaited before moving on
+    fix_seq: int = 0  # numbers fix task keys (a round given back must not reuse a key)
+    review_seq: int = 0  # numbers review task keys
     test_rounds: int = 0
     test_devices: list[str] | None = None  # decided once per flow: cpu, plus cuda when present
     test_torch: bool | None = None  # whether the test interpreter finds torch, asked once per flow
+    test_python: str | None = None  # the interpreter the tests ran under (chosen once per flow)
+    test_torch_info: str | None = None  # which torch it found: "2.13.0 at /path/torch", recorded once
+    test_failing: list[str] = Field(default_factory=list)  # the failures last sent for verdicts
+    verdict_asks: int = 0  # verdict replies rejected in the current test round
+    shown: list[ShownFinding] = Field(default_factory=list)  # findings listed in the open fix round
+    review_shown: list[ShownFinding] = Field(default_factory=list)  # a review round's, while disputed
+    disputes: list[Dispute] = Field(default_factory=list)  # awaiting the checker's decision
+    dispute_key: str | None = None  # the checker task deciding ``disputes``
+    dispute_rounds: int = 0
+    waivers: list[Waiver] = Field(default_factory=list)  # findings judged false positives
+    sentinel_notes: list[tuple[str, str, str]] = Field(default_factory=list)  # (folder, name, reason)
     deferred: list[DeferredFailure] = Field(default_factory=list)
     local_tests: str = ""
     checks: list[CheckResult] = Field(default_factory=list)

@@ -26,7 +26,11 @@ class Finding(BaseModel):
 
 
 class CheckResult(BaseModel):
-    """One check's verdict: passed means no error-severity finding."""
+    """One check's verdict: passed means no error-severity finding.
+
+    ``skipped`` (the reason) marks a check that did not run: it blocks nothing, and the
+    summary shows it as skipped with the reason, never as a pass.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -34,6 +38,7 @@ class CheckResult(BaseModel):
     passed: bool
     errors: int
     warnings: int
+    skipped: str | None = None
 
 
 class VerificationReport(BaseModel):
@@ -44,6 +49,7 @@ class VerificationReport(BaseModel):
     file: str
     checks: list[CheckResult]
     findings: list[Finding]
+    waived: list[Finding] = []  # findings judged false positives (see flow.refactor.decisions)
 
     @property
     def passed(self) -> bool:

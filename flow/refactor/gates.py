@@ -1,13 +1,12 @@
-"""The refactor workflow's steps for phases 5-7: verify (+ the lint hard gate), the mandatory
-review, the CPU local test gate, and the summary finalize writes.
+"""The refactor workflow's test interpreter and its probes, the CPU local test gate (phase
+6.5) and the summary finalize writes (phase 7). Verify and review are in ``fixloop``.
 
-Bounds: 3 lint rounds, 3 review rounds (then a person: carry on / abort); 3 local-test
-rounds, then a soft fail keeping what still fails as deferred.
+Bounds: 3 local-test rounds, then a soft fail keeping what still fails as deferred; a
+coder's verdicts that do not name the failing tests are asked for again, 3 times.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +15,27 @@ from flow import proc
 from flow.errors import WorkflowInputError
 from flow.refactor.errors import JUnitError
 from flow.outcome import Ask, Go, Human, Task
-from flow.refactor.analysis import AnalystReport, moves
+from flow.refactor.analysis import moves
 from flow.refactor.fields import field_profile
-from flow.refactor.findings import summarise
-from flow.refactor.mechanical import cmi_files, external_files, original, sentinel_dirs
-from flow.refactor.rules import load_catalogue
-from flow.refactor.steps import MAX_ROUNDS, assessment, common, plan
+from flow.refactor.steps import MAX_ROUNDS, assessment, plan
 from flow.refactor.summary import DeferredFailure, SummaryInput, moved_tests, render_summary
 
 
 def _python(ctx: Any) -> str:
-    return str(ctx.settings.get("ORCHESTRATOR_PYTHON") or sys.executable)
+    """The test interpreter (``flow.refactor.interpreter``'s rule), chosen once per flow."""
+    if ctx.data.test_python is None:
+        from flow.refactor.interpreter import choose_python
+
+        python, why = choose_python(ctx.settings, Path(ctx.data.repo))
+        ctx.data.test_python = python
+        _note(ctx, f"tests run with {python}: {why}")
+    return ctx.data.test_python
+
+
+def _note(ctx: Any, text: str) -> None:
+    """Add ``text`` to the summary's notes once (a re-run step must not repeat it)."""
+    if text not in ctx.data.notes:
+        ctx.data.notes.append(text)
 
 
 DEVICES_ENV = "ORCHESTRATOR_REFACTOR_DEVICES"
@@ -79,28 +88,38 @@ def _devices(ctx: Any) -> list[str]:
     if ctx.data.test_devices is None:
         devices = configured_devices(ctx.settings)
         if devices is None:
-            # No usable torch gives "": the CPU run will show the import error itself.
-            probe = proc.capture([_python(ctx), "-c",
-                                  "import torch; print(torch.cuda.is_available())"],
-                                 env=ctx.settings, timeout=300).text
-            devices = ["cpu", "cuda"] if probe.strip().endswith("True") else ["cpu"]
+            # Importing torch can take long on a cold disk: a job, not a foreground run. No
+            # usable torch prints no "True": the CPU run will show the import error itself.
+            probe = ctx.job("probe-devices", [_python(ctx), "-c",
+                                              "import torch; print(torch.cuda.is_available())"],
+                            env=ctx.settings, timeout=300, log_name="logs/probe_devices.log")
+            devices = ["cpu", "cuda"] if probe.tail(1).strip().endswith("True") else ["cpu"]
         ctx.data.test_devices = devices
     return list(ctx.data.test_devices)
 
 
 def _has_torch(ctx: Any) -> bool:
-    """Whether the test interpreter (``ORCHESTRATOR_PYTHON``) finds torch (asked once per flow).
+    """Whether the test interpreter finds torch, and which (asked once per flow, recorded).
 
     The collect-only check runs under that interpreter, so the orchestrator's own imports say
-    nothing. ``find_spec`` only locates torch, without importing it. Only a clear "not found"
-    skips the check: an interpreter that cannot be started counts as having torch, so the
-    collection runs and reports the failure (V204) instead of the check passing unseen.
+    nothing. The probe only locates torch and reads its version, without importing it. Only
+    a clear "not found" skips the check: an interpreter that cannot be started counts as
+    having torch, so the collection runs and reports the failure (V204) instead of the check
+    passing unseen.
     """
     if ctx.data.test_torch is None:
-        probe = proc.capture([_python(ctx), "-c", "import importlib.util, sys; "
-                              "sys.exit(importlib.util.find_spec('torch') is None)"],
-                             env=ctx.settings, timeout=300)
-        ctx.data.test_torch = probe.code != 1
+        from flow.refactor.interpreter import TORCH_PROBE
+
+        probe = proc.capture([_python(ctx), "-c", TORCH_PROBE], env=ctx.settings, timeout=300)
+        if probe.timed_out or probe.code == proc.NOT_FOUND:
+            ctx.data.test_torch = True
+            ctx.data.test_torch_info = f"could not ask the interpreter: {probe.problem}"
+        else:
+            ctx.data.test_torch = probe.code == 0
+            found = probe.text.strip().splitlines()[-1] if probe.text.strip() else ""
+            ctx.data.test_torch_info = (f"torch {found}" if ctx.data.test_torch and found
+                                        else "no torch")
+        _note(ctx, f"the test interpreter has {ctx.data.test_torch_info}")
     return bool(ctx.data.test_torch)
 
 
@@ -111,133 +130,69 @@ def _escalate(ctx: Any, key: str, question: str) -> Any:
                                      "abort": "end the flow now (outcome 'aborted')"})
     if answer == "abort":
         return Go("abort")
-    ctx.data.notes.append(f"{key}: carried on by a person's decision")
-    ctx.data.decided_by_person.append(key)
+    _note(ctx, f"{key}: carried on by a person's decision")
+    if key not in ctx.data.decided_by_person:
+        ctx.data.decided_by_person.append(key)
     return None
 
 
-# -- phase 5: verify (+ the lint hard gate) --------------------------------------------------
-
-def _verify_report(ctx: Any) -> Any:
-    from flow.refactor.sentinels import list_sentinels
-    from flow.refactor.verify import VerifyInput, verify as run_verify
-
-    report = plan(ctx)
-    inp = VerifyInput(
-        path=ctx.data.rel, before=original(ctx).read_text(encoding="utf-8"),
-        after=Path(ctx.data.file).read_text(encoding="utf-8"), plan=report,
-        checks=field_profile(ctx.data.field).checks,
-        keep_decorators=tuple(load_catalogue().keep_decorators),
-        decorate_info_files={str(p): p.read_text(encoding="utf-8") for p in cmi_files(ctx)},
-        external_files=external_files(ctx, report),
-        sentinel_names={d.name: list_sentinels(d) for d in sentinel_dirs(ctx)},
-        before_assessment=assessment(ctx))
-    result = run_verify(inp)
-    if result.passed and "test_count" in inp.checks and _has_torch(ctx):
-        result.findings += _collect_findings(ctx, report)
-        # The check's verdict (shown in the summary) must count the collected losses too.
-        counted = summarise("test_count", [f for f in result.findings if f.check == "test_count"])
-        result.checks = [counted if c.name == "test_count" else c for c in result.checks]
-    return result
-
-
-def _collect_findings(ctx: Any, report: AnalystReport) -> list[Any]:
-    """The real ``pytest --collect-only`` count check (only where the test interpreter has torch)."""
-    from flow.refactor.collect import collect_tests, compare_collected
-    from flow.refactor.errors import CollectError
-    from flow.refactor.findings import Finding
-
-    file = Path(ctx.data.file)
-    try:
-        before = collect_tests(original(ctx), original(ctx).parent, python=_python(ctx))
-        after = collect_tests(file, file.parent, python=_python(ctx))
-    except CollectError as exc:
-        return [Finding(check="test_count", code="V204", severity="error", file=ctx.data.rel,
-                        line=0, message=str(exc))]
-    return compare_collected(before, after, assessment(ctx), report, ctx.data.rel)
-
-
-def _fix(ctx: Any, key: str, source: str, round_no: int, findings: str) -> Ask:
-    prompt = render("refactor_coder_fix", round=round_no, max_rounds=MAX_ROUNDS, source=source,
-                    findings=Untrusted(findings, source), **common(ctx))
-    ctx.data.fix_key = key
-    return Ask([Task(key=key, role="coder", feed="coder", prompt=prompt, follow_up=True)],
-               extra={"rule_sub_phase": source, "retry_count": round_no})
-
-
-def verify(ctx: Any) -> Any:
-    if ctx.data.fix_key and ctx.data.fix_key.startswith("lint-") and ctx.result(ctx.data.fix_key) is not None:
-        ctx.data.fix_key = None
-        return Go("reverify")
-    result = _verify_report(ctx)
-    ctx.write_json("verification.json", result.model_dump(mode="json"))
-    ctx.data.checks = result.checks
-    lint_errors = result.lint_errors() if "lint" in field_profile(ctx.data.field).checks else []
-    if lint_errors:
-        if ctx.data.lint_rounds >= MAX_ROUNDS:
-            stop = _escalate(ctx, f"lint-gate-{ctx.data.lint_rounds}",
-                             f"{len(lint_errors)} lint errors remain after {MAX_ROUNDS} fix rounds.")
-            if stop is not None:
-                return stop
-        else:
-            ctx.data.lint_rounds += 1
-            ctx.data.retries["lint"] = ctx.data.lint_rounds
-            listing = "\n".join(f"{f.file}:{f.line} [{f.code}] {f.message}" for f in lint_errors)
-            return _fix(ctx, f"lint-fix-{ctx.data.lint_rounds}", "lint", ctx.data.lint_rounds, listing)
-    return Go("verified")
-
-
-# -- phase 6: mandatory full review ----------------------------------------------------------
-
-def review(ctx: Any) -> Any:
-    if ctx.data.fix_key and ctx.data.fix_key.startswith("review-") and ctx.result(ctx.data.fix_key) is not None:
-        ctx.data.fix_key = None
-        return Go("refix")
-    key = f"review-{ctx.data.review_rounds}"
-    res = ctx.result(key)
-    if res is None:
-        findings = ctx.read_json("verification.json")["findings"]
-        listing = "\n".join(f"{f['file']}:{f['line']} [{f['severity']}] {f['message']}" for f in findings) or "no findings"
-        prompt = render("refactor_review", field=ctx.data.field,
-                        verification_path=str(ctx.path("verification.json")),
-                        verification=Untrusted(listing, "verification findings"), **common(ctx))
-        return Ask([Task(key=key, role="checker", feed="checker_review", prompt=prompt,
-                         follow_up=ctx.data.review_rounds > 0)],
-                   extra={"rule_sub_phase": "review", "retry_count": ctx.data.review_rounds})
-    ctx.write_json("review_findings.json", res.model_dump(mode="json"))
-    if res.all_clear:
-        return Go("reviewed")
-    if ctx.data.review_rounds >= MAX_ROUNDS:
-        stop = _escalate(ctx, f"review-gate-{ctx.data.review_rounds}",
-                         f"The checker still reports findings after {MAX_ROUNDS} review rounds: {res.summary!r}")
-        return stop if stop is not None else Go("reviewed")
-    ctx.data.review_rounds += 1
-    ctx.data.retries["review"] = ctx.data.review_rounds
-    listing = "\n".join(f"line {f.line_number}: [{f.severity}/{f.category}] {f.description}"
-                        for f in res.findings) or res.summary or "the checker reported not all clear"
-    return _fix(ctx, f"review-fix-{ctx.data.review_rounds}", "review", ctx.data.review_rounds, listing)
-
-
 # -- phase 6.5: local test gate ---------------------------------------------------------------
+
+def _take_verdicts(ctx: Any) -> Ask | None:
+    """Accept the coder's verdicts when each names a listed failure; otherwise ask again."""
+    from flow.refactor.decisions import check_verdicts
+
+    fed = ctx.result(ctx.data.fix_key)
+    rows = [(v.test_name, v.verdict, v.fix_applied, v.defer_reason) for v in fed.verdicts]
+    problems = check_verdicts(rows, ctx.data.test_failing)
+    if problems and ctx.data.verdict_asks < MAX_ROUNDS:
+        ctx.data.verdict_asks += 1
+        return _ask_verdicts(ctx, problems)
+    failing = set(ctx.data.test_failing)
+    for p in problems:
+        _note(ctx, f"local test gate: verdict ignored: {p}")
+    ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=v.defer_reason or "deferred")
+                          for v in fed.verdicts if v.verdict == "deferred" and v.test_name in failing
+                          and (v.defer_reason or "").strip()
+                          and v.test_name not in {d.test_name for d in ctx.data.deferred}]
+    ctx.data.fix_key, ctx.data.verdict_asks = None, 0
+    return None
+
+
+def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
+    ctx.data.fix_seq += 1
+    key = f"test-fix-{ctx.data.fix_seq}"
+    ctx.data.fix_key = key
+    failures = "\n".join(ctx.data.test_failing)
+    if problems:
+        failures += ("\n\nYour previous verdicts were not accepted:\n" + "\n".join(f"- {p}" for p in problems))
+    prompt = render("refactor_coder_test", file=ctx.data.file, device=", ".join(ctx.data.test_devices or ["cpu"]),
+                    round=ctx.data.test_rounds, max_rounds=MAX_ROUNDS,
+                    local_test_path=str(ctx.path("local_test.json")),
+                    failures=Untrusted(failures, "failing tests"))
+    return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,
+                     extra={"failures": list(ctx.data.test_failing)})],
+               extra={"rule_sub_phase": "test", "retry_count": ctx.data.test_rounds})
+
 
 def test(ctx: Any) -> Any:
     if not field_profile(ctx.data.field).local_test_gate:
         ctx.data.local_tests = f"skipped: no local test gate for the {ctx.data.field} field"
         return Go("tested")
-    key = f"test-fix-{ctx.data.test_rounds}"
-    fed = ctx.result(key) if ctx.data.test_rounds else None
-    if fed is not None and ctx.data.fix_key == key:
-        ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=v.defer_reason or "deferred")
-                              for v in fed.verdicts if v.verdict == "deferred"]
-        ctx.data.fix_key = None
+    if ctx.data.fix_key and ctx.data.fix_key.startswith("test-fix-") and ctx.result(ctx.data.fix_key) is not None:
+        again = _take_verdicts(ctx)
+        if again is not None:
+            return again
     file = Path(ctx.data.file)
     devices = _devices(ctx)
+    _has_torch(ctx)  # records which torch the tests run against (asked once per flow)
     try:
         results = {d: _local_tests(ctx, file, d) for d in devices}
     except JUnitError as exc:
         return _gate_broken(ctx, exc)
     ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
-    ctx.data.local_tests = "; ".join(
+    torch = f" ({ctx.data.test_torch_info})" if ctx.data.test_torch_info else ""
+    ctx.data.local_tests = f"with {_python(ctx)}{torch}: " + "; ".join(
         f"{d}: " + ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
         for d, r in results.items())
     deferred = {d.test_name for d in ctx.data.deferred}
@@ -248,22 +203,15 @@ def test(ctx: Any) -> Any:
     if not failing:
         return Go("tested")
     if ctx.data.test_rounds >= MAX_ROUNDS:
-        # Soft fail: keep what is still failing as deferred and finish.
+        # Soft fail: keep what is still failing (real JUnit ids) as deferred and finish.
         ctx.data.deferred += [DeferredFailure(test_name=n, reason=f"still failing after {MAX_ROUNDS} rounds")
                               for n in failing]
-        ctx.data.notes.append(f"local test gate soft-failed after {MAX_ROUNDS} rounds")
+        _note(ctx, f"local test gate soft-failed after {MAX_ROUNDS} rounds")
         return Go("tested")
     ctx.data.test_rounds += 1
     ctx.data.retries["test"] = ctx.data.test_rounds
-    key = f"test-fix-{ctx.data.test_rounds}"
-    ctx.data.fix_key = key
-    prompt = render("refactor_coder_test", file=ctx.data.file, device=", ".join(devices),
-                    round=ctx.data.test_rounds,
-                    max_rounds=MAX_ROUNDS, local_test_path=str(ctx.path("local_test.json")),
-                    failures=Untrusted("\n".join(failing), "failing tests"))
-    return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,
-                     extra={"failures": failing})],
-               extra={"rule_sub_phase": "test", "retry_count": ctx.data.test_rounds})
+    ctx.data.test_failing = failing
+    return _ask_verdicts(ctx, [])
 
 
 def _local_tests(ctx: Any, file: Path, device: str) -> Any:
@@ -309,12 +257,18 @@ def _gate_broken(ctx: Any, exc: Exception) -> Any:
 
 # -- phase 7: finalize ------------------------------------------------------------------------
 
+def _sentinel_notes(ctx: Any) -> list[str]:
+    """Unresolved sentinels still present now (one renamed since by the coder is not stale news)."""
+    return [f"{Path(folder).name}/{name}: {reason}" for folder, name, reason in ctx.data.sentinel_notes
+            if (Path(folder) / name).exists()]
+
+
 def write_summary(ctx: Any) -> Path:
     report = plan(ctx)
     summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field,
                            moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
-                           local_tests=ctx.data.local_tests, notes=list(ctx.data.notes),
+                           local_tests=ctx.data.local_tests, notes=[*ctx.data.notes, *_sentinel_notes(ctx)],
                            decided_by_person=list(ctx.data.decided_by_person),
                            ci_check_command=ctx.cmds.cli("--ci-check"))
     return ctx.write_text("final_summary.md", render_summary(summary))

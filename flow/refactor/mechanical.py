@@ -114,7 +114,12 @@ def _sentinel_rename(ctx: Any, test_moves: list[TestMove]) -> int:
         plan = plan_renames(names, test_moves)
         apply_renames(Path(folder), plan)  # skips what an interrupted run already renamed
         count += sum((Path(folder) / r.new).exists() for r in plan.renames)
-        ctx.data.notes += [f"{Path(folder).name}/{u.name}: {u.reason}" for u in plan.unresolved]
+        # Kept as data, not text: the summary re-checks each file, so a sentinel renamed
+        # later (by the coder) is no longer reported.
+        for u in plan.unresolved:
+            row = (folder, u.name, u.reason)
+            if row not in ctx.data.sentinel_notes:
+                ctx.data.sentinel_notes.append(row)
     return count
 
 
@@ -125,14 +130,23 @@ def apply_mechanical(ctx: Any, tasks: list[CoderTask], report: AnalystReport,
     Raises ``CatalogueError`` for a codemod this module does not know.
     """
     from flow.refactor import codemods
+    from flow.refactor.imports import usort_config
 
     test_moves = moves(report, before)
     text = original(ctx).read_text(encoding="utf-8")
+    file_rules = tuple(str(t.codemod) for t in tasks if t.codemod in FILE_CODEMODS)
+    by_rule: dict[str, int] = {}
+    if file_rules:
+        # All decorator rules in one parse and one pass; the import block kept as PyTorch's
+        # usort lint wants it (the checkout's [tool.usort], else PyTorch's bundled settings).
+        result = codemods.decorator_rules(text, file_rules, usort_config(Path(ctx.data.file)))
+        text = result.code
+        for change in result.changes:
+            by_rule[change.rule_id] = by_rule.get(change.rule_id, 0) + 1
     applied: list[AppliedRule] = []
     for task in tasks:
         if task.codemod in FILE_CODEMODS:
-            result = getattr(codemods, task.codemod)(text)
-            text, changes = result.code, len(result.changes)
+            changes = by_rule.get(task.rule_id, 0)
         elif task.codemod == "decorate_info":
             changes = _decorate_info(ctx, test_moves)
         elif task.codemod == "sentinel_rename":
@@ -142,6 +156,6 @@ def apply_mechanical(ctx: Any, tasks: list[CoderTask], report: AnalystReport,
                                  f"rule {task.rule_id} names unknown codemod {task.codemod!r}")
         applied.append(AppliedRule(rule_id=task.rule_id, title=task.title, by="codemod",
                                    changes=changes))
-    if any(t.codemod in FILE_CODEMODS for t in tasks):
+    if file_rules:
         _write(Path(ctx.data.file), text)
     return applied

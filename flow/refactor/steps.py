@@ -130,12 +130,19 @@ def distribute(ctx: Any) -> Any:
 
 # -- phase 4: code + check per rule ---------------------------------------------------------
 
+def ranges_text(task: CoderTask, before: Assessment) -> str:
+    """``TestFoo 12-80, TestFooDevice (new class)``: every class the task touches."""
+    infos = {c.name: c for c in before.classes}
+    return ", ".join(f"{n} {infos[n].start}-{infos[n].end}" if n in infos else f"{n} (new class)"
+                     for n in task.classes) or "(none)"
+
+
 def _coder_task(ctx: Any, task: CoderTask, key: str, feedback: str) -> Task:
-    mech = ", ".join(f"{a.rule_id} ({a.changes} edits)" for a in ctx.data.applied) or "none"
+    mech = ", ".join(f"{a.rule_id} ({a.changes} edits)" for a in ctx.data.applied if a.by == "codemod") or "none"
     prompt = render("refactor_coder", rule_id=task.rule_id, rule_index=ctx.data.rule_index + 1,
                     rule_count=len(ctx.data.agent_rules), title=task.title,
                     instructions=task.instructions, tests=", ".join(task.tests) or "(whole file)",
-                    classes=", ".join(task.classes), line_ranges=str(task.line_ranges),
+                    classes=", ".join(task.classes), line_ranges=ranges_text(task, assessment(ctx)),
                     notes="\n".join(task.notes), mechanical=mech, feedback=feedback,
                     **common(ctx))
     # One coder iterates over the rules: after the first rule it is a follow-up.
@@ -152,21 +159,32 @@ def code(ctx: Any) -> Any:
         extra = {"rule_index": ctx.data.rule_index, "retry_count": n}
         ckey, kkey = f"coder-{rid}-r{n}", f"checker-{rid}-r{n}"
         coder = ctx.result(ckey)
-        if coder is None or not coder.success:
+        # A reply that only disputes the checker's issues is an answer for the checker to
+        # judge, not a failed attempt to redo.
+        if coder is None or (not coder.success and not coder.disputed):
             feedback = ""
             if n:
                 feedback = "The checker found this rule not applied correctly; re-check it and fix it."
                 prior = ctx.result(f"checker-{rid}-r{n - 1}")
                 if prior is not None and prior.issues:
-                    feedback += "\nThe checker reported:\n" + render_untrusted("\n".join(prior.issues), "checker issues")
+                    issues = "\n".join(f"[I{i}] {text}" for i, text in enumerate(prior.issues, 1))
+                    feedback += ("\nThe checker reported:\n" + render_untrusted(issues, "checker issues")
+                                 + "\nAn issue you judge wrong: answer it in \"disputed\": "
+                                 "[{\"finding\": \"I1\", \"reason\": \"...\"}] instead of changing the code.")
             if coder is not None:
                 feedback += "\nYour last attempt reported errors:\n" + render_untrusted("\n".join(coder.errors), "coder errors")
             return Ask([_coder_task(ctx, task, ckey, feedback)],
                        extra={"rule_sub_phase": "coder", **extra})
         checker = ctx.result(kkey)
         if checker is None:
+            instructions = task.instructions
+            if coder.disputed:
+                listing = "\n".join(f"{d.finding}: {d.reason}" for d in coder.disputed)
+                instructions += ("\n\nThe coder disputes these issues of your last check (reply passed "
+                                 "true if you agree they are not problems):\n"
+                                 + render_untrusted(listing, "coder disputes"))
             prompt = render("refactor_checker_rule", rule_id=rid, title=task.title,
-                            instructions=task.instructions, tests=", ".join(task.tests) or "(whole file)",
+                            instructions=instructions, tests=", ".join(task.tests) or "(whole file)",
                             **common(ctx))
             return Ask([Task(key=kkey, role="checker", feed="checker_rule", prompt=prompt,
                              follow_up=ctx.data.rule_index > 0 or n > 0)],
@@ -175,7 +193,12 @@ def code(ctx: Any) -> Any:
             if n >= ctx.data.rule_fix_limit:
                 answer = ctx.answer(f"rule-{rid}-{n}")
                 if answer is None:
-                    return Human(f"rule-{rid}-{n}", f"Rule {rid} still fails the checker after {n} fixes.",
+                    facts = "\n".join(f"- {i}" for i in checker.issues) or "- (the checker listed no issue)"
+                    disputes = "\n".join(f"- disputed {d.finding}: {d.reason}" for d in coder.disputed)
+                    question = (f"Rule {rid} ({task.title}) still fails the checker after {n} fixes on "
+                                f"{ctx.data.rel}. The checker's issues:\n{facts}"
+                                + (f"\nThe coder's disputes:\n{disputes}" if disputes else ""))
+                    return Human(f"rule-{rid}-{n}", question,
                                  {"retry": f"{MAX_ROUNDS} more fixes", "skip": "leave it and go on",
                                   "abort": "end the flow now (outcome 'aborted')"})
                 if answer == "abort":
@@ -185,8 +208,9 @@ def code(ctx: Any) -> Any:
                     ctx.data.rule_fixes += 1
                     ctx.data.retries[rid] = ctx.data.retries.get(rid, 0) + 1
                     continue
-                ctx.data.notes.append(f"{rid}: left failing the checker by a person's decision")
-                ctx.data.decided_by_person.append(f"rule-{rid}-{n}")
+                if f"rule-{rid}-{n}" not in ctx.data.decided_by_person:
+                    ctx.data.notes.append(f"{rid}: left failing the checker by a person's decision")
+                    ctx.data.decided_by_person.append(f"rule-{rid}-{n}")
             else:
                 ctx.data.rule_fixes += 1
                 ctx.data.retries[rid] = ctx.data.retries.get(rid, 0) + 1

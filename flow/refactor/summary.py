@@ -85,14 +85,19 @@ def render_summary(s: SummaryInput) -> str:
             out.append(f"| {_cell(m.source_class)} | {_cell(m.target_class)} | {len(m.tests)}: {_cell(', '.join(m.tests))} |")
     else:
         out.append("No test changed class.")
-    for by, label in (("codemod", "Rules applied by codemod (orchestrator)"), (None, "Rules applied by agents")):
-        rules = [r for r in s.rules if (r.by == "codemod") == (by == "codemod")]
-        out += ["", f"## {label}", ""]
-        out += [f"- `{r.rule_id}` {r.title} ({r.by}, {r.changes} edits)" for r in rules] or ["None."]
+    codemods = [r for r in s.rules if r.by == "codemod"]
+    out += ["", "## Rules applied by the orchestrator (codemods)", ""]
+    out += [f"- `{r.rule_id}` {r.title} ({r.changes} edit{'s' if r.changes > 1 else ''})" if r.changes
+            else f"- `{r.rule_id}` {r.title} (nothing to change)" for r in codemods] or ["None."]
+    agents = [r for r in s.rules if r.by != "codemod"]
+    out += ["", "## Rules applied by agents", ""]
+    out += [f"- `{r.rule_id}` {r.title} (applied by the {r.by}, accepted by the checker)" for r in agents] or ["None."]
     out += ["", "## Checks", ""]
     if s.checks:
         out += ["| Check | Result | Errors | Warnings |", "|---|---|---|---|"]
-        out += [f"| {_cell(c.name)} | {'pass' if c.passed else 'FAIL'} | {c.errors} | {c.warnings} |" for c in s.checks]
+        out += [f"| {_cell(c.name)} | skipped: {_cell(c.skipped)} | - | - |" if c.skipped is not None
+                else f"| {_cell(c.name)} | {'pass' if c.passed else 'FAIL'} | {c.errors} | {c.warnings} |"
+                for c in s.checks]
     else:
         out.append("No checks recorded.")
     out += ["", "## Retries used", ""]
@@ -101,7 +106,7 @@ def render_summary(s: SummaryInput) -> str:
     out += ["", "## Deferred failures", ""]
     out += [f"- `{d.test_name}`: {d.reason}" for d in s.deferred] or ["None."]
     out += ["", "## Decisions and notes", ""]
-    out += [f"- {_cell(n)}" for n in s.notes] or ["None."]
+    out += [f"- {_cell(n)}" for n in dict.fromkeys(s.notes)] or ["None."]
     out += [
         "",
         "## Next steps",

@@ -10,7 +10,6 @@ after the syntax check, since every later check needs its tree.
 from __future__ import annotations
 
 import ast
-import builtins
 import re
 from collections.abc import Callable
 
@@ -24,7 +23,6 @@ from flow.refactor.lint import NATIVE, RESTRICTIONS, lint
 from flow.refactor.sentinels import DEVICE_SUFFIXES, plan_renames
 
 DEFAULT_KEEP = ("skipXPU", "skipCUDAIf", "skipMPS", "skipMeta")
-BUILTINS = frozenset(dir(builtins))
 
 
 class VerifyInput(BaseModel):
@@ -183,67 +181,51 @@ def _stale_patterns(ctx: _Ctx) -> list[Finding]:
     return out
 
 
-IDENT = re.compile(r"[A-Za-z_]\w*")
-#: Triple-quoted strings and comments: mentions there do not count as uses.
-NOT_CODE = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|#[^\n]*')
+#: pyflakes message classes -> (code, severity, what to do). Anything else pyflakes says is
+#: left to PyTorch's own lint.
+PYFLAKES = {
+    "UndefinedName": ("V702", "error", "define or import it"),
+    "UndefinedLocal": ("V702", "error", "assign it before use"),
+    "UndefinedExport": ("V702", "error", "define it or drop it from __all__"),
+    "UnusedImport": ("V701", "warning", "remove it"),
+    "RedefinedWhileUnused": ("V703", "warning", "remove the unused definition"),
+}
 
 
-def _module_bindings(body: list[ast.stmt]) -> tuple[set[str], bool]:
-    """Names bound at module level (defs, classes, assignments, loops, withs, imports), star-import flag."""
-    names: set[str] = set()
-    star = False
-    for stmt in body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(stmt.name)
-        elif isinstance(stmt, ast.Import | ast.ImportFrom):
-            for a in stmt.names:
-                star |= a.name == "*"
-                names.add(a.asname or a.name.split(".", 1)[0])
-        elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For | ast.With):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
-            if isinstance(stmt, ast.With):
-                targets = [i.optional_vars for i in stmt.items]
-            for t in targets:
-                for sub in ast.walk(t) if t is not None else ():
-                    if isinstance(sub, ast.Name):
-                        names.add(sub.id)
-        elif isinstance(stmt, ast.If | ast.Try):
-            inner, inner_star = _module_bindings([*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),
-                                                  *(s for h in getattr(stmt, "handlers", []) for s in h.body)])
-            names |= inner
-            star |= inner_star
-    return names, star
+def _pyflakes(tree: ast.Module, path: str) -> list[tuple[str, int, str]]:
+    """(message class, line, message) from pyflakes on an already parsed module."""
+    from pyflakes.checker import Checker
+
+    found = Checker(tree, filename=path).messages
+    return [(type(m).__name__, m.lineno, m.message % m.message_args) for m in found
+            if type(m).__name__ in PYFLAKES]
 
 
 def _import_audit(ctx: _Ctx) -> list[Finding]:
-    """Unused imports (warning) and decorators used without a binding (error).
+    """pyflakes on the whole refactored file: undefined names (error), unused imports and
+    redefinitions (warning).
 
-    "Used" is any identifier token outside import statements, comments and triple-quoted
-    strings, so a name mentioned only in a short string literal counts as used: this
-    under-reports unused imports (a warning) rather than walking the whole tree, which
-    costs more than parsing it.
+    This catches an edit that removed a still-used import, or code moved to where a name is
+    not bound, in lines that only run on CUDA too. A message the original file already had
+    (same kind and text) is the file's, not the refactor's: an error is then kept as a warning
+    saying so. The original is parsed and checked only when the refactored file has an
+    error-kind message (warnings stay warnings either way), which keeps verify's cost near
+    one extra pass over the tree.
     """
+    after = _pyflakes(ctx.tree, ctx.inp.path)
+    before: set[tuple[str, str]] = set()
+    if any(PYFLAKES[kind][1] == "error" for kind, _, _ in after):
+        try:
+            before = {(kind, msg) for kind, _, msg in _pyflakes(ast.parse(ctx.inp.before), ctx.inp.path)}
+        except SyntaxError:
+            pass
     out: list[Finding] = []
-    lines = ctx.inp.after.splitlines()
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, ast.Import | ast.ImportFrom):
-            for i in range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno):
-                lines[i] = ""
-    used = set(IDENT.findall(NOT_CODE.sub(" ", "\n".join(lines))))
-    defined, star = _module_bindings(ctx.tree.body)
-    # __future__ imports are compiler directives, never "used" by name.
-    bound = {i.bound: i for i in ctx.after.imports if i.name != "*" and i.module != "__future__"}
-    for name, imp in sorted(bound.items(), key=lambda kv: kv[1].line):
-        if name not in used:
-            out.append(ctx.f("import_audit", "V701", "warning", imp.line, f"{name!r} is imported from {imp.module} but unused; remove it"))
-    if not star:
-        known = defined | BUILTINS
-        for cls in ctx.after.classes:
-            for t in cls.tests:
-                for d in t.decorators:
-                    root = d.name.split(".", 1)[0]
-                    if root and root not in known:
-                        out.append(ctx.f("import_audit", "V702", "error", d.line, f"decorator @{d.name} is used but {root!r} is not imported; import it"))
+    for kind, line, msg in after:
+        code, severity, todo = PYFLAKES[kind]
+        if (kind, msg) in before:
+            out.append(ctx.f("import_audit", code, "warning", line, f"{msg} (already so in the original)"))
+        else:
+            out.append(ctx.f("import_audit", code, severity, line, f"{msg}; {todo}"))  # type: ignore[arg-type]
     return out
 
 

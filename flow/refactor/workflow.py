@@ -20,7 +20,7 @@ from typing import Any
 
 from flow.errors import WorkflowInputError
 from flow.outcome import Done
-from flow.refactor import gates, steps
+from flow.refactor import fixloop, gates, steps
 from flow.refactor.errors import FieldConflictError
 from flow.refactor.feedmodels import FEEDS, RefactorData
 from flow.refactor.fields import detect_field, load_field_lists, normalise
@@ -105,7 +105,7 @@ WORKFLOW = Workflow(
     initial="assess",
     terminal=frozenset({"finalize", "aborted"}),
     steps={"assess": steps.assess, "analyze": steps.analyze, "distribute": steps.distribute,
-           "code": steps.code, "verify": gates.verify, "review": gates.review, "test": gates.test,
+           "code": steps.code, "verify": fixloop.verify, "review": fixloop.review, "test": gates.test,
            "finalize": finalize, "aborted": aborted},
     feeds=FEEDS,
     data_model=RefactorData,

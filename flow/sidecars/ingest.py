@@ -32,7 +32,7 @@ from typing import Any
 
 from agents.prompts import Untrusted, render
 from flow.errors import WorkflowInputError
-from flow.outcome import Ask, Done, Go, Human, Sleep, Task
+from flow.outcome import Ask, Done, Go, Human, Task
 from flow.sidecars import ingest_findings as findings
 from flow.sidecars import ingest_harvest as harvesting
 from flow.sidecars.ingest_model import (
@@ -94,11 +94,12 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Inge
     if not _LOGIN.match(author):
         raise WorkflowInputError(f"{AUTHOR_ENV}={author!r} is not a GitHub login",
                                  f"unset it or set e.g. {AUTHOR_ENV}={DEFAULT_AUTHOR}")
-    from flow.github.client import connect
+    from flow.github.access import access_from, connect_with
 
-    connect(env=settings)  # MissingToken now, before anything is written
+    access = access_from(settings)
+    connect_with(access, settings)  # MissingToken now, before anything is written
     harvesting.load_cursor(root)  # a damaged cursor stops the start, not a later step
-    return IngestData(mode="harvest", repo=repo, author=author, ruleset=ruleset)
+    return IngestData(mode="harvest", repo=repo, author=author, ruleset=ruleset, access=access)
 
 
 # -- prompts -------------------------------------------------------------------------------------
@@ -127,17 +128,25 @@ def begin(ctx: Any) -> Any:
 
 
 def harvest(ctx: Any) -> Any:
-    from flow.github.client import connect
-    from flow.github.errors import RateLimited
+    """Read GitHub (flow.github.trouble maps every failure: a limit or an outage sleeps, a
+    refused token or a missing repository asks a person, who may stop the harvest)."""
+    from flow.github.access import connect_with
+    from flow.github.trouble import guarded
 
     d: IngestData = ctx.data
-    try:
-        d.prs = harvesting.harvest(connect(env=ctx.settings), d.repo, d.author,
-                                   harvesting.load_cursor(ctx.root))
-    except RateLimited as exc:
-        return Sleep(f"GitHub rate limit: {exc.message}")
-    ctx.log(f"harvested {len(d.prs)} PR(s) with new feedback")
-    return Go("collected" if d.prs else "nothing")
+
+    def read() -> Go:
+        d.prs = harvesting.harvest(connect_with(d.access, ctx.settings), d.repo, d.author,
+                                   harvesting.load_cursor(ctx.root), log=ctx.log)
+        ctx.log(f"harvested {len(d.prs)} PR(s) with new feedback")
+        return Go("collected" if d.prs else "nothing")
+
+    def stop(reason: str) -> Go:
+        d.prs = []
+        d.last_error = f"harvest stopped by a person after GitHub refused: {reason}"
+        return Go("nothing")
+
+    return guarded(ctx, d.github, "harvest", read, stop)
 
 
 def triage(ctx: Any) -> Any:
@@ -208,6 +217,12 @@ def harvested(ctx: Any) -> Any:
     nxt = ([f"Review {p}: tick ('- [x]') the findings to apply, then run "
             f"{ctx.cmds.cli('--apply-ingest', p)}" for p in d.drafted]
            or ["Nothing to review; the next daily harvest looks again."])
+    if d.last_error:  # stopped after GitHub refused: say so, never "nothing new"
+        nxt = [f"Nothing was harvested: {d.last_error}. Mend it, then run --ingest-feedback "
+               f"again with --restart (the cursor is unchanged)."]
+        return Done({"outcome": "stopped", "reason": d.last_error, "prs": [], "lessons": [],
+                     "findings_files": [], "github_problems": d.github.history,
+                     "cursor": str(harvesting.cursor_path(ctx.root))}, nxt)
     return Done({"outcome": "drafted" if d.drafted else "nothing_new",
                  "prs": [p.number for p in d.prs], "lessons": d.lessons,
                  "findings_files": d.drafted,

@@ -65,47 +65,56 @@ def bot_summaries(comments: list[Comment], processed: set[int]) -> list[Comment]
 
 # -- the GitHub adapter ------------------------------------------------------------------------
 
-def _stamp(value: Any) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else ""
-
-
-def _comment(raw: Any, inline: bool) -> Comment:
-    return Comment(id=raw.id, author=raw.user.login if raw.user else "ghost", body=raw.body or "",
-                   updated_at=_stamp(raw.updated_at or raw.created_at),
-                   path=raw.path if inline else None,
-                   line=(raw.line or raw.original_line) if inline else None)
+def _comment(raw: dict[str, Any], inline: bool) -> Comment:
+    """A comment from GitHub's JSON. Keys GitHub may omit (a root review comment has no
+    `in_reply_to_id`) are read with .get: nothing is ever completed by a second request."""
+    user = raw.get("user") or {}
+    return Comment(id=raw["id"], author=user.get("login") or "ghost", body=raw.get("body") or "",
+                   updated_at=raw.get("updated_at") or raw.get("created_at") or "",
+                   path=raw.get("path") if inline else None,
+                   line=(raw.get("line") or raw.get("original_line")) if inline else None)
 
 
 def harvest(client: Any, repo: str, author: str, cursor: Cursor,
-            max_pulls: int = MAX_PULLS) -> list[PrFeedback]:
+            max_pulls: int = MAX_PULLS, log: Any = None) -> list[PrFeedback]:
     """Unprocessed feedback of ``author``'s merged ``[Test]`` PRs in ``repo``, by PR number.
 
-    ``client`` is a ``flow.github.client.GitHubClient``. PRs with nothing new are left out.
-    Raises the ``flow.github.errors`` types (``RateLimited``, ``UnknownRepo`` ...).
+    ``client`` is a ``flow.github.client.GitHubClient``; every request goes through its
+    wrapper (raw JSON, no PyGithub objects that could complete themselves lazily). Labels come
+    with the PR listing (no request per PR). A PR whose comments answer 404 (deleted or moved
+    since it was listed) is skipped and logged; it is looked at again next harvest. PRs with
+    nothing new are left out. Raises the ``flow.github.errors`` types (``RateLimited``,
+    ``UnknownRepo`` ...).
     """
-    gh_repo = client.repo(repo)
-    pulls = client.call(lambda: list(gh_repo.get_pulls(state="closed", sort="updated",
-                                                       direction="desc")[:max_pulls]),
-                        what=f"repos/{repo}/pulls")
+    from flow.github.errors import GitHubRequestFailed
+    from flow.github.reads import list_all
+
+    client.repo(repo)  # UnknownRepo names the repository before anything else
+    pulls = list_all(client, f"/repos/{repo}/pulls",
+                     {"state": "closed", "sort": "updated", "direction": "desc"}, limit=max_pulls)
     found: list[PrFeedback] = []
     for pull in pulls:
-        login = pull.user.login if pull.user else ""
-        if login != author or not (pull.title or "").startswith(TITLE_PREFIX):
-            continue  # cheap filters first: labels cost a request per PR
-        labels = client.call(lambda p=pull: [lb.name for lb in p.get_labels()],
-                             what=f"repos/{repo}/issues/{pull.number}/labels")
-        if not is_candidate(author, login, pull.title, labels):
+        login = (pull.get("user") or {}).get("login") or ""
+        title = pull.get("title") or ""
+        labels = [lb.get("name", "") for lb in pull.get("labels") or []]
+        if not is_candidate(author, login, title, labels):
             continue
-        done = set(cursor.of(repo, pull.number).processed)
-        inline = client.call(lambda p=pull: list(p.get_review_comments()),
-                             what=f"repos/{repo}/pulls/{pull.number}/comments")
-        parents = {c.id: c.in_reply_to_id for c in inline}
+        number = pull["number"]
+        done = set(cursor.of(repo, number).processed)
+        try:
+            inline = list_all(client, f"/repos/{repo}/pulls/{number}/comments")
+            convo = list_all(client, f"/repos/{repo}/issues/{number}/comments")
+        except GitHubRequestFailed as exc:
+            if exc.status != 404:
+                raise
+            if log is not None:
+                log(f"PR #{number}: its comments answered 404; skipped this harvest")
+            continue
+        parents = {c["id"]: c.get("in_reply_to_id") for c in inline}
         threads = replied_threads([_comment(c, True) for c in inline], parents, done)
-        convo = client.call(lambda p=pull: list(p.get_issue_comments()),
-                            what=f"repos/{repo}/issues/{pull.number}/comments")
         summaries = bot_summaries([_comment(c, False) for c in convo], done)
         if threads or summaries:
-            found.append(PrFeedback(number=pull.number, title=pull.title, url=pull.html_url,
+            found.append(PrFeedback(number=number, title=title, url=pull.get("html_url") or "",
                                     threads=threads, summaries=summaries))
     return sorted(found, key=lambda p: p.number)
 

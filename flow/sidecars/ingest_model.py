@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from flow.feeds import Feed
+from flow.github.access import Access
+from flow.github.trouble import Trouble
 
 RULE_ID = r"^(TR\d{3}|new)$"
 
@@ -131,6 +133,9 @@ class IngestData(BaseModel):
     edit_round: int = 1
     max_edit_rounds: int = 3
     last_error: str = ""
+    # GitHub: where (fixed at the start) and what went wrong (waits, questions)
+    access: Access = Access()
+    github: Trouble = Trouble()
 
 
 # -- the sidecar's own cursor (<root>/ingest/state.json) ---------------------------------------

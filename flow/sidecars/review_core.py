@@ -156,7 +156,8 @@ def select(lines: list[str], profile: Profile, limit: int, busy: set[str],
 
     ``busy`` holds keys another unfinished batch is reviewing: they are skipped (never
     selected twice). Duplicate lines count once. ``fetch`` raising ``FetchFailed`` skips that
-    PR; ``StopFetching`` skips it and every later one. Never raises.
+    PR; ``StopFetching`` skips it and every later one. Any other exception of ``fetch`` (GitHub
+    refusing every request: limits, outages, a bad token) propagates: the caller decides.
     """
     out = Selection()
     seen: set[str] = set()
@@ -252,7 +253,10 @@ class ReviewFeed(Feed):
 
 
 class BatchFeed(Feed):
-    """The Codex executor's result for the whole batch: ``{results: [...]}``.
+    """The Codex executor's result for the whole batch: ``{results: [...]}`` with at least one
+    review, or ``{failed: true, reason}``. Anything else (``{}``, empty results without
+    ``failed``) is refused at the feed, so the harness can write it again; it never fails
+    every PR of the batch.
 
     A PR missing from ``results`` counts as failed (it stays pending); so does the whole
     batch when ``failed`` is true.
@@ -261,6 +265,16 @@ class BatchFeed(Feed):
     results: list[PRReview] = []
     failed: bool = False
     reason: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> BatchFeed:
+        if self.failed:
+            if not self.reason:
+                raise ValueError("a failed batch needs a reason; add \"reason\": \"...\"")
+        elif not self.results:
+            raise ValueError("a batch result needs \"results\": one review per PR "
+                             "({pr, verdict, summary, findings}), or \"failed\": true with a reason")
+        return self
 
 
 def match_review(pr: QueuedPR, reviews: Iterable[PRReview]) -> PRReview | None:

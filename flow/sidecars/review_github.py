@@ -12,8 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.github.errors import GitHubError, RateLimited
-from flow.sidecars.review_core import FetchFailed, PRMeta, PRRef, StopFetching
+from flow.github.errors import (
+    BadSetting, GitHubError, GitHubRequestFailed, GitHubUnavailable, MissingToken, RateLimited,
+)
+from flow.sidecars.review_core import FetchFailed, PRMeta, PRRef
 
 
 class PostedComment(BaseModel):
@@ -22,21 +24,24 @@ class PostedComment(BaseModel):
     url: str
 
 
-def connect(settings: Mapping[str, str]) -> Any:
-    """A GitHub client from GITHUB_TOKEN / GH_TOKEN and ORCHESTRATOR_GITHUB_API; no request.
+def connect(settings: Mapping[str, str], access: Any = None) -> Any:
+    """A GitHub client for the batch's recorded access (API URL, token file; see
+    flow.github.access), the token from GITHUB_TOKEN / GH_TOKEN else the file; no request.
 
     Raises ``flow.github.errors.MissingToken`` without a token.
     """
-    from flow.github.client import connect as _connect
+    from flow.github.access import Access, connect_with
 
-    return _connect(env=settings)
+    return connect_with(access or Access(), settings)
 
 
 def fetcher(client: Any) -> Any:
     """``fetch(ref) -> PRMeta`` for ``review_core.select``.
 
-    Raises ``StopFetching`` on a rate limit (asking again now would fail too) and
-    ``FetchFailed`` on any other GitHub error (not found, server errors after retries).
+    A failure that concerns one PR (404: gone or unreadable; 422) raises ``FetchFailed``: that
+    PR is skipped and stays pending. A failure that concerns every PR (rate limit, outage,
+    refused token or permission) propagates as the flow.github error, so the step sleeps or
+    asks a person and the whole queue stays as it is, instead of a batch of skips.
     """
     def fetch(ref: PRRef) -> PRMeta:
         try:
@@ -50,9 +55,13 @@ def fetcher(client: Any) -> Any:
                           author=(user.login if user is not None else "") or "ghost",
                           state="closed" if pull.state == "closed" else "open",
                           merged=bool(pull.merged), files=files)
-        except RateLimited as exc:
-            raise StopFetching(f"rate limited until {exc.reset_at.isoformat()}") from None
-        except GitHubError as exc:
+        except (RateLimited, GitHubUnavailable, MissingToken, BadSetting):
+            raise
+        except GitHubRequestFailed as exc:
+            if exc.status in (404, 410, 422):
+                raise FetchFailed(exc.message) from None
+            raise
+        except GitHubError as exc:  # UnknownRepo: that PR's repository is gone or hidden
             raise FetchFailed(exc.message) from None
 
     return fetch
@@ -60,16 +69,16 @@ def fetcher(client: Any) -> Any:
 
 def find_comment(client: Any, repo: str, number: int, marker: str) -> PostedComment | None:
     """The comment on issue ``number`` whose body carries ``marker``, or None."""
-    issue = client.lazy_repo(repo).get_issue(number)
-    found = client.call(lambda: [(c.id, c.html_url) for c in issue.get_comments()
-                                 if marker in (c.body or "")],
-                        what=f"repos/{repo}/issues/{number}/comments")
-    return PostedComment(id=found[0][0], url=found[0][1]) if found else None
+    from flow.github.reads import list_all
+
+    found = [c for c in list_all(client, f"/repos/{repo}/issues/{number}/comments")
+             if marker in (c.get("body") or "")]
+    return PostedComment(id=found[0]["id"], url=found[0].get("html_url") or "") if found else None
 
 
 def post_comment(client: Any, repo: str, number: int, body: str) -> PostedComment:
     """Post ``body`` on issue ``number``. Not retried on a timeout (it may have been posted)."""
-    issue = client.lazy_repo(repo).get_issue(number)
-    c = client.call(lambda: issue.create_comment(body),
-                    what=f"repos/{repo}/issues/{number}/comments", write=True)
-    return PostedComment(id=c.id, url=c.html_url)
+    path = f"/repos/{repo}/issues/{number}/comments"
+    _, c = client.call(lambda: client.requester.requestJsonAndCheck("POST", path, input={"body": body}),
+                       what=path[1:], write=True)
+    return PostedComment(id=c["id"], url=c.get("html_url") or "")

@@ -10,6 +10,13 @@ The flow id is ``review-queue/<UTC date>`` (``REVIEW_QUEUE_DATE=YYYY-MM-DD`` ove
 date), so a plain re-run the same day resumes the same batch. PRs queued by another batch that
 has not finished are never selected again (they are "in flight"); a failed review or an
 unreadable PR stays in the queue file for the next batch.
+
+GitHub failures (flow.github.trouble): in ``select`` and ``post`` a rate limit or an outage
+sleeps (``schedule_cron``) and the same batch carries on later; a refused token or permission
+(401/403) or a missing tracking issue asks a person (``need_human``: mend it and ``retry``,
+or ``stop``). Nothing is archived and the queue file is untouched until the comment is
+posted, so a stopped or failing batch loses no PR; a PR that alone answers 404 is skipped
+and stays pending.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from flow.errors import WorkflowBug, WorkflowInputError
+from flow.github.access import Access
+from flow.github.trouble import Trouble, guarded
 from flow.outcome import Ask, Done, Go, Task
 from flow.sidecars import review_core as core
 from flow.sidecars import review_publish as pub
@@ -53,6 +62,9 @@ class ReviewQueueData(BaseModel):
     comment_id: int | None = None
     comment_url: str | None = None
     archived: bool = False
+    access: Access = Access()  # API URL and token file, fixed at the start
+    github: Trouble = Trouble()  # waits and questions after GitHub said no
+    stopped: str | None = None  # a person stopped the batch after GitHub refused: why
 
 
 def _day() -> str:
@@ -70,6 +82,7 @@ def locate(opts: dict[str, Any], root: Path) -> str:
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ReviewQueueData:
     """The batch's inputs; refuses a missing queue file, a bad --limit/--repo or no token."""
+    from flow.github.access import access_from
     from flow.sidecars.review_github import connect
 
     profile = core.load_profile(opts.get("profile"))
@@ -86,8 +99,9 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReviewQueueData:
     if not (root / QUEUE_FILE).is_file():
         raise WorkflowInputError(f"no review queue at {str(root / QUEUE_FILE)!r}",
                                  "create it with one PR per line (a PR URL or owner/repo#N)")
-    connect(settings)  # MissingToken now, before a flow exists
-    return ReviewQueueData(day=_day(), profile=profile, limit=limit)
+    access = access_from(settings)
+    connect(settings, access)  # MissingToken now, before a flow exists
+    return ReviewQueueData(day=_day(), profile=profile, limit=limit, access=access)
 
 
 def claims_elsewhere(root: Path, flow_id: str) -> dict[str, str]:
@@ -111,15 +125,26 @@ def claims_elsewhere(root: Path, flow_id: str) -> dict[str, str]:
     return held
 
 
-def _select(ctx: Any) -> Go:
+def _stop(d: ReviewQueueData) -> Any:
+    def stop(reason: str) -> Go:
+        d.stopped = reason
+        return Go("abandon")
+    return stop
+
+
+def _select(ctx: Any) -> Any:
+    d: ReviewQueueData = ctx.data
+    return guarded(ctx, d.github, "select", lambda: _select_now(ctx, d), _stop(d))
+
+
+def _select_now(ctx: Any, d: ReviewQueueData) -> Go:
     from flow.sidecars.review_github import connect, fetcher
 
-    d: ReviewQueueData = ctx.data
     lines = (ctx.root / QUEUE_FILE).read_text(encoding="utf-8").splitlines() \
         if (ctx.root / QUEUE_FILE).is_file() else []
     d.busy_elsewhere = claims_elsewhere(ctx.root, ctx.flow_id)
     d.selection = core.select(lines, d.profile, d.limit, set(d.busy_elsewhere),
-                              fetcher(connect(ctx.settings)))
+                              fetcher(connect(ctx.settings, d.access)))
     ctx.log(f"selected {len(d.selection.queue)}, not applicable "
             f"{len(d.selection.not_applicable)}, skipped {len(d.selection.skipped)}")
     return Go("selected")
@@ -231,16 +256,20 @@ def _compose(ctx: Any) -> Go:
     return Go("composed")
 
 
-def _post(ctx: Any) -> Go:
-    from flow.sidecars.review_github import connect, find_comment, post_comment
-
+def _post(ctx: Any) -> Any:
     d: ReviewQueueData = ctx.data
     body = _comment(ctx)
     if digest(body) != d.comment_digest:
         raise WorkflowBug("the batch comment changed after it was composed",
                           "report it with the audit log; nothing was posted")
+    return guarded(ctx, d.github, "post", lambda: _post_now(ctx, d, body), _stop(d))
+
+
+def _post_now(ctx: Any, d: ReviewQueueData, body: str) -> Go:
+    from flow.sidecars.review_github import connect, find_comment, post_comment
+
     if d.comment_id is None:
-        client = connect(ctx.settings)
+        client = connect(ctx.settings, d.access)
         repo, number = d.profile.tracking()
         # A crash after the post but before this state was saved: the comment exists.
         posted = find_comment(client, repo, number, pub.marker(ctx.flow_id))
@@ -276,6 +305,13 @@ def _archive(ctx: Any) -> Go:
 def _finish(ctx: Any) -> Done:
     d: ReviewQueueData = ctx.data
     sel = d.selection or core.Selection()
+    if d.stopped is not None:
+        return Done({"outcome": "not_published", "reason": d.stopped, "comment_url": None,
+                     "reviewed": [pr.key for pr, _ in _reviewed(d)], "failed": d.failed,
+                     "github_problems": d.github.history},
+                    [f"Nothing was posted and nothing left {QUEUE_FILE}: GitHub refused "
+                     f"({d.stopped}). Mend the token or permission, then run --review-queue "
+                     f"with --restart; the reviews written under {REVIEWS_DIR}/ stay."])
     stays = sorted(set(d.failed) | {s.key for s in sel.skipped})
     result = {
         "outcome": "published" if d.comment_url else "nothing_to_publish",
@@ -305,7 +341,8 @@ WORKFLOW = Workflow(
     states=("select", "review", "compose", "post", "archive", "done"),
     transitions=(("selected", "select", "review"), ("reviewed", "review", "compose"),
                  ("composed", "compose", "post"), ("nothing", "compose", "done"),
-                 ("posted", "post", "archive"), ("archived", "archive", "done")),
+                 ("posted", "post", "archive"), ("archived", "archive", "done"),
+                 ("abandon", "select", "done"), ("abandon", "post", "done")),
     initial="select",
     terminal=frozenset({"done"}),
     steps={"select": _select, "review": _review, "compose": _compose, "post": _post,

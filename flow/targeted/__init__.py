@@ -2,12 +2,15 @@
 
 The pure core of the ``ci-targeted`` workflow (seed ``pr-ci-targeted.md``, issue 6):
 
-- ``config``: ``TargetedConfig`` from a pyproject table, a named profile, or defaults.
-- ``import_graph``: the file-level import graph built with ``ast`` (cached by content);
-  ``resolve`` turns one file's imports and strings into the files they name.
+- ``config``: ``TargetedConfig`` from a named profile, a pyproject table, a detected
+  profile, or defaults (suites with hardware and runner, labels, no-GPU allowlist).
+- ``import_graph``: the file-level import graph from ``lexer`` facts (cached by content);
+  ``resolve`` turns one file's imports and strings into the files they name; ``syspath``
+  reads the folders a conftest or script puts on ``sys.path``.
 - ``registrations``: ``register_*_ci(...)`` declarations read from top-level calls.
 - ``trace``: ``affected_tests(...) -> AffectedReport``; ``report`` renders it.
-- ``select``: the seed's step 2 as ``choose(report, config) -> Plan``.
+- ``select``: the seed's step 2 as ``choose(report, config) -> Plan``, never empty.
+- ``runs``: finding the Rerun Test run each ``/rerun-test`` comment started.
 - ``timing``: ``est_time`` from a measured runtime, and the PR-description timing line.
 
 Nothing here is imported eagerly: import the submodule you need.

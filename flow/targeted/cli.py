@@ -1,9 +1,11 @@
 """``orchestrator.py affected-tests``: the tracer on the command line.
 
 ``affected-tests --base REV [--depth 3] [--hub-limit 40] [--json] [--profile NAME]
-[--repo-dir DIR]`` traces ``git diff <merge base of REV>...HEAD`` of DIR (default: the
-current directory) and prints the seed's step-1 report: as text by default, or as one JSON
-object (the usual envelope plus ``report``) with ``--json``.
+[--repo-dir DIR] [--include-worktree]`` traces ``git diff <merge base of REV>...HEAD`` of
+DIR (default: the current directory; with ``--include-worktree`` the uncommitted changes
+too, which are otherwise only warned about) and prints the plan and the seed's step-1
+report: as text by default (profile on the first line, the plan first), or as one JSON
+object (the usual envelope plus ``report`` and ``plan``) with ``--json``.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def cache_dir_for(root: Path, repo_dir: Path) -> Path:
 
 
 def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int, cfg: Any,
-          cache_dir: Path | None = None) -> Any:
+          cache_dir: Path | None = None, worktree: bool = False) -> Any:
     """Run the tracer with config ``cfg`` (see ``load``); every tracer error (bad base, not a
     repository) becomes a WorkflowInputError with the tracer's own message and hint. Returns
     an AffectedReport."""
@@ -78,7 +80,8 @@ def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int, cfg: Any
                                  "pass the revision the PR branches from, e.g. --base origin/main")
     check_bounds(depth, hub_limit)
     try:
-        return affected_tests(repo_dir, base, depth, hub_limit, cfg, cache_dir=cache_dir)
+        return affected_tests(repo_dir, base, depth, hub_limit, cfg, cache_dir=cache_dir,
+                              worktree=worktree)
     except TargetedError as err:
         raise WorkflowInputError(err.message, err.hint, code=err.code) from err
 
@@ -94,12 +97,17 @@ def affected_tests_command(args: argparse.Namespace, root: Path,
     """
     from flow.render import envelope
     from flow.targeted.report import render_text
+    from flow.targeted.select import choose
 
     depth = DEFAULT_DEPTH if args.depth is None else args.depth
     hub_limit = DEFAULT_HUB_LIMIT if args.hub_limit is None else args.hub_limit
     repo_dir = repo_dir_of(args.repo_dir)
-    report = trace(repo_dir, args.base, depth, hub_limit, load(repo_dir, args.profile),
-                   cache_dir=cache_dir_for(root, repo_dir))
+    cfg = load(repo_dir, args.profile)
+    report = trace(repo_dir, args.base, depth, hub_limit, cfg,
+                   cache_dir=cache_dir_for(root, repo_dir),
+                   worktree=bool(getattr(args, "include_worktree", False)))
+    plan = choose(report, cfg)
     if not args.json:
-        return render_text(report)
-    return {**envelope(None, root, "done", harness), "report": report.model_dump(mode="json")}
+        return render_text(report, plan)
+    return {**envelope(None, root, "done", harness), "report": report.model_dump(mode="json"),
+            "plan": plan.model_dump(mode="json")}

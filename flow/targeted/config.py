@@ -43,14 +43,50 @@ class LabelRule(_Strict):
     test_labels: list[str] = []
 
 
+class Scope(_Strict):
+    """A broad PR label (``run-ci-all``, ``run-ci-image``): it selects every registration
+    label except ``exclude``."""
+
+    exclude: list[str] = []
+
+
+class PathLabels(_Strict):
+    """What a changed path no test file's trace covers needs: ``labels`` (PR labels; an
+    empty list means no GPU run helps, e.g. a control-plane workflow) and why."""
+
+    path: str
+    labels: list[str]
+    why: str
+
+
 class Labels(_Strict):
     """PR label conventions. A registration label ``x`` is selected by ``prefix + x``."""
 
     prefix: str = "run-ci-"
-    blackwell: str = "run-on-blackwell"
+    blackwell: str = "run-on-blackwell"  # "" when the repository has no such label
     never: list[str] = ["bypass-fastfail"]  # labels the selector must not propose
     no_action_suites: list[str] = []  # suites that run on every PR without a label
     rules: dict[str, LabelRule] = {}
+    scopes: dict[str, Scope] = {}  # broad labels, used when no domain-label cover is small
+    max_domain: int = Field(4, ge=1)  # domain labels beyond which a scope label is cheaper
+    # Changed paths outside the trace, and entry-loaded files no test names: first match
+    # wins; unmatched ones take ``fallback``.
+    paths: list[PathLabels] = []
+    fallback: list[str] = []
+
+
+class Suite(_Strict):
+    """One CI suite as the repository's workflows run it: on which backend and hardware,
+    how a file is started (``pytest`` loads conftest files; ``python`` runs ``python3
+    file.py``, which loads a conftest only when the file calls ``pytest.main``), and
+    whether a job of the PR workflows runs it at all (``pr``; False for suites only an
+    external nightly schedules, or with no job)."""
+
+    backend: Backend
+    hardware: str
+    runner: Literal["pytest", "python"]
+    pr: bool = True
+    workflow: str = ""
 
 
 class Implicit(_Strict):
@@ -80,6 +116,17 @@ class TargetedConfig(_Strict):
         "register_cuda_ci": "cuda",
         "register_rocm_ci": "rocm",
     }
+    positional: list[str] = ["est_time", "suite"]  # parameters a call may pass by position
+    # Suites by name. Empty: every suite runs on PRs and its files run under pytest (the
+    # generic reading). Non-empty: a suite missing from it has no job, so it never runs.
+    suites: dict[str, Suite] = {}
+    no_gpu: list[str] = []  # changed paths the repository's CI proves need no GPU run
+    strings_not_loads: list[str] = []  # files whose string literals are data (label prose)
+    detect: list[str] = []  # files whose presence identifies the repository (profiles)
+    # Changed files within this many import hops of an entry point run on every training
+    # run: the change is broad. Deeper ones are specific code paths, judged by the tests
+    # the trace reaches (see ``select.choose``).
+    entry_core_hops: int = Field(1, ge=0)
     roots: list[str] = ["."]  # import roots (sys.path entries), repo-relative
     tests: list[str] = ["**/test_*.py"]
     tests_exclude: list[str] = []
@@ -95,9 +142,32 @@ class TargetedConfig(_Strict):
     timing: Timing = Timing()
     repo: str = ""  # owner/name, for run URLs; informational
 
+    source: str = "defaults"  # where this config came from (set by load_config)
+
     def backend_of(self, func: str) -> Backend | None:
         """The backend a registration function declares, or None when it is not one."""
         return self.registration.get(func)
+
+    def suite(self, name: str) -> Suite | None:
+        """The suite ``name``; None when the config maps suites and this one has no job."""
+        return self.suites.get(name)
+
+    def pr_runs(self, suite: str) -> bool:
+        """True when a label-selected PR run executes registrations of ``suite``."""
+        if not self.suites:
+            return True
+        info = self.suites.get(suite)
+        return info is not None and info.pr
+
+    def runner(self, suite: str) -> str:
+        """How CI starts a file of ``suite``: "pytest" or "python"."""
+        info = self.suites.get(suite)
+        return info.runner if info is not None else "pytest"
+
+    def hardware(self, suite: str, backend: str) -> str:
+        """The hardware class ``suite`` runs on (the backend when unmapped)."""
+        info = self.suites.get(suite)
+        return info.hardware if info is not None else backend
 
 
 def _validate(data: object, where: str) -> TargetedConfig:
@@ -128,13 +198,28 @@ def load_profile(name: str, profile_dir: Path = PROFILE_DIR) -> TargetedConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}", "fix the TOML syntax") from exc
-    return _validate(data, str(path))
+    cfg = _validate(data, str(path))
+    return cfg.model_copy(update={"source": name})
+
+
+def detect_profile(repo_dir: Path, profile_dir: Path = PROFILE_DIR) -> str | None:
+    """The name of the first profile whose ``detect`` files all exist in ``repo_dir``."""
+    for path in sorted(profile_dir.glob("*.toml")):
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        marks = data.get("detect") or []
+        if marks and all((Path(repo_dir) / m).is_file() for m in marks):
+            return path.stem
+    return None
 
 
 def load_config(repo_dir: Path, profile: str | None = None,
                 profile_dir: Path = PROFILE_DIR) -> TargetedConfig:
     """The config for ``repo_dir``: ``profile`` if named, else its pyproject table, else
-    defaults. Raises ConfigError on an unknown profile or an invalid table."""
+    the profile whose ``detect`` files it has, else defaults; ``source`` says which.
+    Raises ConfigError on an unknown profile or an invalid table."""
     if profile:
         return load_profile(profile, profile_dir)
     pyproject = Path(repo_dir) / "pyproject.toml"
@@ -146,5 +231,10 @@ def load_config(repo_dir: Path, profile: str | None = None,
                               "fix the TOML syntax or pass a profile") from exc
         table = data.get("tool", {}).get("orchestrator", {}).get("targeted")
         if table is not None:
-            return _validate(table, f"{pyproject} [tool.orchestrator.targeted]")
+            cfg = _validate(table, f"{pyproject} [tool.orchestrator.targeted]")
+            return cfg.model_copy(update={"source": "pyproject [tool.orchestrator.targeted]"})
+    found = detect_profile(repo_dir, profile_dir)
+    if found is not None:
+        cfg = load_profile(found, profile_dir)
+        return cfg.model_copy(update={"source": f"{found} (detected)"})
     return TargetedConfig()

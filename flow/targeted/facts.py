@@ -30,7 +30,7 @@ import orjson
 
 from flow.targeted.lexer import scan
 
-FACTS_VERSION = 3  # bump when facts, calls or the graph file change shape
+FACTS_VERSION = 6  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]
 Calls = dict[str, Any]  # read_calls: {"c": [top-level calls], "e": syntax error or None}
 
@@ -52,13 +52,21 @@ def _call_name(func: ast.expr) -> str | None:
 def _top_call(node: ast.Call) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     bad: list[str] = []
+    args: list[Any] = []
+    for i, arg in enumerate(node.args):
+        try:
+            args.append(ast.literal_eval(arg))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            args.append(None)
+            bad.append(f"#{i}")
     for kw in node.keywords:
         name = kw.arg if kw.arg is not None else "**"
         try:
             kwargs[name] = ast.literal_eval(kw.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             bad.append(name)
-    return {"f": _call_name(node.func), "l": node.lineno, "p": len(node.args),
+    return {"f": _call_name(node.func), "l": node.lineno, "z": node.end_lineno or node.lineno,
+            "p": len(node.args), "a": args,
             "k": kwargs, "bad": bad}
 
 
@@ -122,8 +130,9 @@ def _can_fork() -> bool:
 
 def read_calls(source: bytes) -> Calls:
     """``{"c": top-level calls, "e": None}`` from an ``ast`` of ``source``, each call
-    ``{"f": name, "l": line, "p": n_positional, "k": {kw: value}, "bad": [kw whose value is
-    not a literal]}``; on a syntax error ``{"c": [], "e": "line N: ..."}``. Never raises."""
+    ``{"f": name, "l": line, "z": last line, "p": n_positional, "a": [positional values],
+    "k": {kw: value},
+    "bad": [kw whose value is not a literal; "#i" for positional argument i]}``; on a syntax error ``{"c": [], "e": "line N: ..."}``. Never raises."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences in old code

@@ -1,8 +1,10 @@
 """The file-level import graph of a repository, from per-file facts (see ``facts.py``).
 
 An edge ``a -> b`` means running ``a`` loads or names ``b``: its imports, dynamic imports
-and string literals as ``resolve.Resolver`` reads them, and for ``conftest.py`` every test
-file below its directory (pytest loads it without an import).
+and string literals as ``resolve.Resolver`` reads them (not those of ``strings_not_loads``
+files), imports through folders put on ``sys.path`` (``syspath``), and for ``conftest.py``
+every test file below its directory that pytest runs (pytest loads it without an import;
+a file CI starts as ``python3 file.py`` loads it only when it calls ``pytest.main``).
 
 Every file is scanned once (``lexer``; facts cached by content), but the graph is
 resolved lazily: ``importers(f)`` resolves only the files whose words could name ``f``
@@ -21,10 +23,16 @@ from pathlib import Path
 
 import orjson
 
+import re
+from collections.abc import Callable
+
 from flow.targeted.config import TargetedConfig
 from flow.targeted.facts import REL, Calls, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1
-from flow.targeted.paths import any_match, module_name
+from flow.targeted.paths import any_match, glob_match, module_name
 from flow.targeted.resolve import Resolver
+from flow.targeted.syspath import folders as syspath_folders
+
+_PYTEST_MAIN = re.compile(rb"\bpytest\s*\.\s*main\s*\(")
 
 
 class ImportGraph:
@@ -37,7 +45,8 @@ class ImportGraph:
     """
 
     def __init__(self, repo_dir: Path, tracked: list[str], cfg: TargetedConfig,
-                 cache: FactsCache, phantoms: set[str], tests: set[str]) -> None:
+                 cache: FactsCache, phantoms: set[str], tests: set[str],
+                 under_pytest: Callable[[ImportGraph, str], bool] | None = None) -> None:
         self.repo_dir, self.cfg, self.cache = Path(repo_dir), cfg, cache
         py = [p for p in tracked if p.endswith(".py")]
         models_dir = cfg.models_dir.strip("/") + "/"
@@ -46,7 +55,7 @@ class ImportGraph:
         self.phantoms = set(phantoms) - self.nodes
         self.nodes |= self.phantoms
         self.py = py
-        self.resolver = Resolver(self.nodes, cfg)
+        self.resolver = Resolver(self.nodes, cfg, self.syspath)
         self._data: dict[str, bytes] = {}
         self._key: dict[str, str] = {}
         self._facts: dict[str, Facts] = {}
@@ -59,10 +68,15 @@ class ImportGraph:
             except OSError:
                 continue  # a tracked file missing from the work tree has no edges
             self._data[rel], self._key[rel] = data, sha1(data)
+        self._scopes = self._read_syspath()
+        self._syspath_dirs = {f for _, _, fs in self._scopes for f in fs}
+        # Tests pytest runs (their conftests load); the rest run as plain scripts.
+        self.pytest_tests = {t for t in tests if under_pytest is None or under_pytest(self, t)}
         # Resolved edges depend on the file's bytes and on the tree (which paths exist, the
         # roots, the tests): reuse them only under the same tree key.
         self.tree_key = sha1(orjson.dumps([sorted(self.nodes), sorted(tests), cfg.roots,
-                                           cfg.models_dir]))
+                                           cfg.models_dir, sorted(self.pytest_tests),
+                                           self._scopes, cfg.strings_not_loads]))
         # A file's importers depend on every file's bytes: reuse them only when the tree
         # and all contents are the same as last time (a re-run on the same checkout).
         self.content_key = sha1(orjson.dumps([self.tree_key, sorted(self._key.items())]))
@@ -87,10 +101,43 @@ class ImportGraph:
         for conf in (p for p in py if posixpath.basename(p) == "conftest.py"):
             folder = posixpath.dirname(conf)
             prefix = folder + "/" if folder else ""
-            for test in tests:
+            for test in self.pytest_tests:
                 if test.startswith(prefix) and test != conf:
                     self._conf.setdefault(test, set()).add(conf)
                     self._conf_r.setdefault(conf, set()).add(test)
+
+    def _read_syspath(self) -> list[tuple[str, bool, list[str]]]:
+        """``(scope, is_dir, folders)`` per file that puts folders on ``sys.path``: a
+        conftest's apply below its directory, another file's to itself."""
+        dirs = {posixpath.dirname(n) for n in self.nodes}
+        out: list[tuple[str, bool, list[str]]] = []
+        for rel in sorted(self._data):
+            data = self._data[rel]
+            if b"sys.path" not in data:
+                continue
+            conf = posixpath.basename(rel) == "conftest.py"
+            sources = [data]
+            init = self._data.get(posixpath.join(posixpath.dirname(rel), "__init__.py"))
+            if conf and init is not None:
+                sources.append(init)  # the folder is often a constant of the package
+            found = [f for f in syspath_folders(rel, sources) if f and f in dirs]
+            if found:
+                out.append((posixpath.dirname(rel) if conf else rel, conf, found))
+        return out
+
+    def syspath(self, src: str) -> list[str]:
+        """Folders ``src`` runs with on ``sys.path`` beyond the roots."""
+        out: list[str] = []
+        for scope, is_dir, found in self._scopes:
+            if (src.startswith(scope + "/") or not scope) if is_dir else src == scope:
+                out += found
+        return out
+
+    def runs_pytest_main(self, path: str) -> bool:
+        """True when ``path`` calls ``pytest.main`` (so it loads conftests when run as a
+        script)."""
+        data = self._data.get(path)
+        return data is not None and _PYTEST_MAIN.search(data) is not None
 
     def _load_all_facts(self) -> None:
         """Facts for every file: from the cache, the rest scanned in one batch (the scan
@@ -126,13 +173,19 @@ class ImportGraph:
 
     def calls_of(self, path: str) -> Calls | None:
         """``read_calls`` of ``path`` (cached by content), or None when it is no readable
-        Python file."""
+        Python file; a file under an ``implicit`` location spelling no registration
+        function has no calls (not parsed)."""
         data = self._data.get(path)
         if data is None:
             return None
         key = self._key[path]
         hit = self.cache.calls.get(key)
         if hit is None:
+            if not any(name.encode() in data for name in self.cfg.registration) and \
+                    any(glob_match(path, rule.path) for rule in self.cfg.implicit):
+                # Registered by location and spelling no registration call: nothing to
+                # read, so skip the parse (most of miles' tests/fast/).
+                return {"c": [], "e": None}
             hit = read_calls(data)
             self.cache.put_calls(key, hit)
         return hit
@@ -148,7 +201,8 @@ class ImportGraph:
         if facts is not None:
             for entry in facts["i"]:
                 out.update(self.resolver.imports(path, entry))
-            out.update(self.resolver.strings(path, facts["s"]))
+            if not any_match(path, self.cfg.strings_not_loads):
+                out.update(self.resolver.strings(path, facts["s"]))
         out.discard(path)
         self._deps[path] = out
         return out
@@ -234,6 +288,8 @@ class ImportGraph:
         import, a path beside or above the file). Without this a common stem (``utils``)
         would resolve every file naming any ``utils``."""
         folder = posixpath.dirname(path)
+        if folder in self._syspath_dirs:
+            return cands  # imported by bare name from anywhere its folder is on sys.path
         parent = posixpath.basename(folder)
         name = module_name(path, self.cfg.roots)
         if not parent or not (parent.isidentifier() and parent.isascii()) \
@@ -249,13 +305,15 @@ class ImportGraph:
 
 def build_graph(repo_dir: Path, tracked: list[str], cfg: TargetedConfig,
                 cache: FactsCache | None = None, phantoms: set[str] | None = None,
-                tests: set[str] | None = None) -> ImportGraph:
+                tests: set[str] | None = None,
+                under_pytest: Callable[[ImportGraph, str], bool] | None = None) -> ImportGraph:
     """The (lazy) graph over ``tracked`` (repo-relative paths of files present at HEAD).
 
     ``phantoms`` are nodes without a file (deleted or renamed-away paths). ``tests`` are the
-    test files conftest edges point from; by default the files matching ``cfg.tests``.
+    test files conftest edges point from (only those ``under_pytest`` says pytest runs;
+    all of them without it); by default the files matching ``cfg.tests``.
     """
     cache = cache if cache is not None else FactsCache(None)
     if tests is None:
         tests = {p for p in tracked if p.endswith(".py") and any_match(p, cfg.tests)}
-    return ImportGraph(repo_dir, tracked, cfg, cache, set(phantoms or ()), tests)
+    return ImportGraph(repo_dir, tracked, cfg, cache, set(phantoms or ()), tests, under_pytest)

@@ -70,6 +70,11 @@ _AS = re.compile(_WS1 + "as" + _WS1)
 _COMMENT = re.compile(_CMT)
 _BRACES = re.compile(r"[{}]")
 _SELF_DOC = re.compile(r"(?<![=!<>])=\s*$")
+# A literal passed as one of these keywords is prose for a person (argparse's help text
+# names example paths and modules), never something the program loads.
+_PROSE_KW = re.compile(r"[(,]\s*(?:help|description|epilog|usage)\s*=\s*\(?\s*\Z")
+PROSE_KEYWORDS = ("help", "description", "epilog", "usage")
+_STMT_END = re.compile(r"[ \t\f]*(?:\#[^\n]*)?(?:\n|\r|;|\Z)")
 SEP = "\0"  # between an f-string's literal parts: no token spans it
 
 
@@ -78,7 +83,10 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
 
     ``imports``: ``[module, level, [names]]`` per imported module (``level`` -1 for a
     dynamic import's literal). ``values``: every str literal's value, concatenations
-    joined, f-string parts separated by ``SEP``. Never raises.
+    joined, f-string parts separated by ``SEP``, except a literal that is a statement of
+    its own (a docstring, or any bare string statement): it has no effect, so it names
+    nothing that runs; and the value of a ``help=`` / ``description=`` / ``epilog=`` /
+    ``usage=`` keyword: text for a person. Never raises.
     """
     imports: list[list[Any]] = []
     values: list[str] = []
@@ -91,6 +99,18 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
     chain_end = -1  # end of the last string literal while a concatenation may go on
     dyn_arg = -1  # where a dynamic import's first argument starts
     dyn_chain = False  # the open chain is that argument (its import is imports[-1])
+    stmt = False  # the open chain began a statement at bracket depth 0 (maybe a docstring)
+    prose = False  # the open chain is a help=/description= keyword's value
+
+    def count_depth() -> int:
+        nonlocal counted, depth
+        for i in range(counted, len(code), 2):
+            seg = text[code[i]:code[i + 1]]
+            depth += (seg.count("(") + seg.count("[") + seg.count("{")
+                      - seg.count(")") - seg.count("]") - seg.count("}"))
+        counted = len(code)
+        return depth
+
     for m in _LEX.finditer(text):
         # never None: every alternative of _LEX is a named group
         kind: str = m.lastgroup  # type: ignore[assignment]
@@ -110,15 +130,13 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
             if _GAP_TOP.fullmatch(text, chain_end, start):
                 joins = True  # same logical line
             else:  # across lines: only inside brackets
-                for i in range(counted, len(code), 2):
-                    seg = text[code[i]:code[i + 1]]
-                    depth += (seg.count("(") + seg.count("[") + seg.count("{")
-                              - seg.count(")") - seg.count("]") - seg.count("}"))
-                counted = len(code)
-                joins = depth > 0
+                joins = count_depth() > 0
         if not joins:
             if dyn_chain and not _ARG_END.match(text, chain_end):
                 imports.pop()  # "x." + name: not a literal
+            if (stmt and _STMT_END.match(text, chain_end)) or prose:
+                values.pop()  # a bare string statement or help text: nothing loads it
+            stmt = prose = False
             dyn_chain = False
             chain_end = -1
         if quote is None:
@@ -156,6 +174,9 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
                     imports[-1][0] += value
         else:
             values.append(value)
+            stmt = _line_start(text, start) and count_depth() == 0
+            prose = (_PROSE_KW.search(text, max(0, start - 60), start) is not None
+                     and count_depth() > 0)  # a keyword argument, not an assignment
             if start == dyn_arg and "f" not in prefix:
                 imports.append([value, -1, []])
                 dyn_chain = True
@@ -169,7 +190,26 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
         chain_end = end
     if dyn_chain and not _ARG_END.match(text, chain_end):
         imports.pop()
+    if chain_end >= 0 and ((stmt and _STMT_END.match(text, chain_end)) or prose):
+        values.pop()
     return imports, values
+
+
+def _line_start(text: str, start: int) -> bool:
+    """True when only blanks precede ``start`` on its line and that line continues none."""
+    i = start - 1
+    while i >= 0 and text[i] in " \t\f":
+        i -= 1
+    if i < 0:
+        return True
+    if text[i] == ";":
+        return True
+    if text[i] != "\n":
+        return False
+    j = i - 1
+    if j >= 0 and text[j] == "\r":
+        j -= 1
+    return not (j >= 0 and text[j] == "\\")
 
 
 def _prefix(text: str, start: int) -> str:
@@ -238,7 +278,8 @@ def _fstring(raw: str, quote: str, is_raw: bool, imports: list[list[Any]],
             current.append(expr)
         parts.append("".join(current))
         current = []
-        inner_imports, inner_values = scan(expr)
+        # In brackets, so a field's literal is never taken for a bare statement.
+        inner_imports, inner_values = scan("(" + expr + "\n)")
         imports.extend(inner_imports)
         values.extend(inner_values)
         if spec is not None:

@@ -6,6 +6,7 @@ Nothing here does IO; ``workflow.py`` calls these with what it read from git and
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,7 +20,9 @@ from flow.targeted.timing import est_time, timing_line
 MAX_FIX_ROUNDS = 3
 DEFAULT_EST = 600  # seconds assumed for a test without est_time, for the poll schedule only
 
-FileStatus = Literal["queued", "running", "passed", "failed"]
+FileStatus = Literal["queued", "running", "passed", "failed", "timed_out"]
+POLL_HOURS_ENV = "ORCHESTRATOR_TARGETED_POLL_HOURS"
+DEFAULT_POLL_HOURS = 24.0  # how long a posted file run may take to be found and finish
 Cause = Literal["caused_by_pr", "infra", "flake"]
 
 
@@ -28,10 +31,13 @@ class _M(BaseModel):
 
 
 class Attempt(_M):
-    """One run of one file: the SHA it ran at, its result and its measured time."""
+    """One run of one file: ``sha`` is the PR head we asked it to test (the gateway
+    dispatches on main with the PR head as an input, so the run's own ``head_sha``,
+    kept in ``run_sha``, is main's tip), its result and its measured time."""
 
     round: int
     sha: str
+    run_sha: str = ""
     run_id: int | None = None
     url: str = ""
     conclusion: str | None = None
@@ -40,8 +46,9 @@ class Attempt(_M):
 
 
 class FileRun(_M):
-    """A test file the loop runs with ``/rerun-test``; ``after`` is the newest run id seen
-    when its comment was queued (its run is newer)."""
+    """A test file the loop runs with ``/rerun-test``; ``after`` is the newest PR comment id
+    when its comment was queued (our comment is newer). When it was posted is kept beside
+    the state (``posted-at.json``), for the poll deadline."""
 
     path: str
     status: FileStatus = "queued"
@@ -89,7 +96,7 @@ class TargetedData(_M):
     reported: list[str] = []  # failures reported without a fix (infra/flake twice, unfixed)
     new_tests: list[str] = []
     suites: dict[str, str] = {}
-    est: dict[str, int] = {}
+    est: dict[str, float] = {}
     not_run: list[str] = []
     declined: bool = False
 
@@ -109,7 +116,26 @@ class DebugResult(Feed):
     pushed_commit: str | None = Field(None, pattern=r"^[0-9a-f]{7,40}$")
 
 
-def poll_minutes(est_times: list[int | None]) -> int:
+def poll_hours(settings: Mapping[str, str]) -> float:
+    """The poll deadline from ``ORCHESTRATOR_TARGETED_POLL_HOURS`` (default 24): hours from
+    a file's comment after which a run not found or not finished ends the flow as
+    ``timed_out``. Raises WorkflowInputError on a value that is not hours >= 0."""
+    from flow.errors import WorkflowInputError
+
+    raw = (settings.get(POLL_HOURS_ENV) or "").strip()
+    if not raw:
+        return DEFAULT_POLL_HOURS
+    try:
+        hours = float(raw)
+    except ValueError:
+        hours = -1.0
+    if not math.isfinite(hours) or hours < 0:
+        raise WorkflowInputError(f"{POLL_HOURS_ENV}={raw!r} is not a number of hours",
+                                 f"set {POLL_HOURS_ENV} to hours, 0 or more (e.g. 24)")
+    return hours
+
+
+def poll_minutes(est_times: list[int | float | None]) -> int:
     """Minutes between polls: half the longest pending test's est_time, kept within the
     seed's 10-30 minutes (never a tight loop)."""
     longest = max((e or DEFAULT_EST for e in est_times), default=DEFAULT_EST)
@@ -180,6 +206,7 @@ def final_report(data: TargetedData, outcome: str, cfg: TargetedConfig) -> dict[
     for fr in data.files.values():
         last = fr.attempts[-1] if fr.attempts else None
         files.append({"path": fr.path, "result": fr.status,
+                      "pr_head": last.sha if last else None,
                       "conclusion": last.conclusion if last else None,
                       "seconds": last.seconds if last else None,
                       "run_url": last.url if last else "", "runs": len(fr.attempts)})

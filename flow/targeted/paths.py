@@ -25,6 +25,12 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(".*")
             i += 2
             continue
+        if ch == "{" and "}" in pattern[i:]:  # {a,b}: one of the alternatives
+            end = pattern.index("}", i)
+            alts = pattern[i + 1:end].split(",")
+            out.append("(?:" + "|".join(_glob_regex(a).pattern[:-2] for a in alts) + ")")
+            i = end + 1
+            continue
         if ch == "*":
             out.append("[^/]*")
         elif ch == "?":
@@ -38,8 +44,9 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 def glob_match(path: str, pattern: str) -> bool:
     """True when the repo-relative POSIX ``path`` matches ``pattern``.
 
-    ``*`` and ``?`` stay within one path segment, ``**`` spans directories, and a pattern
-    ending in ``/`` matches everything below that directory. Never raises.
+    ``*`` and ``?`` stay within one path segment, ``**`` spans directories, ``{a,b}`` is
+    either alternative, and a pattern ending in ``/`` matches everything below that
+    directory. Never raises.
     """
     if pattern.endswith("/"):
         pattern += "**"

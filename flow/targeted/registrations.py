@@ -1,9 +1,11 @@
 """CI registrations read from a test file's top-level ``register_*_ci(...)`` calls.
 
-The calls are parsed, never executed: top-level, keyword arguments, literal values (the
-seed's ``ci-test-registration.md``: "top-level, literal arguments, no alias"). A file
-whose declaration cannot be read gets an ``Unreadable`` with the reason instead of an
-exception, so one broken file never aborts a trace.
+The calls are parsed, never executed: top-level, literal values, accepted as miles'
+``ci_register.py`` accepts them: the parameters named in ``cfg.positional`` (``est_time``,
+``suite``) may be passed by position, ``est_time`` is any number (``60`` or ``1.5``), and
+``labels=None`` means no labels. A file whose declaration cannot be read gets an
+``Unreadable`` with the reason instead of an exception, so one broken file never aborts a
+trace.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ class Declaration(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     suite: str
-    est_time: int | None = None
+    est_time: int | float | None = None
     labels: list[str] = []
     hardware: list[str] = []
     nightly: bool = False
@@ -44,6 +46,7 @@ class Registration(Declaration):
     path: str
     backend: Backend
     implicit: bool = False  # registered by location (``TargetedConfig.implicit``)
+    span: list[int] = []  # first and last line of the call (empty when implicit)
 
 
 class Unreadable(BaseModel):
@@ -69,20 +72,27 @@ def from_calls(path: str, calls: Calls, cfg: TargetedConfig) -> list[Registratio
         if backend is None:
             continue
         where = f"{call['f']}(...) at line {call['l']}"
-        if call["p"]:
+        if call["p"] > len(cfg.positional):
             return Unreadable(path=path, reason=f"invalid declaration: {where} passes "
-                              f"{call['p']} positional argument(s); use keywords")
+                              f"{call['p']} positional argument(s); only "
+                              f"{', '.join(cfg.positional) or 'none'} may be positional")
         if call["bad"]:
             return Unreadable(path=path, reason=f"invalid declaration: {where}: "
                               f"{', '.join(call['bad'])} not a literal")
+        given = dict(zip(cfg.positional, call.get("a", ()), strict=False))
+        twice = sorted(set(given) & set(call["k"]))
+        if twice:
+            return Unreadable(path=path, reason=f"invalid declaration: {where}: "
+                              f"{', '.join(twice)} given twice")
         try:
-            declared = Declaration.model_validate(_coerce(call["k"]))
+            declared = Declaration.model_validate(_coerce({**given, **call["k"]}))
         except ValidationError as exc:
             first = exc.errors()[0]
             key = ".".join(str(p) for p in first["loc"])
             return Unreadable(path=path, reason=f"invalid declaration: {where}: {key}: "
                               f"{first['msg']} (got {first.get('input')!r})")
-        regs.append(Registration(path=path, backend=backend, **declared.model_dump()))
+        regs.append(Registration(path=path, backend=backend, **declared.model_dump(),
+                                 span=[call["l"], call.get("z", call["l"])]))
     if regs:
         return regs
     for rule in cfg.implicit:
@@ -94,8 +104,12 @@ def from_calls(path: str, calls: Calls, cfg: TargetedConfig) -> list[Registratio
 
 
 def _coerce(kwargs: dict[str, Any]) -> dict[str, Any]:
-    # literal_eval gives tuples for ("a", "b"); the declaration means a list.
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
+    # literal_eval gives tuples for ("a", "b"); the declaration means a list. miles reads
+    # labels=None as no labels.
+    out = {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
+    if "labels" in out and out["labels"] is None:
+        out["labels"] = []
+    return out
 
 
 def read_source(path: str, source: bytes, cfg: TargetedConfig) -> list[Registration] | Unreadable:

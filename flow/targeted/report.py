@@ -27,16 +27,21 @@ class ReachedTest(_Row):
     labels: list[str]
     hardware: list[str]
     nightly: bool
-    est_time: int | None
+    est_time: int | float | None
     disabled: str | None
     num_gpus: int | None = None
+    runner: str = "pytest"  # how CI starts the file: pytest, or python (python3 file.py)
+    on_pr: bool = True  # a PR workflow job runs its suite (False: nightly-only, no job)
     hop: int
     reached_from: str
     via: str | None
 
 
 class LabelCount(_Row):
-    """A PR label selecting reached regular tests: ``reached`` of ``all`` it selects."""
+    """A PR label selecting reached regular registrations: ``reached`` of ``all`` it
+    selects. ``tests`` are registration keys ``path@suite``: a label covers a test only on
+    the suites (hardware) it runs, so ``run-ci-amd`` covering ``x.py@stage-c-4-gpu-mi350``
+    does not cover ``x.py@stage-b-2-gpu-h200``."""
 
     label: str
     reached: int
@@ -64,6 +69,7 @@ class Hub(_Row):
     on_ci_path: bool = True
     adds_only: bool | None = None
     cpu_tests: list[str] = []  # labeled CPU tests within depth: how CI exercises an off-path hub
+    tests: list[str] = []  # registration keys (path@suite) of the GPU/labeled tests behind it
 
 
 class Frontier(_Row):
@@ -73,20 +79,26 @@ class Frontier(_Row):
     importer: str
     imports: str
     reaches: list[str]
+    keys: list[str] = []  # their registrations (path@suite), ROCm ones included
 
 
 class Outside(_Row):
-    """A changed path the import trace does not cover, and why."""
+    """A changed path the import trace does not cover, and why; ``labels`` are what the
+    profile says it needs (``[]``: no GPU run exercises it; None: no rule, the fallback)."""
 
     path: str
     reason: str
+    labels: list[str] | None = None
+    why: str = ""
 
 
 class EntryLoad(_Row):
-    """A changed file a training entry point loads (transitively)."""
+    """A changed file a training entry point loads (transitively), ``hops`` imports away
+    (1: the entry point imports it directly)."""
 
     path: str
     entry_points: list[str]
+    hops: int = 1
 
 
 class AffectedReport(_Row):
@@ -95,7 +107,13 @@ class AffectedReport(_Row):
     base: str
     depth: int
     hub_limit: int
+    profile: str = "defaults"  # the config's source (see config.load_config)
     changed: list[ChangedFile]
+    no_gpu: list[str] = []  # changed paths the profile's no-GPU allowlist exempts
+    # registrations (path@suite) of test files whose diff touches only register_*_ci lines
+    registration_changes: list[str] = []
+    uncommitted: list[str] = []  # paths with uncommitted changes (traced only with worktree)
+    worktree: bool = False  # the trace included uncommitted changes
     tests: list[ReachedTest]
     rerun: list[str]
     labels: list[LabelCount]
@@ -108,54 +126,94 @@ class AffectedReport(_Row):
     unreadable: list[Unreadable]
 
 
-def _cell(value: object) -> str:
-    if value is None or value == [] or value is False:
-        return "-"
-    if value is True:
-        return "yes"
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return str(value)
+def _est(value: int | float | None) -> str:
+    if value is None:
+        return "est ?"
+    return f"est {value:g}s"
 
 
-def render_text(report: AffectedReport) -> str:
-    """The human-readable report: one titled section per seed item, empty ones saying so."""
-    out: list[str] = [f"Affected tests since the merge base of {report.base} and HEAD; depth "
-                      f"{report.depth}, hub limit {report.hub_limit}; "
-                      f"{len(report.changed)} changed path(s)."]
+def _kind(o: Outside) -> str:
+    if o.labels == []:
+        return "needs no GPU run"
+    if o.labels:
+        return "needs " + ", ".join(o.labels)
+    return o.reason
+
+
+def render_text(report: AffectedReport, plan: object | None = None, limit: int = 12) -> str:
+    """The human-readable report: the profile on the first line, a warning for
+    uncommitted changes, the plan (a ``select.Plan``) first, then one short line per test
+    (path, backend and hardware, est_time), hubs with the tests behind them, and the
+    outside changes grouped by kind. Lists past ``limit`` rows are cut with a count."""
+    changed = len({p for c in report.changed for p in (c.path, c.old_path) if p})
+    out: list[str] = [f"Profile: {report.profile}. Base: merge base of {report.base} and HEAD"
+                      + (" plus uncommitted changes" if report.worktree else "")
+                      + f"; {changed} changed path(s); depth {report.depth}, hub limit "
+                      f"{report.hub_limit}."]
+    if report.profile == "defaults":
+        out.append("Note: no profile found for this repository: generic rules apply "
+                   "(pass --profile NAME, e.g. --profile miles).")
+    if report.uncommitted:
+        shown = ", ".join(report.uncommitted[:5]) + (" ..." if len(report.uncommitted) > 5
+                                                     else "")
+        out.append(f"WARNING: {len(report.uncommitted)} uncommitted path(s) are not traced "
+                   f"({shown}); pass --include-worktree to trace them.")
 
     def section(title: str, lines: list[str]) -> None:
         out.append("")
         out.append(f"## {title}")
-        out.extend(lines if lines else ["(none)"])
+        if not lines:
+            out.append("(none)")
+            return
+        out.extend(lines[:limit])
+        if len(lines) > limit:
+            out.append(f"... and {len(lines) - limit} more (--json lists all)")
 
-    section("Tests reached", [
-        f"{t.path}  backend={t.backend} suite={t.suite} labels={_cell(t.labels)} "
-        f"hardware={_cell(t.hardware)} nightly={_cell(t.nightly)} "
-        f"est_time={_cell(t.est_time)} disabled={_cell(t.disabled)} "
-        f"from={t.reached_from}" + (f" via={t.via}" if t.via else "") + f" hop={t.hop}"
-        for t in report.tests])
-    section("Ready-to-post /rerun-test lines", list(report.rerun))
-    section("Labels (reached / all regular tests the label selects)",
+    if plan is not None:
+        p = plan
+        mode = {"files": "run these files", "labels": "add labels",
+                "nothing": "no GPU run"}.get(getattr(p, "mode", ""), getattr(p, "mode", ""))
+        lines = [f"Plan: {mode}"]
+        lines += [f"  comment: {c}" for c in getattr(p, "comments", [])]
+        lines += [f"  label: {lab}" for lab in getattr(p, "labels", [])]
+        lines += [f"  why: {r}" for r in getattr(p, "reasons", [])]
+        lines += [f"  judge: {j}" for j in getattr(p, "judgement", [])]
+        out.append("")
+        out.extend(lines)
+
+    section(f"Tests reached ({len({t.path for t in report.tests})})", [
+        f"{t.path}  {t.backend}/{','.join(t.hardware) or '-'}  {_est(t.est_time)}"
+        + ("  nightly" if t.nightly else "") + ("  disabled" if t.disabled else "")
+        + ("" if t.on_pr else "  (no PR job)")
+        # GPU and labeled tests first: the unlabeled CPU ones run on every PR anyway
+        for t in sorted(report.tests, key=lambda t: (t.backend == "cpu" and not t.labels,
+                                                      t.path))])
+    section("Labels (reached / all registrations they select)",
             [f"{c.label}  {c.reached} / {c.all}" for c in report.labels])
-    section("Nightly-only targets (no PR label runs them; keep their lines)",
+    section("Nightly-only targets (no PR label runs them)",
             [n.rerun for n in report.nightly_only])
-    section("Hubs (not followed)", [
-        f"{h.path}  reaches {h.reach} CUDA tests; met: {h.met}"
-        + ("" if h.on_ci_path else "; CI never takes this path")
-        + (f"; note: {h.note}" if h.note else "")
-        + ("; diff there only adds lines" if h.adds_only else "")
-        + (f"; labeled CPU tests: {', '.join(h.cpu_tests)}" if h.cpu_tests else "")
+    section("Hubs (not followed; the tests behind them)", [
+        f"{h.path}  {h.reach} CUDA tests; met: {h.met}"
+        + ("; CI never takes this path" if not h.on_ci_path else "")
+        + (f"; behind it: {', '.join(t.rsplit('@', 1)[0] for t in h.tests[:3])}"
+           + (f" +{len(h.tests) - 3}" if len(h.tests) > 3 else "") if h.tests else "")
         for h in report.hubs])
-    section("Importers left at the depth bound (re-run with a larger --depth if they "
-            "matter)", [f"{f.importer} -> {f.imports}"
-                        + (f"  leads to {len(f.reaches)} more test(s)" if f.reaches else "")
-                        for f in report.frontier])
-    section("Changed paths outside the allowlist and the import trace (need labels)",
-            [f"{o.path}  ({o.reason})" for o in report.outside_trace])
+    section("Importers left at the depth bound", [
+        f"{f.importer} -> {f.imports}" + (f"  ({len(f.reaches)} more test(s))"
+                                          if f.reaches else "")
+        for f in report.frontier if f.reaches])
+    groups: dict[str, list[str]] = {}
+    for o in report.outside_trace:
+        groups.setdefault(_kind(o), []).append(o.path)
+    if report.no_gpu:
+        groups["on the no-GPU allowlist (docs, markdown)"] = list(report.no_gpu)
+    section("Changed paths outside the import trace, by kind", [
+        f"{kind}: {len(paths)}: " + ", ".join(paths[:4]) + (" ..." if len(paths) > 4 else "")
+        for kind, paths in groups.items()])
     section("Changed files the training entry points load",
-            [f"{e.path}  <- {', '.join(e.entry_points)}" for e in report.entry_loads])
+            [f"{e.path}  <- {', '.join(e.entry_points)} ({e.hops} hop(s))"
+             for e in report.entry_loads])
     section("Changed Python files nothing imports or names", list(report.unimported))
-    section("Test files whose registration cannot be read (left out of the trace)",
+    section("Test files whose registration cannot be read",
             [f"{u.path}  {u.reason}" for u in report.unreadable])
     return "\n".join(out) + "\n"

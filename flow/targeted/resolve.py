@@ -6,7 +6,8 @@ The rules (see ``import_graph`` for the graph built from them):
   *`` (relative), with ``z`` followed when it is a submodule and every ancestor package's
   ``__init__.py`` included, since Python executes it;
 - a bare ``import helper`` that no root resolves, taken as a sibling file the importer put
-  on ``sys.path``;
+  on ``sys.path``, or a module of a folder that the importer or a ``conftest.py`` above it
+  puts on ``sys.path`` (``syspath``);
 - ``importlib.import_module("x.y")`` / ``__import__`` with a literal;
 - string literals: dotted module paths (``--custom-loss-function-path pkg.mod.fn`` names
   ``pkg.mod``), file paths (``python tools/x.py``, repo-relative or beside the file, as
@@ -18,6 +19,7 @@ The rules (see ``import_graph`` for the graph built from them):
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 
 from flow.targeted.config import TargetedConfig
 from flow.targeted.paths import module_name, norm
@@ -27,8 +29,11 @@ class Resolver:
     """Names to files over one tree's ``nodes``: modules under the config's roots, siblings,
     relative imports by directory, dotted and path strings, model files by stem."""
 
-    def __init__(self, nodes: set[str], cfg: TargetedConfig) -> None:
+    def __init__(self, nodes: set[str], cfg: TargetedConfig,
+                 syspath: Callable[[str], list[str]] | None = None) -> None:
         self.nodes = nodes
+        # Folders a file runs with on sys.path beyond the roots (see import_graph).
+        self.syspath: Callable[[str], list[str]] = syspath or (lambda _src: [])
         self.modules: dict[str, str] = {}
         for path in sorted(nodes):
             name = module_name(path, cfg.roots)
@@ -66,7 +71,11 @@ class Resolver:
         return out
 
     def sibling(self, src: str, name: str) -> list[str]:
-        key = (posixpath.dirname(src), name)
+        return self.in_folder(posixpath.dirname(src), name)
+
+    def in_folder(self, folder: str, name: str) -> list[str]:
+        """The module ``name`` (dotted) found in ``folder``: ``name.py`` or its package."""
+        key = (folder, name)
         hit = self._sibling_memo.get(key)
         if hit is None:
             hit = self._sibling_memo[key] = self._sibling(*key)
@@ -118,10 +127,12 @@ class Resolver:
             return self.relative(src, mod, level, names)
         found = self.module(mod)
         if not found:
-            # A bare import no root resolves: a sibling the importer put on sys.path.
-            found = self.sibling(src, mod)
-            if found:
-                return found + [p for n in names for p in self.sibling(src, f"{mod}.{n}")]
+            # A bare import no root resolves: a sibling the importer put on sys.path, or a
+            # module in a folder the importer or a conftest above it puts there.
+            for folder in (posixpath.dirname(src), *self.syspath(src)):
+                found = self.in_folder(folder, mod)
+                if found:
+                    return found + [p for n in names for p in self.in_folder(folder, f"{mod}.{n}")]
             return []
         return found + [p for n in names if n != "*" for p in self.module(f"{mod}.{n}")]
 
@@ -129,7 +140,9 @@ class Resolver:
         out: list[str] = []
         base = posixpath.dirname(src)
         for raw in tokens:
-            tok = raw.strip(".-/")
+            # Trailing punctuation and option dashes go; a leading dot stays, so a hidden
+            # folder (``.github/``, ``.claude/``) still names its files.
+            tok = raw.rstrip(".-/").lstrip("-")
             if not tok:
                 continue
             low = tok.lower()

@@ -1,19 +1,28 @@
-"""The GitHub side of ``ci-targeted``: the PR's "Rerun Test" runs, matched to test files.
+"""The GitHub side of ``ci-targeted``: find the "Rerun Test" run each of our comments started.
 
-A ``/rerun-test <file>`` comment makes the repository's "Rerun Test" workflow dispatch one
-run on the test's home suite at the PR head SHA. GitHub does not link such a run to the
-comment, so a run is matched to a file when all hold: it belongs to the workflow named
-``workflow`` (default "Rerun Test"), its id is above the newest run id seen when the comment
-was queued (run ids grow), and the file path appears in the run's ``display_title`` or in
-one of its job names. This is our reading of miles' workflow (its display title names the
-PR and the file); a repository whose runs name neither needs a different matcher.
+How miles' gateway behaves (``comment-ci-command.yml`` and ``run-ci-file.yml``, read from
+the repository): a ``/rerun-test <file>`` comment makes the gateway dispatch the "Rerun
+Test" workflow **on the default branch**: the run's ``event`` is ``workflow_dispatch``,
+its ``head_sha`` is main's tip (never the PR head, which travels only as a workflow input
+the runs API does not show), its ``display_title`` is ``/rerun-test <file> (PR #<N>)``, no
+job name holds the path, and the gateway replies on the PR "Started `/rerun-test <file>`."
+with a link to the run. So a run is ours when:
 
-Measured time is the "Run tests" step's duration from the jobs API (``started_at`` /
-``completed_at``), else None: never guessed.
+1. the gateway's reply to our comment (a later comment starting with that sentence) links
+   it, and the run's workflow and title agree; else
+2. it is a run of the workflow, found by paging the workflow's ``workflow_dispatch`` runs
+   newest first (stopping at runs created before our comment), whose title is exactly
+   ours (file **and** PR number: another PR's run of the same file is never ours),
+   created at or after our comment, and not claimed by another of our attempts (the
+   oldest such run).
+
+The commit a run tested is the PR head we asked for (recorded at dispatch), never the
+run's ``head_sha``. Measured time is the "Run tests" step's duration, else None.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -22,11 +31,15 @@ from pydantic import BaseModel, ConfigDict
 from flow.github.client import GitHubClient
 
 RERUN_WORKFLOW = "Rerun Test"
+RERUN_WORKFLOW_FILE = "run-ci-file.yml"
 RUN_TESTS_STEP = "Run tests"
+PER_PAGE = 100
+MAX_PAGES = 20  # 2,000 runs back: far past any poll interval's worth of dispatches
+_RUN_LINK = re.compile(r"/actions/runs/(\d+)")
 
 
 class RunSeen(BaseModel):
-    """One "Rerun Test" run as a poll sees it."""
+    """One "Rerun Test" run as a poll sees it (``head_sha``: the run's, i.e. main's tip)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -39,6 +52,27 @@ class RunSeen(BaseModel):
     jobs: list[str]  # job names
     failed_job: int | None = None  # id of the first failed job, for its log
     seconds: int | None = None  # the "Run tests" step's duration, when GitHub gives it
+
+
+class Comment(BaseModel):
+    """A PR conversation comment as the REST API lists it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int
+    body: str
+    login: str
+    created_at: str
+
+
+def title_of(path: str, number: int) -> str:
+    """The run-name miles' Rerun Test workflow gives a file run of PR ``number``."""
+    return f"/rerun-test {path} (PR #{number})"
+
+
+def reply_prefix(path: str) -> str:
+    """How the gateway's reply to ``/rerun-test <path>`` starts."""
+    return f"Started `/rerun-test {path}`."
 
 
 def _stamp(value: Any) -> datetime | None:
@@ -60,47 +94,95 @@ def _seconds(jobs: list[dict[str, Any]]) -> int | None:
     return None
 
 
-def newest_run_id(client: GitHubClient, repo: str, workflow: str = RERUN_WORKFLOW) -> int:
-    """The highest id among the repository's latest runs of ``workflow`` (0 when none)."""
-    _, _, body = client.get_json(f"/repos/{repo}/actions/runs", {"per_page": 100})
-    ids = [r["id"] for r in (body or {}).get("workflow_runs", []) if r.get("name") == workflow]
-    return max(ids, default=0)
-
-
-def list_runs(client: GitHubClient, repo: str, after: int,
-              workflow: str = RERUN_WORKFLOW) -> list[RunSeen]:
-    """Runs of ``workflow`` with id above ``after``, oldest first, each with its job names.
-
-    Reads the newest 100 runs of the repository (enough for one PR's file runs between two
-    polls). Raises the flow.github errors (RateLimited, GitHubUnavailable, ...)."""
-    _, _, body = client.get_json(f"/repos/{repo}/actions/runs", {"per_page": 100})
-    out: list[RunSeen] = []
-    for r in sorted((body or {}).get("workflow_runs", []), key=lambda r: r["id"]):
-        if r.get("name") != workflow or r["id"] <= after:
-            continue
-        _, _, jb = client.get_json(f"/repos/{repo}/actions/runs/{r['id']}/jobs",
-                                   {"per_page": 100})
-        jobs = (jb or {}).get("jobs", [])
-        failed = next((j["id"] for j in jobs if j.get("conclusion") not in
-                       (None, "success", "skipped", "neutral")), None)
-        out.append(RunSeen(id=r["id"], head_sha=r["head_sha"], status=r["status"],
-                           conclusion=r.get("conclusion"), url=r.get("html_url") or "",
-                           title=r.get("display_title") or "", jobs=[j["name"] for j in jobs],
-                           failed_job=failed, seconds=_seconds(jobs)))
+def list_comments(client: GitHubClient, repo: str, number: int) -> list[Comment]:
+    """Every conversation comment of the PR, oldest first (all pages)."""
+    out: list[Comment] = []
+    for page in range(1, MAX_PAGES * 5 + 1):
+        _, _, body = client.get_json(f"/repos/{repo}/issues/{number}/comments",
+                                     {"per_page": PER_PAGE, "page": page})
+        rows = body if isinstance(body, list) else []
+        out += [Comment(id=c["id"], body=c.get("body") or "",
+                        login=(c.get("user") or {}).get("login", ""),
+                        created_at=c.get("created_at") or "") for c in rows]
+        if len(rows) < PER_PAGE:
+            break
     return out
-
-
-def names_file(run: RunSeen, path: str) -> bool:
-    """True when ``run`` names test file ``path`` in its title or a job name."""
-    return path in run.title or any(path in j for j in run.jobs)
 
 
 def comment_counts(client: GitHubClient, repo: str, number: int) -> dict[str, int]:
     """How many comments on the PR have each exact body (stripped)."""
-    from flow.github.actions import list_comments
-
     counts: dict[str, int] = {}
-    for body in list_comments(client, repo, number):
-        key = (body or "").strip()
+    for c in list_comments(client, repo, number):
+        key = c.body.strip()
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def newest_comment_id(client: GitHubClient, repo: str, number: int) -> int:
+    """The highest comment id on the PR now (0 when none): our comment comes after it."""
+    return max((c.id for c in list_comments(client, repo, number)), default=0)
+
+
+def run_seen(client: GitHubClient, repo: str, run: dict[str, Any]) -> RunSeen:
+    """A run with its jobs read (names, first failed job, "Run tests" time)."""
+    _, _, jb = client.get_json(f"/repos/{repo}/actions/runs/{run['id']}/jobs",
+                               {"per_page": PER_PAGE})
+    jobs = (jb or {}).get("jobs", [])
+    failed = next((j["id"] for j in jobs if j.get("conclusion") not in
+                   (None, "success", "skipped", "neutral")), None)
+    return RunSeen(id=run["id"], head_sha=run.get("head_sha") or "", status=run["status"],
+                   conclusion=run.get("conclusion"), url=run.get("html_url") or "",
+                   title=run.get("display_title") or "", jobs=[j["name"] for j in jobs],
+                   failed_job=failed, seconds=_seconds(jobs))
+
+
+def get_run(client: GitHubClient, repo: str, run_id: int) -> RunSeen:
+    """One run by id, jobs included."""
+    _, _, run = client.get_json(f"/repos/{repo}/actions/runs/{run_id}")
+    return run_seen(client, repo, run)
+
+
+def _ours(run: dict[str, Any], title: str, workflow: str) -> bool:
+    return run.get("name") == workflow and (run.get("display_title") or "") == title
+
+
+def find_run(client: GitHubClient, repo: str, number: int, path: str, after_comment: int,
+             claimed: set[int], workflow: str = RERUN_WORKFLOW,
+             workflow_file: str = RERUN_WORKFLOW_FILE) -> RunSeen | None:
+    """The run our ``/rerun-test <path>`` comment (the first such comment with id above
+    ``after_comment``) started, by the rules of the module docstring; None while there is
+    none yet (or our comment is not on the PR yet)."""
+    comments = list_comments(client, repo, number)
+    body = f"/rerun-test {path}"
+    mine = next((c for c in comments if c.id > after_comment and c.body.strip() == body), None)
+    if mine is None:
+        return None
+    title = title_of(path, number)
+    for c in comments:
+        if c.id <= mine.id or not c.body.startswith(reply_prefix(path)):
+            continue
+        for found in _RUN_LINK.findall(c.body):
+            run_id = int(found)
+            if run_id in claimed:
+                continue
+            _, _, run = client.get_json(f"/repos/{repo}/actions/runs/{run_id}")
+            if isinstance(run, dict) and _ours(run, title, workflow):
+                return run_seen(client, repo, run)
+    since = _stamp(mine.created_at)
+    match: dict[str, Any] | None = None
+    for page in range(1, MAX_PAGES + 1):
+        _, _, got = client.get_json(f"/repos/{repo}/actions/workflows/{workflow_file}/runs",
+                                    {"event": "workflow_dispatch", "per_page": PER_PAGE,
+                                     "page": page})
+        runs = (got or {}).get("workflow_runs", []) if isinstance(got, dict) else []
+        older = False
+        for run in runs:  # newest first
+            created = _stamp(run.get("created_at"))
+            if since is not None and created is not None and created < since:
+                older = True
+                break
+            if run["id"] not in claimed and _ours(run, title, workflow):
+                match = run  # keep going: the oldest run after our comment is ours
+        if older or len(runs) < PER_PAGE:
+            break
+    return run_seen(client, repo, match) if match is not None else None

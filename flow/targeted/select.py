@@ -1,12 +1,29 @@
-"""The seed's step 2 as a pure function: run files one by one, or add a few labels.
+"""The seed's step 2 as a pure function: run files one by one, add a few labels, or
+nothing.
 
-``choose(report, cfg) -> Plan``. Files (one exact ``/rerun-test <path>`` comment each) are
-the default; the change is broad, and labels are chosen, when it reaches more than
-``cfg.max_files`` files, a hub on CI's path is touched or met within
-``cfg.near_hub_hops`` hops, an importer left at the depth bound leads to more tests, a
-changed path is outside the trace, or a changed file is on a training entry path.
-Blackwell-specific changes always take labels plus the Blackwell label, because a
-``/rerun-test`` runs only on the test's (usually Hopper) home suite.
+``choose(report, cfg) -> Plan``, never empty. ``nothing`` when every changed path is on
+the no-GPU allowlist, or the change reaches no GPU or labeled CPU test and needs no label
+(the reason says which). Files (one exact ``/rerun-test <path>`` comment each) are the
+default; ROCm registrations reached ride along as the labels that select them (a
+``/rerun-test`` runs CPU and CUDA only). The change is broad, and labels are chosen, when:
+
+- it reaches more than ``cfg.max_files`` files (tests one hop past the depth bound are
+  added to the files while they fit; when they do not, they are named for judgement,
+  since a dense import graph reaches every e2e test at a fixpoint);
+- a hub on CI's path is touched or met within ``cfg.near_hub_hops`` hops (the tests
+  behind it join the ones to cover);
+- a changed path outside the trace has a profile rule asking for labels (or none: the
+  fallback); a rule with no labels says no GPU run exercises that path;
+- the entry-point fan-out: a changed file within ``cfg.entry_core_hops`` imports of a
+  training entry point runs on every training run (broad). A file deeper in the entry
+  points' static closure (``train.py`` loads most of ``miles/``) is a specific code path:
+  the tests the trace reaches are the ones exercising it, so files mode stands; only when
+  no GPU test reaches it do its domain's labels (``labels.paths``, else the fallback)
+  run it.
+
+Labels cover registrations on the suites (hardware) they run: the smallest domain-label
+set, or a scope label past ``labels.max_domain`` labels. Blackwell-specific changes add
+the Blackwell label when the profile has one.
 """
 
 from __future__ import annotations
@@ -24,6 +41,7 @@ from flow.targeted.trace import rerun_line
 _EXACT_LIMIT = 16  # candidate labels up to which the minimal cover is searched exactly
 
 
+
 class Plan(BaseModel):
     """What to spend runners on. ``comments`` are exact PR comment bodies, one per file;
     ``labels`` are PR labels to add; ``judgement`` lists what the trace cannot decide and a
@@ -39,9 +57,11 @@ class Plan(BaseModel):
 
 
 def _regular(report: AffectedReport) -> list[str]:
-    # Reached files some PR label can select: an enabled, non-nightly, actionable row.
-    return sorted({t.path for t in report.tests if not t.nightly and not t.disabled
-                   and (t.backend == "cuda" or (t.backend == "cpu" and t.labels))})
+    # Reached registrations some PR label can select: enabled, not nightly, on a suite a
+    # PR workflow runs, and needing action (GPU, or labeled CPU). Keys are path@suite.
+    return sorted({f"{t.path}@{t.suite}" for t in report.tests
+                   if not t.nightly and not t.disabled and t.on_pr
+                   and (t.backend in ("cuda", "rocm") or (t.backend == "cpu" and t.labels))})
 
 
 def cover(universe: list[str], labels: list[LabelCount], never: list[str]) -> list[str]:
@@ -72,11 +92,41 @@ def cover(universe: list[str], labels: list[LabelCount], never: list[str]) -> li
     return sorted(c.label for c in chosen)
 
 
+def _scope_or_cover(want: set[str], labels: list[LabelCount], cfg: TargetedConfig) -> list[str]:
+    """The domain-label cover of ``want``; past ``labels.max_domain`` labels, the scope
+    label selecting the fewest registrations that covers as much."""
+    chosen = cover(sorted(want), labels, [*cfg.labels.never, *cfg.labels.scopes])
+    if len(chosen) <= cfg.labels.max_domain:
+        return chosen
+    covered = {t for c in labels if c.label in chosen for t in c.tests}
+    scopes = [c for c in labels if c.label in cfg.labels.scopes
+              and covered <= set(c.tests) and c.label not in cfg.labels.never]
+    if scopes:
+        return [min(scopes, key=lambda c: (c.all, c.label)).label]
+    return chosen
+
+
 def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
-    """Pick files or labels for ``report`` following the seed's step 2. Never raises."""
+    """Pick files, labels, or nothing for ``report`` following the seed's step 2, as the
+    repository's CI really runs (see the module docstring). Never raises, and never
+    returns an empty plan: ``files`` has comments, ``labels`` has at least one label, and
+    ``nothing`` says why no GPU run is needed."""
     reasons: list[str] = []
     judgement: list[str] = []
+    changed = sorted({p for c in report.changed for p in (c.path, c.old_path) if p})
+    if not changed:
+        return Plan(mode="nothing", comments=[], labels=[], judgement=[],
+                    reasons=["no GPU CI needed: the diff changes nothing"])
+    if set(changed) <= set(report.no_gpu):
+        return Plan(mode="nothing", comments=[], labels=[], judgement=[],
+                    reasons=["no GPU CI needed: every changed path is on the no-GPU "
+                             "allowlist (" + ", ".join(changed[:3])
+                             + (", ..." if len(changed) > 3 else "") + ")"])
     rerun = set(report.rerun)
+    want = set(_regular(report))
+    behind: set[str] = set()  # registrations behind near hubs
+    required: list[str] = []  # labels the profile's path rules ask for
+    needed: list[str] = []  # why these labels are needed (not broad by themselves)
     for h in report.hubs:
         if not h.on_ci_path:
             # GPU CI never runs it; the labeled CPU tests below it are how CI exercises it.
@@ -84,43 +134,144 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
             judgement.append(f"hub {h.path} ({h.met}) not counted: CI never takes this path"
                              + (f"; {h.note}" if h.note else ""))
         elif h.hop <= cfg.near_hub_hops:
-            reasons.append(f"hub {h.path} met: {h.met}")
+            reasons.append(f"hub {h.path} met: {h.met} ({len(h.tests)} test(s) behind it)")
+            behind |= set(h.tests)
             if h.adds_only:
                 judgement.append(f"the diff at hub {h.path} only adds lines: if it adds "
                                  "something only the listed files read, files may suffice")
-    for f in report.frontier:
-        if f.reaches:
-            reasons.append(f"{f.importer} left at depth {report.depth} leads to "
-                           f"{len(f.reaches)} more test(s)")
+    extra = sorted({t for f in report.frontier for t in f.reaches})
+    if extra:
+        # Tests one step past the depth bound: run them too while the files still fit.
+        if len(rerun) + len(extra) <= cfg.max_files:
+            rerun |= {rerun_line(t) for t in extra}
+            judgement.append(f"{len(extra)} test(s) past the depth bound added: "
+                             + ", ".join(extra))
+        else:
+            # Not broad by itself: the bound is the trace's locality rule (a dense graph
+            # reaches every e2e test at a fixpoint); say what lies past it.
+            judgement.append(f"{len(extra)} more test(s) lie past the depth bound "
+                             f"{report.depth}; re-run with a larger --depth if they matter")
     for o in report.outside_trace:
-        reasons.append(f"{o.path} is outside the import trace ({o.reason})")
+        labels = o.labels if o.labels is not None else cfg.labels.fallback
+        if o.labels == []:
+            judgement.append(f"{o.path}: {o.why or 'needs no GPU run'}")
+            continue
+        if not labels:  # no rule and no fallback: the config cannot say; a person must
+            reasons.append(f"{o.path} is outside the import trace ({o.reason})")
+            judgement.append(f"choose domain labels for {o.path}: the config names none")
+            continue
+        needed.append(f"{o.path} is outside the import trace ({o.reason}"
+                      + (f"; {o.why}" if o.why else "") + "): " + ", ".join(labels))
+        required += labels
+    if report.registration_changes:
+        labels = cover(report.registration_changes, report.labels,
+                       [*cfg.labels.never, *cfg.labels.scopes])
+        if labels:
+            needed.append("only the CI registrations of "
+                          + ", ".join(report.registration_changes)
+                          + " changed: a run under " + ", ".join(labels)
+                          + " shows which suites select them")
+            required += labels
+        else:
+            judgement.append("registrations changed that no PR label selects: "
+                             + ", ".join(report.registration_changes))
+    gpu_hit = {t.path for t in report.tests if t.backend in ("cuda", "rocm")
+               and not t.disabled}
     for e in report.entry_loads:
-        reasons.append(f"{e.path} is loaded by {', '.join(e.entry_points)}")
-    if report.entry_loads:
-        judgement.append("add the domain labels of the training paths the change touches")
+        if e.hops <= cfg.entry_core_hops:
+            reasons.append(f"{e.path} is on every training run: "
+                           f"{', '.join(e.entry_points)} load(s) it {e.hops} hop(s) away")
+            if not gpu_hit:
+                required += _path_labels(e.path, cfg)
+        elif not gpu_hit:
+            # Loaded deep in the entry points' closure and named by no GPU test: the e2e
+            # runs of its domain execute it.
+            labels = _path_labels(e.path, cfg)
+            needed.append(f"{e.path} is loaded by {', '.join(e.entry_points)} "
+                          f"({e.hops} hops) and no GPU test names its code path: "
+                          + ", ".join(labels))
+            required += labels
+        else:
+            judgement.append(f"{e.path} is loaded by {', '.join(e.entry_points)} "
+                             f"({e.hops} hops): the listed tests are those naming its path")
     if len(rerun) > cfg.max_files:
         reasons.append(f"{len(rerun)} files exceed {cfg.max_files}")
-    changed = {p for c in report.changed for p in (c.path, c.old_path) if p}
-    blackwell = sorted(p for p in changed if any_match(p.lower(), cfg.blackwell_paths))
+    blackwell = sorted(p for p in changed if cfg.blackwell_paths
+                       and any_match(p.lower(), cfg.blackwell_paths))
+    rocm = {k for k in want if _is_rocm(k, report)}
 
     if not blackwell and not reasons:
-        if not rerun:
+        labels = _scope_or_cover(rocm, report.labels, cfg) if rocm else []
+        if labels:
+            judgement.append("ROCm registrations reached run only under a label: "
+                             + ", ".join(sorted(rocm)))
+        labels = sorted(set(labels) | set(required))
+        labels = [lab for lab in labels if lab not in cfg.labels.never]
+        if not rerun and not labels:
             return Plan(mode="nothing", comments=[], labels=[], judgement=judgement,
-                        reasons=["no enabled GPU test or labeled CPU test is reached"])
-        return Plan(mode="files", comments=sorted(rerun), labels=[], judgement=judgement,
-                    reasons=[f"{len(rerun)} file(s), no hub near, nothing left at the "
-                             "depth bound"])
-    regular = _regular(report)
-    labels = cover(regular, report.labels, cfg.labels.never)
+                        reasons=[_why_nothing(report)])
+        if not rerun:
+            return Plan(mode="labels", comments=[], labels=labels, judgement=judgement,
+                        reasons=needed)
+        return Plan(mode="files", comments=sorted(rerun), labels=labels, judgement=judgement,
+                    reasons=[f"{len(rerun)} file(s), no hub near, nothing broad", *needed])
+    reasons += needed
+    # Behind a hub lies most of the suite: cover it with domain labels when a few do;
+    # otherwise the fallback smoke label runs the general path, and a person may widen it.
+    labels = cover(sorted(want | behind), report.labels, [*cfg.labels.never, *cfg.labels.scopes])
+    if behind and len(labels) > cfg.labels.max_domain:
+        labels = _scope_or_cover(want, report.labels, cfg) + list(cfg.labels.fallback)
+        scope = sorted(cfg.labels.scopes)
+        judgement.append(f"{len(behind)} test(s) lie behind the hub(s): the plan runs the "
+                         f"fallback {', '.join(cfg.labels.fallback) or '(none)'}; add "
+                         f"{' or '.join(scope) or 'the domain labels'} if the change alters "
+                         "what every one of them does")
+    elif len(labels) > cfg.labels.max_domain:
+        labels = _scope_or_cover(want, report.labels, cfg)
     covered = {t for c in report.labels if c.label in labels for t in c.tests}
-    # Nightly-only targets and files no label selects keep their /rerun-test lines.
-    keep = sorted({n.path for n in report.nightly_only} | (set(regular) - covered))
-    if blackwell:
+    labels = sorted(set(labels) | set(required))
+    if not labels:
+        labels = sorted(set(cfg.labels.fallback))
+        if labels:
+            judgement.append("no reached test carries a label: the fallback "
+                             + ", ".join(labels) + " runs the general path")
+    # Nightly-only targets and registrations no label selects keep their /rerun-test lines.
+    keep = sorted({n.path for n in report.nightly_only}
+                  | {k.rsplit("@", 1)[0] for k in want - covered
+                     if not _is_rocm(k, report) and rerun_line(k.rsplit("@", 1)[0]) in rerun})
+    if blackwell and cfg.labels.blackwell:
         reasons.append(f"Blackwell-specific code changed: {', '.join(blackwell)}")
         labels = sorted(set(labels) | {cfg.labels.blackwell})
-    if not covered and report.outside_trace:
-        judgement.append("no reached test carries a label: choose domain labels for "
-                         + ", ".join(o.path for o in report.outside_trace))
     labels = [lab for lab in labels if lab not in cfg.labels.never]
+    if not labels:  # no label to propose: run the files rather than return an empty plan
+        return Plan(mode="files" if rerun else "nothing", comments=sorted(rerun), labels=[],
+                    judgement=judgement + ["no label is configured for this broad change"],
+                    reasons=reasons if rerun else [
+                        "no GPU run chosen: the change is broad but the config names no "
+                        "label for it (" + "; ".join(reasons) + "); judge by hand"])
     return Plan(mode="labels", comments=[rerun_line(p) for p in keep], labels=labels,
                 reasons=reasons, judgement=judgement)
+
+
+def _is_rocm(key: str, report: AffectedReport) -> bool:
+    path, _, suite = key.rpartition("@")
+    return any(t.path == path and t.suite == suite and t.backend == "rocm"
+               for t in report.tests)
+
+
+def _path_labels(path: str, cfg: TargetedConfig) -> list[str]:
+    from flow.targeted.trace import path_rule
+
+    rule = path_rule(path, cfg)
+    return list(rule.labels) if rule is not None else list(cfg.labels.fallback)
+
+
+def _why_nothing(report: AffectedReport) -> str:
+    cpu = sorted({t.path for t in report.tests if t.backend == "cpu" and not t.labels})
+    if cpu:
+        return (f"no GPU CI needed: the change reaches only {len(cpu)} unlabeled CPU "
+                "test(s), which run on every PR")
+    if report.outside_trace:
+        return ("no GPU CI needed: the changed paths outside the trace need no GPU run ("
+                + "; ".join(f"{o.path}: {o.why}" for o in report.outside_trace[:3]) + ")")
+    return "no GPU CI needed: no registered test reaches the change"

@@ -3,7 +3,12 @@
 The trace walks importers (reverse edges of ``import_graph``) breadth-first from the changed
 files, at most ``depth`` hops, and does not follow hubs: files whose dependents reach more
 than ``hub_limit`` enabled CUDA tests within ``depth`` hops. The bound keeps the trace
-local; what it leaves unfollowed is reported, never silently dropped.
+local; what it leaves unfollowed is reported, never silently dropped, and each hub lists
+the tests behind it.
+
+A registration is keyed ``path@suite``: what a PR label selects depends on the suite
+(and so the hardware) it runs, and the config says which suites a PR workflow runs
+(``TargetedConfig.pr_runs``).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
-from flow.targeted.config import TargetedConfig, load_config
+from flow.targeted.config import PathLabels, TargetedConfig, load_config
 from flow.targeted.facts import FactsCache
 from flow.targeted.gitdiff import ChangedFile, Git, GitReader
 from flow.targeted.import_graph import ImportGraph, build_graph
@@ -27,9 +32,14 @@ def rerun_line(path: str) -> str:
     return f"/rerun-test {path}"
 
 
+def key_of(reg: Registration) -> str:
+    """The registration's key: ``path@suite``."""
+    return f"{reg.path}@{reg.suite}"
+
+
 def actionable(reg: Registration, cfg: TargetedConfig) -> bool:
-    """True when a PR must act to run ``reg``: an enabled CUDA registration, or an enabled
-    labeled CPU one (unlabeled CPU suites run on every PR)."""
+    """True when a PR must act to run ``reg`` and ``/rerun-test`` can: an enabled CUDA
+    registration, or an enabled labeled CPU one (unlabeled CPU suites run on every PR)."""
     if not reg.enabled:
         return False
     if reg.backend == "cuda":
@@ -37,14 +47,25 @@ def actionable(reg: Registration, cfg: TargetedConfig) -> bool:
     return reg.backend == "cpu" and bool(reg.labels)
 
 
+def label_only(reg: Registration, cfg: TargetedConfig) -> bool:
+    """True for an enabled ROCm registration a PR workflow runs: only a label runs it
+    (``/rerun-test`` supports CPU and CUDA)."""
+    return reg.enabled and reg.backend == "rocm" and not reg.nightly and cfg.pr_runs(reg.suite)
+
+
 def selects(label: str, reg: Registration, cfg: TargetedConfig) -> bool:
-    """True when PR label ``label`` selects ``reg`` at regular cadence (never nightly)."""
-    if reg.nightly or not reg.enabled:
+    """True when PR label ``label`` selects ``reg`` at regular cadence: never nightly or
+    disabled, only on a suite a PR workflow runs, through the registration's labels (or
+    a label rule, or a scope label such as ``run-ci-all``)."""
+    if reg.nightly or not reg.enabled or not cfg.pr_runs(reg.suite):
         return False
     rule = cfg.labels.rules.get(label)
     if rule is not None:
         return (reg.suite in rule.suites or any_match(reg.path, rule.tests)
                 or bool(set(rule.test_labels) & set(reg.labels)))
+    scope = cfg.labels.scopes.get(label)
+    if scope is not None:
+        return bool(set(reg.labels) - set(scope.exclude))
     prefix = cfg.labels.prefix
     return label.startswith(prefix) and label[len(prefix):] in reg.labels
 
@@ -73,45 +94,66 @@ class _Reach:
         return out
 
 
+def _registrations(graph: ImportGraph, path: str,
+                   cfg: TargetedConfig) -> list[Registration] | Unreadable:
+    calls = graph.calls_of(path)
+    if calls is None:
+        return Unreadable(path=path, reason="unreadable file")
+    return from_calls(path, calls, cfg)
+
+
 def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 40,
                    config: TargetedConfig | None = None, *, git: GitReader | None = None,
-                   cache_dir: Path | None = None) -> AffectedReport:
-    """Trace the diff ``<merge-base of base>...HEAD`` of ``repo_dir`` to the CI tests it reaches.
+                   cache_dir: Path | None = None, worktree: bool = False) -> AffectedReport:
+    """Trace the diff ``<merge-base of base>...HEAD`` of ``repo_dir`` to the CI tests it
+    reaches; with ``worktree`` the uncommitted changes too (untracked files included).
 
     ``config`` defaults to ``load_config(repo_dir)``; ``cache_dir`` keeps scanned facts
     between runs. Raises GitError (bad base, not a repository) and ConfigError; file
-    content never raises: unreadable registrations are reported in the result.
+    content never raises: unreadable registrations are reported in the result. Without
+    ``worktree`` the uncommitted paths are listed in ``uncommitted`` (not traced).
     """
     repo_dir = Path(repo_dir)
     cfg = config if config is not None else load_config(repo_dir)
     git = git if git is not None else Git()
-    changed = git.changed(repo_dir, base)
-    tracked = git.tracked(repo_dir)
+    changed = git.changed(repo_dir, base, worktree)
+    tracked = git.tracked(repo_dir, worktree)
+    uncommitted = [] if worktree else git.uncommitted(repo_dir)
     present = set(tracked)
     gone = {p for c in changed for p in (c.path, c.old_path)
             if p and p not in present and p.endswith(".py")}
     cache = FactsCache(cache_dir)
     tests = {p for p in tracked if p.endswith(".py") and is_test(p, cfg)}
-    graph = build_graph(repo_dir, tracked, cfg, cache, phantoms=gone, tests=tests)
 
     regs: dict[str, list[Registration]] = {}
     unreadable: dict[str, Unreadable] = {}
-    for path in sorted(tests):
-        calls = graph.calls_of(path)
-        got = from_calls(path, calls, cfg) if calls is not None else Unreadable(
-            path=path, reason="unreadable file")
+
+    def under_pytest(graph: ImportGraph, path: str) -> bool:
+        # How CI starts the file decides whether its conftests load: read from its
+        # registrations' suites, or a script that calls pytest.main.
+        got = _registrations(graph, path, cfg)
         if isinstance(got, Unreadable):
             unreadable[path] = got
-        else:
-            regs[path] = got
+            return True  # unknown: keep the conftest edge
+        regs[path] = got
+        return (any(cfg.runner(r.suite) == "pytest" for r in got)
+                or graph.runs_pytest_main(path))
+
+    graph = build_graph(repo_dir, tracked, cfg, cache, phantoms=gone, tests=tests,
+                        under_pytest=under_pytest)
     cuda = {p for p, rs in regs.items() if any(r.backend == "cuda" and r.enabled for r in rs)}
-    acting = {p for p, rs in regs.items() if any(actionable(r, cfg) for r in rs)}
+    acting = {p for p, rs in regs.items()
+              if any(actionable(r, cfg) or label_only(r, cfg) for r in rs)}
     cpu_acting = {p for p, rs in regs.items()
                   if any(actionable(r, cfg) and r.backend == "cpu" for r in rs)}
+    no_gpu = sorted(p for p in _changed_paths(changed) if any_match(p, cfg.no_gpu))
 
+    reg_changes = _registration_changes(repo_dir, base, worktree, git, changed, regs)
     reach = _Reach(graph, depth)
+    # A test whose diff only touches its register_*_ci calls changed no code: what changed
+    # is which suites and labels select it, which a label run shows and a file run does not.
     seeds = sorted({p for c in changed for p in (c.path, c.old_path)
-                    if p and p in graph.nodes})
+                    if p and p in graph.nodes and p not in reg_changes})
     adds = {c.path: c.adds_only for c in changed}
     visited: dict[str, tuple[int, str, str | None]] = {s: (0, s, None) for s in seeds}
     hubs: list[Hub] = []
@@ -122,8 +164,11 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         for node in level:
             count = len(reach(node) & cuda)
             if count > hub_limit:
+                behind = reach(node) & acting
                 hubs.append(_hub(node, count, visited[node], adds, cfg,
-                                 sorted(reach(node) & cpu_acting)))
+                                 sorted(behind & cpu_acting),
+                                 sorted(key_of(r) for p in behind for r in regs[p]
+                                        if actionable(r, cfg) or label_only(r, cfg))))
                 continue
             for imp in sorted(graph.importers(node)):
                 if imp in visited:
@@ -137,18 +182,26 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         level = nxt
     reached = set(visited)
     for i, f in enumerate(frontier):
-        frontier[i] = f.model_copy(update={"reaches": sorted((reach(f.importer) & acting)
-                                                             - reached)})
+        more = reach(f.importer) & acting - reached
+        frontier[i] = f.model_copy(update={
+            "reaches": sorted(p for p in more if any(actionable(r, cfg) for r in regs[p])),
+            "keys": sorted(key_of(r) for p in more for r in regs[p]
+                           if actionable(r, cfg) or label_only(r, cfg))})
 
-    rows = [ReachedTest(**r.model_dump(exclude={"implicit"}), hop=visited[p][0],
+    rows = [ReachedTest(**_row(r, cfg), hop=visited[p][0],
                         reached_from=visited[p][1], via=visited[p][2])
             for p in sorted(reached & set(regs)) for r in regs[p]]
     hit = sorted(reached & acting)
+    runnable = [p for p in hit if any(actionable(r, cfg) for r in regs[p])]
     report = AffectedReport(
-        base=base, depth=depth, hub_limit=hub_limit, changed=changed, tests=rows,
-        rerun=[rerun_line(p) for p in hit],
-        labels=_labels(hit, regs, cfg),
-        nightly_only=[NightlyTarget(path=p, rerun=rerun_line(p)) for p in hit
+        base=base, depth=depth, hub_limit=hub_limit, profile=cfg.source, changed=changed,
+        no_gpu=no_gpu, uncommitted=uncommitted, worktree=worktree, tests=rows,
+        rerun=[rerun_line(p) for p in runnable],
+        labels=_labels(hit, regs, cfg, {k for h in hubs for k in h.tests}
+                       | {k for f in frontier for k in f.keys}
+                       | {k for ks in reg_changes.values() for k in ks}),
+        registration_changes=sorted(k for ks in reg_changes.values() for k in ks),
+        nightly_only=[NightlyTarget(path=p, rerun=rerun_line(p)) for p in runnable
                       if all(r.nightly for r in regs[p] if actionable(r, cfg))],
         hubs=sorted(hubs, key=lambda h: (h.hop, h.path)),
         frontier=sorted(frontier, key=lambda f: f.importer),
@@ -162,25 +215,58 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     return report
 
 
+def _registration_changes(repo_dir: Path, base: str, worktree: bool, git: GitReader,
+                          changed: list[ChangedFile],
+                          regs: dict[str, list[Registration]]) -> dict[str, list[str]]:
+    """``{test path: keys of the registrations whose lines changed}`` for modified test
+    files whose every changed line lies inside a registration call."""
+    paths = [c.path for c in changed if c.status == "M" and c.old_path is None
+             and any(r.span for r in regs.get(c.path, ()))]
+    if not paths:
+        return {}
+    lines = git.changed_lines(repo_dir, base, paths, worktree)
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        touched = lines.get(path, set())
+        spans = [r for r in regs[path] if r.span]
+        if touched and all(any(r.span[0] <= n <= r.span[1] for r in spans) for n in touched):
+            out[path] = sorted(key_of(r) for r in spans
+                               if any(r.span[0] <= n <= r.span[1] for n in touched))
+    return out
+
+
+def _row(reg: Registration, cfg: TargetedConfig) -> dict[str, object]:
+    row = reg.model_dump(exclude={"implicit", "span"})
+    if not row["hardware"]:
+        row["hardware"] = [cfg.hardware(reg.suite, reg.backend)]
+    row["runner"] = cfg.runner(reg.suite)
+    row["on_pr"] = cfg.pr_runs(reg.suite)
+    return row
+
+
 def _hub(node: str, count: int, seen: tuple[int, str, str | None],
-         adds: dict[str, bool | None], cfg: TargetedConfig, cpu_tests: list[str]) -> Hub:
+         adds: dict[str, bool | None], cfg: TargetedConfig, cpu_tests: list[str],
+         tests: list[str]) -> Hub:
     hop, _, via = seen
     note = next((n for n in cfg.hub_notes if any_match(node, [n.path])), None)
     return Hub(path=node, reach=count, met="changed" if hop == 0 else f"hop {hop} from {via}",
                hop=hop, via=via, note=note.note if note else None,
                on_ci_path=note.on_ci_path if note else True, adds_only=adds.get(node),
-               cpu_tests=cpu_tests)
+               cpu_tests=cpu_tests, tests=tests)
 
 
-def _labels(hit: list[str], regs: dict[str, list[Registration]],
-            cfg: TargetedConfig) -> list[LabelCount]:
-    candidates = {cfg.labels.prefix + lab for p in hit for r in regs[p] for lab in r.labels}
-    candidates |= set(cfg.labels.rules)
-    hit_set = set(hit)
+def _labels(hit: list[str], regs: dict[str, list[Registration]], cfg: TargetedConfig,
+            behind_hubs: set[str]) -> list[LabelCount]:
+    """Every label that selects a reached registration or one behind a hub, as reached
+    (both kinds) of all it selects; keys are ``path@suite``."""
+    keys_hit = {key_of(r) for p in hit for r in regs[p]} | behind_hubs
+    candidates = {cfg.labels.prefix + lab for rs in regs.values() for r in rs
+                  if key_of(r) in keys_hit for lab in r.labels}
+    candidates |= set(cfg.labels.rules) | set(cfg.labels.scopes)
     out: list[LabelCount] = []
     for label in sorted(candidates):
-        every = sorted(p for p, rs in regs.items() if any(selects(label, r, cfg) for r in rs))
-        mine = [p for p in every if p in hit_set]
+        every = sorted(key_of(r) for rs in regs.values() for r in rs if selects(label, r, cfg))
+        mine = [k for k in every if k in keys_hit]
         if mine:
             out.append(LabelCount(label=label, reached=len(mine), all=len(every), tests=mine))
     return out
@@ -191,36 +277,53 @@ def _outside(changed: list[ChangedFile], graph: ImportGraph,
     out: dict[str, str] = {}
     for c in changed:
         for p in (c.path, c.old_path):
-            if not p or p in out:
+            if not p or p in out or any_match(p, cfg.no_gpu):
                 continue
             if p.endswith(".py"):
                 if not any_match(p, cfg.allowlist) and not any_match(p, cfg.entry_points):
                     out[p] = "Python outside the allowlist"
             elif p not in graph.nodes:
                 out[p] = "non-Python file"
-    return [Outside(path=p, reason=r) for p, r in sorted(out.items())]
+    rows = []
+    for p, reason in sorted(out.items()):
+        rule = path_rule(p, cfg)
+        rows.append(Outside(path=p, reason=reason, labels=rule.labels if rule else None,
+                            why=rule.why if rule else ""))
+    return rows
 
 
-def _closure(graph: ImportGraph, start: str) -> set[str]:
-    seen = {start}
-    stack = [start]
-    while stack:
-        for dep in graph.deps_of(stack.pop()):
-            if dep not in seen:
-                seen.add(dep)
-                stack.append(dep)
+def path_rule(path: str, cfg: TargetedConfig) -> PathLabels | None:
+    """The first ``labels.paths`` rule matching ``path``, or None."""
+    return next((r for r in cfg.labels.paths if any_match(path, [r.path])), None)
+
+
+def _hops_from(graph: ImportGraph, start: str) -> dict[str, int]:
+    """Import hops from ``start`` to every file it loads (breadth first)."""
+    seen = {start: 0}
+    level = [start]
+    while level:
+        nxt = []
+        for node in level:
+            for dep in graph.deps_of(node):
+                if dep not in seen:
+                    seen[dep] = seen[node] + 1
+                    nxt.append(dep)
+        level = nxt
     return seen
 
 
 def _entry_loads(changed: list[ChangedFile], graph: ImportGraph,
                  cfg: TargetedConfig) -> list[EntryLoad]:
-    paths = _changed_paths(changed)
+    paths = _changed_paths(changed)  # a changed entry point itself is 0 hops away
     loads: dict[str, list[str]] = {}
+    hops: dict[str, int] = {}
     for entry in cfg.entry_points:
         if entry in graph.nodes:
-            for p in sorted(_closure(graph, entry) & paths):
+            dist = _hops_from(graph, entry)
+            for p in sorted(set(dist) & paths):
                 loads.setdefault(p, []).append(entry)
-    return [EntryLoad(path=p, entry_points=e) for p, e in sorted(loads.items())]
+                hops[p] = min(hops.get(p, dist[p]), dist[p])
+    return [EntryLoad(path=p, entry_points=e, hops=hops[p]) for p, e in sorted(loads.items())]
 
 
 def _changed_paths(changed: Iterable[ChangedFile]) -> set[str]:

@@ -5,15 +5,19 @@
 
 trace -> approve (need_human with the exact comments/labels unless --approved) -> dispatch
 (record the outbox) -> post (one ``/rerun-test <file>`` comment per file, or labels) -> poll
-("Rerun Test" runs, on a 10-30 minute cron from the tests' est_time) -> debug (a debugger
-task with each failure's log) -> retrace (``--base`` at the SHA the runs used, after a fix
-push) -> approve ... ; infra or flake: re-run once, then report. At most 3 fix rounds, then
+(each comment's own "Rerun Test" run, found as ``runs.find_run`` says, on a 10-30 minute
+cron from the tests' est_time; past ``ORCHESTRATOR_TARGETED_POLL_HOURS`` (default 24) the
+flow ends ``timed_out``) -> debug (a debugger
+task with each failure's log) -> retrace (``--base`` at the PR head the passing runs were
+asked to test, recorded at dispatch, after a fix push) -> approve ... ; infra or flake:
+re-run once, then report. At most 3 fix rounds, then
 ``gave_up``. Labels mode ends after adding the labels: the labeled "PR Test" run is watched
 with ``--ci-check``, not here.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,8 @@ from flow.targeted.loop import Attempt, FileRun, Fix, Outbox, TargetedData
 from flow.workflow import Workflow
 
 OUTCOMES = {"nothing": "nothing_to_run", "declined": "declined", "green": "green",
-            "labelled": "labels_added", "reported": "failures_reported", "gave_up": "gave_up"}
+            "labelled": "labels_added", "reported": "failures_reported", "gave_up": "gave_up",
+            "timed_out": "timed_out"}
 
 
 def _cfg(d: TargetedData) -> Any:
@@ -86,12 +91,16 @@ def approve(ctx: Any) -> Any:
 def dispatch(ctx: Any) -> Any:
     """Record what ``post`` will do, with the PR's comment counts now, before doing it."""
     from flow.github.reads import get_pull
-    from flow.targeted.runs import comment_counts, newest_run_id
+    from flow.targeted.runs import list_comments
 
     d: TargetedData = ctx.data
     client = github(ctx.settings)
-    counts = comment_counts(client, d.repo, d.number)
-    after = newest_run_id(client, d.repo)
+    comments = list_comments(client, d.repo, d.number)
+    counts: dict[str, int] = {}
+    for c in comments:
+        counts[c.body.strip()] = counts.get(c.body.strip(), 0) + 1
+    after = max((c.id for c in comments), default=0)
+    # The PR head the gateway will dispatch: what these runs test (not the runs' head_sha).
     d.head_sha = get_pull(client, d.repo, d.number).head_sha
     bodies = [f"/rerun-test {p}" for p in d.to_run]
     d.outbox = Outbox(comments={b: counts.get(b, 0) for b in bodies},
@@ -120,39 +129,75 @@ def post(ctx: Any) -> Any:
     if box.labels:
         add_labels(client, d.repo, d.number, box.labels)
         d.labels_added += [lab for lab in box.labels if lab not in d.labels_added]
+    # When each file's comment went out, for the poll deadline: a file beside the state, so
+    # the state holds no wall-clock time (a replay of the same flow ends in the same state).
+    posted = _posted_at(ctx)
+    now = datetime.now(timezone.utc).isoformat()
     for p in d.to_run:
         d.files[p].status = "running"
+        posted[p] = now
+    if d.to_run:
+        ctx.write_json(POSTED_AT, posted)
     d.outbox, d.to_run = None, []
     return Go("posted" if any(f.status == "running" for f in d.files.values()) else "labelled")
 
 
+POSTED_AT = "posted-at.json"  # {test path: ISO time its latest comment was posted}
+
+
+def _posted_at(ctx: Any) -> dict[str, str]:
+    try:
+        got = ctx.read_json(POSTED_AT)
+    except (OSError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
 def poll(ctx: Any) -> Any:
+    """Find each running file's own run (see ``runs.find_run``) and read its result; past
+    the poll deadline (``ORCHESTRATOR_TARGETED_POLL_HOURS``) the files still going end
+    the flow as ``timed_out``, said so, never as green."""
     from flow.github.errors import RateLimited
-    from flow.targeted.runs import list_runs, names_file
+    from flow.targeted.runs import find_run, get_run
 
     d: TargetedData = ctx.data
     running = [f for f in d.files.values() if f.status == "running"]
+    client = github(ctx.settings)
+    claimed = {a.run_id for f in d.files.values() for a in f.attempts if a.run_id}
     try:
-        runs = list_runs(github(ctx.settings), d.repo, min(f.after for f in running))
+        for fr in sorted(running, key=lambda f: f.path):
+            att = fr.attempts[-1]
+            if att.run_id is not None:
+                run = get_run(client, d.repo, att.run_id)
+            else:
+                run = find_run(client, d.repo, d.number, fr.path, fr.after, claimed)
+            if run is None:
+                continue
+            claimed.add(run.id)
+            att.run_id, att.url, att.run_sha = run.id, run.url, run.head_sha
+            if run.status == "completed":
+                att.conclusion, att.seconds = run.conclusion, run.seconds
+                att.failed_job = run.failed_job
+                fr.status = "passed" if run.conclusion == "success" else "failed"
     except RateLimited as err:
         # Polling can wait: sleep past the reset instead of failing the tick.
         return Sleep(f"GitHub rate limit reached; it resets at {err.reset_at.isoformat()}",
                      cron_interval=loop.cron_every(30), poll_seconds=1800)
-    claimed = {a.run_id for f in d.files.values() for a in f.attempts if a.run_id}
-    for fr in sorted(running, key=lambda f: f.path):
-        att = fr.attempts[-1]
-        run = next((r for r in runs if r.id == att.run_id), None) or next(
-            (r for r in runs if r.id > fr.after and r.id not in claimed
-             and names_file(r, fr.path)), None)
-        if run is None:
-            continue
-        claimed.add(run.id)
-        att.run_id, att.url, att.sha = run.id, run.url, run.head_sha
-        if run.status == "completed":
-            att.conclusion, att.seconds, att.failed_job = run.conclusion, run.seconds, run.failed_job
-            fr.status = "passed" if run.conclusion == "success" else "failed"
     waiting = [f for f in d.files.values() if f.status == "running"]
     if waiting:
+        hours = loop.poll_hours(ctx.settings)
+        now = datetime.now(timezone.utc)
+        posted = _posted_at(ctx)
+        late = [f for f in waiting if f.path in posted
+                and (now - datetime.fromisoformat(posted[f.path])).total_seconds() >= hours * 3600]
+        if late:
+            for f in late:
+                f.status = "timed_out"
+            for f in late:
+                run_id = f.attempts[-1].run_id
+                d.reported.append(f"{f.path}: no finished run found within {hours:g} h of the "
+                                  f"comment ({f'run {run_id}' if run_id else 'no run found'})")
+            return Go("timed_out")
         minutes = loop.poll_minutes([d.est.get(f.path) for f in waiting])
         return Sleep(f"{len(waiting)} /rerun-test run(s) of {d.repo}#{d.number} still going: "
                      + ", ".join(f.path for f in waiting),
@@ -238,6 +283,8 @@ def retrace(ctx: Any) -> Any:
     if not probe.ok:
         raise TargetedError(f"the fix commit {fix!r} is not in the history of HEAD in "
                             f"{str(where)!r}", "pull the PR branch there, then --resume")
+    # The PR head the passing runs tested (recorded at dispatch), never a run's head_sha:
+    # the gateway runs on main, whose tip is no commit of this branch.
     ran = [a.sha for f in d.files.values() for a in f.attempts if a.conclusion == "success"]
     base = ran[-1] if ran else d.files[d.fixes[-1].files[0]].attempts[-1].sha
     report, plan = _plan(ctx, base)
@@ -261,7 +308,7 @@ def finish(ctx: Any) -> Any:
     if d.labels_added:
         nxt.append("watch the labeled PR Test run: " + ctx.cmds.cli(
             "--ci-check", "--pr-number", str(d.number), "--repo", d.repo))
-    if outcome in ("gave_up", "failures_reported"):
+    if outcome in ("gave_up", "failures_reported", "timed_out"):
         nxt.append("read the failures above and decide by hand; the report lists each cause")
     return Done(result, nxt)
 
@@ -269,21 +316,23 @@ def finish(ctx: Any) -> Any:
 WORKFLOW = Workflow(
     name="ci-targeted",
     states=("trace", "approve", "dispatch", "post", "poll", "debug", "retrace",
-            "nothing", "declined", "green", "labelled", "reported", "gave_up"),
+            "nothing", "declined", "green", "labelled", "reported", "gave_up", "timed_out"),
     transitions=(("traced", "trace", "approve"), ("empty", "trace", "nothing"),
                  ("approved", "approve", "dispatch"), ("declined", "approve", "declined"),
                  ("queued", "dispatch", "post"),
                  ("posted", "post", "poll"), ("labelled", "post", "labelled"),
                  ("green", "poll", "green"), ("failed", "poll", "debug"),
+                 ("timed_out", "poll", "timed_out"),
                  ("fixed", "debug", "retrace"), ("rerun", "debug", "approve"),
                  ("retry", "debug", "debug"), ("report", "debug", "reported"),
                  ("exhausted", "debug", "gave_up"), ("rerun", "retrace", "approve")),
     initial="trace",
-    terminal=frozenset({"nothing", "declined", "green", "labelled", "reported", "gave_up"}),
+    terminal=frozenset({"nothing", "declined", "green", "labelled", "reported", "gave_up",
+                        "timed_out"}),
     steps={"trace": trace_step, "approve": approve, "dispatch": dispatch, "post": post,
            "poll": poll, "debug": debug, "retrace": retrace, "nothing": finish,
            "declined": finish, "green": finish, "labelled": finish, "reported": finish,
-           "gave_up": finish},
+           "gave_up": finish, "timed_out": finish},
     feeds={"debug": loop.DebugResult},
     data_model=TargetedData,
     skill="pr-ci-targeted",

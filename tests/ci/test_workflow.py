@@ -289,20 +289,34 @@ def test_rate_limit_schedules_the_next_tick_at_the_reset(fake_github: FakeGitHub
     assert "rate limit" in spec["reason"] and "resets at" in spec["reason"]
 
 
-def test_server_errors_after_retries_are_a_clear_error_and_change_nothing(
+def test_server_errors_after_retries_sleep_and_grow_then_recover(
         fake_github: FakeGitHub, drv: Driver) -> None:
-    """5xx on every retry: status error github_unavailable, exit 2, the flow stays put."""
+    """5xx on every retry: schedule_cron (github_unavailable) every 2, then 4 minutes; never an
+    error; once GitHub answers, the watch goes on at its usual pace."""
     repo, wf = _pr(fake_github)
     repo.add_run(wf, HEAD, jobs=[("test", None)])
     spec = drv.call(START).spec
+    fault = fake_github.fault(r"/check-runs$", 502, times=None)
+    first = drv.shell(spec["resume_command"])
+    _age_wait(first.spec)
+    second = drv.shell(spec["resume_command"])
+    fault.times = 0
+    _age_wait(second.spec)
+    third = _resume(drv, spec)
+    assert [(0, "schedule_cron", "github_unavailable", "*/2 * * * *", True),
+            (0, "schedule_cron", "github_unavailable", "*/4 * * * *", True),
+            (0, "schedule_cron", "waiting_for_ci", "*/7 * * * *", True)] == [
+        (c.code, c.spec["status"], c.spec["ci_phase"], c.spec["on_complete"]["cron_interval"],
+         c.spec["interval_changed"]) for c in (first, second,
+                                               type(first)([], 0, third, ""))]
+
+
+def _age_wait(spec: dict[str, Any]) -> None:
+    """Let the recorded GitHub wait pass (as the cron interval would)."""
     state = Path(spec["workspace"]) / "flow_state.json"
-    before = state.read_bytes()
-    fake_github.fault(r"/check-runs$", 502, times=10)
-    call = drv.shell(spec["resume_command"])
-    assert (2, "error", "github_unavailable") == (call.code, call.spec["status"],
-                                                   call.spec["error"]["code"])
-    assert "githubstatus" in call.spec["error"]["hint"]
-    assert before == state.read_bytes()
+    raw = json.loads(state.read_text())
+    raw["data"]["github"]["until"] = "2000-01-01T00:00:00+00:00"
+    state.write_text(json.dumps(raw))
 
 
 @pytest.mark.parametrize(("with_pr", "env", "argv", "code"), [

@@ -15,7 +15,15 @@ from tests.fakegithub.state import (
 
 
 def user(login: str) -> dict[str, Any]:
-    return {"login": login, "id": abs(hash(login)) % 10_000, "type": "User"}
+    """A simple-user (the keys the description requires)."""
+    uid = abs(hash(login)) % 10_000
+    api = f"https://api.github.example/users/{login}"
+    return {"login": login, "id": uid, "node_id": f"U_{uid}", "type": "Bot" if login.endswith("[bot]") else "User",
+            "site_admin": False, "url": api, "html_url": f"https://github.example/{login}",
+            "avatar_url": f"https://avatars.example/u/{uid}", "gravatar_id": "",
+            **{f"{k}_url": f"{api}/{k}" for k in ("followers", "following", "gists", "starred",
+                                                  "subscriptions", "organizations", "repos",
+                                                  "events", "received_events")}}
 
 
 def repo(base: str, r: Repo) -> dict[str, Any]:
@@ -45,9 +53,18 @@ def pull(base: str, r: Repo, p: Pull, labels: list[dict[str, Any]], *, full: boo
                  "repo": repo(base, r), "user": user(r.full_name.split("/")[0])},
         "user": user(p.login), "labels": labels, "created_at": FIXED_TIME, "updated_at": FIXED_TIME,
         "closed_at": p.closed_at, "merged_at": p.merged_at,
+        "_links": {"self": {"href": url}}, "assignee": None, "milestone": None, "locked": False,
+        "author_association": "CONTRIBUTOR", "auto_merge": None, "merge_commit_sha": None,
+        "comments_url": f"{base}/repos/{r.full_name}/issues/{p.number}/comments",
+        "commits_url": f"{url}/commits", "review_comments_url": f"{url}/comments",
+        "review_comment_url": f"{base}/repos/{r.full_name}/pulls/comments{{/number}}",
+        "statuses_url": f"{base}/repos/{r.full_name}/statuses/{p.head_sha}",
+        "diff_url": f"https://github.example/{r.full_name}/pull/{p.number}.diff",
+        "patch_url": f"https://github.example/{r.full_name}/pull/{p.number}.patch",
     }
     if full:
         out.update({
+            "mergeable": None, "mergeable_state": "unknown", "maintainer_can_modify": False,
             "merged": p.merged_at is not None, "merged_by": user("maintainer") if p.merged_at else None,
             "comments": len(r.comments.get(p.number, [])), "review_comments": len(p.review_comments),
             "commits": 1, "changed_files": len(p.files), "additions": sum(f.additions for f in p.files),
@@ -69,21 +86,31 @@ def pull_file(base: str, r: Repo, p: Pull, f: PullFile) -> dict[str, Any]:
 
 
 def review_comment(base: str, r: Repo, p: Pull, c: ReviewComment) -> dict[str, Any]:
-    return {
+    """A pull-request-review-comment. `in_reply_to_id` is not required by the description and
+    GitHub sends it only on replies: a thread's root comment has no such key (not null)."""
+    url = f"{base}/repos/{r.full_name}/pulls/comments/{c.id}"
+    html = f"https://github.example/{r.full_name}/pull/{p.number}#discussion_r{c.id}"
+    pr_url = f"{base}/repos/{r.full_name}/pulls/{p.number}"
+    out = {
         "id": c.id, "node_id": f"PRRC_{c.id}", "body": c.body, "user": user(c.login), "path": c.path,
         "line": c.line, "original_line": c.line, "side": "RIGHT", "position": 1, "original_position": 1,
+        "start_line": None, "original_start_line": None, "start_side": None, "subject_type": "line",
         "diff_hunk": "@@ -1 +1 @@", "commit_id": p.head_sha, "original_commit_id": p.head_sha,
-        "created_at": c.created_at, "updated_at": c.updated_at, "in_reply_to_id": c.in_reply_to_id,
-        "url": f"{base}/repos/{r.full_name}/pulls/comments/{c.id}",
-        "html_url": f"https://github.example/{r.full_name}/pull/{p.number}#discussion_r{c.id}",
-        "pull_request_url": f"{base}/repos/{r.full_name}/pulls/{p.number}",
+        "pull_request_review_id": c.id + 1, "author_association": "MEMBER",
+        "created_at": c.created_at, "updated_at": c.updated_at, "url": url, "html_url": html,
+        "pull_request_url": pr_url,
+        "_links": {"self": {"href": url}, "html": {"href": html}, "pull_request": {"href": pr_url}},
     }
+    if c.in_reply_to_id is not None:
+        out["in_reply_to_id"] = c.in_reply_to_id
+    return out
 
 
 def issue_comment(base: str, r: Repo, number: int, c: dict[str, Any]) -> dict[str, Any]:
     cid = c["id"]
     return {
-        "id": cid, "body": c["body"], "user": user(c["login"]), "created_at": c["created_at"],
+        "id": cid, "node_id": f"IC_{cid}", "author_association": "NONE",
+        "body": c["body"], "user": user(c["login"]), "created_at": c["created_at"],
         "updated_at": c["updated_at"], "url": f"{base}/repos/{r.full_name}/issues/comments/{cid}",
         "html_url": f"https://github.example/{r.full_name}/issues/{number}#c{cid}",
         "issue_url": f"{base}/repos/{r.full_name}/issues/{number}",
@@ -91,7 +118,8 @@ def issue_comment(base: str, r: Repo, number: int, c: dict[str, Any]) -> dict[st
 
 
 def labels(base: str, r: Repo, names: list[str]) -> list[dict[str, Any]]:
-    return [{"id": abs(hash(n)) % 10_000, "name": n, "color": "ededed", "default": False, "description": None,
+    return [{"id": abs(hash(n)) % 10_000, "node_id": f"LA_{abs(hash(n)) % 10_000}", "name": n,
+             "color": "ededed", "default": False, "description": None,
              "url": f"{base}/repos/{r.full_name}/labels/{n}"} for n in names]
 
 
@@ -101,12 +129,14 @@ def check_run(base: str, r: Repo, c: CheckRun) -> dict[str, Any]:
         f"https://github.example/{r.full_name}/actions/runs/{c.run_id}/job/{c.id}" if c.run_id else None
     )
     return {
-        "id": c.id, "head_sha": c.head_sha, "name": c.name, "status": c.status, "conclusion": c.conclusion,
+        "id": c.id, "node_id": f"CR_{c.id}", "head_sha": c.head_sha, "name": c.name, "status": c.status,
+        "conclusion": c.conclusion, "pull_requests": [],
         "url": url, "html_url": details, "details_url": details, "external_id": str(c.id),
         "started_at": None if c.status == "queued" else FIXED_TIME,
         "completed_at": FIXED_TIME if c.status == "completed" else None,
         "app": {"slug": c.app, "name": c.app, "id": abs(hash(c.app)) % 1000},
-        "check_suite": {"id": c.run_id or c.id},
+        # The check suite: for an Actions job its run's (an id of its own, never the run id).
+        "check_suite": {"id": c.suite_id},
         "output": {"title": c.output_title, "summary": c.output_summary, "text": None, "annotations_count": 0},
     }
 
@@ -114,7 +144,8 @@ def check_run(base: str, r: Repo, c: CheckRun) -> dict[str, Any]:
 def job(base: str, r: Repo, c: CheckRun, run: WorkflowRun) -> dict[str, Any]:
     url = f"{base}/repos/{r.full_name}/actions/jobs/{c.id}"
     return {
-        "id": c.id, "run_id": run.id, "run_attempt": c.run_attempt, "head_sha": c.head_sha, "name": c.name,
+        "id": c.id, "node_id": f"J_{c.id}", "runner_group_id": 1,
+        "run_id": run.id, "run_attempt": c.run_attempt, "head_sha": c.head_sha, "name": c.name,
         "status": c.status, "conclusion": c.conclusion, "workflow_name": run.workflow.name,
         "head_branch": run.head_branch,
         "url": url, "html_url": f"https://github.example/{r.full_name}/actions/runs/{run.id}/job/{c.id}",
@@ -144,7 +175,10 @@ def workflow(base: str, r: Repo, w: Workflow) -> dict[str, Any]:
 def workflow_run(base: str, r: Repo, run: WorkflowRun, status: str, conclusion: str | None) -> dict[str, Any]:
     url = f"{base}/repos/{r.full_name}/actions/runs/{run.id}"
     return {
-        "id": run.id, "name": run.workflow.name, "workflow_id": run.workflow.id, "path": run.workflow.path,
+        "id": run.id, "node_id": f"WFR_{run.id}", "display_title": run.display_title or "commit",
+        "check_suite_url": f"{base}/repos/{r.full_name}/check-suites/{run.check_suite_id}",
+        "check_suite_node_id": f"CS_{run.check_suite_id}", "head_commit": None,
+        "name": run.workflow.name, "workflow_id": run.workflow.id, "path": run.workflow.path,
         "head_sha": run.head_sha, "head_branch": run.head_branch, "event": run.event, "status": status,
         "conclusion": conclusion, "run_attempt": run.run_attempt, "run_number": run.run_number,
         "url": url, "html_url": f"https://github.example/{r.full_name}/actions/runs/{run.id}",
@@ -152,7 +186,8 @@ def workflow_run(base: str, r: Repo, run: WorkflowRun, status: str, conclusion: 
         "cancel_url": f"{url}/cancel", "rerun_url": f"{url}/rerun",
         "workflow_url": f"{base}/repos/{r.full_name}/actions/workflows/{run.workflow.id}",
         # Like GitHub, runs from forks carry no pull_requests: consumers must match on head_sha.
-        "pull_requests": [], "check_suite_id": run.id, "created_at": FIXED_TIME, "updated_at": FIXED_TIME,
+        "pull_requests": [], "check_suite_id": run.check_suite_id, "created_at": FIXED_TIME,
+        "updated_at": FIXED_TIME,
         "run_started_at": FIXED_TIME, "repository": repo(base, r), "head_repository": repo(base, r),
     }
 
@@ -169,7 +204,8 @@ def artifact(base: str, r: Repo, a: Artifact, run: WorkflowRun) -> dict[str, Any
 
 def status(base: str, r: Repo, s: Status) -> dict[str, Any]:
     return {
-        "id": s.id, "state": s.state, "context": s.context, "description": s.description,
+        "id": s.id, "node_id": f"SC_{s.id}", "avatar_url": None, "required": False,
+        "state": s.state, "context": s.context, "description": s.description,
         "target_url": s.target_url, "url": f"{base}/repos/{r.full_name}/statuses/{s.sha}",
         "created_at": FIXED_TIME, "updated_at": FIXED_TIME, "creator": user("ci-bot"),
     }

@@ -95,6 +95,15 @@ def list_review_comments(fake: "FakeGitHub", repo: Repo, number: str, query: dic
     return Reply(body=Paged([render.review_comment(fake.base_url, repo, p, c) for c in rows]))
 
 
+@_on("GET", _REPO + r"/pulls/comments/(?P<cid>\d+)")
+def get_review_comment(fake: "FakeGitHub", repo: Repo, cid: str, **_: Any) -> Reply:
+    for p in repo.pulls.values():
+        for c in p.review_comments:
+            if c.id == int(cid):
+                return Reply(body=render.review_comment(fake.base_url, repo, p, c))
+    return NOT_FOUND
+
+
 @_on("GET", _REPO + r"/compare/(?P<base>[^.]+)\.\.\.(?P<head>.+)")
 def compare(fake: "FakeGitHub", repo: Repo, base: str, head: str, **_: Any) -> Reply:
     head_sha = _sha_of(repo, head)
@@ -134,13 +143,13 @@ def combined_status(fake: "FakeGitHub", repo: Repo, ref: str, **_: Any) -> Reply
         if s.sha == sha:
             latest[s.context] = s
     statuses = list(latest.values())
-    return Reply(body={
-        "state": render.combined_state(statuses), "sha": sha, "total_count": len(statuses),
-        "statuses": [render.status(fake.base_url, repo, s) for s in statuses],
+    # The statuses list pages like any other (per_page, Link); state and total_count cover all.
+    return Reply(body=Paged([render.status(fake.base_url, repo, s) for s in statuses], "statuses", {
+        "state": render.combined_state(statuses), "sha": sha,
         "repository": render.repo(fake.base_url, repo),
         "commit_url": f"{fake.base_url}/repos/{repo.full_name}/commits/{sha}",
         "url": f"{fake.base_url}/repos/{repo.full_name}/commits/{sha}/status",
-    })
+    }))
 
 
 @_on("GET", _REPO + r"/commits/(?P<ref>[^/]+)")
@@ -232,9 +241,10 @@ def rerun_failed(fake: "FakeGitHub", repo: Repo, run_id: str, **_: Any) -> Reply
     if run is None:
         return NOT_FOUND
     if repo.run_status(run)[0] != "completed":
-        return Reply(403, {"message": "This workflow run is not completed"})
+        return Reply(403, {"message": "This workflow run is not completed",
+                           "documentation_url": "https://docs.github.com/rest/actions/workflow-runs"})
     repo.rerun_failed(run)
-    return Reply(201, {})
+    return Reply(201, {})  # the description's empty-object
 
 
 @_on("GET", _REPO + r"/actions/runs/(?P<run_id>\d+)/artifacts")

@@ -11,6 +11,10 @@ import io
 import itertools
 import zipfile
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.fakegithub.gateway import RerunGateway
 
 _ids = itertools.count(1000)
 FIXED_TIME = "2026-01-01T00:00:00Z"
@@ -47,6 +51,7 @@ class CheckRun:
     output_title: str | None = None
     output_summary: str | None = None
     runner_name: str | None = "runner-1"
+    suite_id: int = field(default_factory=next_id)  # its check suite: a run's, or its app's own
 
     def start(self) -> None:
         """Move the check to in_progress."""
@@ -95,6 +100,8 @@ class WorkflowRun:
     conclusion: str | None = None
     artifacts: list[Artifact] = field(default_factory=list)
     run_number: int = 1
+    display_title: str = ""  # GitHub's run-name (empty: the head commit's message, "commit")
+    check_suite_id: int = field(default_factory=next_id)  # never the run id, as on GitHub
 
     def add_artifact(self, name: str, files: dict[str, bytes]) -> Artifact:
         """Attach an artifact whose zip holds `files` (path -> bytes)."""
@@ -209,6 +216,8 @@ class Repo:
     runs: list[WorkflowRun] = field(default_factory=list)
     comments: dict[int, list[dict]] = field(default_factory=dict)  # issue/PR conversation, by number
     labels: dict[int, list[str]] = field(default_factory=dict)  # label names, by issue/PR number
+    branches: dict[str, str] = field(default_factory=dict)  # branch -> tip sha (default branch too)
+    gateway: RerunGateway | None = None  # miles' comment gateway, when enabled
 
     # ---- builders -------------------------------------------------------------
     def add_pull(
@@ -252,7 +261,17 @@ class Repo:
         """
         comment = {"id": next_id(), "body": body, "login": login, "created_at": at, "updated_at": at}
         self.comments.setdefault(number, []).append(comment)
+        if self.gateway is not None:
+            self.gateway.on_comment(self, number, body, login)
         return comment
+
+    def enable_rerun_gateway(self, main_sha: str, hardware: dict[str, str] | None = None) -> RerunGateway:
+        """Install miles' `/rerun-test <file>` gateway (see RerunGateway); `main` points at `main_sha`."""
+        from tests.fakegithub.gateway import RerunGateway
+
+        self.branches[self.default_branch] = main_sha
+        self.gateway = RerunGateway(self, hardware or {})
+        return self.gateway
 
     def push(self, number: int, new_sha: str) -> None:
         """A new commit arrives on the PR's head branch."""
@@ -287,7 +306,8 @@ class Repo:
 
     def add_job(self, run: WorkflowRun, name: str, conclusion: str | None = None, log: str = "") -> CheckRun:
         """Add a job (and so a check run) to the run's latest attempt."""
-        cr = CheckRun(next_id(), run.head_sha, name, run_id=run.id, run_attempt=run.run_attempt, log=log)
+        cr = CheckRun(next_id(), run.head_sha, name, run_id=run.id, run_attempt=run.run_attempt, log=log,
+                      suite_id=run.check_suite_id)
         cr.steps = [Step("Set up job", 1), Step("Run tests", 2)]
         if conclusion is not None:
             cr.complete(conclusion)
@@ -339,7 +359,8 @@ class Repo:
             if not all_jobs and job.conclusion in ("success", "skipped", "neutral"):
                 job.last_attempt = run.run_attempt
                 continue
-            cr = CheckRun(next_id(), job.head_sha, job.name, run_id=run.id, run_attempt=run.run_attempt)
+            cr = CheckRun(next_id(), job.head_sha, job.name, run_id=run.id, run_attempt=run.run_attempt,
+                          suite_id=run.check_suite_id)
             cr.steps = [Step(s.name, s.number) for s in job.steps]
             self.check_runs.append(cr)
 
@@ -348,3 +369,4 @@ class Repo:
 
     def find_run(self, run_id: int) -> WorkflowRun | None:
         return next((r for r in self.runs if r.id == run_id), None)
+

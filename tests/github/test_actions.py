@@ -47,18 +47,17 @@ def test_expired_log_link_is_typed(client: GitHubClient, fake_github: FakeGitHub
 
 
 def test_blob_fetch_sends_no_token(client: GitHubClient, fake_github: FakeGitHub, failed_job) -> None:  # noqa: ANN001
-    """The signed download is fetched without credentials (the token never leaves for a blob host)."""
+    """The signed download, on another host, is fetched without credentials."""
     seen: list[str | None] = []
-    original = fake_github.handle
+    original = fake_github.handle_blob
 
-    def spy(method, path, headers, body):  # noqa: ANN001, ANN202
-        if path.startswith("/_blob/"):
-            seen.append(headers.get("authorization"))
-        return original(method, path, headers, body)
+    def spy(method, path, headers):  # noqa: ANN001, ANN202
+        seen.append(headers.get("authorization"))
+        return original(method, path, headers)
 
-    fake_github.handle = spy  # type: ignore[method-assign]
+    fake_github.handle_blob = spy  # type: ignore[method-assign]
     job_log(client, "octo/proj", failed_job[2].id)
-    assert [None] == seen
+    assert ([None], True) == (seen, fake_github.blob_url.split(":")[1] != fake_github.base_url.split(":")[1])
 
 
 def test_rerun_failed_jobs_makes_attempt_two(client: GitHubClient, fake_github: FakeGitHub, failed_job) -> None:  # noqa: ANN001

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from flow.refactor.analysis import AnalystReport
-from flow.refactor.assess import Assessment
+from flow.refactor.assess import Assessment, assess_source
 from flow.refactor.distribute import distribute
 from flow.refactor.rules import load_catalogue
 
@@ -25,7 +27,7 @@ def test_small_fixture_tasks(small_before: Assessment, small_report: AnalystRepo
 
 
 def test_strategy_tasks_name_target_classes_and_ranges(small_before: Assessment, small_report: AnalystReport) -> None:
-    """A strategy task lists source and target classes and the source line ranges."""
+    """A strategy task lists source and target classes and the ranges of those in the original."""
     task = next(t for t in distribute(small_report, small_before, load_catalogue()) if t.rule_id == "TR005")
     assert (["TestSmallCudnn", "TestSmallUtils"], [(60, 73)]) == (task.classes, task.line_ranges)
 
@@ -42,7 +44,7 @@ def test_safe_baseline_distributes_only_baseline_rules(small_before: Assessment,
 
 
 def test_no_work_no_tasks(small_before: Assessment) -> None:
-    """A plan that keeps every test where it is, built the way it already is, yields only the decorator, device-string and gate tasks."""
+    """A plan that keeps every test where it is, built the way it already is, yields only the decorator and device-string tasks (its gated tests stay cpu_only)."""
     rows = []
     for cls in small_before.classes:
         device = any(i.kind == "device_type" for i in small_before.instantiations_of(cls.name))
@@ -50,4 +52,39 @@ def test_no_work_no_tasks(small_before: Assessment) -> None:
             strategy = "device_agnostic" if device else "cpu_only"
             rows.append({"test": f"{cls.name}.{t.name}", "strategy": strategy, "target_class": cls.name})
     report = AnalystReport.model_validate({"file": "small_ops.py", "classifications": rows})
-    assert ["TR001", "TR002", "TR006", "TR007"] == [t.rule_id for t in distribute(report, small_before, load_catalogue())]
+    assert ["TR001", "TR002", "TR006"] == [t.rule_id for t in distribute(report, small_before, load_catalogue())]
+
+
+GATED = '''
+class TestGated(TestCase):
+    @unittest.skipIf(not TEST_CUDA, "no CUDA")
+    def test_copy(self):
+        if torch.cuda.is_available():
+            x = torch.ones(2, device="cuda")
+'''
+
+# strategy -> the judgment rules the one gated test gets (TR003-TR007 follow the plan).
+PER_STRATEGY = [
+    ("cpu_only", "TestGated", []),
+    ("device_agnostic", "TestGatedDevice", ["TR004", "TR006", "TR007"]),
+    ("device_specific", "TestGated", ["TR005", "TR006", "TR007"]),
+]
+
+
+@pytest.mark.parametrize(("strategy", "target", "rules"), PER_STRATEGY, ids=[p[0] for p in PER_STRATEGY])
+def test_rule_tasks_follow_the_plan(strategy: str, target: str, rules: list[str]) -> None:
+    """A CUDA-gated test kept cpu_only gets no TR006/TR007; otherwise its strategy's rule plus both."""
+    before = assess_source(GATED, "t.py")
+    report = AnalystReport.model_validate({"file": "t.py", "classifications": [
+        {"test": "TestGated.test_copy", "strategy": strategy, "target_class": target}]})
+    tasks = [t for t in distribute(report, before, load_catalogue()) if not t.mechanical]
+    assert rules == [t.rule_id for t in tasks]
+    for t in tasks:
+        assert [f"TestGated.test_copy: {strategy} -> {target}"] == t.notes
+
+
+def test_every_touched_class_has_a_range_or_is_new(small_before: Assessment, small_report: AnalystReport) -> None:
+    """Each task's line ranges cover every class it touches that exists in the original."""
+    existing = {c.name: (c.start, c.end) for c in small_before.classes}
+    for task in distribute(small_report, small_before, load_catalogue()):
+        assert [existing[c] for c in task.classes if c in existing] == task.line_ranges

@@ -97,3 +97,124 @@ def test_device_specific_plan_needs_only_for() -> None:
 def test_small_after_fixture_is_lint_clean(small_report: AnalystReport) -> None:
     """The refactored small fixture has no lint findings."""
     assert [] == lint(assess_source(read(SMALL / "small_ops_after.py"), "small_ops.py"), small_report)
+
+
+# PyTorch idioms that name a device without placing anything on it (written after the shapes
+# seen in test/nn/test_dropout.py, test_embedding.py, test_pooling.py, test_convolution.py):
+# each must yield no L006 in a device-instantiated class, while its placing twin must.
+DEVICE_CLASS = """
+class TestThing(TestCase):
+    def test_a(self, device):
+{body}
+
+instantiate_device_type_tests(TestThing, globals())
+"""
+
+IDIOMS: list[tuple[str, str, list[tuple[str, int]]]] = [
+    ("device-type-equality", 'if self.device_type == "cuda" or self.device_type == "cpu":\n    x = x.half()', []),
+    ("device-type-membership", 'if self.device_type in ("cuda", "xpu"):\n    tol = 1e-3', []),
+    ("device-type-not-equal", 'if self.device_type != "cpu":\n    tol = 1e-2', []),
+    ("device-dot-type", 'if out.device.type == "cuda":\n    torch.cuda.synchronize()', []),
+    ("torch-device-type", 'self.skipTest("slow") if torch.device(device).type == "mps" else None', []),
+    ("string-membership-in-device", 'if "cuda" in device:\n    pass', []),
+    ("startswith", 'if device.startswith("cuda"):\n    pass', []),
+    ("assert-device-kind", 'self.assertEqual(out.device.type, "cuda")', []),
+    ("dict-keyed-by-device-type", 'tol = {"cpu": 1e-5, "cuda": 1e-3}[self.device_type]', []),
+    ("branch-guarded-cuda-call", 'if self.device_type == "cuda":\n    y = x.cuda()', []),
+    ("only-for-selector", 'helper(only_for="cuda", except_for=("mps",))', []),
+    # The placing twins: the device really is hard-coded.
+    ("placing-kwarg", 'x = torch.ones(3, device="cuda")', [("L006", 3)]),
+    ("placing-to", 'x = torch.ones(3).to("cuda:0")', [("L006", 3)]),
+    ("placing-torch-device", 'd = torch.device("cuda")', [("L006", 3)]),
+    ("placing-cuda-call", "x = torch.ones(3).cuda()", [("L006", 3)]),
+    ("placing-chained-cuda-call", "x = (\n    torch.ones(3)\n    .float()\n    .cuda()\n)", [("L006", 6)]),
+    # An availability flag is a gate (warning), never itself a hard-coded device; what it
+    # guards still runs on CUDA whatever the instantiated device, so stays an error.
+    ("test-cuda-flag-alone", 'if TEST_CUDA:\n    tol = 1e-3', [("L007", 3)]),
+    ("test-cuda-flag-guard", 'if TEST_CUDA:\n    x = x.to("cuda")', [("L007", 3), ("L006", 4)]),
+    ("is-available-guard", 'if torch.cuda.is_available():\n    x = x.cuda()', [("L007", 3), ("L006", 4)]),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "expected"), IDIOMS, ids=[i[0] for i in IDIOMS])
+def test_device_idiom(name: str, body: str, expected: list[tuple[str, int]]) -> None:
+    """A device comparison, selector or guarded branch is no L006; a real placement is."""
+    code = DEVICE_CLASS.format(body="\n".join("        " + line for line in body.splitlines())).lstrip("\n")
+    assert expected == [(f.code, f.line) for f in lint(assess_source(code, "t.py"))]
+
+
+# Negative twins of the positive CASES above: the idiomatic form of each, lint-clean.
+NEGATIVES: list[tuple[str, str]] = [
+    ("L001-device-specific-via-only-for", """
+        class TestCudaThing(TestCase):
+            def test_a(self, device):
+                pass
+
+        instantiate_device_type_tests(TestCudaThing, globals(), only_for="cuda")
+        """),
+    ("L002-L003-device-param-matches-mechanism", """
+        class TestFoo(TestCase):
+            def test_a(self, device):
+                pass
+
+        class TestFooCPU(TestCase):
+            def test_b(self):
+                pass
+
+        instantiate_device_type_tests(TestFoo, globals())
+        """),
+    ("L004-L005-only-accelerator-and-blacklist-skips", """
+        class TestFoo(TestCase):
+            @onlyAccelerator
+            @skipMPS
+            @skipCUDAIf(True, "why")
+            def test_a(self, device):
+                pass
+
+        instantiate_device_type_tests(TestFoo, globals())
+        """),
+    ("L008-only-accelerator-without-only-for", """
+        class TestFoo(TestCase):
+            @onlyAccelerator
+            def test_a(self, device):
+                pass
+
+        instantiate_device_type_tests(TestFoo, globals())
+        """),
+    ("L010-one-instantiation-each-kind", """
+        class TestFoo(TestCase):
+            def test_a(self, device):
+                pass
+
+        class TestBar(TestCase):
+            def test_b(self):
+                pass
+
+        instantiate_device_type_tests(TestFoo, globals())
+        instantiate_parametrized_tests(TestBar)
+        """),
+    ("L006-L007-gates-in-plain-class-are-the-analyst's-call", """
+        class TestBar(TestCase):
+            @unittest.skipIf(not TEST_CUDA, "CUDA unavailable")
+            def test_b(self):
+                if TEST_CUDA:
+                    device = "cuda"
+                x = torch.ones(2).cuda()
+        """),
+]
+
+
+@pytest.mark.parametrize(("name", "code"), NEGATIVES, ids=[n[0] for n in NEGATIVES])
+def test_negative_case_is_clean(name: str, code: str) -> None:
+    """The idiomatic form of each rule's positive case yields no finding."""
+    assert [] == lint(assess_source(dedent(code).lstrip("\n"), "t.py"))
+
+
+def test_l009_negative_device_specific_with_only_for() -> None:
+    """A device-specific class instantiated with only_for satisfies L009."""
+    code = ('class TestFoo(TestCase):\n    def test_a(self, device): pass\n'
+            'instantiate_device_type_tests(TestFoo, globals(), only_for="cuda")\n')
+    plan = AnalystReport.model_validate(
+        {"file": "t.py", "classifications": [{"test": "TestFoo.test_a", "strategy": "device_specific", "target_class": "TestFoo"}]}
+    )
+    assert [] == lint(assess_source(code, "t.py"), plan)

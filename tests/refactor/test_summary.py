@@ -38,8 +38,8 @@ def test_sections_and_next_steps(small_before: Assessment, small_report: Analyst
     text = render_summary(_input(moves=moved_tests(moves(small_report, small_before))))
     expected_lines = [
         "| TestSmallOps | TestSmallOpsDevice | 5: test_add, test_mul_dtypes, test_to_accelerator, test_pinned_copy, test_native_only |",
-        "- `TR001` onlyCUDA to onlyAccelerator (codemod, 2 edits)",
-        "- `TR004` device-agnostic class (coder, 0 edits)",
+        "- `TR001` onlyCUDA to onlyAccelerator (2 edits)",
+        "- `TR004` device-agnostic class (applied by the coder, accepted by the checker)",
         "| lint | pass | 0 | 1 |",
         "- TR004: 1",
         "cpu: 9 passed, 2 skipped",
@@ -78,3 +78,29 @@ def test_the_ci_check_command_is_required() -> None:
     """No relative default stands in for the flow's absolute command."""
     with pytest.raises(ValidationError, match="ci_check_command"):
         SummaryInput(file="test/test_small_ops.py", field="core")  # type: ignore[call-arg]
+
+
+def test_rules_listed_under_who_applied_them() -> None:
+    """Codemod rules sit under the orchestrator with their edit counts; agent rules under agents, with no edit count."""
+    text = render_summary(_input(rules=[
+        AppliedRule(rule_id="TR009", title="DecorateInfo", by="codemod", changes=0),
+        AppliedRule(rule_id="TR006", title="device strings", by="coder")]))
+    lines = text.splitlines()
+    orchestrator = lines[lines.index("## Rules applied by the orchestrator (codemods)") + 2]
+    agents = lines[lines.index("## Rules applied by agents") + 2]
+    assert ("- `TR009` DecorateInfo (nothing to change)",
+            "- `TR006` device strings (applied by the coder, accepted by the checker)") == (orchestrator, agents)
+
+
+def test_skipped_check_says_why_never_pass() -> None:
+    """A check that did not run shows skipped and the reason, not pass."""
+    text = render_summary(_input(checks=[CheckResult(name="collect_only", passed=True, errors=0, warnings=0,
+                                                     skipped="the test interpreter /p has no torch")]))
+    assert ["| collect_only | skipped: the test interpreter /p has no torch | - | - |"] == [
+        line for line in text.splitlines() if line.startswith("| collect_only")]
+
+
+def test_notes_appear_once() -> None:
+    """A note recorded twice (a step re-run) is listed once."""
+    text = render_summary(_input(notes=["lint-gate-3: carried on by a person's decision"] * 2))
+    assert 1 == text.count("lint-gate-3: carried on")

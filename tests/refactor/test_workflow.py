@@ -238,18 +238,127 @@ def test_review_gate_continue_carries_on_to_the_end_and_is_noted(tmp_path: Path)
 
 
 def test_the_collect_check_asks_the_test_interpreter_for_torch(tmp_path: Path) -> None:
-    """Whether collect-only runs depends on ORCHESTRATOR_PYTHON finding torch, asked once per
-    flow; an interpreter that cannot be started still runs the check, which reports the failure."""
+    """Whether collect-only runs depends on the test interpreter finding torch, asked once per
+    flow and recorded with which torch; an interpreter that cannot be started still runs the
+    check, which reports the failure."""
     from flow.refactor.gates import _has_torch
 
     def ctx(python: Path) -> SimpleNamespace:
-        return SimpleNamespace(settings={"ORCHESTRATOR_PYTHON": str(python)}, data=SimpleNamespace(test_torch=None))
+        return SimpleNamespace(settings={"ORCHESTRATOR_PYTHON": str(python)},
+                               data=SimpleNamespace(test_torch=None, test_python=None, test_torch_info=None,
+                                                    notes=[], repo=str(tmp_path)))
 
-    for name, code in (("without", 1), ("with", 0)):  # stand-ins answering the find_spec probe
-        (tmp_path / name).write_text(f"#!/bin/sh\nexit {code}\n")
+    (tmp_path / "without").write_text("#!/bin/sh\nexit 1\n")
+    (tmp_path / "with").write_text("#!/bin/sh\necho 2.13.0 at /site/torch\nexit 0\n")
+    for name in ("without", "with"):  # stand-ins answering the torch probe
         (tmp_path / name).chmod(0o755)
     cached = ctx(tmp_path / "without")
     first = _has_torch(cached)
     cached.settings["ORCHESTRATOR_PYTHON"] = str(tmp_path / "with")
-    assert (False, False, True, True) == (first, _has_torch(cached), _has_torch(ctx(tmp_path / "with")),
+    found = ctx(tmp_path / "with")
+    assert (False, False, True, True) == (first, _has_torch(cached), _has_torch(found),
                                           _has_torch(ctx(tmp_path / "missing")))
+    assert ("torch 2.13.0 at /site/torch", "no torch") == (found.data.test_torch_info, cached.data.test_torch_info)
+    assert any("2.13.0 at /site/torch" in n for n in found.data.notes)
+
+
+def _drive_until(drv: Driver, repo: Path, answer: Any, stop: Any) -> list[dict[str, Any]]:
+    """Feed answers until ``stop(spec)`` holds; return every spec seen."""
+    specs = [drv.call(_start(repo)).spec]
+    while specs[-1]["status"] == "need_agent" and not stop(specs[-1]):
+        task = specs[-1]["tasks"][0]
+        Path(task["feed_file"]).write_text(json.dumps(answer(task)))
+        specs.append(drv.shell(task["feed_command"]).spec)
+    return specs
+
+
+def test_a_disputed_lint_false_positive_is_decided_by_the_checker_and_burns_no_round(tmp_path: Path) -> None:
+    """The coder disputes a lint error instead of editing; the checker upholds it; the finding is
+    waived, the fix round given back, and the flow moves on to the review."""
+    repo = small_checkout(tmp_path)
+    base = _answer(repo)
+    placed = 'y = torch.ones(2).to("cuda")'
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        ident = {"agent_id": f"/root/{task['agent_name']}", "agent_name": task["agent_name"]}
+        if "lint-fix" in task["task_id"]:
+            return {**ident, "success": False, "disputed": [{"finding": "L1", "reason": "wanted on CUDA"}]}
+        if "dispute" in task["task_id"]:
+            return {**ident, "decisions": [{"finding": "L1", "upheld": True, "reason": "agreed"}]}
+        out = base(task)
+        if task["agent_name"] == "coder":  # the coder's edit leaves one hard-coded device
+            target = repo / "test" / "test_small_ops.py"
+            target.write_text(target.read_text().replace("y = torch.ones(2).to(device)", placed, 1))
+        return out
+
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
+    specs = _drive_until(drv, repo, answer, lambda s: _kind(s["tasks"][0]) == "checker_review")
+    prompts = {t["task_id"]: t["prompt"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]}
+    fix = next(p for k, p in prompts.items() if "lint-fix" in k)
+    dispute = next(p for k, p in prompts.items() if "dispute" in k)
+    flow = next((tmp_path / "ws").rglob("flow_state.json")).parent
+    data = json.loads((flow / "flow_state.json").read_text())["data"]
+    verification = json.loads((flow / "verification.json").read_text())
+    assert ("[L1]" in fix and placed in fix and "disputed" in fix, "wanted on CUDA" in dispute) == (True, True)
+    assert (0, ["L006"], []) == (data["lint_rounds"], [f["code"] for f in verification["waived"]],
+                                 [f["code"] for f in verification["findings"] if f["check"] == "lint"])
+    assert any("waived as a false positive by the checker" in n for n in data["notes"])
+
+
+def test_lint_gate_question_names_every_finding(tmp_path: Path) -> None:
+    """After 3 rounds the person's question lists each remaining lint error's file, line and source text."""
+    repo = small_checkout(tmp_path)
+    base = _answer(repo)
+    placed = 'y = torch.ones(2).to("cuda")'
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        out = base(task)
+        if task["agent_name"] == "coder":
+            target = repo / "test" / "test_small_ops.py"
+            target.write_text(target.read_text().replace("y = torch.ones(2).to(device)", placed, 1))
+        return out
+
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
+    specs = _drive_until(drv, repo, answer, lambda s: False)
+    question = specs[-1]
+    text = json.dumps(question)
+    assert ("need_human", True, True) == (question["status"], "test/test_small_ops.py:39 L006" in text, json.dumps(placed)[1:-1] in text)
+
+
+def test_sentinel_notes_are_rechecked_when_the_summary_is_written(tmp_path: Path) -> None:
+    """An unresolved sentinel renamed since (e.g. by the coder) is no longer reported; one still there is."""
+    from flow.refactor.gates import _sentinel_notes
+
+    folder = tmp_path / "dynamo_skips"
+    folder.mkdir()
+    (folder / "TestKeptCPU.test_a_cpu").write_text("")
+    data = SimpleNamespace(sentinel_notes=[(str(folder), "TestKeptCPU.test_a_cpu", "ambiguous"),
+                                           (str(folder), "TestGoneCPU.test_b_cpu", "ambiguous")])
+    assert ["dynamo_skips/TestKeptCPU.test_a_cpu: ambiguous"] == _sentinel_notes(SimpleNamespace(data=data))
+
+
+def test_a_disputed_review_finding_upheld_by_the_next_review_burns_no_round(tmp_path: Path) -> None:
+    """The coder disputes a review finding; the next review sees the reason, upholds it and is all
+    clear; the review round is given back and the waiver is noted."""
+    repo = small_checkout(tmp_path)
+    base = _answer(repo)
+    reviews: list[str] = []
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        ident = {"agent_id": f"/root/{task['agent_name']}", "agent_name": task["agent_name"]}
+        if "review-fix" in task["task_id"]:
+            return {**ident, "success": False, "disputed": [{"finding": "R1", "reason": "the name is PyTorch's"}]}
+        if _kind(task) == "checker_review":
+            reviews.append(task["prompt"])
+            if len(reviews) == 1:
+                return NOT_CLEAR_REVIEW
+            return {**ident, "all_clear": True, "summary": "ok",
+                    "dispute_decisions": [{"finding": "R1", "upheld": True, "reason": "agreed"}]}
+        return base(task)
+
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
+    _drive_until(drv, repo, answer, lambda s: _kind(s["tasks"][0]) == "coder_test")
+    flow = next((tmp_path / "ws").rglob("flow_state.json")).parent
+    data = json.loads((flow / "flow_state.json").read_text())["data"]
+    assert (2, True, 0) == (len(reviews), "the name is PyTorch's" in reviews[1], data["review_rounds"])
+    assert any("waived as a false positive by the checker: the name is PyTorch's" in n for n in data["notes"])

@@ -43,8 +43,8 @@ def test_text_report_is_printed_as_is(repo: Repo, tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "ws"),
                           "affected-tests", "--base", "main", "--depth", "2"],
                          cwd=repo.path, capture_output=True, text=True, check=True).stdout
-    assert out.startswith("Affected tests since the merge base of main and HEAD; depth 2,")
-    assert "## Ready-to-post /rerun-test lines\n/rerun-test tests/test_core.py\n" in out
+    assert out.startswith("Profile: defaults. Base: merge base of main and HEAD;")
+    assert "\nPlan: run these files\n  comment: /rerun-test tests/test_core.py\n" in out
 
 
 def test_profile_and_bounds_are_passed_through(repo: Repo, tmp_path: Path) -> None:
@@ -56,9 +56,8 @@ def test_profile_and_bounds_are_passed_through(repo: Repo, tmp_path: Path) -> No
                                          "miles", "--repo-dir", str(repo.path)])
     report = call.spec["report"]
     assert (1, 5) == (report["depth"], report["hub_limit"])
-    assert [{"path": "Dockerfile", "reason": "non-Python file"},
-            {"path": "pkg/core.py", "reason": "Python outside the allowlist"}] \
-        == report["outside_trace"]
+    assert [("Dockerfile", "non-Python file"), ("pkg/core.py", "Python outside the allowlist")] \
+        == [(o["path"], o["reason"]) for o in report["outside_trace"]]
 
 
 @pytest.mark.parametrize("argv, code, needle", [

@@ -17,18 +17,20 @@ def test_defaults_serve_any_repo(tmp_path):
 
 
 def test_miles_profile_reproduces_the_seed():
-    """The miles profile carries the seed's allowlist, entry points, hub note and labels."""
+    """The miles profile carries the seed's allowlist, entry points, hub note and labels
+    (no Blackwell label: miles has none at the profiled commit)."""
     cfg = load_profile("miles")
     assert ["train.py", "train_async.py", "train_multi_policy.py",
-            "serve_tinker.py"] == cfg.entry_points
+            "train_multi_lora_async.py", "serve_tinker.py"] == cfg.entry_points
     assert {"miles/**/*.py", "miles_plugins/**/*.py", "scripts/**/*.py", "examples/**/*.py",
             "tests/**/*.py", "docker/*.py", "tools/*.py", ".github/**/*.py"} <= set(
         cfg.allowlist)
-    assert [("**/command_utils/helm_backend/**", False)] == [
+    assert [("tests/ci/ci_register.py", False), ("tests/ci/labels.py", False),
+            ("**/command_utils/helm_backend/**", False)] == [
         (n.path, n.on_ci_path) for n in cfg.hub_notes]
-    assert ("run-ci-", "run-on-blackwell", ["stage-a-cpu", "stage-b-cpu"],
-            ["bypass-fastfail"]) == (cfg.labels.prefix, cfg.labels.blackwell,
-                                     cfg.labels.no_action_suites, cfg.labels.never)
+    assert ("run-ci-", "", ["stage-a-cpu", "stage-b-cpu"],
+            ["bypass-fastfail", "nightly"]) == (cfg.labels.prefix, cfg.labels.blackwell,
+                                                cfg.labels.no_action_suites, cfg.labels.never)
 
 
 def test_pyproject_table_is_read(tmp_path):
@@ -70,4 +72,42 @@ def test_profile_beats_pyproject(tmp_path):
 def test_default_instance_matches_empty_table(tmp_path):
     """An empty table is the defaults."""
     (tmp_path / "pyproject.toml").write_text("[tool.orchestrator.targeted]\n")
-    assert TargetedConfig() == load_config(tmp_path)
+    got = load_config(tmp_path)
+    assert (TargetedConfig().model_copy(update={"source": got.source}), got.source) == (
+        got, "pyproject [tool.orchestrator.targeted]")
+
+
+SUITE_CASES = [  # suite, backend, hardware, how a file runs, a PR workflow runs it
+    ("stage-a-cpu", "cpu", "cpu", "pytest", True),
+    ("stage-b-2-gpu-h200", "cuda", "h200", "python", True),
+    ("stage-c-8-gpu-h100", "cuda", "h100", "python", True),
+    ("stage-c-4-gpu-mi350", "rocm", "mi350", "python", True),
+    ("nightly-stage-c-8-gpu-mi350", "rocm", "mi350", "python", False),
+]
+
+
+@pytest.mark.parametrize("suite,backend,hardware,runner,pr", SUITE_CASES,
+                         ids=[c[0] for c in SUITE_CASES])
+def test_miles_profile_maps_suites_to_hardware_and_runner(suite, backend, hardware, runner, pr):
+    """The miles profile says, per suite, the hardware, how CI starts a file (pytest for
+    CPU suites, python3 file.py for GPU ones) and whether a PR workflow runs it."""
+    cfg = load_profile("miles")
+    info = cfg.suite(suite)
+    assert (backend, hardware, runner, pr) == (info.backend, info.hardware, cfg.runner(suite),
+                                               cfg.pr_runs(suite))
+
+
+def test_suite_without_a_job_never_runs_on_prs():
+    """A suite the profile does not list (miles' stage-c-8-gpu-b200) has no job."""
+    assert (False, True) == (load_profile("miles").pr_runs("stage-c-8-gpu-b200"),
+                             TargetedConfig().pr_runs("anything"))
+
+
+def test_profile_is_detected_from_marker_files(tmp_path):
+    """A checkout with miles' registry files gets the miles profile, and says so."""
+    for rel in ("tests/ci/ci_register.py", "tests/ci/labels.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    cfg = load_config(tmp_path)
+    assert ("miles (detected)", "radixark/miles") == (cfg.source, cfg.repo)
+    assert "defaults" == load_config(tmp_path / "tests").source

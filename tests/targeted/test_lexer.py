@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from flow.targeted.facts import _TOKEN, read_calls, scan_facts
-from flow.targeted.lexer import SEP, scan
+from flow.targeted.lexer import PROSE_KEYWORDS, SEP, scan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,30 @@ def ast_facts(source: bytes) -> tuple[list[list], set[str]] | None:
         return None
     imports: list[list] = []
     values: set[str] = set()
+    # A bare string statement (a docstring) names nothing that runs: the scan drops it.
+    # (an f-string statement's own literal parts too; literals in its fields still count).
+    bare: set[int] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant):
+            bare.add(id(n.value))
+        elif isinstance(n, ast.Expr) and isinstance(n.value, ast.JoinedStr):
+            bare.update(id(v) for v in n.value.values if isinstance(v, ast.Constant))
+        elif isinstance(n, ast.keyword) and n.arg in PROSE_KEYWORDS:  # help text
+            if isinstance(n.value, ast.Constant):
+                bare.add(id(n.value))
+            elif isinstance(n.value, ast.JoinedStr):
+                bare.update(id(v) for v in n.value.values if isinstance(v, ast.Constant))
+            elif isinstance(n.value, ast.BinOp) and isinstance(n.value.left, ast.Constant):
+                bare.add(id(n.value.left))  # help="... %s" % x
+        elif isinstance(n, ast.arguments):  # def f(help="..."): a parameter's default
+            pos = n.posonlyargs + n.args
+            pairs = list(zip(pos[len(pos) - len(n.defaults):], n.defaults))
+            pairs += [(a, d) for a, d in zip(n.kwonlyargs, n.kw_defaults) if d is not None]
+            bare.update(id(d) for a, d in pairs
+                        if a.arg in PROSE_KEYWORDS and isinstance(d, ast.Constant))
     for node in ast.walk(tree):
+        if id(node) in bare:
+            continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             values.add(node.value)
         elif isinstance(node, ast.Import):
@@ -81,7 +104,13 @@ CASES = [
     ("implicit concatenation in brackets", "f(\n  'pkg.'  # why\n  'mod.fn'\n)\n",
      [], {"pkg.mod.fn"}),
     ("no concatenation across statements", "x = 'a/b'\n'''doc of x'''\n",
-     [], {"a/b", "doc of x"}),
+     [], {"a/b"}),
+    ("docstrings and bare string statements name nothing", (
+     '"""Runs tests/conftest.py."""\nimport os\ndef f():\n    """See train.py."""  # c\n'
+     '    return "kept/a.py"\nx = (\n    "in/brackets.py"\n)\n'),
+     [["os", 0, []]], {"kept/a.py", "in/brackets.py"}),
+    ("help text names nothing", ('p.add_argument("--fn", help="e.g. pkg/mis.py:f",\n'
+     '                 default="pkg.loss.fn")\n'), [], {"--fn", "pkg.loss.fn"}),
     ("concatenation across a continuation", "x = 'tools/' \\\n    'run.py'\n",
      [], {"tools/run.py"}),
     ("f-string parts, fields and specs", "s = f'pre {x:>10} mid {\"inner\"!r} {y=} post'\n",

@@ -25,24 +25,46 @@ VALID = [
                    est_time=5)]),
     ("attribute call", 'import ci\nci.register_cpu_ci(suite="stage-b-cpu")\n',
      [Registration(path="t.py", backend="cpu", suite="stage-b-cpu")]),
+    # miles: register_cuda_ci(est_time, suite, *, labels, ...) with est_time a float
+    ("est_time and suite by position, est_time a float",
+     'register_cuda_ci(60.5, "stage-b-2-gpu-h200", labels=["short"])\n',
+     [Registration(path="t.py", backend="cuda", suite="stage-b-2-gpu-h200", est_time=60.5,
+                   labels=["short"])]),
+    ("est_time by position, suite by keyword, labels None",
+     'register_cpu_ci(30, suite="stage-a-cpu", labels=None)\n',
+     [Registration(path="t.py", backend="cpu", suite="stage-a-cpu", est_time=30)]),
 ]
+
+
+def _plain(got):
+    """Registrations without their call's line span (pinned by its own test)."""
+    return [r.model_copy(update={"span": []}) for r in got]
+
+
+def test_registration_records_its_call_lines():
+    """Each registration keeps the first and last line of its call."""
+    got = read_source("t.py", b"import x\nregister_cpu_ci(\n  1,\n  'stage-a-cpu',\n)\n",
+                      TargetedConfig())
+    assert [[2, 5]] == [r.span for r in got]
 
 
 @pytest.mark.parametrize("name,source,expected", VALID, ids=[v[0] for v in VALID])
 def test_valid_declaration_is_read(name, source, expected):
     """A top-level literal declaration becomes Registration rows."""
-    assert expected == read_source("t.py", source.encode(), TargetedConfig())
+    assert expected == _plain(read_source("t.py", source.encode(), TargetedConfig()))
 
 
 INVALID = [
     ("none", "def test_x(): ...\n", "none: no top-level"),
     ("syntax error", "register_cuda_ci(est_time=1,\n", "syntax error: line"),
-    ("positional argument", 'register_cuda_ci(60, suite="s")\n', "positional"),
+    ("three positional arguments", 'register_cuda_ci(60, "s", ["x"])\n',
+     "only est_time, suite may be positional"),
+    ("one value twice", 'register_cuda_ci(60, "s", suite="t")\n', "suite given twice"),
     ("non-literal value", 'T = 60\nregister_cuda_ci(est_time=T, suite="s")\n',
      "est_time not a literal"),
     ("unknown keyword", 'register_cuda_ci(est_time=6, suite="s", lables=["x"])\n',
      "lables: Extra inputs are not permitted"),
-    ("wrong type", 'register_cuda_ci(est_time="60", suite="s")\n', "est_time: Input should"),
+    ("wrong type", 'register_cuda_ci(est_time="60", suite="s")\n', "est_time"),
     ("missing suite", "register_cuda_ci(est_time=60)\n", "suite: Field required"),
     ("call nested in a function is not top-level",
      'def f():\n    register_cuda_ci(est_time=6, suite="s")\n', "none: no top-level"),
@@ -59,7 +81,7 @@ def test_unreadable_declaration_has_reason(name, source, reason):
 def test_function_names_are_configurable():
     """A config naming other registration functions reads those calls instead."""
     cfg = TargetedConfig(registration={"ci_gpu": "cuda"})
-    got = read_source("t.py", b'ci_gpu(suite="g", est_time=3)\n', cfg)
+    got = _plain(read_source("t.py", b'ci_gpu(suite="g", est_time=3)\n', cfg))
     assert [Registration(path="t.py", backend="cuda", suite="g", est_time=3)] == got
 
 

@@ -56,7 +56,8 @@ def test_hub_touched_takes_labels(repo):
     """A changed hub on CI's path makes the change broad."""
     plan = plan_for(repo, _hub_tree("lib/launch"), {"lib/arguments.py": "A = 2\n"},
                     hub_limit=3)
-    assert ("labels", ["hub lib/arguments.py met: changed"]) == (plan.mode, plan.reasons)
+    assert ("labels", ["hub lib/arguments.py met: changed (6 test(s) behind it)"],
+            ["run-ci-e2e", "run-ci-k8s"]) == (plan.mode, plan.reasons, plan.labels)
 
 
 def test_hub_off_ci_path_does_not_count(repo):
@@ -71,31 +72,77 @@ def test_hub_off_ci_path_does_not_count(repo):
     assert ("files", ["/rerun-test tests/test_k8s.py"]) == (plan.mode, plan.comments)
 
 
-def test_relevant_frontier_takes_labels(repo):
-    """An importer left at the depth bound that leads to more tests makes it broad."""
+def test_frontier_tests_join_the_files_while_they_fit(repo):
+    """Tests past the depth bound are run too while the files fit; beyond, only named."""
     files = {**LIB, "pkg/b.py": "import pkg.a\n", "pkg/c.py": "import pkg.b\n",
              "tests/test_far.py": cuda_test("import pkg.c"),
              "tests/test_near.py": cuda_test("import pkg.a")}
     plan = plan_for(repo, files, {"pkg/a.py": "A = 2\n"}, depth=1)
-    assert ("labels", ["run-ci-rollout"]) == (plan.mode, plan.labels)
+    assert ("files", ["/rerun-test tests/test_far.py", "/rerun-test tests/test_near.py"]) == (
+        plan.mode, plan.comments)
 
 
-def test_outside_trace_takes_labels_and_asks_when_unlabeled(repo):
-    """A changed Dockerfile is broad; with no reached labeled test a human picks labels."""
+def test_frontier_beyond_the_file_limit_is_judgement_not_labels(repo):
+    """Past max_files, tests beyond the depth bound are named, not turned into labels."""
+    files = {**LIB, "pkg/b.py": "import pkg.a\n", "pkg/c.py": "import pkg.b\n",
+             "tests/test_near.py": cuda_test("import pkg.a"),
+             **{f"tests/test_far{i}.py": cuda_test("import pkg.c") for i in range(3)}}
+    plan = plan_for(repo, files, {"pkg/a.py": "A = 2\n"},
+                    TargetedConfig(max_files=2), depth=1)
+    assert ("files", ["/rerun-test tests/test_near.py"], True) == (
+        plan.mode, plan.comments, any("past the depth bound" in j for j in plan.judgement))
+
+
+def test_outside_trace_without_a_rule_asks_a_person(repo):
+    """A changed Dockerfile the config names no label for: no empty labels plan; the
+    reason says a person must judge."""
     plan = plan_for(repo, {**LIB, "Dockerfile": "FROM a\n"}, {"Dockerfile": "FROM b\n"})
-    assert ("labels", [], ["no reached test carries a label: choose domain labels for "
-                           "Dockerfile"]) == (plan.mode, plan.labels, plan.judgement)
+    assert ("nothing", [], True, True) == (
+        plan.mode, plan.labels, "judge by hand" in plan.reasons[0],
+        "choose domain labels for Dockerfile: the config names none" in plan.judgement)
 
 
-def test_entry_path_takes_labels(repo):
-    """A changed file a training entry point loads makes the change broad."""
+def test_outside_trace_takes_the_profile_rule_labels(repo):
+    """The miles profile's path rules give the labels (docker/ -> run-ci-image), and a
+    control-plane workflow needs no GPU run."""
+    cfg = load_profile("miles")
+    base = {"miles/__init__.py": "", "docker/Dockerfile": "FROM a\n",
+            ".github/workflows/comment-ci-command.yml": "on: x\n"}
+    plan = plan_for(repo, base, {"docker/Dockerfile": "FROM b\n"}, cfg)
+    assert ("labels", ["run-ci-image"]) == (plan.mode, plan.labels)
+    repo.commit({".github/workflows/comment-ci-command.yml": "on: y\n"})
+    plan = choose(affected_tests(repo.path, "HEAD~1", config=cfg), cfg)
+    assert ("nothing", True) == (plan.mode, "no GPU CI needed" in plan.reasons[0])
+
+
+def test_entry_core_takes_labels(repo):
+    """A changed file the training entry point imports directly runs on every training
+    run: broad, labels."""
     cfg = load_profile("miles")
     files = {"train.py": "import miles.loop\n", "miles/__init__.py": "",
              "miles/loop.py": "X = 1\n",
              "tests/e2e/test_t.py": cuda_test("import miles.loop", labels=["megatron"])}
     plan = plan_for(repo, files, {"miles/loop.py": "X = 2\n"}, cfg)
     assert ("labels", ["run-ci-megatron"], True) == (
-        plan.mode, plan.labels, any("training paths" in j for j in plan.judgement))
+        plan.mode, plan.labels, any("on every training run" in r for r in plan.reasons))
+
+
+def test_entry_fan_out_deep_file_keeps_files_mode(repo):
+    """A file deep in train.py's static closure that one test names gets files mode; one
+    no GPU test names takes its domain's label from the profile."""
+    cfg = load_profile("miles")
+    files = {"train.py": "import miles.loop\n", "miles/__init__.py": "",
+             "miles/loop.py": "import miles.backends.fsdp_utils.kern\n",
+             "miles/backends/__init__.py": "", "miles/backends/fsdp_utils/__init__.py": "",
+             "miles/backends/fsdp_utils/kern.py": "K = 1\n",
+             "tests/e2e/test_k.py": cuda_test("import miles.backends.fsdp_utils.kern",
+                                              labels=["fsdp"])}
+    plan = plan_for(repo, files, {"miles/backends/fsdp_utils/kern.py": "K = 2\n"}, cfg)
+    assert ("files", ["/rerun-test tests/e2e/test_k.py"]) == (plan.mode, plan.comments)
+    repo.commit({"tests/e2e/test_k.py": None})
+    repo.commit({"miles/backends/fsdp_utils/kern.py": "K = 3\n"})
+    plan = choose(affected_tests(repo.path, "HEAD~1", config=cfg), cfg)
+    assert ("labels", ["run-ci-fsdp"]) == (plan.mode, plan.labels)
 
 
 def test_blackwell_change_adds_run_on_blackwell(repo):

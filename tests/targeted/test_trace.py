@@ -30,8 +30,8 @@ def test_reached_test_row_has_every_field(repo):
     row = trace(repo, base).tests[0].model_dump()
     assert {"path": "tests/test_x.py", "backend": "cuda", "suite": "stage-c",
             "labels": ["rollout"], "hardware": ["hopper"], "nightly": False, "est_time": 90,
-            "disabled": None, "num_gpus": 2, "hop": 2, "reached_from": "pkg/a.py",
-            "via": "pkg/b.py"} == row
+            "disabled": None, "num_gpus": 2, "runner": "pytest", "on_pr": True, "hop": 2,
+            "reached_from": "pkg/a.py", "via": "pkg/b.py"} == row
 
 
 def test_rerun_lines_only_for_actionable_registrations(repo):
@@ -230,10 +230,43 @@ def test_report_json_round_trip_and_text(repo):
     again = AffectedReport.model_validate(orjson.loads(orjson.dumps(report.model_dump(
         mode="json"))))
     text = render_text(report)
-    titles = ["Tests reached", "/rerun-test lines", "Labels", "Nightly-only", "Hubs",
-              "depth bound", "outside the allowlist", "entry points load",
+    titles = ["Profile: defaults", "Tests reached", "Labels", "Nightly-only", "Hubs",
+              "depth bound", "outside the import trace, by kind", "entry points load",
               "nothing imports or names", "registration cannot be read"]
     assert (report, [True] * len(titles)) == (again, [t in text for t in titles])
+
+
+def test_text_puts_the_plan_first_and_one_short_line_per_test(repo):
+    """The text starts with the profile, then the plan; each test is one short line with
+    its path, backend/hardware and est_time; docs are grouped, not listed one per line."""
+    from flow.targeted.config import load_profile
+    from flow.targeted.select import choose
+
+    cfg = load_profile("miles")
+    base = repo.commit({**LIB, "tests/e2e/test_x.py": cuda_test("import pkg.b", est=90),
+                        **{f"docs/p{i}.md": "x\n" for i in range(6)}})
+    repo.commit({"pkg/a.py": "A = 2\n", **{f"docs/p{i}.md": "y\n" for i in range(6)}})
+    report = trace(repo, base, config=cfg)
+    lines = render_text(report, choose(report, cfg)).splitlines()
+    test_line = next(x for x in lines if x.startswith("tests/e2e/test_x.py"))
+    docs = [x for x in lines if "no-GPU allowlist" in x]
+    assert (lines[0].startswith("Profile: miles"), lines[2], test_line, len(docs)) == (
+        True, "Plan: run these files", "tests/e2e/test_x.py  cuda/h200  est 90s", 1)
+
+
+def test_uncommitted_changes_are_warned_about_or_traced(repo):
+    """An uncommitted edit is listed with a warning by default; --include-worktree (the
+    worktree flag) traces it, untracked files included."""
+    base = repo.commit({**LIB, "tests/test_x.py": cuda_test("import pkg.b")})
+    repo.commit({"README.md": "x\n"})
+    (repo.path / "pkg" / "a.py").write_text("A = 3\n")
+    (repo.path / "pkg" / "new.py").write_text("import pkg.a\n")
+    quiet = trace(repo, base)
+    loud = trace(repo, base, worktree=True)
+    assert (["pkg/a.py", "pkg/new.py"], [], True) == (quiet.uncommitted, quiet.tests,
+                                                      "WARNING: 2 uncommitted" in render_text(quiet))
+    assert (["tests/test_x.py"], {"pkg/a.py", "pkg/new.py", "README.md"}) == (
+        [t.path for t in loud.tests], {c.path for c in loud.changed})
 
 
 def test_cache_dir_gives_same_report(repo, tmp_path):
@@ -298,3 +331,14 @@ def test_an_edit_outside_the_diff_still_counts(repo, tmp_path):
     assert trace(repo, base, cache_dir=tmp_path / "c").tests == []
     (repo.path / "tests/test_x.py").write_text(cuda_test("import pkg.a"))
     assert ["tests/test_x.py"] == [t.path for t in trace(repo, base, cache_dir=tmp_path / "c").tests]
+
+
+def test_no_merge_base_hint_says_what_to_do(repo):
+    """A base with no common history gets a hint about fetching the base branch."""
+    repo.commit(LIB)
+    repo.git("checkout", "-q", "--orphan", "other")
+    repo.commit({"x.py": "X = 1\n"})
+    repo.git("checkout", "-q", "main")
+    with pytest.raises(GitError) as info:
+        trace(repo, "other")
+    assert "shares no history" in info.value.hint

@@ -241,3 +241,52 @@ def test_fix_commit_missing_from_the_checkout_is_an_error_until_pulled(flow_of: 
     assert [rerun(A), rerun(B), rerun(A), rerun(C)] == f.bot.comments()
     done = f.runs_finish(spec).spec
     assert ("green", 1) == (done["outcome"], done["fix_rounds"])
+
+
+def test_another_prs_run_of_the_same_file_is_never_ours(flow_of: Any) -> None:
+    """A passing run of test_a for PR #8, dispatched after our comment, is not claimed: our
+    own failing run is, and the flow goes to the debugger instead of ending green."""
+    f = flow_of(script={A: [("failure", FAIL_LOG)]})
+    spec = f.answer(f.start().spec, "approve").spec
+    f.bot.foreign_run(8, A, "success")
+    f.bot.foreign_run(8, B, "success")
+    spec = f.runs_finish(spec).spec
+    assert ("need_agent", ["tests/test_a.py"]) == (spec["status"], spec["failures"])
+
+
+def test_attempts_record_the_pr_head_not_the_runs_main_tip(flow_of: Any) -> None:
+    """The gateway runs on main; each attempt records the PR head it asked for (the base of
+    any re-trace) and keeps the run's own head_sha apart."""
+    from tests.targeted.rerunbot import MAIN_TIP
+
+    f = flow_of()
+    done = f.runs_finish(f.answer(f.start().spec, "approve").spec).spec
+    state = json.loads(next(f.drv.workspace.rglob("flow_state.json")).read_text())
+    data = state.get("data", state)
+    attempts = [a for fr in data["files"].values() for a in fr["attempts"]]
+    assert ("green", {f.head}, {MAIN_TIP}) == (
+        done["outcome"], {x["pr_head"] for x in done["files"]}, {a["run_sha"] for a in attempts})
+
+
+def test_poll_deadline_ends_timed_out_honestly(flow_of: Any) -> None:
+    """A run still going past ORCHESTRATOR_TARGETED_POLL_HOURS ends the flow timed_out,
+    naming the file and its run, never green."""
+    f = flow_of(script={A: [(None, "")]})  # type: ignore[list-item]
+    spec = f.answer(f.start().spec, "approve").spec
+    f.bot.react()
+    done = f.drv.shell(spec["resume_command"],
+                       extra_env={"ORCHESTRATOR_TARGETED_POLL_HOURS": "0"}).spec
+    assert ("timed_out", "timed_out", True) == (
+        done["outcome"], next(x["result"] for x in done["files"] if x["path"] == A),
+        any(r.startswith("tests/test_a.py: no finished run found within 0 h") for r in
+            done["reported"]))
+
+
+def test_bad_poll_deadline_is_refused(flow_of: Any) -> None:
+    """A poll deadline that is not a number of hours is a JSON error naming the setting."""
+    f = flow_of()
+    spec = f.answer(f.start().spec, "approve").spec
+    call = f.drv.shell(spec["resume_command"],
+                       extra_env={"ORCHESTRATOR_TARGETED_POLL_HOURS": "soon"})
+    assert (True, True) == (call.code != 0,
+                            "ORCHESTRATOR_TARGETED_POLL_HOURS" in json.dumps(call.spec))

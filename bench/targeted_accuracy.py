@@ -1,0 +1,142 @@
+"""Bench: the targeted-CI plan on 40 real miles commits, scored against a ground truth.
+
+``python bench/targeted_accuracy.py --repo-dir CLONE [--json] [--show]``. CLONE is a clone
+of radixark/miles that contains the fixed range (``git clone`` of the search tool's
+``fetch github:radixark/miles`` mirror); CI does not need it. For each commit of
+``RANGE`` (its parent as the base) the bench checks the commit out in a temporary git
+worktree of CLONE (CLONE itself is not touched), runs ``affected_tests`` with the miles
+profile and ``choose``, and compares the plan with ``targeted_ground_truth.toml``, which
+we wrote by reading each commit's diff and the code it touches (what CI should run and
+why, in our words).
+
+Scores (targets from issue 13):
+
+- ``uncovered``: CUDA tests the ground truth says the commit exercises, or the trace
+  reached, that the plan neither comments nor selects with a label on their CUDA suite
+  (target 0);
+- ``gpu_on_docs``: docs-only commits whose plan spends a GPU runner (target 0);
+- ``files_missed``: commits whose ground truth is files mode (its tests fit the file
+  limit) but whose plan is not (target 0);
+- ``mode_agree``: commits whose plan mode equals the ground truth's; ``extra_files`` and
+  ``missed_files``: ``/rerun-test`` files beyond / short of the ground truth's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+
+from flow.targeted.config import load_profile  # noqa: E402
+from flow.targeted.select import choose  # noqa: E402
+from flow.targeted.trace import affected_tests  # noqa: E402
+
+TRUTH = Path(__file__).with_name("targeted_ground_truth.toml")
+RANGE = ("bb6f7dbd3", "31f1ca961")  # 40 first-parent commits: bb6f7dbd3 .. 31f1ca961
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def commits(repo: Path) -> list[str]:
+    """The fixed range, oldest first, as full SHAs."""
+    first, last = RANGE
+    out = _git(repo, "rev-list", "--first-parent", "--reverse", f"{first}~1..{last}")
+    return out.split()
+
+
+def score(truth: dict, plan, report) -> dict:
+    """One commit's scores (see the module docstring)."""
+    files = {c.split(" ", 1)[1] for c in plan.comments}
+    labelled = {k for c in report.labels if c.label in plan.labels for k in c.tests}
+    cuda_rows = {t.path: f"{t.path}@{t.suite}" for t in report.tests
+                 if t.backend == "cuda" and not t.disabled}
+    expected = set(truth.get("tests", []))
+    must = expected | set(cuda_rows)
+    uncovered = sorted(p for p in must if p not in files and cuda_rows.get(p) not in labelled
+                       and not (p not in cuda_rows and plan.labels))
+    gpu = bool(plan.comments and any(t.backend != "cpu" for t in report.tests
+                                     if t.path in files)) or bool(plan.labels)
+    return {"mode": plan.mode, "want_mode": truth["mode"], "labels": plan.labels,
+            "want_labels": truth.get("labels", []), "files": sorted(files),
+            "uncovered": uncovered,
+            "gpu_on_docs": bool(truth.get("docs_only")) and gpu,
+            "files_missed": truth["mode"] == "files" and plan.mode != "files",
+            "extra_files": sorted(files - expected) if truth["mode"] == "files" else [],
+            "missed_files": sorted(expected - files - {k.rsplit("@", 1)[0] for k in labelled})}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repo-dir", required=True, help="a clone of radixark/miles")
+    ap.add_argument("--json", action="store_true", help="one JSON object, per commit too")
+    ap.add_argument("--show", action="store_true", help="print each commit's plan")
+    args = ap.parse_args()
+    repo = Path(args.repo_dir).resolve()
+    truth = {t["sha"]: t for t in tomllib.loads(TRUTH.read_text())["commit"]}
+    cfg = load_profile("miles")
+    shas = commits(repo)
+    tmp = Path(tempfile.mkdtemp(prefix="targeted-acc-"))
+    work, cache = tmp / "wt", tmp / "cache"
+    rows = []
+    started = time.perf_counter()
+    try:
+        _git(repo, "worktree", "add", "-q", "--detach", str(work), shas[0])
+        for sha in shas:
+            _git(work, "checkout", "-q", "--detach", sha)
+            t = next((v for k, v in truth.items() if sha.startswith(k)), None)
+            report = affected_tests(work, f"{sha}~1", config=cfg, cache_dir=cache)
+            plan = choose(report, cfg)
+            row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70]}
+            row.update(score(t, plan, report) if t else {"mode": plan.mode, "no_truth": True})
+            if args.show:
+                row["plan"] = {"comments": plan.comments, "labels": plan.labels,
+                               "reasons": plan.reasons}
+            rows.append(row)
+            if args.show:
+                print(orjson.dumps(row).decode(), flush=True)
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(work)],
+                       capture_output=True, check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+    scored = [r for r in rows if "no_truth" not in r]
+    summary = {
+        "commits": len(rows), "scored": len(scored),
+        "uncovered_cuda_tests": sum(len(r["uncovered"]) for r in scored),
+        "gpu_runs_on_docs_only": sum(r["gpu_on_docs"] for r in scored),
+        "docs_only": sum(1 for r in scored if truth_of(truth, r).get("docs_only")),
+        "files_mode_missed": sum(r["files_missed"] for r in scored),
+        "files_mode_expected": sum(1 for r in scored if r["want_mode"] == "files"),
+        "mode_agree": sum(r["mode"] == r["want_mode"] for r in scored),
+        "labels_agree": sum(sorted(r["labels"]) == sorted(r["want_labels"]) for r in scored),
+        "extra_files": sum(len(r["extra_files"]) for r in scored),
+        "missed_files": sum(len(r["missed_files"]) for r in scored),
+        "modes": {m: sum(r["mode"] == m for r in rows) for m in ("files", "labels", "nothing")},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    if args.json:
+        print(orjson.dumps({"summary": summary, "commits": rows},
+                           option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
+    return 0
+
+
+def truth_of(truth: dict, row: dict) -> dict:
+    return next((v for k, v in truth.items() if row["sha"].startswith(k[:9])), {})
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
