@@ -71,6 +71,14 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                         "looks like in the output (default: the test's own failure)"}),
     "batch": (("--batch",), {"metavar": "FILE", "help": "reproduce every entry of this JSON list "
                              "of {command, ...}"}),
+    "repeat": (("--repeat",), {"type": int, "metavar": "N", "help": "run each stage's reproducer "
+                               "up to N times; any failing attempt is REPRODUCED, mixed results "
+                               "are flagged flaky with the rate"}),
+    "test_extras": (("--test-extras",), {"metavar": "A,B", "help": "the project's extras to "
+                                         "install with it for Stage 2 (e.g. test)"}),
+    "timeout": (("--timeout",), {"type": float, "metavar": "SECONDS", "help": "per reproducer "
+                                 "run (default: the profile's timeout_s, 1800); a run cut there "
+                                 "is CANNOT_VERIFY 'timed out after N s'"}),
     "base": (("--base",), {"metavar": "REV", "help": "the revision the PR branches from "
                            "(e.g. origin/main)"}),
     "depth": (("--depth",), {"type": int, "metavar": "N", "help": "how many import hops to "
@@ -84,7 +92,7 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
 }
 FLOW = ["flow", "resume", "restart", "feed", "feed_file", "answer"]
 REPRODUCE = ["repro_command", "command_file", "stage", "ci_commit", "source_dir", "ci_repo",
-             "failure_pattern", "profile", "batch"]
+             "failure_pattern", "profile", "batch", "repeat", "test_extras", "timeout"]
 TARGETED = ["base", "depth", "hub_limit", "repo_dir", "profile"]
 
 # command -> (one-line description, positional (name, nargs, help) or None, flag names)

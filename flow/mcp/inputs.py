@@ -51,7 +51,8 @@ class ReproduceStart(StartArgs):
     FLAGS = {"command": "--command", "command_file": "--command-file", "batch": "--batch",
              "stage": "--stage", "ci_commit": "--ci-commit", "source_dir": "--source-dir",
              "ci_repo": "--ci-repo", "failure_pattern": "--failure-pattern",
-             "profile": "--profile"}
+             "profile": "--profile", "repeat": "--repeat", "timeout": "--timeout",
+             "test_extras": "--test-extras"}
     workflow: Literal["reproduce"]
     command: str | None = Field(None, description="the reproducer: a pytest command or a block "
                                                   "of shell lines ending in one")
@@ -66,6 +67,11 @@ class ReproduceStart(StartArgs):
     ci_repo: str | None = Field(None, description="owner/name whose CI logs to read")
     failure_pattern: str | None = Field(None, description="text the failure must show")
     profile: str | None = Field(None, description="local or pytorch-xpu (default local)")
+    repeat: int | None = Field(None, ge=1, description="run each stage's reproducer up to N "
+                                                       "times (flakiness)")
+    timeout: float | None = Field(None, gt=0, description="seconds per reproducer run")
+    test_extras: str | None = Field(None, description="the project's test extras for the "
+                                                      "Stage 2 venv, comma-separated")
 
 
 class RefactorStart(StartArgs):

@@ -17,6 +17,14 @@ Modules, each a function of its inputs with IO passed in or kept in thin adapter
 - ``sourcebuild``: the local profile's Stage 2 (source dir -> wheel -> fresh venv).
 - ``profiles``: load and validate ``reference/reproduce/*.toml``.
 - ``batch``: batch files of reproducers, buckets, Markdown and JSON reports.
+- ``envinfo``: the verdict's ``environment`` (interpreter, versions, tree state) and
+  ``rerun_after_fix``; ``reuse``: the flow id keyed by inputs and environment.
+- ``runner``: runs through ``flow.proc`` (reproducer runs in a clean shell, as jobs).
+- ``localbuild``: the local Stage 2 build command (editable install into a fresh venv).
+
+Steps (IO through ``runner``): ``workflow`` (wiring), ``stepsflow`` (Prepare, collect,
+Stage 1, shared helpers), ``unskipflow``, ``buildflow`` (Stage 2), ``ciflow`` (Stage 3),
+``verdictflow`` (the verdict's extra fields), ``batchflow``.
 
 Nothing here imports libcst or PyGithub at import time.
 """

@@ -7,7 +7,9 @@ Input formats (chosen by content, not by name):
 - text: one command per line (a node id list from a nightly CI report); ``#`` comments
   and blank lines are skipped.
 
-An entry is ``{id?, command, failure_pattern?, ci_repo?, stage?}``. A malformed entry
+An entry is ``{id?, command, failure_pattern?, ci_repo?, stage?, repeat?, timeout?}``:
+``ci_repo`` is ``pytorch`` / ``torch-xpu-ops`` (pytorch-xpu) or an ``OWNER/NAME`` (local);
+``repeat`` and ``timeout`` override ``--repeat`` / ``--timeout`` for the entry. A malformed entry
 does not stop the batch: it becomes an ``invalid`` row. Buckets:
 
 - still_failing: REPRODUCED;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -30,11 +33,13 @@ from flow.reproduce.verdict import (
 
 class BatchEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str
+    id: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")   # names the entry's log folder
     command: str = Field(min_length=1)
     failure_pattern: str | None = None
-    ci_repo: Literal["pytorch", "torch-xpu-ops"] | None = None
+    ci_repo: str | None = Field(default=None, pattern=r"^(pytorch|torch-xpu-ops|[\w.\-]+/[\w.\-]+)$")
     stage: Literal["auto", "nightly"] = "auto"
+    repeat: int | None = Field(default=None, ge=1, le=100)
+    timeout: float | None = Field(default=None, gt=0)
 
 
 class InvalidEntry(BaseModel):
@@ -168,10 +173,20 @@ def render_markdown(report: BatchReport) -> str:
         if not rows:
             continue
         parts += [f"## {BUCKET_TITLES[bucket]} ({len(rows)})", "",
-                  "| id | command | verdict | note |", "|---|---|---|---|"]
+                  "| id | command | verdict | refined_command | unskipped | note |",
+                  "|---|---|---|---|---|---|"]
         for r in rows:
             verdict = r.verdict.verdict if r.verdict is not None else "-"
-            parts.append(f"| {_cell(r.id)} | `{_cell(r.command)}` | {verdict} | {_cell(r.note)} |")
+            refined = getattr(r.verdict, "refined_command", "") or ""
+            unskipped = getattr(r.verdict, "unskipped", None)
+            skip = (f"{unskipped.decorator} ({Path(unskipped.file).name}:{unskipped.line}"
+                    f"{', bypassed: ' + unskipped.bypass if unskipped.bypass else ', edited'})"
+                    if unskipped else "")
+            if getattr(r.verdict, "flaky", False):
+                verdict += f" (flaky {r.verdict.failures}/{r.verdict.attempts})"  # type: ignore[union-attr]
+            parts.append(f"| {_cell(r.id)} | `{_cell(r.command)}` | {verdict} | "
+                         f"{'`' + _cell(refined) + '`' if refined else ' '} | {_cell(skip)} | "
+                         f"{_cell(r.note)} |")
         parts.append("")
     return "\n".join(parts)
 

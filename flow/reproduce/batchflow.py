@@ -15,6 +15,7 @@ as Markdown and JSON.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flow.outcome import Ask, Done, Go
@@ -26,7 +27,8 @@ from flow.reproduce.verdict import VERDICT_ADAPTER, NoReproducer, Stage
 
 _PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
                   pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
-                  ci_env={})
+                  ci_env={}, bypass=None, unskipped=None, restore_kept=None,
+                  attempt_counts=None, last_exit=None, skipped_exit=None)
 
 
 def _entries(ctx: Any) -> list[BatchEntry | InvalidEntry]:
@@ -40,6 +42,7 @@ def setup(ctx: Any) -> Any:
 
     items = parse_batch(Path(ctx.data.batch_file).read_text())
     ctx.data.batch_ci_repo = ctx.data.ci_repo
+    ctx.data.batch_repeat, ctx.data.batch_timeout = ctx.data.repeat, ctx.data.timeout
     ctx.data.batch_entries = [{"invalid": i.model_dump()} if isinstance(i, InvalidEntry)
                               else {"entry": i.model_dump()} for i in items]
     problem = stepsflow.install_nightly(ctx, stepsflow.profile_of(ctx))
@@ -74,7 +77,7 @@ def _loop_done(ctx: Any, trigger: str) -> Go:
 def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
     """Turn what a single-flow step decided into this entry's row, its place in the next
     stage's list, or a skip-marker re-run visit."""
-    if go.trigger == "unskip":
+    if go.trigger in {"unskip", "retry"}:
         ctx.data.batch_unskip = True  # pending restore is saved before the file is edited
         return Go("next")
     if go.trigger == "decided":
@@ -90,8 +93,11 @@ def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
 
 def _load(ctx: Any, item: BatchEntry) -> None:
     ctx.data.command, ctx.data.stage = item.command, item.stage
+    ctx.data.entry_id = item.id
     ctx.data.failure_pattern = item.failure_pattern
     ctx.data.ci_repo = item.ci_repo or ctx.data.batch_ci_repo
+    ctx.data.repeat = item.repeat or ctx.data.batch_repeat
+    ctx.data.timeout = item.timeout or ctx.data.batch_timeout
 
 
 def _by_id(ctx: Any, entry_id: str) -> BatchEntry:
@@ -132,12 +138,57 @@ def entry(ctx: Any) -> Any:
         if go.trigger == "decided":
             return _settle(ctx, item, go)
     profile = stepsflow.profile_of(ctx)
-    problem = stepsflow.runner.run_setup(rep, cwd=stepsflow.scratch(ctx), env=stepsflow.env_of(ctx),
-                                         logs=ctx.path(f"logs/{item.id}"))
+    env = stepsflow.env_of(ctx)
+    if any(s.argv and s.argv[0] not in {"cd", "export"} for s in rep.setup):
+        problem = isolate(ctx, item.id)
+        if problem:
+            return _settle(ctx, item, stepsflow.blocked(ctx, Stage.NIGHTLY, problem))
+        env = {**stepsflow.env_of(ctx), "VIRTUAL_ENV": str(Path(ctx.data.path_head).parent),
+               "PIP_PYTHON": ctx.data.python}
+    problem = stepsflow.runner.run_setup(rep, cwd=stepsflow.scratch(ctx), env=env,
+                                         log=ctx.path(f"logs/{item.id}/setup.log"),
+                                         launch=stepsflow.launcher(ctx),
+                                         timeout=stepsflow.run_timeout(ctx, profile))
     if problem:
         return _settle(ctx, item, stepsflow.blocked(ctx, Stage.NIGHTLY, problem))
-    decision = stepsflow.decide(ctx, profile, Stage.NIGHTLY, f"batch-{ctx.data.batch_index}")
+    decision = stepsflow.decide(ctx, profile, Stage.NIGHTLY, f"{item.id}/stage1")
     return _settle(ctx, item, stepsflow.act(ctx, decision))
+
+
+def isolate(ctx: Any, entry_id: str) -> str | None:
+    """Give an entry whose shell block has setup steps its own environment, so what they
+    install cannot change another entry's: a venv ``entries/<id>/venv`` made from the
+    stage's interpreter, which lends that interpreter's packages through a ``.pth`` placed
+    after its own site-packages. Setup steps run with it first on PATH, ``VIRTUAL_ENV``
+    and ``PIP_PYTHON`` set to it (a bare ``pip install`` and ``python -m pip install`` both
+    install into it), and the entry's reproducer runs with its interpreter (its
+    refined_command names it). Returns a blocker, or None."""
+    from flow.reproduce.sourcebuild import TOOLS_PTH
+
+    base = ctx.data.python or stepsflow.interpreter(ctx)
+    venv = ctx.path(f"entries/{entry_id}/venv")
+    python = venv / "bin" / "python"
+    query = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    log = ctx.path(f"logs/{entry_id}/isolate.log")
+    if not python.exists():
+        code, out = stepsflow.runner.run([base, "-m", "venv", "--without-pip", str(venv)],
+                                         cwd=None, env=ctx.settings, log=log)
+        if code != 0:
+            return f"the entry's own environment could not be made (exit {code}): {out[-300:]}"
+    # every site dir the base interpreter sees (its own and those it lends itself: a
+    # .pth inside a lent dir is not read, so the chain is flattened here)
+    sites = ("import sys, json; print(json.dumps([p for p in sys.path "
+             "if p.endswith(('site-packages', 'dist-packages'))]))")
+    lent = stepsflow.runner.run([base, "-c", sites], cwd=None, env=ctx.settings, log=log)
+    own = stepsflow.runner.run([str(python), "-c", query], cwd=None, env=ctx.settings, log=log)
+    if lent[0] or own[0]:
+        return f"the entry's environment's site-packages could not be read: {(lent[1] + own[1])[-300:]}"
+    import json
+
+    dirs = json.loads(lent[1].strip().splitlines()[-1])
+    Path(own[1].strip().splitlines()[-1], TOOLS_PTH).write_text("".join(f"{d}\n" for d in dirs))
+    ctx.data.python, ctx.data.path_head = str(python), str(python.parent)
+    return None
 
 
 def build(ctx: Any) -> Any:
@@ -201,7 +252,7 @@ def _rerun(ctx: Any, stage: Stage, ids: list[str], when_done: str) -> Go:
     ctx.data.python, ctx.data.path_head = ctx.data.batch_python, ctx.data.batch_path_head
     if stage is Stage.CI_ENV:
         ciflow.fold(ctx, profile, rep)
-    decision = stepsflow.decide(ctx, profile, stage, f"batch-{stage.value}-{ctx.data.batch_index}")
+    decision = stepsflow.decide(ctx, profile, stage, f"{item.id}/{stage.value}")
     return _settle(ctx, item, stepsflow.act(ctx, decision))
 
 

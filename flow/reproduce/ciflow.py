@@ -6,7 +6,6 @@ and with the job log's env and flags only when that passes (``stepsflow.decide``
 """
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,16 +122,20 @@ def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
 
 
 def _install_into_venv(ctx: Any, wheels: list[str]) -> str | None:
-    """The local profile: a fresh ``ci_env/venv`` holding the wheels, test tools lent by
-    the current environment (``sourcebuild``); it becomes the stage's interpreter."""
-    import sysconfig
+    """The local profile: a fresh ``ci_env/venv`` made from the project's interpreter,
+    holding the wheels; its test tools are lent by the project's environment (every site
+    dir that interpreter sees, after the venv's own); it becomes the stage's interpreter."""
+    import json
 
-    from flow.reproduce.sourcebuild import install_built, pytest_script, tools_pth, venv_plan
+    from flow.reproduce.sourcebuild import install_built, tools_pth, venv_plan
 
     work = ctx.path("ci_env")
-    shutil.rmtree(work / "venv", ignore_errors=True)
-    plan = venv_plan(sys.executable, "-", work)
-    problem = run_each(ctx, [plan.create, install_built(sys.executable, plan, wheels)],
+    base = interpreter(ctx)
+    plan = venv_plan(base, "-", work)
+    # --clear inside the job, not an rmtree here: the step is re-run on --resume and
+    # gets the recorded jobs back, so it must not undo what they made
+    problem = run_each(ctx, [[*plan.create[:-1], "--clear", plan.create[-1]],
+                             install_built(sys.executable, plan, wheels)],
                        "ci-install", "CI wheel install")
     if problem:
         return problem
@@ -141,10 +144,15 @@ def _install_into_venv(ctx: Any, wheels: list[str]) -> str | None:
     purelib = next((line for line in reversed(output.splitlines()) if Path(line).is_dir()), None)
     if code != 0 or purelib is None:
         return f"the CI venv's site-packages query failed (exit {code}): {output.strip()[-300:]}"
-    pth, content = tools_pth(purelib, [sysconfig.get_path("purelib")])
+    sites = ("import sys, json; print(json.dumps([p for p in sys.path "
+             "if p.endswith(('site-packages', 'dist-packages'))]))")
+    code, lent = runner.run([base, "-c", sites], cwd=None, env=ctx.settings,
+                            log=ctx.path("logs/ci-lent.log"))
+    try:
+        dirs = json.loads(lent.strip().splitlines()[-1]) if code == 0 else []
+    except (ValueError, IndexError):
+        dirs = []
+    pth, content = tools_pth(purelib, dirs)
     pth.write_text(content)
-    script, body = pytest_script(plan)
-    script.write_text(body)
-    script.chmod(0o755)
     ctx.data.python, ctx.data.path_head = plan.venv_python, str(Path(plan.venv_python).parent)
     return None

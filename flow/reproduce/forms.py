@@ -79,6 +79,8 @@ class Step(BaseModel):
     text: str
     argv: list[str]
     env: dict[str, str] = {}
+    raw: list[str] = []               # the words as written (quotes, ``$VAR`` kept)
+    raw_env: dict[str, str] = {}      # inline assignments' values as written
 
 
 class Reproducer(BaseModel):
@@ -91,6 +93,7 @@ class Reproducer(BaseModel):
     step: Step
     stdin: str | None = None
     env: dict[str, str]          # exports before the step, then the step's inline prefix
+    raw_env: dict[str, str] = {}  # the same values as written (``$VAR`` kept unexpanded)
     cd: list[str]                # cd arguments before the step, in order
     step_is_pytest: bool         # the step runs pytest (pytest rules apply to its output)
     pytest_targets: list[str] = []
@@ -102,14 +105,36 @@ class Reproducer(BaseModel):
     tree_row: TreeRow
 
 
+_PROMPT = re.compile(r"^\s*\$ ")
+_HEREDOC_OPEN = re.compile(r"<<-?\s*['\"]?([A-Za-z0-9_\-]+)['\"]?")
+
+
 def _strip_markup(text: str) -> str:
-    """Drop Markdown fences and shell prompts copied along with an issue's block."""
-    lines = []
-    for line in text.splitlines():
-        if line.strip().startswith("```"):
+    """Drop Markdown fences; read a console transcript as its commands only.
+
+    A block in which some line starts with a ``$ `` prompt is a transcript pasted from an
+    issue: only the prompted lines are commands (with their ``\\`` continuation lines and
+    here-document bodies, a ``> `` secondary prompt stripped); every other line is output
+    the command printed, not a command to run."""
+    lines = [line for line in text.splitlines() if not line.strip().startswith("```")]
+    if not any(_PROMPT.match(line) for line in lines):
+        return "\n".join(lines)
+    kept: list[str] = []
+    continued, heredoc = False, None
+    for line in lines:
+        if heredoc is not None:
+            body = re.sub(r"^> ?", "", line)
+            kept.append(body)
+            if body.strip() == heredoc:
+                heredoc = None
             continue
-        lines.append(re.sub(r"^\s*\$ ", "", line))
-    return "\n".join(lines)
+        if _PROMPT.match(line) or continued:
+            command = _PROMPT.sub("", line, count=1) if _PROMPT.match(line) else re.sub(r"^> ?", "", line)
+            kept.append(command)
+            continued = command.rstrip().endswith("\\")
+            opened = _HEREDOC_OPEN.search(command)
+            heredoc = opened.group(1) if opened else None
+    return "\n".join(kept)
 
 
 def pytest_invocation(argv: list[str]) -> list[str] | None:
@@ -196,10 +221,11 @@ def _tree_row(form: Form, targets: list[str], kind: PythonKind | None, script: s
     return TreeRow.PYTHON_CODE_OR_ABS
 
 
-def _env_of(cmd: Command) -> dict[str, str]:
-    """Variables an ``export``/assignment-only line sets."""
-    words = cmd.argv[1:] if cmd.argv[:1] == ["export"] else []
-    env = dict(cmd.env) if not cmd.argv else {}
+def _env_of(cmd: Command, raw: bool = False) -> dict[str, str]:
+    """Variables an ``export``/assignment-only line sets (``raw``: their values as written)."""
+    is_export = cmd.argv[:1] == ["export"]
+    words = (cmd.raw if raw else cmd.argv)[1:] if is_export else []
+    env = dict(cmd.raw_env if raw else cmd.env) if not cmd.argv else {}
     for word in words:
         if "=" in word:
             name, _, value = word.partition("=")
@@ -223,12 +249,15 @@ def parse_reproducer(text: str | None,
     last = steps[-1]
     step, before = commands[last], commands[:last]
     env: dict[str, str] = {}
+    raw_env: dict[str, str] = {}
     cd: list[str] = []
     for cmd in before:
         env.update(_env_of(cmd))
+        raw_env.update(_env_of(cmd, raw=True))
         if cmd.argv[:1] == ["cd"] and len(cmd.argv) > 1:
             cd.append(cmd.argv[1])
     env.update(step.env)
+    raw_env.update(step.raw_env)
     only_env_and_cd = all(not c.argv or c.argv[0] in {"cd", "export"} for c in before)
     pytest_args = pytest_invocation(step.argv)
     python = python_invocation(step.argv) if pytest_args is None else None
@@ -246,10 +275,13 @@ def parse_reproducer(text: str | None,
     return Reproducer(
         form=form,
         text=text,
-        setup=[Step(text=c.text, argv=c.argv, env=c.env) for c in before],
-        step=Step(text=step.text, argv=step.argv, env=step.env),
+        setup=[Step(text=c.text, argv=c.argv, env=c.env, raw=c.raw, raw_env=c.raw_env)
+               for c in before],
+        step=Step(text=step.text, argv=step.argv, env=step.env, raw=step.raw,
+                  raw_env=step.raw_env),
         stdin=step.stdin,
         env=env,
+        raw_env=raw_env,
         cd=cd,
         step_is_pytest=pytest_args is not None,
         pytest_targets=targets,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
@@ -137,20 +138,25 @@ def _last_line(output: str) -> str:
 
 def is_xpu_skip(reasons: list[str], decorators: list[str],
                 markers: tuple[str, ...] = DEFAULT_XPU_SKIP_MARKERS) -> bool:
-    """An XPU skip marker caused the skip: a known marker decorates the test, or the reason
-    is the text torch's XPU markers print."""
-    return any(d in markers for d in decorators) or any(_XPU_SKIP_REASON.search(r) for r in reasons)
+    """A profile's skip marker caused the skip: one of ``markers`` decorates the test
+    (dotted names, ``skipmarker.marker_matches``), or the reason is the text torch's XPU
+    markers print."""
+    from flow.reproduce.skipmarker import marker_matches
+
+    return (any(marker_matches(d, m) for d in decorators for m in markers)
+            or any(_XPU_SKIP_REASON.search(r) for r in reasons))
 
 
 def interpret_pytest(exit_code: int, output: str, junit_xml: str | None = None,
-                     decorators: list[str] | None = None,
+                     decorators: list[str] | Callable[[], list[str]] | None = None,
                      markers: tuple[str, ...] = DEFAULT_XPU_SKIP_MARKERS,
                      failure_pattern: str | None = None) -> RunOutcome:
     """Pytest rules: FAILED or xfailed -> FAILED (unless the output shows an infra cause and
     not the given failure pattern: a missing device is not the bug); all skipped by an XPU marker ->
     SKIPPED_XPU_MARKER; other all-skipped -> BLOCKED (environmental skip); PASSED -> PASSED;
     nothing ran -> COLLECTED_ZERO; errors with an infra cause -> BLOCKED.
-    ``decorators`` are the names on the target test (``skipmarker.decorator_names``)."""
+    ``decorators`` are the names on the target test (``skipmarker.decorator_names``), or
+    a function giving them, called only when every test was skipped."""
     counts = parse_junit(junit_xml) if junit_xml else parse_summary(output)
     ran = counts.passed + counts.failed + counts.errors + counts.skipped + counts.xfailed + counts.xpassed
     if ran == 0:
@@ -172,7 +178,8 @@ def interpret_pytest(exit_code: int, output: str, junit_xml: str | None = None,
     if counts.passed or counts.xpassed:
         return RunOutcome(kind=Outcome.PASSED, detail=f"{counts.passed} passed")
     reasons = counts.skip_reasons
-    if is_xpu_skip(reasons, decorators or [], markers):
+    names = decorators() if callable(decorators) else decorators
+    if is_xpu_skip(reasons, names or [], markers):
         return RunOutcome(kind=Outcome.SKIPPED_XPU_MARKER, detail="; ".join(reasons))
     return RunOutcome(kind=Outcome.BLOCKED,
                       detail="environmental skip: " + ("; ".join(reasons) or "no reason shown"))

@@ -45,6 +45,15 @@ class SourceBuildStage(_Strict):
     clone_url: str | None = None
     scratch_subdir: str | None = None   # where the tree is cloned when none is given
     install_args: list[str] = []        # extra ``pip install`` args for kind=venv
+    # kind=venv (``localbuild``): editable where the project allows; build isolation and
+    # pip's index unless ``offline`` (then the project interpreter's environment lends
+    # the backend, dependencies and test tools); ``test_extras`` are installed with it.
+    editable: bool = True
+    offline: bool = False
+    test_extras: list[str] = []
+    # what a fix-verifier runs before refined_command when this profile built the
+    # environment elsewhere (kind=skill); empty for kind=venv (computed from the install)
+    rerun_after_fix: str = ""
 
 
 class GithubArtifactsPath(_Strict):
@@ -98,7 +107,17 @@ class Profile(_Strict):
     name: str
     description: str
     import_package: str | None = None   # what the in-tree-import trap guards (None: no guard)
+    project: str | None = None          # distribution under test (local: the source's pyproject)
+    # Dotted decorator names taken off (or bypassed) when they skip the exact test; a name
+    # matches its tail too (``skipIfXpu`` matches ``common_utils.skipIfXpu``).
     skip_markers: list[str]
+    # A command run before the reproducer (``activate && refined``) where callers work in
+    # an activated environment (e.g. oneAPI's setvars.sh); None: the command is self-contained.
+    activate: str | None = None
+    # Seconds one reproducer run, setup or install may take (``--timeout`` overrides).
+    timeout_s: float = Field(default=1800.0, gt=0)
+    # How the report words Stage 1's environment ("the nightly wheel", "the current environment").
+    nightly_label: str = "the nightly wheel"
     xpu_ops_subdir: str | None = None
     tree: TreeCommands | None = None
     nightly: NightlyStage

@@ -26,30 +26,91 @@ def _words(argv: list[str]) -> str:
     return " ".join(shlex.quote(w) for w in argv)
 
 
-def _pytest_program(rep: Reproducer) -> list[str]:
-    """How the step starts pytest: ``pytest`` or ``<python> -m pytest`` as written."""
+def _pytest_program(rep: Reproducer, python: str | None) -> list[str]:
+    """How the command starts pytest: ``<python> -m pytest`` with the environment's
+    interpreter when it is known (a bare ``pytest`` is not on a fresh shell's PATH, and
+    would be another environment's pytest if it were), else as written."""
+    if python:
+        return [python, "-m", "pytest"]
     first = rep.step.argv[0]
     if first.endswith(("pytest", "py.test")) or len(rep.step.argv) == 1:
         return ["pytest"]
     return [first, "-m", "pytest"]
 
 
+def _value(rep: Reproducer, name: str, value: str) -> str:
+    """An env value for the prefix: as written when it expands something (``$VAR``,
+    backticks), so the refined command computes what the original did; else quoted."""
+    raw = rep.raw_env.get(name)
+    if raw is not None and ("$" in raw or "`" in raw) and rep.env.get(name) == value:
+        return raw
+    return shlex.quote(value)
+
+
+def _code_word(raw: str, code: str) -> str:
+    """The ``-c`` payload: kept as written when it was one double-quoted word (``$VAR``
+    inside still expands, as in the original); otherwise put in double quotes with
+    ``$``/backticks escaped, which is what single quotes meant."""
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"' and _one_double_quoted(raw):
+        return raw
+    return double_quote(code)
+
+
+def _one_double_quoted(raw: str) -> bool:
+    """``raw`` is a single ``"..."`` word (no quote closes before its end)."""
+    i = 1
+    while i < len(raw) - 1:
+        if raw[i] == "\\":
+            i += 2
+            continue
+        if raw[i] == '"':
+            return False
+        i += 1
+    return i == len(raw) - 1
+
+
+def _program_words(rep: Reproducer, python: str | None) -> list[str]:
+    """The step's words as written, the bare python program replaced by ``python``."""
+    argv, raw = rep.step.argv, rep.step.raw or [shlex.quote(w) for w in rep.step.argv]
+    words = list(raw)
+    if python and is_bare_python(argv[0]):
+        words[0] = shlex.quote(python)
+    if rep.python_kind is PythonKind.CODE and "-c" in argv:
+        i = argv.index("-c") + 1
+        if i < len(argv):
+            words[i] = _code_word(raw[i], argv[i])
+    return words
+
+
+def is_bare_python(word: str) -> bool:
+    """``python``, ``python3``, ``python3.11`` (no directory)."""
+    return "/" not in word and re.match(r"^python(\d+(\.\d+)?)?$", word) is not None
+
+
 def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | None = None,
            sv: bool = False, timeout: int | None = None, exitfirst: bool = False,
-           pytest_args: list[str] | None = None) -> str:
+           pytest_args: list[str] | None = None, python: str | None = None,
+           pytest_flags: list[str] | None = None, bin_dir: str | None = None,
+           activate: str | None = None) -> str:
     """The refined command for ``rep``.
 
     ``cwd`` (decided by the caller's cwd rules) becomes ``cd DIR &&``; ``env`` is merged
-    over the reproducer's own env (exports and inline prefix); ``sv``/``timeout``/
-    ``exitfirst`` add the pytest flags the contract allows when not already written;
-    ``pytest_args`` replaces the written pytest arguments (e.g. a target rewritten
-    relative to the chosen cwd). Setup steps are never included. Raises ValueError on
-    an env name that is not a shell name.
+    over the reproducer's own env (exports and inline prefix, kept as written when they
+    expand a variable); ``sv``/``timeout``/``exitfirst`` add the pytest flags the contract
+    allows when not already written, ``pytest_flags`` more (``--runxfail``, ``-p
+    no:skipping``); ``pytest_args`` replaces the written pytest arguments (e.g. a target
+    rewritten relative to the chosen cwd). ``python`` is the absolute interpreter of the
+    environment that reproduced: it replaces a bare ``python``/``pytest`` so the command
+    runs the same way from a fresh shell; ``bin_dir`` (that environment's bin) is put
+    first on PATH for any other program the step runs (a console script). ``activate``
+    is a profile's activation command, run first (``activate && ...``). Setup steps are
+    never included. Raises ValueError on an env name that is not a shell name.
     """
     merged = {**rep.env, **(env or {})}
     for name in merged:
         if not _ENV_NAME.fullmatch(name):
             raise ValueError(f"env var name {name!r} is not a shell name; drop or rename it")
+    program_uses_path = False
     if rep.step_is_pytest:
         args = list(pytest_args if pytest_args is not None else rep.pytest_args)
         added: list[str] = []
@@ -59,14 +120,33 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
             added += ["--timeout", str(timeout)]
         if exitfirst and "-x" not in args:
             added.append("-x")
-        body = _words([*_pytest_program(rep), *added, *args])
-    elif rep.python_kind is PythonKind.CODE:
-        body = f"{shlex.quote(rep.step.argv[0])} -c {double_quote(rep.python_code or '')}"
+        for flag in pytest_flags or []:
+            if not (flag.startswith("--") and (flag in args or flag in added)):
+                added.append(flag)
+        body = _words([*_pytest_program(rep, python), *added, *args])
+    elif rep.python_kind is not None:
+        if rep.python_kind is PythonKind.CODE and not rep.step.argv[1:] or (
+                rep.python_kind is PythonKind.CODE and "-c" not in rep.step.argv):
+            program = python if python and is_bare_python(rep.step.argv[0]) else rep.step.argv[0]
+            body = f"{shlex.quote(program)} -c {double_quote(rep.python_code or '')}"
+        else:
+            body = " ".join(_program_words(rep, python))
     else:
-        body = _words(rep.step.argv)
-    prefix = " ".join(f"{name}={shlex.quote(value)}" for name, value in merged.items())
+        body = " ".join(_program_words(rep, python))
+        program_uses_path = bool(bin_dir) and "/" not in rep.step.argv[0]
+    # A variable the command's own words expand (``"$CCY"``) must be set before bash
+    # expands them: an inline prefix applies only to the program's environment, so
+    # those are exported first; the others stay inline (the contract's form).
+    expanded = {n for n in merged if re.search(r"\$\{?%s\b" % re.escape(n), body)}
+    exports = " && ".join(f"export {n}={_value(rep, n, merged[n])}" for n in merged if n in expanded)
+    prefix = " ".join(f"{name}={_value(rep, name, value)}" for name, value in merged.items()
+                      if name not in expanded)
+    if program_uses_path and "PATH" not in merged:
+        prefix = " ".join(filter(None, [f'PATH={shlex.quote(bin_dir or "")}:"$PATH"', prefix]))
     command = f"{prefix} {body}" if prefix else body
-    return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
+    command = f"{exports} && {command}" if exports else command
+    command = f"cd {shlex.quote(cwd)} && {command}" if cwd else command
+    return f"{activate} && {command}" if activate else command
 
 
 def contract_problems(refined: str) -> list[str]:

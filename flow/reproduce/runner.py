@@ -1,33 +1,43 @@
-"""The thin subprocess adapter of the reproduce workflow: run a command, keep its log,
-and read a reproducer run into a ``RunOutcome`` through the pure ``interpret`` rules.
+"""How the reproduce workflow runs things, through ``flow.proc`` (never ``subprocess``).
 
-Every command is an argument list, or the ``refined_command`` string run as
-``bash -c "$refined_command"`` exactly as the seed's callers will run it. Outputs go to
-log files in the flow folder, never into the flow state (the state stays small and
-deterministic).
+- ``run``: a short query in the foreground (git, a versions probe): ``proc.run`` with the
+  call's foreground budget, returning (exit code, output).
+- ``Launch``: the long runs (reproducer runs, setup steps, pip installs) go through a
+  launcher the step gives, ``ctx.job`` in the workflow: a background job the flow owns,
+  memoized per phase visit and key, so a step that is re-run on ``--resume`` gets the
+  recorded result (see ``stepsflow.launcher``).
+- ``exercise``: render the refined command and run it exactly as a caller will: ``bash
+  -c`` in a clean environment; a timed-out or lost run is BLOCKED (CANNOT_VERIFY), in
+  every form, never read as a failure.
+
+Outputs go to log files in the flow folder (capped by proc), never into the state.
 """
 from __future__ import annotations
 
 import os
 import shlex
-import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from flow import proc
 from flow.reproduce.forms import Reproducer
 from flow.reproduce.interpret import (
-    RunOutcome, collect_only, interpret_command, interpret_pytest, setup_blocker,
+    Outcome, RunOutcome, collect_only, interpret_command, interpret_pytest, setup_blocker,
 )
 from flow.reproduce.refined_command import render
 
 DEFAULT_TIMEOUT = 1800.0
 
+# launch(key, argv, log, env, timeout, cwd) -> proc.Result: a long run (ctx.job in a step)
+Launch = Callable[[str, list[str], Path, Mapping[str, str], float, "str | None"], proc.Result]
+
 
 def environment(settings: Mapping[str, str], path_head: str | None) -> dict[str, str]:
-    """The environment a run sees: the settings, with ``path_head`` leading PATH (the
-    stage's interpreter bin, so a bare ``pytest`` means that environment's pytest)."""
+    """The environment setup steps and installs see: the settings (proc scrubs secrets),
+    with ``path_head`` leading PATH (the stage's interpreter bin, so a bare ``pip`` in a
+    setup step installs into that environment)."""
     env = dict(settings)
     if path_head:
         env["PATH"] = os.pathsep.join(filter(None, [path_head, env.get("PATH", "")]))
@@ -35,20 +45,36 @@ def environment(settings: Mapping[str, str], path_head: str | None) -> dict[str,
 
 
 def run(argv: list[str], *, cwd: str | Path | None, env: Mapping[str, str], log: Path,
-        timeout: float = DEFAULT_TIMEOUT, stdin: str | None = None) -> tuple[int, str]:
-    """Run ``argv``; write ``$ argv`` plus stdout+stderr to ``log``; return (code, output).
-    A missing program or a timeout is exit 127 / 124 with the reason as output (never raises)."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        proc = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True,
-                              text=True, timeout=timeout)
-        code, output = proc.returncode, proc.stdout + proc.stderr
-    except FileNotFoundError as exc:
-        code, output = 127, f"{argv[0]}: command not found ({exc})"
-    except subprocess.TimeoutExpired as exc:
-        code, output = 124, f"timed out after {timeout:.0f}s: {exc}"
-    log.write_text(f"$ {shlex.join(argv)}\n(cwd {cwd})\n{output}")
-    return code, output
+        timeout: float | None = None, stdin: str | None = None) -> tuple[int, str]:
+    """``proc.run`` for a short foreground query; (exit code, output). Never raises for the
+    child's sake (127 not found, 124 timed out with the reason in the output)."""
+    result = proc.run(argv, log=log, cwd=cwd, env=env, timeout=timeout, stdin=stdin)
+    return result.code, result.output
+
+
+def query(argv: list[str], *, cwd: str | Path | None = None,
+          env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """``proc.capture`` for a query whose stdout is data (git, a JSON probe): (exit code,
+    stdout); stderr stays apart, so a warning cannot break the data."""
+    got = proc.capture(argv, cwd=cwd, env=env)
+    return got.code, got.text
+
+
+def foreground(key: str, argv: list[str], log: Path, env: Mapping[str, str],
+               timeout: float, cwd: str | None = None) -> proc.Result:
+    """A ``Launch`` in the foreground (``proc.run``): for callers without a flow."""
+    return proc.run(argv, log=log, cwd=cwd, env=env, timeout=timeout)
+
+
+CLEAN_PATH = "/usr/bin:/bin"
+
+
+def clean_env(settings: Mapping[str, str]) -> dict[str, str]:
+    """The environment the deciding run sees, as a fresh shell would give it: PATH
+    ``/usr/bin:/bin`` and HOME, nothing else (no token, no venv on PATH). What the
+    reproducer needs beyond that is in ``refined_command`` itself (the interpreter by
+    absolute path, env prefixes, ``cd``), so the run that decides is the self-check."""
+    return {"PATH": CLEAN_PATH, "HOME": settings.get("HOME") or os.path.expanduser("~") or "/"}
 
 
 class Exercise(BaseModel):
@@ -58,6 +84,7 @@ class Exercise(BaseModel):
     refined: str
     outcome: RunOutcome
     exit_code: int
+    tail: str = ""
 
 
 def node_target(pytest_args: list[str] | None, cwd: str) -> tuple[Path, str] | None:
@@ -79,57 +106,106 @@ def decorators_of(pytest_args: list[str] | None, cwd: str) -> list[str]:
 
     try:
         return decorator_names(found[0].read_bytes(), found[1])
-    except (SkipMarkerNotFound, OSError):  # unparsable or unreadable: no decorator evidence
+    except (SkipMarkerNotFound, OSError):  # unreadable or no test named: no decorator evidence
         return []
 
 
 def collect(rep: Reproducer, *, python: str, cwd: str, pytest_args: list[str],
-            env: Mapping[str, str], log: Path) -> RunOutcome:
-    """``pytest --collect-only`` of the reproducer's targets, from ``cwd``."""
-    code, output = run([python, "-m", "pytest", "--collect-only", "-q", *pytest_args],
-                       cwd=cwd, env={**env, **rep.env}, log=log)
-    return collect_only(code, output)
+            env: Mapping[str, str], log: Path, launch: Launch, timeout: float) -> RunOutcome:
+    """``<python> -m pytest --collect-only`` of the reproducer's targets, from ``cwd``."""
+    argv = proc.tool(python, "pytest", "--collect-only", "-q", *pytest_args)
+    result = launch("collect", argv, log, {**env, **rep.env}, timeout, cwd)
+    if result.timed_out or result.lost:
+        return RunOutcome(kind=Outcome.BLOCKED, detail=f"collection {_ended(result, timeout)}")
+    return collect_only(result.code, result.output)
 
 
-def run_setup(rep: Reproducer, *, cwd: str, env: Mapping[str, str], logs: Path) -> str | None:
-    """Run a shell block's setup steps in order, in one bash so cd/export carry over.
-    Returns the blocker of the first failing step, or None."""
-    script = []
+def run_setup(rep: Reproducer, *, cwd: str, env: Mapping[str, str], log: Path,
+              launch: Launch, timeout: float) -> str | None:
+    """Run a shell block's setup steps in order, in one ``bash -c`` (``proc.shell``) so
+    cd/export carry over, from ``cwd``. Returns the blocker of the first failing step (or
+    of the timeout), or None."""
+    script = [f"cd {shlex.quote(cwd)} || exit 1"]
     for i, step in enumerate(rep.setup):
         script.append(f"{step.text}\nrc=$?; if [ $rc -ne 0 ]; then echo __SETUP_FAILED__ {i} $rc; exit $rc; fi")
-    if not script:
+    if len(script) == 1:
         return None
-    code, output = run(["bash", "-c", "\n".join(script)], cwd=cwd, env=env, log=logs / "setup.log")
-    if code == 0:
+    result = launch("setup", proc.shell("\n".join(script)), log, env, timeout, None)
+    if result.timed_out or result.lost:
+        return f"setup steps {_ended(result, timeout)}: {result.tail(5)}"
+    if result.code == 0:
         return None
-    marker = [line.split() for line in output.splitlines() if line.startswith("__SETUP_FAILED__")]
+    marker = [line.split() for line in result.output.splitlines()
+              if line.startswith("__SETUP_FAILED__")]
     index = int(marker[-1][1]) if marker else len(rep.setup) - 1
-    return setup_blocker(rep.setup[index].text, code)
+    return setup_blocker(rep.setup[index].text, result.code)
 
 
-def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None, env: Mapping[str, str],
-             log: Path, failure_pattern: str | None, markers: tuple[str, ...],
-             extra_env: dict[str, str] | None = None, timeout: int | None = None,
-             exitfirst: bool = False) -> Exercise:
-    """Render the refined command, run it with ``bash -c``, interpret it per form.
+def _ended(result: proc.Result, timeout: float) -> str:
+    return (f"timed out after {timeout:.0f} s" if result.timed_out
+            else "lost (the background job vanished twice without a result)")
 
-    Pytest runs get ``-rs --junitxml`` appended for the interpretation only; the refined
-    command returned is the contract's string (what a caller re-runs)."""
-    refined = render(rep, cwd=cwd, env=extra_env, sv=rep.step_is_pytest, timeout=timeout,
-                     exitfirst=exitfirst, pytest_args=pytest_args)
-    if rep.step_is_pytest:
-        junit = log.with_suffix(".xml")
-        junit.unlink(missing_ok=True)
-        command = f"{refined} -rs --junitxml={shlex.quote(str(junit))}"
-        code, output = run(["bash", "-c", command], cwd="/", env=env, log=log, stdin=rep.stdin)
-        xml = junit.read_text() if junit.is_file() and junit.stat().st_size else None
+
+def pytest_flags(rep: Reproducer, bypass: str | None) -> list[str]:
+    """Flags the workflow adds to a pytest reproducer: ``--runxfail`` (an xfail-marked
+    test then fails, so the refined command exits non-zero by itself), or the skip
+    ``bypass`` (``-p no:skipping``, which drops the xfail marks too and cannot be combined
+    with ``--runxfail``, a flag of that plugin)."""
+    if bypass:
+        return bypass.split()
+    if any("no:skipping" in a for a in rep.pytest_args):
+        return []
+    return ["--runxfail"]
+
+
+def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
+             settings: Mapping[str, str], log: Path, failure_pattern: str | None,
+             markers: tuple[str, ...], launch: Launch, timeout: float = DEFAULT_TIMEOUT,
+             key: str = "run", python: str | None = None, bin_dir: str | None = None,
+             extra_env: dict[str, str] | None = None, pytest_timeout: int | None = None,
+             exitfirst: bool = False, bypass: str | None = None,
+             activate: str | None = None) -> Exercise:
+    """Render the refined command and run it exactly as a caller will: ``bash -c`` in a
+    clean environment (``clean_env``), through ``launch`` with ``timeout``; interpret it
+    per form. A timed-out or lost run is BLOCKED with ``timed out after N s`` and the
+    log's tail, whatever the form (never FAILED).
+
+    Pytest runs get ``-rs --junitxml`` appended for the interpretation only (they change
+    no outcome); the refined command returned is the contract's string. ``pytest_timeout``
+    is the ``--timeout`` a CI job log asked for (a pytest-timeout flag in the command)."""
+    refined = render(rep, cwd=cwd, env=extra_env, sv=rep.step_is_pytest, timeout=pytest_timeout,
+                     exitfirst=exitfirst, pytest_args=pytest_args, python=python,
+                     pytest_flags=pytest_flags(rep, bypass) if rep.step_is_pytest else None,
+                     bin_dir=bin_dir, activate=activate)
+    env = clean_env(settings)
+    junit = log.with_suffix(".xml")
+    command = f"{refined} -rs --junitxml={shlex.quote(str(junit))}" if rep.step_is_pytest else refined
+    result = launch(key, proc.shell(command), log, env, timeout, "/")
+    output, code = result.output, result.code
+    tail = result.tail(20)
+    if result.timed_out or result.lost:
+        outcome = RunOutcome(kind=Outcome.BLOCKED, detail=f"{_ended(result, timeout)}: {result.tail(8)}")
+    elif rep.step_is_pytest:
+        xml = _junit_of(junit, log, result)
+        decorators = lambda: decorators_of(pytest_args, cwd)  # noqa: E731 (read only when all skipped)
         try:
-            outcome = interpret_pytest(code, output, xml, decorators_of(pytest_args, cwd),
-                                       markers, failure_pattern)
+            outcome = interpret_pytest(code, output, xml, decorators, markers, failure_pattern)
         except ValueError:  # a half-written JUnit file: fall back to the text summary
-            outcome = interpret_pytest(code, output, None, decorators_of(pytest_args, cwd),
-                                       markers, failure_pattern)
+            outcome = interpret_pytest(code, output, None, decorators, markers, failure_pattern)
     else:
-        code, output = run(["bash", "-c", refined], cwd="/", env=env, log=log, stdin=rep.stdin)
         outcome = interpret_command(code, output, failure_pattern)
-    return Exercise(refined=refined, outcome=outcome, exit_code=code)
+    return Exercise(refined=refined, outcome=outcome, exit_code=code, tail=tail)
+
+
+def _junit_of(junit: Path, log: Path, result: proc.Result) -> str | None:
+    """The run's JUnit XML, when it was written by this run (not left by an earlier visit:
+    the file is not deleted first, because a step re-run on --resume gets the recorded
+    job result and must still find the file)."""
+    try:
+        if not junit.stat().st_size:
+            return None
+        if junit.stat().st_mtime < log.stat().st_mtime - result.duration_s - 2:
+            return None
+        return junit.read_text(errors="replace")
+    except OSError:
+        return None

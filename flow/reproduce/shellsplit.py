@@ -36,6 +36,11 @@ class Command:
     text: str = ""
     stdin: str | None = None
     piped: bool = False
+    # The words as written (quotes and ``$`` kept), parallel to ``argv``, and the raw
+    # right-hand sides of the inline assignments: a refined command re-rendered from them
+    # keeps the original's shell semantics (``"$VAR"`` still expands).
+    raw: list[str] = field(default_factory=list)
+    raw_env: dict[str, str] = field(default_factory=dict)
 
 
 def _read_quoted(text: str, i: int, quote: str) -> tuple[str, int]:
@@ -218,7 +223,9 @@ def split_commands(text: str) -> list[Command]:
             elif not cmd.argv and _ASSIGNMENT.match(tok.value):
                 name, _, value = tok.value.partition("=")
                 cmd.env[name] = value
+                cmd.raw_env[name] = text[tok.start:tok.end].partition("=")[2]
             else:
                 cmd.argv.append(tok.value)
+                cmd.raw.append(text[tok.start:tok.end])
         commands.append(cmd)
     return commands

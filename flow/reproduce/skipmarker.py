@@ -38,17 +38,21 @@ class Removal(BaseModel):
 
 
 class PendingRestore(BaseModel):
-    """What the workflow saves in state before modifying a test file."""
+    """What the workflow saves in state before modifying a test file: the original bytes
+    and the SHA-256 of the bytes our edit writes (``edited_sha256``), so a restore after a
+    crash only undoes our own edit, never a change the user made in between."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     path: str
     original_b64: str
     original_sha256: str
+    edited_sha256: str | None = None   # None only in states saved before it was recorded
 
     @classmethod
-    def of(cls, path: str | Path, original: bytes) -> "PendingRestore":
+    def of(cls, path: str | Path, original: bytes, edited: bytes | None = None) -> "PendingRestore":
         return cls(path=str(path), original_b64=base64.b64encode(original).decode(),
-                   original_sha256=hashlib.sha256(original).hexdigest())
+                   original_sha256=hashlib.sha256(original).hexdigest(),
+                   edited_sha256=hashlib.sha256(edited).hexdigest() if edited is not None else None)
 
     def original(self) -> bytes:
         return base64.b64decode(self.original_b64)
@@ -81,16 +85,40 @@ def _candidates(cls: str | None, test: str) -> list[tuple[str | None, str]]:
 
 
 def _decorator_name(dec: cst.Decorator) -> str:
+    """The dotted name a decorator is spelled with (``pytest.mark.skip``, ``skipIfXpu``)."""
     import libcst as cst
 
     node = dec.decorator
     if isinstance(node, cst.Call):
         node = node.func
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
     if isinstance(node, cst.Name):
-        return node.value
-    return ""
+        parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def marker_matches(decorator: str, marker: str) -> bool:
+    """A profile's marker names the decorator: the same dotted name, or one is the other's
+    tail (``skipIfXpu`` matches ``common_utils.skipIfXpu``; ``mark.skip`` matches
+    ``pytest.mark.skip``). ``pytest.mark.skipif`` never matches ``pytest.mark.skip``."""
+    return (decorator == marker or decorator.endswith("." + marker)
+            or marker.endswith("." + decorator))
+
+
+def is_pytest_mark(decorator: str) -> bool:
+    """A pytest marker (``pytest.mark.skip``, ``mark.skip``): ``-p no:skipping`` bypasses it."""
+    return decorator.startswith(("pytest.mark.", "mark."))
+
+
+class Decorator(BaseModel):
+    """A decorator on the target test, read with ``ast`` (no libcst needed to look)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    line: int
 
 
 def _find(module: cst.Module, cls: str | None, test: str) -> cst.FunctionDef | None:
@@ -124,16 +152,47 @@ def _parse(source: bytes, node_id: str) -> cst.Module:
             target=node_id) from exc
 
 
-def decorator_names(source: bytes, node_id: str) -> list[str]:
-    """Decorator names on the test ``node_id`` names ([] when it is not found).
-    Raises SkipMarkerNotFound when the source does not parse or the id names no test."""
-    module = _parse(source, node_id)
+def _ast_name(node: object) -> str:
+    import ast
+
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def decorators(source: bytes, node_id: str) -> list[Decorator]:
+    """The decorators (dotted name, line) on the test ``node_id`` names, read with the
+    standard ``ast`` ([] when the test is not found or the file does not parse).
+    Raises SkipMarkerNotFound when the id names no test."""
+    import ast
+
     cls, test = split_node_id(node_id)
+    try:
+        module = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
     for c, t in _candidates(cls, test):
-        func = _find(module, c, t)
-        if func is not None:
-            return [_decorator_name(d) for d in func.decorators]
+        body: list[ast.stmt] = module.body
+        if c is not None:
+            found = [s for s in body if isinstance(s, ast.ClassDef) and s.name == c]
+            if not found:
+                continue
+            body = found[0].body
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == t:
+                return [Decorator(name=_ast_name(d), line=d.lineno) for d in stmt.decorator_list]
     return []
+
+
+def decorator_names(source: bytes, node_id: str) -> list[str]:
+    """Decorator names on the test ``node_id`` names ([] when it is not found)."""
+    return [d.name for d in decorators(source, node_id)]
 
 
 def remove_skip_marker(source: bytes, node_id: str,
@@ -159,7 +218,7 @@ def remove_skip_marker(source: bytes, node_id: str,
     carry: Sequence[cst.EmptyLine] | None = None
     for dec in func.decorators:
         name = _decorator_name(dec)
-        if name in markers:
+        if any(marker_matches(name, m) for m in markers):
             removed.append(name)
             # The first decorator's leading lines (blank lines, comments) belong above the
             # function; hand them to whatever now comes first.
@@ -184,11 +243,26 @@ def remove_skip_marker(source: bytes, node_id: str,
                    removed=removed, function=name)
 
 
-def restore(pending: PendingRestore) -> bool:
-    """Write the original bytes back. Idempotent; returns True when the file changed."""
+RestoreResult = str  # "unchanged" | "restored" | "kept" | "missing"
+
+
+def restore(pending: PendingRestore) -> RestoreResult:
+    """Put the original bytes back, only over our own edit. Idempotent.
+
+    - ``unchanged``: the file already holds the original bytes;
+    - ``restored``: it held exactly our edit (``edited_sha256``), now the original again;
+    - ``kept``: it holds something else, the user's own change made after our edit: left
+      as it is (the caller says so in the verdict's notes);
+    - ``missing``: the file is gone; nothing is written.
+    A pending restore saved before ``edited_sha256`` was recorded restores as before."""
     original = pending.original()
     path = Path(pending.path)
-    if path.exists() and path.read_bytes() == original:
-        return False
+    if not path.exists():
+        return "missing"
+    now = path.read_bytes()
+    if now == original:
+        return "unchanged"
+    if pending.edited_sha256 is not None and hashlib.sha256(now).hexdigest() != pending.edited_sha256:
+        return "kept"
     write_atomic(path, original)
-    return True
+    return "restored"

@@ -1,14 +1,13 @@
-"""Stage 2 for the ``local`` profile (``source_build.kind = "venv"``): the given source
-dir built into a wheel and installed into a fresh venv.
+"""Venv pieces shared by Stage 3's CI-wheel venv (``ciflow``) and the example tests: a
+``--without-pip`` venv, wheels installed into it by the current pip (``--python``), and
+a ``.pth`` placed *after* the venv's own site-packages that lends another environment's
+packages (test tools, dependencies), so the freshly installed package wins over any
+copy there.
 
-The pytorch-xpu profile does not use this: its source build is the xpu-build-pytorch
-skill, emitted as an agent task (the seed: "Do not hand-roll the build here").
-
-Offline by design: the wheel is built with the orchestrator's interpreter without build
-isolation (so no build backend is downloaded), and installed with ``--no-deps
---no-index``. The test tooling (pytest and the project's test dependencies) is borrowed
-from the current environment through a ``.pth`` file placed *after* the venv's own
-site-packages, so the freshly installed package wins over any copy in the current env.
+Stage 2 of the ``local`` profile is ``localbuild`` (editable where the project allows,
+the project's build backend, isolation unless offline). The pytorch-xpu profile's
+source build is the xpu-build-pytorch skill, emitted as an agent task (the seed: "Do not
+hand-roll the build here").
 """
 from __future__ import annotations
 
@@ -54,11 +53,3 @@ def install_built(python: str, plan: VenvPlan, wheels: list[str]) -> list[str]:
 def tools_pth(purelib: str | Path, tool_site_dirs: list[str]) -> tuple[Path, str]:
     """(path, content) of the .pth that lends the current env's tools to the venv."""
     return Path(purelib) / TOOLS_PTH, "".join(f"{d}\n" for d in tool_site_dirs)
-
-
-def pytest_script(plan: VenvPlan) -> tuple[Path, str]:
-    """(path, content) of a ``pytest`` entry point in the venv's bin, so a refined command
-    that says ``pytest`` runs the venv's interpreter when the venv's bin leads PATH."""
-    path = Path(plan.venv_python).parent / "pytest"
-    return path, (f"#!{plan.venv_python}\nimport sys\nfrom pytest import console_main\n"
-                  "sys.exit(console_main())\n")

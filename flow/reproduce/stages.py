@@ -71,12 +71,12 @@ def _run_decision(outcome: RunOutcome, stage: Stage, refined: str, base: str,
         if not rerun_done:
             return RerunWithoutSkip(stage=stage)
         # Still skipped with the marker gone: something else skips it.
-        return CannotVerify(stage=stage, blocker=f"still skipped without the XPU marker: {outcome.detail}")
+        return CannotVerify(stage=stage, blocker=f"still skipped without the skip marker: {outcome.detail}")
     return on_pass
 
 
 def stage1(outcome: RunOutcome, mode: StageMode, refined: str, *, rerun_done: bool = False,
-           install_blocker: str | None = None) -> Decision:
+           install_blocker: str | None = None, label: str = "the nightly wheel") -> Decision:
     """Stage 1 table: env problem -> CANNOT_VERIFY; FAILED -> REPRODUCED(nightly);
     PASSED + auto -> stage 2; PASSED + nightly -> NOT_REPRODUCED([nightly])."""
     if install_blocker:
@@ -84,7 +84,7 @@ def stage1(outcome: RunOutcome, mode: StageMode, refined: str, *, rerun_done: bo
     on_pass: Decision = (
         Next(stage=Stage.SOURCE_BUILD) if mode is StageMode.AUTO else
         NotReproduced(checked_stages=[Stage.NIGHTLY],
-                      reason=f"passes on the nightly wheel ({outcome.detail})"))
+                      reason=f"passes on {label} ({outcome.detail})"))
     return _run_decision(outcome, Stage.NIGHTLY, refined, ORIGIN_MAIN, rerun_done, on_pass)
 
 
@@ -126,10 +126,11 @@ def stage2(outcome: RunOutcome, base: str, refined: str, *, rerun_done: bool = F
                          Next(stage=Stage.CI_ENV))
 
 
-def stage3(outcome: RunOutcome, refined: str, *, rerun_done: bool = False) -> Decision:
+def stage3(outcome: RunOutcome, refined: str, *, rerun_done: bool = False,
+           label: str = "the nightly wheel") -> Decision:
     """Stage 3 table: FAILED -> REPRODUCED(ci_env, base=origin/main, never the wheel's
     commit); PASSED -> NOT_REPRODUCED(all three stages)."""
     return _run_decision(
         outcome, Stage.CI_ENV, refined, ORIGIN_MAIN, rerun_done,
         NotReproduced(checked_stages=list(ALL_STAGES),
-                      reason=f"passes on the nightly wheel, the source build and the CI wheel ({outcome.detail})"))
+                      reason=f"passes on {label}, the source build and the CI wheel ({outcome.detail})"))

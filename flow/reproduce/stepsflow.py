@@ -1,17 +1,20 @@
 """The single-reproducer steps of the ``reproduce`` workflow (see ``workflow``), and the
 helpers they share with Stage 3 (``ciflow``) and the batch sweep (``batchflow``).
 
-Each step reads ``ctx.data``, runs what the seed says through ``runner``, and hands what
-it saw to the pure tables in ``stages``; the decision becomes a trigger.
+Each step reads ``ctx.data``, runs what the seed says through ``runner`` (long runs as
+``ctx.job`` background jobs, so every step is re-entrant), and hands what it saw to the
+pure tables in ``stages``; the decision becomes a trigger. Stage 2 is in ``buildflow``,
+the skip-marker re-run in ``unskipflow``, the verdict's extra fields in ``verdictflow``.
 
 Settings (``ctx.settings``, i.e. the environment):
 
 - ``ORCHESTRATOR_REPRODUCE_INDEX_URL``: the nightly index (overrides the profile's
   ``nightly.index_url``).
-- ``ORCHESTRATOR_REPRODUCE_PYTHON``: the interpreter whose environment Stage 1 installs
-  the nightly into and runs the reproducer with (its bin dir leads PATH, so a bare
-  ``python``/``pytest`` in the reproducer means it); also the environment Stage 3 installs
-  the CI wheels into when the profile builds no venv, and the batch's build environment.
+- ``ORCHESTRATOR_REPRODUCE_OFFLINE=1``: the local Stage 2 build without pip's index.
+- ``ORCHESTRATOR_REPRODUCE_PYTHON``: the project's interpreter: Stage 1 installs the
+  nightly into its environment and runs the reproducer with it (refined_command names it
+  by absolute path; its bin dir leads PATH for setup steps, so a bare ``pip`` there means
+  it); Stage 2's and Stage 3's venvs are made from it and borrow its packages.
   Default: the orchestrator's own ``sys.executable``. Give a venv's ``bin/python`` as is
   (it is not resolved through its symlink, which would leave the venv). A value that is
   not an executable file is refused when the flow starts (``check_python``); the value
@@ -26,19 +29,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flow.outcome import Ask, Go, Task
+from flow.outcome import Go
 from flow.reproduce import runner
 from flow.reproduce.forms import Form, Reproducer, parse_reproducer
 from flow.reproduce.profiles import Profile, load_profile
 from flow.reproduce.stages import (
-    BuildStep, Decision, Next, RerunWithoutSkip, StageMode, after_collect_only, stage1 as stage1_table,
-    stage2 as stage2_table, stage2_build, stage3 as stage3_table,
+    Decision, Next, RerunWithoutSkip, StageMode, after_collect_only, stage1 as stage1_table,
+    stage2 as stage2_table, stage3 as stage3_table,
 )
 from flow.reproduce.verdict import CannotVerify, NotReproduced, Stage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILE_URL_ENV = "ORCHESTRATOR_REPRODUCE_INDEX_URL"
 PYTHON_ENV = "ORCHESTRATOR_REPRODUCE_PYTHON"
+OFFLINE_ENV = "ORCHESTRATOR_REPRODUCE_OFFLINE"
 
 
 def reproduce_python(settings: Mapping[str, str]) -> str:
@@ -99,15 +103,47 @@ def env_of(ctx: Any) -> dict[str, str]:
     return runner.environment(ctx.settings, ctx.data.path_head)
 
 
+def launcher(ctx: Any) -> runner.Launch:
+    """Long runs as background jobs the flow owns (``ctx.job``: memoized per phase visit
+    and key, so a step re-run on --resume gets the recorded result); in the foreground
+    for a context without jobs (a unit test's)."""
+    job = getattr(ctx, "job", None)
+    if job is None:
+        return runner.foreground
+
+    def launch(key: str, argv: list[str], log: Path, env: Any, timeout: float,
+               cwd: str | None = None) -> Any:
+        base = Path(ctx.dir).resolve()
+        name = str(log.relative_to(base)) if log.is_relative_to(base) else f"logs/{key}.log"
+        return job(key, argv, log_name=name, env=env, timeout=timeout, cwd=cwd)
+    return launch
+
+
+def entry_prefix(ctx: Any) -> str:
+    """``<entry id>/`` inside a batch (each entry keeps its own logs), else ""."""
+    entry = getattr(ctx.data, "entry_id", None)
+    return f"{entry}/" if entry else ""
+
+
+def run_timeout(ctx: Any, profile: Profile | None = None) -> float:
+    """Seconds one reproducer run (or setup, install) may take: ``--timeout``, else the
+    profile's ``timeout_s``."""
+    if ctx.data.timeout:
+        return float(ctx.data.timeout)
+    return float((profile or profile_of(ctx)).timeout_s)
+
+
 def run_each(ctx: Any, commands: list[list[str]], label: str, what: str,
              cwd: str | None = None) -> str | None:
-    """Run ``commands`` in order (logs ``logs/<label>-<i>.log``); the blocker of the first
-    one that fails, or None."""
+    """Run ``commands`` in order as jobs (logs ``logs/<label>-<i>.log``); the blocker of
+    the first one that fails (its real error lines), or None."""
     for i, argv in enumerate(commands):
-        code, output = runner.run(argv, cwd=cwd, env=ctx.settings,
-                                  log=ctx.path(f"logs/{label}-{i}.log"))
-        if code != 0:
-            return f"{what} failed (exit {code}): {output.strip()[-300:]}"
+        result = launcher(ctx)(f"{label}-{i}", argv, ctx.path(f"logs/{label}-{i}.log"),
+                               ctx.settings, run_timeout(ctx), cwd)
+        if result.timed_out:
+            return f"{what} timed out after {run_timeout(ctx):.0f} s: {result.tail(5)}"
+        if result.code != 0:
+            return f"{what} failed (exit {result.code}): {result.output.strip()[-300:]}"
     return None
 
 
@@ -174,9 +210,14 @@ def collect(ctx: Any) -> Any:
     rep = reproducer(ctx)
     if rep.form is not Form.PYTEST:
         return Go("collected")
+    if profile_of(ctx).nightly.kind == "current":
+        # Stage 1 installs nothing, so its one pytest run is the collect check too:
+        # "no tests ran" there is NO_REPRODUCER(collected_zero) by the same rules.
+        return Go("collected")
     outcome = runner.collect(rep, python=ctx.data.python, cwd=ctx.data.cwd,
                              pytest_args=ctx.data.pytest_args or [], env=env_of(ctx),
-                             log=ctx.path("logs/collect.log"))
+                             log=ctx.path("logs/collect.log"), launch=launcher(ctx),
+                             timeout=run_timeout(ctx))
     verdict = after_collect_only(outcome)
     if verdict is not None:
         ctx.data.verdict = verdict.model_dump(mode="json")
@@ -219,6 +260,8 @@ def install_nightly(ctx: Any, profile: Profile) -> str | None:
                            "install", "nightly install", cwd=scratch(ctx))
         if problem:
             return problem
+    if nightly.kind == "current" and not nightly.same_day_check:
+        return None  # nothing installed: the verdict's environment probe reads the versions
     installed = installed_versions(ctx, nightly.packages)
     ctx.data.installed_versions = installed
     if not nightly.same_day_check:
@@ -250,55 +293,86 @@ def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
     rep = reproducer(ctx)
     align = ctx.data.ci_env if aligned else {}
     return runner.exercise(rep, cwd=ctx.data.cwd, pytest_args=ctx.data.pytest_args,
-                           env=env_of(ctx), log=ctx.path(f"logs/{label}.log"),
+                           settings=ctx.settings, log=ctx.path(f"logs/{label}.log"),
                            failure_pattern=ctx.data.failure_pattern,
-                           markers=tuple(profile.skip_markers),
-                           extra_env=align.get("env") or None, timeout=align.get("timeout"),
+                           markers=tuple(profile.skip_markers), python=ctx.data.python,
+                           bin_dir=ctx.data.path_head, bypass=ctx.data.bypass,
+                           activate=profile.activate, launch=launcher(ctx),
+                           timeout=run_timeout(ctx, profile), key=label,
+                           extra_env=align.get("env") or None,
+                           pytest_timeout=align.get("timeout"),
                            exitfirst=bool(align.get("exitfirst")))
 
 
-def table(ctx: Any, stage: str, ran: runner.Exercise) -> Decision:
+def table(ctx: Any, stage: str, ran: runner.Exercise, label: str = "the nightly wheel") -> Decision:
     mode = StageMode(ctx.data.stage)
     done = ctx.data.rerun_done
     if stage == Stage.NIGHTLY:
-        return stage1_table(ran.outcome, mode, ran.refined, rerun_done=done)
+        return stage1_table(ran.outcome, mode, ran.refined, rerun_done=done, label=label)
     if stage == Stage.SOURCE_BUILD:
         return stage2_table(ran.outcome, ctx.data.base, ran.refined, rerun_done=done)
-    return stage3_table(ran.outcome, ran.refined, rerun_done=done)
+    return stage3_table(ran.outcome, ran.refined, rerun_done=done, label=label)
+
+
+def attempts(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -> runner.Exercise:
+    """Run the reproducer up to ``--repeat`` times (one run by default). Every attempt
+    runs unless one is blocked (that one decides: a timeout or an infra cause is never
+    averaged away). Any failing attempt makes the stage's outcome FAILED; the counts go
+    to ``ctx.data.attempt_counts`` and the last deciding run's exit code to ``last_exit``."""
+    from flow.reproduce.interpret import Outcome
+
+    runs: list[runner.Exercise] = []
+    repeat = max(1, ctx.data.repeat)
+    for i in range(repeat):
+        ran = exercise(ctx, profile, label if repeat == 1 else f"{label}-attempt{i + 1}",
+                       aligned=aligned)
+        runs.append(ran)
+        if ran.outcome.kind not in (Outcome.FAILED, Outcome.PASSED):
+            break
+    failed = [r for r in runs if r.outcome.kind is Outcome.FAILED]
+    chosen = failed[0] if failed else runs[-1]
+    ctx.data.attempt_counts = {"attempts": len(runs), "failures": len(failed)}
+    ctx.data.last_exit = chosen.exit_code
+    if len(runs) > 1:
+        ctx.data.notes.append(f"{label}: {len(failed)} of {len(runs)} attempts failed")
+    return chosen
 
 
 def decide(ctx: Any, profile: Profile, stage: str, label: str) -> Decision:
     """Run the reproducer and read the stage's table. Stage 3 runs it as written first and,
     only when that passes, once more with the env and flags folded from the CI job log
     (seed: "What to check if the failure still doesn't reproduce")."""
-    decision = table(ctx, stage, exercise(ctx, profile, label))
+    decision = table(ctx, stage, attempts(ctx, profile, label), profile.nightly_label)
     align = ctx.data.ci_env
     if stage == Stage.CI_ENV and isinstance(decision, NotReproduced) and any(align.values()):
         ctx.data.notes.append(f"{label}: passes as written; re-ran with the CI job log's "
                               f"{align}")
-        decision = table(ctx, stage, exercise(ctx, profile, f"{label}-aligned", aligned=True))
+        decision = table(ctx, stage, attempts(ctx, profile, f"{label}-aligned", aligned=True),
+                         profile.nightly_label)
     return decision
 
 
 def act(ctx: Any, decision: Decision, *, from_unskip: bool = False) -> Go:
-    """A decision as a trigger; a skip-marker re-run records the pending restore first."""
+    """A decision as a trigger; a skip-marker re-run records what it will do first."""
     if isinstance(decision, RerunWithoutSkip):
-        found = runner.node_target(ctx.data.pytest_args, ctx.data.cwd)
-        if found is None:
-            return blocked(ctx, Stage(ctx.data.current_stage),
-                           "skipped by an XPU marker, but no single test file::test target to "
-                           "remove it from; give the node id")
-        from flow.reproduce.skipmarker import PendingRestore
+        ctx.data.skipped_exit = ctx.data.last_exit
+        from flow.reproduce.unskipflow import plan as unskip_plan
 
-        ctx.data.pending_restore = PendingRestore.of(found[0], found[0].read_bytes())
+        problem = unskip_plan(ctx, profile_of(ctx))
+        if problem:
+            return blocked(ctx, Stage(ctx.data.current_stage), problem)
         return Go("unskip")
     if isinstance(decision, Next):
         ctx.data.current_stage = decision.stage.value
         ctx.data.rerun_done = False
+        ctx.data.bypass = None
+        ctx.data.unskipped = None
         if from_unskip:
             return Go("to_stage2" if decision.stage is Stage.SOURCE_BUILD else "to_stage3")
         return Go("next")
-    ctx.data.verdict = decision.model_dump(mode="json")
+    from flow.reproduce.verdictflow import finalize
+
+    ctx.data.verdict = finalize(ctx, decision).model_dump(mode="json")
     return Go("decided")
 
 
@@ -309,108 +383,16 @@ def stage1(ctx: Any) -> Any:
     problem = install_nightly(ctx, profile)
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
-    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env_of(ctx), logs=ctx.path("logs"))
+    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env_of(ctx),
+                               log=ctx.path("logs/setup.log"), launch=launcher(ctx),
+                               timeout=run_timeout(ctx, profile))
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
     return act(ctx, decide(ctx, profile, Stage.NIGHTLY, "stage1"))
 
 
-def unskip(ctx: Any) -> Any:
-    """Take the XPU skip marker off the target test, re-run once, restore the file, decide.
-    The file was restored by the step wrapper already if a previous try was interrupted."""
-    from flow.reproduce.errors import SkipMarkerNotFound
-    from flow.reproduce.skipmarker import remove_skip_marker, restore
-    from workspace.atomic import write_atomic
+# Steps and helpers kept in their own modules (imported last: they use the ones above).
+from flow.reproduce.buildflow import source_build, stage2  # noqa: E402
+from flow.reproduce.unskipflow import unskip  # noqa: E402
 
-    profile, pending = profile_of(ctx), ctx.data.pending_restore
-    stage = ctx.data.current_stage
-    found = runner.node_target(ctx.data.pytest_args, ctx.data.cwd)
-    try:
-        if pending is None or found is None:  # the test file went away since act() saw it
-            raise SkipMarkerNotFound(f"no test file for {ctx.data.pytest_args} under "
-                                     f"{ctx.data.cwd} any more", target=str(ctx.data.pytest_args))
-        removal = remove_skip_marker(pending.original(), found[1], tuple(profile.skip_markers))
-    except SkipMarkerNotFound as exc:
-        ctx.data.pending_restore = None
-        return blocked(ctx, Stage(stage), f"skipped, but the XPU marker cannot be removed: {exc}")
-    try:
-        write_atomic(pending.path, removal.modified)
-        decision = decide(ctx, profile, stage, f"{stage}-unskipped")
-    finally:
-        restore(pending)
-    ctx.data.pending_restore = None
-    ctx.data.rerun_done = True
-    ctx.data.notes.append(f"{stage}: re-ran without {removal.removed} on {removal.function}; "
-                          f"file restored")
-    return act(ctx, decision, from_unskip=True)
-
-
-def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Task:
-    if profile.source_build.kind == "venv":
-        argv = [sys.executable, "-m", "flow.reproduce.localbuild", "--source",
-                ctx.data.source_dir, "--work", str(ctx.path("build"))]
-        argv += ["--commit", commit] if commit else []
-        return Task(key=key, role="runner", feed="run", command=argv, cwd=str(REPO_ROOT),
-                    prompt=f"Build {ctx.data.source_dir} into a fresh venv"
-                           f"{' at ' + commit if commit else ''} (Stage 2 source build).",
-                    timeout_ms=3_600_000, max_attempts=1)
-    where = f"the tree at {ctx.data.tree} (detached at {commit or 'origin/main'})"
-    return Task(key=key, role="runner", feed="build", max_attempts=1,
-                prompt=f"Load the {profile.source_build.skill} skill and follow it to build "
-                       f"{where}. Do not run the reproducer. Feed ok=true when the build "
-                       "succeeded, ok=false with the failing step in detail otherwise.")
-
-
-def _build_ok(ctx: Any, profile: Profile, key: str) -> bool | None:
-    res = ctx.result(key)
-    if res is None:
-        return None
-    if profile.source_build.kind == "venv":
-        return res.exit_code == 0 and (ctx.dir / "build/venv/bin/python").exists()
-    return bool(res.ok)
-
-
-def stage2(ctx: Any) -> Any:
-    """Stage 2: build origin/main (a run task), fall back once to ci_commit, run, decide."""
-    profile = profile_of(ctx)
-    ctx.data.current_stage = Stage.SOURCE_BUILD.value
-    pending = source_build(ctx, profile)
-    if pending is not None:
-        return pending
-    return act(ctx, decide(ctx, profile, Stage.SOURCE_BUILD, "stage2"))
-
-
-def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
-    """Stage 2's build, shared by the single flow and the batch: an ``Ask`` (a build to
-    run, or the one ci_commit fallback), ``Go("decided")`` with a CANNOT_VERIFY verdict
-    in ``ctx.data.verdict``, or None once built (``base``, ``python`` and ``path_head``
-    then name the build)."""
-    if profile.source_build.kind == "venv" and not ctx.data.source_dir:
-        return blocked(ctx, Stage.SOURCE_BUILD, "no source dir to build: pass --source-dir DIR")
-    if ctx.data.trunk_ok is None:
-        ctx.data.trunk_ok = _build_ok(ctx, profile, "build-trunk")
-    if ctx.data.trunk_ok is False and ctx.data.fallback_ok is None:
-        ctx.data.fallback_ok = _build_ok(ctx, profile, "build-fallback")
-    plan = stage2_build(ctx.data.trunk_ok, ctx.data.ci_commit, ctx.data.fallback_ok)
-    if isinstance(plan, CannotVerify):
-        ctx.data.verdict = plan.model_dump(mode="json")
-        return Go("decided")
-    if plan.step is BuildStep.BUILD_TRUNK:
-        return Ask([_build_task(ctx, profile, "build-trunk", None)], extra={"stage": "source_build"})
-    if plan.step is BuildStep.FALL_BACK:
-        if profile.tree is not None:
-            from flow.reproduce.commands import fill
-
-            problem = run_each(ctx, [fill(tpl, tree=ctx.data.tree or "", ci_commit=plan.base)
-                                     for tpl in (profile.tree.fallback_detach,
-                                                 profile.tree.submodules)],
-                               "fallback", f"checkout of ci_commit {plan.base}")
-            if problem:
-                return blocked(ctx, Stage.SOURCE_BUILD, problem)
-        return Ask([_build_task(ctx, profile, "build-fallback", plan.base)],
-                   extra={"stage": "source_build", "fallback": plan.base})
-    ctx.data.base = plan.base
-    if profile.source_build.kind == "venv":
-        ctx.data.python = str((ctx.dir / "build/venv/bin/python"))
-        ctx.data.path_head = str((ctx.dir / "build/venv/bin"))
-    return None
+__all__ = ["source_build", "stage2", "unskip"]

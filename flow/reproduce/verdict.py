@@ -1,18 +1,24 @@
 """The four verdicts of fix-reproduce, with exactly the seed's output fields.
 
 ``verdict`` is the discriminator (the seed's heading: REPRODUCED, NOT_REPRODUCED, ...);
-every other field is the seed's. Extra context (installed versions, CI image reference)
-travels beside the verdict in ``VerdictReport``, never inside it.
+``stage``/``base``/``refined_command``/``checked_stages``/``reason``/``blocker`` are the
+seed's. Beyond the seed (issue 11), all optional so a verdict of an older flow still
+loads: ``environment`` (interpreter, versions, tree state), ``rerun_after_fix``,
+``self_check`` (refined_command run by itself in a clean shell), ``unskipped`` (the skip
+marker taken off or bypassed), and ``attempts``/``failures``/``flaky``/``failure_rate``
+(``--repeat``). Other context (CI image reference, notes) travels beside the verdict in
+``VerdictReport``.
 """
 from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 ORIGIN_MAIN = "origin/main"
+WORKING_TREE = "working-tree"  # base of a local source dir that is not a git repository
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 
 # Blockers the seed names verbatim.
@@ -41,19 +47,58 @@ class _Verdict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class SelfCheck(BaseModel):
+    """``refined_command`` run by itself: ``bash -c`` with only PATH=/usr/bin:/bin and HOME."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    env: str
+    exit_code: int
+    fails: bool
+
+
+class Unskipped(BaseModel):
+    """The skip marker that hid the failure. ``bypass`` is the pytest flag that keeps it
+    from applying (``refined_command`` carries it and fails by itself); None when the
+    marker had to be taken out of the file for the run (the file was restored, so a
+    fix-verifier must take it out again: ``self_check.fails`` is false then)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    decorator: str
+    file: str
+    line: int
+    bypass: str | None = None
+
+
+class Attempts(BaseModel):
+    """``--repeat N``: how many runs of the deciding stage failed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    attempts: int = 1
+    failures: int = 0
+
+
 class Reproduced(_Verdict):
     verdict: Literal["REPRODUCED"] = "REPRODUCED"
     stage: Stage
     base: str = ORIGIN_MAIN
     refined_command: str = Field(min_length=1)
+    environment: dict[str, Any] | None = None   # envinfo.Environment, dumped
+    rerun_after_fix: str | None = None          # "" = nothing to run before refined_command
+    self_check: SelfCheck | None = None
+    unskipped: Unskipped | None = None
+    attempts: int = 1
+    failures: int = 1
+    flaky: bool = False
+    failure_rate: float | None = None
 
     @field_validator("base")
     @classmethod
     def _base_is_main_or_sha(cls, value: str) -> str:
-        if value != ORIGIN_MAIN and not _SHA.fullmatch(value):
+        if value not in (ORIGIN_MAIN, WORKING_TREE) and not _SHA.fullmatch(value):
             raise ValueError(
-                f"base {value!r} is neither 'origin/main' nor a commit sha; "
-                "pass origin/main, or the ci_commit sha Stage 2 fell back to"
+                f"base {value!r} is neither 'origin/main', 'working-tree' nor a commit sha; "
+                "pass origin/main, the ci_commit sha Stage 2 fell back to, or the local "
+                "tree's HEAD"
             )
         return value
 
@@ -62,6 +107,8 @@ class NotReproduced(_Verdict):
     verdict: Literal["NOT_REPRODUCED"] = "NOT_REPRODUCED"
     checked_stages: list[Stage]
     reason: str = Field(min_length=1)
+    environment: dict[str, Any] | None = None
+    attempts: int = 1
 
     @field_validator("checked_stages")
     @classmethod

@@ -59,6 +59,16 @@ class ReproData(BaseModel):
     pending_restore: PendingRestore | None = None
     rerun_done: bool = False
     ci_env: dict[str, Any] = {}        # env/timeout/exitfirst folded from the CI job log
+    # issue 11
+    repeat: int = 1                    # --repeat N: runs of each stage's reproducer
+    test_extras: list[str] = []        # --test-extras: the project's test extras (Stage 2)
+    bypass: str | None = None          # "-p no:skipping" while a pytest skip mark is bypassed
+    unskipped: dict[str, Any] | None = None   # verdict.Unskipped of the marker taken off
+    restore_kept: str | None = None    # a file the user changed during an interrupted re-run
+    attempt_counts: dict[str, int] | None = None
+    last_exit: int | None = None       # exit code of the deciding run (the self-check)
+    skipped_exit: int | None = None    # exit code of the run that was all skipped
+    timeout: float | None = None       # --timeout: seconds per reproducer run
     verdict: dict[str, Any] | None = None
     installed_versions: dict[str, str] = {}
     ci_image: str | None = None
@@ -71,6 +81,9 @@ class ReproData(BaseModel):
     batch_notes: dict[str, str] = {}
     batch_unskip: bool = False
     batch_ci_repo: str | None = None   # --ci-repo of the batch (an entry's own wins)
+    entry_id: str | None = None        # the batch entry being run (names its log folder)
+    batch_repeat: int = 1              # --repeat / --timeout of the batch (an entry's own win)
+    batch_timeout: float | None = None
     batch_to_stage2: list[str] = []    # ids that passed Stage 1 under auto
     batch_to_stage3: list[str] = []    # ids that passed Stage 2 too
     batch_tree: str | None = None      # the tree the batch's build and re-runs use
@@ -109,13 +122,26 @@ def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
             "ci_commit": opts.get("ci_commit"), "source_dir": source,
             "ci_repo": opts.get("ci_repo"), "failure_pattern": opts.get("failure_pattern"),
             "profile": profile, "batch_file": batch,
+            "repeat": int(opts.get("repeat") or 1),
+            "timeout": float(opts["timeout"]) if opts.get("timeout") else None,
+            "test_extras": [e for e in (opts.get("test_extras") or "").split(",") if e],
             "batch_text": Path(batch).read_text() if batch else None}
 
 
 def locate(opts: dict[str, Any], root: Path) -> str:
-    """``reproduce/<12 hex of sha1 over the inputs>`` (``reproduce/batch-...`` for a batch)."""
-    digest = hashlib.sha1(json.dumps(_inputs(opts), sort_keys=True).encode()).hexdigest()[:12]
-    return f"reproduce/{'batch-' if opts.get('batch') else ''}{digest}"
+    """``reproduce/<12 hex over the inputs>-<8 hex over the environment>``
+    (``reproduce/batch-...`` for a batch): see ``reuse`` for what the key covers."""
+    import os
+
+    from flow.reproduce.reuse import environment_key, unfinished
+
+    inputs = _inputs(opts)
+    digest = hashlib.sha1(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
+    prefix = f"reproduce/{'batch-' if opts.get('batch') else ''}{digest}"
+    running = unfinished(root, prefix)
+    if running is not None:
+        return running
+    return f"{prefix}-{environment_key(inputs['source_dir'], os.environ)}"
 
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
@@ -142,19 +168,44 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
             raise WorkflowInputError(f"the reproducer cannot be split into commands: {exc}",
                                      "close the open quote or here-doc and run again") from None
     inputs.pop("batch_text")
-    return ReproData(**inputs, reproduce_python=stepsflow.reproduce_python(settings))
+    data = ReproData(**inputs, reproduce_python=stepsflow.reproduce_python(settings))
+    from flow.reproduce.reuse import earlier_runs
+
+    earlier = earlier_runs(root, locate(opts, root))
+    if earlier:
+        data.notes.append("earlier runs of this command on another tree, interpreter or "
+                          f"installed set (kept): {'; '.join(earlier[:5])}")
+    return data
 
 
 def _restore_first(step: Any) -> Any:
-    """Wrap a step: a file left edited by a crashed skip-marker re-run is restored first."""
+    """Wrap a step: a file left edited by a crashed skip-marker re-run is restored first,
+    only when it still holds exactly our edit; a file the user changed since is kept (the
+    pending restore is dropped and the re-run ends CANNOT_VERIFY saying so)."""
     def guarded(ctx: Any) -> Any:
         pending = ctx.data.pending_restore
-        if pending is not None and restore(pending):
-            ctx.log(f"restored {pending.path} left edited by an interrupted re-run")
+        if pending is not None and not _job_running(ctx):
+            result = restore(pending)
+            if result == "restored":
+                ctx.log(f"restored {pending.path} left edited by an interrupted re-run")
+            elif result == "kept":
+                ctx.log(f"kept {pending.path}: changed since our edit, not ours to undo")
+                ctx.data.notes.append(f"{pending.path} changed after the skip-marker edit of an "
+                                      "interrupted re-run; kept as the user left it")
+                ctx.data.restore_kept = pending.path
+                ctx.data.pending_restore = None
         return step(ctx)
     guarded.__name__ = getattr(step, "__name__", "step")
     guarded.__doc__ = step.__doc__
     return guarded
+
+
+def _job_running(ctx: Any) -> bool:
+    """A background job of this phase has no result yet: a re-run may be running on the
+    edited file right now, so it is not restored under it (the step restores it after)."""
+    state = getattr(ctx, "_state", None)
+    jobs = getattr(state, "jobs", {}) or {}
+    return any(j.result is None and j.phase == state.phase for j in jobs.values())
 
 
 def begin(ctx: Any) -> Any:
@@ -170,23 +221,51 @@ def preflight(ctx: Any) -> Any:
     return Go("ok")
 
 
+def _reproduced_steps(verdict: Any) -> list[str]:
+    """What the caller does with a REPRODUCED verdict, including what it must know first
+    (a marker to take off, a rebuild after the fix)."""
+    if getattr(verdict, "verdict", "") != "REPRODUCED":
+        return []
+    steps = []
+    check, unskipped = verdict.self_check, verdict.unskipped
+    if check is not None and not check.fails and unskipped is not None:
+        steps.append(f"refined_command alone does not fail: {unskipped.decorator} at "
+                     f"{unskipped.file}:{unskipped.line} skips the test; take it off before "
+                     "running refined_command")
+    elif check is not None and not check.fails:
+        steps.append("refined_command alone did not fail in a clean shell; do not rely on it")
+    if verdict.flaky:
+        steps.append(f"flaky: {verdict.failures} of {verdict.attempts} attempts failed; a "
+                     "fix-verifier should run refined_command several times")
+    if verdict.rerun_after_fix:
+        steps.append(f"after applying a fix, run first: {verdict.rerun_after_fix}")
+    steps.append("hand refined_command to the fix workflow; it re-triggers the failure: "
+                 "bash -c \"$refined_command\"")
+    return steps
+
+
 def finish(ctx: Any) -> Any:
     """Write verdict.json and report.json; Done with outcome, verdict and report."""
     verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
     report = VerdictReport(verdict=verdict, installed_versions=ctx.data.installed_versions,
                            ci_image=ctx.data.ci_image, notes=ctx.data.notes)
+    from datetime import datetime, timezone
+
     dumped = report.model_dump(mode="json")
     ctx.write_json("verdict.json", dumped["verdict"])
-    ctx.write_json("report.json", dumped)
+    # when the verdict was reached: in the file only (the state stays the same whatever
+    # the clock, so a resumed flow ends exactly as an uninterrupted one)
+    ctx.write_json("report.json", {**dumped, "decided_at": datetime.now(timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")})
     steps = {
-        "REPRODUCED": ["hand refined_command to the fix workflow; it re-triggers the failure: "
-                       "bash -c \"$refined_command\""],
+        "REPRODUCED": _reproduced_steps(verdict),
         "NOT_REPRODUCED": ["report to the user (or triage) that the failure no longer reproduces"],
         "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
         "CANNOT_VERIFY": ["fix the blocker, then re-run with --restart"],
     }[verdict.verdict]
     return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
-                 "verdict_path": str(ctx.path("verdict.json"))}, steps)
+                 "verdict_path": str(ctx.path("verdict.json")), "reuse_key": ctx.flow_id},
+                steps)
 
 
 STEPS = {
@@ -213,6 +292,7 @@ WORKFLOW = Workflow(
         ("next", "stage2", "stage3"),
         ("decided", "stage3", "verdict"), ("unskip", "stage3", "unskip"),
         ("decided", "unskip", "verdict"), ("to_stage2", "unskip", "stage2"),
+        ("retry", "unskip", "unskip"),
         ("to_stage3", "unskip", "stage3"),
         ("ready", "batch_setup", "batch_entry"), ("next", "batch_entry", "batch_entry"),
         ("finished", "batch_entry", "batch_report"), ("build", "batch_entry", "batch_build"),

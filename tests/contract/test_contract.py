@@ -46,11 +46,13 @@ def _final_state(ws: Path) -> dict[str, Any]:
     for h in raw["history"]:
         h.pop("at")
     for job in raw.get("jobs", {}).values():
-        # A job's clock and supervisor pid differ from run to run; what it ran and how it
-        # ended must not. A kill may cost a job one restart, never a second result.
+        # a background job's clock, pid and start count (a kill before its launch restarts
+        # it once) are not part of where the flow ends; what ran and how it ended is
         for key in ("started_at", "deadline_at", "pid", "starts", "history"):
-            job.pop(key)
-        job["result"].pop("duration_s")
+            job.pop(key, None)
+        result = job.get("result") or {}
+        for key in ("duration_s", "header_bytes", "cut_bytes", "reason"):
+            result.pop(key, None)
     return raw
 
 

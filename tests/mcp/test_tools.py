@@ -180,7 +180,11 @@ def test_an_overrun_start_hands_its_fresh_wave_to_the_next_resume(tmp_path: Path
                 break
             await anyio.sleep(0.5)
         await anyio.sleep(1)  # the start's answer is in the server now
-        got = await mcp.ok("resume", {"flow_id": rows[0]["flow_id"]})
+        for _ in range(60):  # stage 1's reproducer run is a background job: wait it out
+            got = await mcp.ok("resume", {"flow_id": rows[0]["flow_id"]})
+            if got.get("tasks"):
+                break
+            await anyio.sleep(0.5)
         assert ("need_agent", "run") == (got["status"], got["tasks"][0]["method"])
         again = await mcp.ok("resume", {"flow_id": rows[0]["flow_id"]})
         assert ("waiting", got["tasks"]) == (again["status"], again["tasks"])

@@ -64,7 +64,8 @@ def test_report_markdown_and_json() -> None:
         True, True, True,
     ) == (
         data["counts"], [r["id"] for r in data["rows"]],
-        "| a | `pytest t.py::a \\| x` | REPRODUCED | nightly on origin/main |" in markdown,
+        "| a | `pytest t.py::a \\| x` | REPRODUCED | `pytest t.py::a` |   | nightly on origin/main |"
+        in markdown,
         "## Unverified (1)" in markdown and "no verdict recorded" in markdown,
         "## Invalid entry (1)" in markdown,
     )

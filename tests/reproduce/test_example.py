@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -16,7 +15,7 @@ from flow.reproduce.forms import parse_reproducer
 from flow.reproduce.interpret import collect_only, interpret_pytest
 from flow.reproduce.profiles import load_profile
 from flow.reproduce.refined_command import render
-from flow.reproduce.sourcebuild import install_built, pytest_script, tools_pth, venv_plan
+from flow.reproduce.sourcebuild import install_built, tools_pth, venv_plan
 from flow.reproduce.stages import (
     BuildStep, Next, StageMode, after_collect_only, preflight, stage1, stage2, stage2_build,
 )
@@ -47,7 +46,8 @@ def _run_stage(text: str, source: Path, path_head: str) -> tuple[str, object]:
     code, output = run([PYTHON, "-m", "pytest", "--collect-only", "-q", *choice.pytest_args],
                        cwd=choice.cwd)
     assert None is after_collect_only(collect_only(code, output))
-    refined = render(rep, cwd=choice.cwd, sv=True, pytest_args=choice.pytest_args)
+    refined = render(rep, cwd=choice.cwd, sv=True, pytest_args=choice.pytest_args,
+                     python=str(Path(path_head) / "python"))
     code, output = run(["bash", "-c", refined], cwd="/", env=env)
     return refined, interpret_pytest(code, output)
 
@@ -86,9 +86,6 @@ def test_stage2_fresh_venv_install(source: Path, tmp_path: Path) -> None:
     purelib = subprocess.run(plan.purelib_query, capture_output=True, text=True, check=True).stdout.strip()
     pth, content = tools_pth(purelib, [sysconfig.get_path("purelib")])
     pth.write_text(content)
-    script, body = pytest_script(plan)
-    script.write_text(body)
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
     assert BuildStep.RUN == stage2_build(True, None).step
     venv_bin = str(Path(plan.venv_python).parent)
     code, where = run([plan.venv_python, "-c", "import calc; print(calc.__file__)"], cwd="/")

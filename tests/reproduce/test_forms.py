@@ -118,3 +118,22 @@ def test_needs_tree_table(text: str, exists: bool, row: TreeRow, needs: bool) ->
     rep = parse_reproducer(text, exists=lambda _p: exists)
     assert rep is not None
     assert (row, needs) == (rep.tree_row, rep.needs_tree)
+
+
+TRANSCRIPT = """$ pip install -e .
+Successfully installed calc-0.1
+$ python -c "import calc; calc.mean([1, 2])" \\
+>   && echo done
+Traceback (most recent call last):
+  File "<string>", line 1, in <module>
+ZeroDivisionError: division by zero
+"""
+
+
+def test_console_transcript_is_read_as_its_prompted_commands() -> None:
+    """A pasted transcript's $ lines are the commands; its traceback is output, not a step."""
+    from flow.reproduce.forms import parse_reproducer
+
+    rep = parse_reproducer(TRANSCRIPT)
+    assert (["pip install -e ."], ["python", "-c", "import calc; calc.mean([1, 2])"]) == (
+        [s.text for s in rep.setup], rep.step.argv)

@@ -37,6 +37,9 @@ def _ctx(tmp_path: Path, data: ReproData, settings: dict[str, str]) -> Any:
 @pytest.mark.parametrize("later", ["other", "unset"])
 def test_resume_under_another_python_keeps_the_recorded_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later: str) -> None:
+    from flow import proc
+
+    proc.begin_call()  # this test process is long-lived: give its runs a fresh foreground budget
     first = _python(tmp_path / "first")
     data = start({"repro_command": "python -c pass"}, tmp_path,
                  {stepsflow.PYTHON_ENV: first})

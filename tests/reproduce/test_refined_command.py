@@ -95,3 +95,39 @@ def test_bash_c_fixture_failure() -> None:
     rep = parse_reproducer(f"{PYTHON} -m pytest {FIXTURES / 'outcomes_cases.py'}::TestOutcomes::test_fails")
     code, output = run(["bash", "-c", render(rep, sv=True, cwd="/tmp")])
     assert (1, True) == (code, "1 failed" in output)
+
+
+# (reproducer, python, refined command): the environment's interpreter by absolute path,
+# the original's words and shell semantics kept
+PYTHON_CASES = [
+    ("pytest t.py::a", "/e v/bin/python", "'/e v/bin/python' -m pytest t.py::a"),
+    ('python -c "print(\'$HOME\')"', "/e/bin/python", '/e/bin/python -c "print(\'$HOME\')"'),
+    ("python -c 'print(\"$HOME\")'", "/e/bin/python", '/e/bin/python -c "print(\\"\\$HOME\\")"'),
+    ('export CCY=EUR\npython -c "print(\'$CCY\')"', "/e/bin/python",
+     'export CCY=EUR && /e/bin/python -c "print(\'$CCY\')"'),
+    ('A="$HOME/x" python3 script.py "$A"', "/e/bin/python",
+     'export A="$HOME/x" && /e/bin/python script.py "$A"'),
+    ("/usr/bin/python3 -c 'import x'", "/e/bin/python", '/usr/bin/python3 -c "import x"'),
+]
+
+
+@pytest.mark.parametrize("text,python,expected", PYTHON_CASES)
+def test_render_names_the_interpreter_and_keeps_shell_semantics(text: str, python: str,
+                                                                expected: str) -> None:
+    """The environment's interpreter replaces bare python/pytest; quoting and $VAR are kept."""
+    assert expected == render(parse_reproducer(text), python=python)
+
+
+def test_var_expansion_computes_what_the_original_did() -> None:
+    """An exported variable expanded in python -c gives the same output as the original block."""
+    block = f'export GREETING=hello\n{PYTHON} -c "print(\'$GREETING world\')"'
+    original = run(["bash", "-c", block])
+    refined = run(["bash", "-c", render(parse_reproducer(block))])
+    assert (0, "hello world\n") == original == refined
+
+
+def test_activation_prefix_runs_first() -> None:
+    """A profile's ``activate`` runs before everything else, ``cd`` included."""
+    rep = parse_reproducer("pytest t.py::a")
+    assert ("source /opt/env.sh && cd /w && /e/bin/python -m pytest t.py::a" ==
+            render(rep, cwd="/w", python="/e/bin/python", activate="source /opt/env.sh"))

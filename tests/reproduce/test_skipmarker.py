@@ -93,13 +93,13 @@ def test_remove_rerun_restore_in_git_repo(tmp_path: Path, git_env: dict[str, str
 
     path = repo / "outcomes_cases.py"
     removal = remove_skip_marker(path.read_bytes(), node)
-    pending = PendingRestore.of(path, removal.original)  # saved in state before writing
+    pending = PendingRestore.of(path, removal.original, removal.modified)  # saved before writing
     write_atomic(path, removal.modified)
     code, output = run([PYTHON, "-m", "pytest", "-rs", "-p", "no:cacheprovider", node], cwd=repo)
     rerun = interpret_pytest(code, output).kind
     changed = restore(pending)
     status = run(["git", "status", "--porcelain"], cwd=repo, env=git_env)[1]
-    assert (Outcome.FAILED, True, "", False) == (rerun, changed, status, restore(pending))
+    assert (Outcome.FAILED, "restored", "", "unchanged") == (rerun, changed, status, restore(pending))
 
 
 def test_restore_after_crash(tmp_path: Path) -> None:
@@ -111,6 +111,48 @@ def test_restore_after_crash(tmp_path: Path) -> None:
     write_atomic(path, remove_skip_marker(SOURCE.encode(), "TestFoo::test_a").modified)
     restore(pending)
     assert SOURCE.encode() == path.read_bytes()
+
+
+# (what the file holds when the resume comes, what restore does, what the file holds after)
+RESUME_CASES = [
+    ("edited", "restored", "original"),      # our edit is still there: undone
+    ("original", "unchanged", "original"),   # crashed before the edit was written
+    ("user", "kept", "user"),                # the user changed it since: never overwritten
+]
+
+
+@pytest.mark.parametrize("holds,result,after", RESUME_CASES, ids=[c[0] for c in RESUME_CASES])
+def test_restore_only_undoes_our_own_edit(tmp_path: Path, holds: str, result: str,
+                                          after: str) -> None:
+    """The file is restored only while it holds exactly our edit; a user's change is kept."""
+    removal = remove_skip_marker(SOURCE.encode(), "TestFoo::test_a")
+    contents = {"original": SOURCE.encode(), "edited": removal.modified,
+                "user": removal.modified + b"\n# the user's own line\n"}
+    path = tmp_path / "t.py"
+    path.write_bytes(contents[holds])
+    pending = PendingRestore.of(path, removal.original, removal.modified)
+    assert (result, contents[after]) == (restore(pending), path.read_bytes())
+
+
+def test_decorators_are_dotted_with_lines() -> None:
+    """Decorators are read with ast as dotted names with their line (no libcst needed)."""
+    from flow.reproduce.skipmarker import decorators
+
+    source = b"import pytest\n\n\n@pytest.mark.skip(reason='x')\n@unittest.skip('y')\ndef test_a():\n    pass\n"
+    assert [("pytest.mark.skip", 4), ("unittest.skip", 5)] == [
+        (d.name, d.line) for d in decorators(source, "t.py::test_a")]
+
+
+@pytest.mark.parametrize("decorator,marker,matches", [
+    ("pytest.mark.skip", "pytest.mark.skip", True), ("mark.skip", "pytest.mark.skip", True),
+    ("common_utils.skipIfXpu", "skipIfXpu", True), ("pytest.mark.skipif", "pytest.mark.skip", False),
+    ("unittest.skip", "pytest.mark.skip", False), ("skip", "unittest.skip", True),
+])
+def test_marker_matches(decorator: str, marker: str, matches: bool) -> None:
+    """A profile marker names a decorator by its dotted name or a dotted tail of it."""
+    from flow.reproduce.skipmarker import marker_matches
+
+    assert matches == marker_matches(decorator, marker)
 
 
 def test_unparsable_file_is_not_found() -> None:

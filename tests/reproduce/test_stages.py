@@ -60,7 +60,7 @@ STAGE1_ROWS = [
     # all skipped by an XPU marker -> re-run without it, once
     (out(Outcome.SKIPPED_XPU_MARKER), StageMode.AUTO, False, None, RerunWithoutSkip(stage=Stage.NIGHTLY)),
     (out(Outcome.SKIPPED_XPU_MARKER, "r"), StageMode.AUTO, True, None,
-     CannotVerify(stage=Stage.NIGHTLY, blocker="still skipped without the XPU marker: r")),
+     CannotVerify(stage=Stage.NIGHTLY, blocker="still skipped without the skip marker: r")),
     # re-run PASSes -> treated as PASSED
     (out(Outcome.PASSED), StageMode.NIGHTLY, True, None,
      NotReproduced(checked_stages=[Stage.NIGHTLY], reason="passes on the nightly wheel (d)")),

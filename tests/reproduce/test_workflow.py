@@ -14,7 +14,7 @@ import pytest
 
 from tests.contract.driver import CRASH_HOOK, Driver
 from tests.fakegithub import FakeGitHub
-from tests.reproduce.conftest import REPO
+from tests.reproduce.conftest import PYTHON, REPO
 
 FAILING = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"
 PASSING = "pytest tests/test_calc.py::test_add"
@@ -32,8 +32,13 @@ def test_hidden():
     assert 1 == 2
 
 
-@pytest.mark.skip(reason="needs a GPU")
+@pytest.mark.skipif(True, reason="needs a GPU")
 def test_needs_gpu():
+    assert 1 == 2
+
+
+@pytest.mark.skip(reason="hides a regression")
+def test_skip_hidden():
     assert 1 == 2
 
 
@@ -245,10 +250,9 @@ def test_batch_resumes_at_the_entry_it_was_on(calc: Path, tmp_path: Path) -> Non
         ran = len(marks.read_text())
         marks.unlink()
         resumed_ok.append((ran_before, ran))
-    # Killed after "slow" ran but before its row was saved: run again (at most twice);
-    # killed after its row was saved: not run again.
-    assert all(ran in (1, 2) and (ran == 1 or before == 1) for before, ran in resumed_ok)
-    assert {1, 2} == {ran for _, ran in resumed_ok}
+    # The reproducer run is a background job recorded in the state: wherever the kill
+    # falls (before its row was saved or after), the resumed flow never runs it again.
+    assert {1} == {ran for _, ran in resumed_ok}
     assert expected == clean.spec["counts"]
 
 
@@ -333,8 +337,7 @@ def _where(marks: Path) -> list[str]:
 def test_batch_killed_in_stages_2_and_3_resumes_at_its_entry(
         calc: Path, tmp_path: Path, fake_github: FakeGitHub) -> None:
     """A SIGKILL at sampled writes after the batch's build was fed (Stage 2 and 3 visits,
-    the CI alignment), then resume: the same rows, and each stage of an entry runs again
-    at most once (only the visit that was cut short)."""
+    the CI alignment), then resume: the same rows, and no stage of an entry runs again."""
     _ci_repo_with_wheel(fake_github, calc, tmp_path, "")
     marks = tmp_path / "marks"
     batch = tmp_path / "batch.json"
@@ -365,5 +368,5 @@ def test_batch_killed_in_stages_2_and_3_resumes_at_its_entry(
         assert "done" == spec["status"], f"point {n}: {spec}"
         assert (_rows(clean), set(clean_marks)) == (_rows(spec), set(ran)), f"point {n}"
         extra.append(len(ran) - len(clean_marks))
-    assert (["nightly", "source_build", "ci_env"], True, True) == (
-        clean_marks, set(extra) <= {0, 1}, 1 in extra), extra
+    # each run is a background job recorded in the state: a resumed flow never runs it again
+    assert (["nightly", "source_build", "ci_env"], {0}) == (clean_marks, set(extra)), extra

@@ -1,0 +1,115 @@
+"""Stage 2 of the ``reproduce`` workflow: the source build (a ``run`` task for the local
+profile's ``localbuild``, an agent task loading the build skill for pytorch-xpu), its one
+ci_commit fallback, then the reproducer against the build.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from flow.outcome import Ask, Go, Task
+from flow.reproduce.profiles import Profile
+from flow.reproduce.stages import BuildStep, stage2_build
+from flow.reproduce.stepsflow import (
+    OFFLINE_ENV, REPO_ROOT, act, blocked, decide, interpreter, profile_of, run_each,
+)
+from flow.reproduce.verdict import CannotVerify, Stage
+
+
+def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Task:
+    if profile.source_build.kind == "venv":
+        build = profile.source_build
+        argv = [sys.executable, "-m", "flow.reproduce.localbuild", "--source",
+                ctx.data.source_dir, "--work", str(ctx.path("build")),
+                "--python", interpreter(ctx)]
+        argv += ["--commit", commit] if commit else []
+        if build.offline or ctx.settings.get(OFFLINE_ENV) == "1":
+            argv.append("--offline")
+        extras = ctx.data.test_extras or build.test_extras
+        argv += ["--extras", ",".join(extras)] if extras else []
+        argv += [] if build.editable else ["--no-editable"]
+        return Task(key=key, role="runner", feed="run", command=argv, cwd=str(REPO_ROOT),
+                    prompt=f"Build {ctx.data.source_dir} into a fresh venv"
+                           f"{' at ' + commit if commit else ''} (Stage 2 source build).",
+                    timeout_ms=3_600_000, max_attempts=1)
+    where = f"the tree at {ctx.data.tree} (detached at {commit or 'origin/main'})"
+    return Task(key=key, role="runner", feed="build", max_attempts=1,
+                prompt=f"Load the {profile.source_build.skill} skill and follow it to build "
+                       f"{where}. Do not run the reproducer. Feed ok=true when the build "
+                       "succeeded, ok=false with the failing step in detail otherwise.")
+
+
+def build_errors(ctx: Any, key: str) -> str:
+    """The real error lines of a failed local build, read from the log it was fed with
+    (``localbuild.error_lines``); "" when there is none to read."""
+    from flow.reproduce.localbuild import error_lines
+
+    res = ctx.result(key)
+    path = getattr(res, "log_path", None)
+    if not path:
+        return ""
+    try:
+        full = Path(path) if Path(path).is_absolute() else ctx.dir / path
+        text = full.read_bytes()[-65536:].decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return error_lines(text, limit=6).replace("\n", " | ")
+
+
+def _build_ok(ctx: Any, profile: Profile, key: str) -> bool | None:
+    res = ctx.result(key)
+    if res is None:
+        return None
+    if profile.source_build.kind == "venv":
+        return res.exit_code == 0 and (ctx.dir / "build/venv/bin/python").exists()
+    return bool(res.ok)
+
+
+def stage2(ctx: Any) -> Any:
+    """Stage 2: build origin/main (a run task), fall back once to ci_commit, run, decide."""
+    profile = profile_of(ctx)
+    ctx.data.current_stage = Stage.SOURCE_BUILD.value
+    pending = source_build(ctx, profile)
+    if pending is not None:
+        return pending
+    return act(ctx, decide(ctx, profile, Stage.SOURCE_BUILD, "stage2"))
+
+
+def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
+    """Stage 2's build, shared by the single flow and the batch: an ``Ask`` (a build to
+    run, or the one ci_commit fallback), ``Go("decided")`` with a CANNOT_VERIFY verdict
+    in ``ctx.data.verdict``, or None once built (``base``, ``python`` and ``path_head``
+    then name the build)."""
+    if profile.source_build.kind == "venv" and not ctx.data.source_dir:
+        return blocked(ctx, Stage.SOURCE_BUILD, "no source dir to build: pass --source-dir DIR")
+    if ctx.data.trunk_ok is None:
+        ctx.data.trunk_ok = _build_ok(ctx, profile, "build-trunk")
+    if ctx.data.trunk_ok is False and ctx.data.fallback_ok is None:
+        ctx.data.fallback_ok = _build_ok(ctx, profile, "build-fallback")
+    plan = stage2_build(ctx.data.trunk_ok, ctx.data.ci_commit, ctx.data.fallback_ok)
+    if isinstance(plan, CannotVerify):
+        why = build_errors(ctx, "build-fallback" if ctx.data.fallback_ok is False else "build-trunk")
+        if why:
+            plan = plan.model_copy(update={"blocker": f"{plan.blocker}: {why}"})
+        ctx.data.verdict = plan.model_dump(mode="json")
+        return Go("decided")
+    if plan.step is BuildStep.BUILD_TRUNK:
+        return Ask([_build_task(ctx, profile, "build-trunk", None)], extra={"stage": "source_build"})
+    if plan.step is BuildStep.FALL_BACK:
+        if profile.tree is not None:
+            from flow.reproduce.commands import fill
+
+            problem = run_each(ctx, [fill(tpl, tree=ctx.data.tree or "", ci_commit=plan.base)
+                                     for tpl in (profile.tree.fallback_detach,
+                                                 profile.tree.submodules)],
+                               "fallback", f"checkout of ci_commit {plan.base}")
+            if problem:
+                return blocked(ctx, Stage.SOURCE_BUILD, problem)
+        return Ask([_build_task(ctx, profile, "build-fallback", plan.base)],
+                   extra={"stage": "source_build", "fallback": plan.base})
+    ctx.data.base = plan.base
+    if profile.source_build.kind == "venv":
+        ctx.data.python = str((ctx.dir / "build/venv/bin/python"))
+        ctx.data.path_head = str((ctx.dir / "build/venv/bin"))
+    return None

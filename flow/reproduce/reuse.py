@@ -1,0 +1,122 @@
+"""When a verdict may be reused: the flow id of a reproduce run is keyed by what decides it.
+
+``reproduce/<12 hex of the inputs>-<8 hex of the environment>``: the inputs are the
+command and every flag (profile included); the environment part covers
+
+- the interpreter (``ORCHESTRATOR_REPRODUCE_PYTHON``, else the orchestrator's own);
+- the source tree: git HEAD plus a hash of ``git diff HEAD`` and the untracked files'
+  names; a tree that is no git repository: names, sizes and mtimes of its source files
+  (``*.py``, build and config files; hidden and cache folders skipped);
+- the installed distributions: the names (so the versions) of the ``*.dist-info``
+  folders in the interpreter's site-packages.
+
+The same key is the same flow: the recorded verdict is printed again (``decided_at`` says
+when it was reached). Any difference is another flow id, so a new run; the earlier flows
+of the same inputs are listed in its notes (``earlier_runs``). Cheap by design (no child
+interpreter; at most two git calls) so that every call can compute it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from flow import proc
+
+SOURCE_SUFFIXES = {".py", ".pyx", ".pxd", ".c", ".cc", ".cpp", ".h", ".hpp", ".toml", ".cfg",
+                   ".ini", ".txt", ".in", ".json", ".yaml", ".yml"}
+MAX_FILES = 20000
+
+
+def interpreter(env: Mapping[str, str]) -> str:
+    value = env.get("ORCHESTRATOR_REPRODUCE_PYTHON")
+    return os.path.abspath(os.path.expanduser(value)) if value else sys.executable
+
+
+def installed_fingerprint(python: str) -> str:
+    """The ``*.dist-info`` names in the interpreter's site-packages (venv layout, else
+    the prefix's lib dirs): a changed version renames its folder."""
+    prefix = Path(python).parent.parent
+    names = sorted(p.name for pattern in ("lib/python*/site-packages/*.dist-info",
+                                          "lib/python*/dist-packages/*.dist-info")
+                   for p in prefix.glob(pattern))
+    return "\n".join(names)
+
+
+def tree_fingerprint(path: str) -> str:
+    """Git HEAD and the uncommitted changes, or the source files' names/sizes/mtimes."""
+    status = proc.capture(["git", "-C", path, "status", "--porcelain=v2", "--branch",
+                           "--untracked-files=all", "--", "."], timeout=60)
+    if status.ok:
+        text = status.text
+        if any(line and not line.startswith("#") for line in text.splitlines()):
+            diff = proc.capture(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."],
+                                timeout=60)
+            text += diff.text
+        return text
+    parts: list[str] = []
+    root = Path(path)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
+                             and d not in {"__pycache__", "build", "dist"}
+                             and not d.endswith(".egg-info"))
+        for name in sorted(filenames):
+            if Path(name).suffix in SOURCE_SUFFIXES and not name.startswith("."):
+                st = os.stat(os.path.join(dirpath, name))
+                parts.append(f"{os.path.relpath(os.path.join(dirpath, name), root)} "
+                             f"{st.st_size} {st.st_mtime_ns}")
+                if len(parts) >= MAX_FILES:
+                    return "\n".join(parts)
+    return "\n".join(parts)
+
+
+def environment_key(source_dir: str | None, env: Mapping[str, str]) -> str:
+    """8 hex digits over the interpreter, the tree and the installed distributions."""
+    python = interpreter(env)
+    digest = hashlib.sha1(python.encode())
+    digest.update(installed_fingerprint(python).encode())
+    if source_dir and Path(source_dir).is_dir():
+        digest.update(tree_fingerprint(source_dir).encode(errors="replace"))
+    return digest.hexdigest()[:8]
+
+
+def unfinished(root: Path, prefix: str) -> str | None:
+    """The flow id of an unfinished flow of the same inputs (``reproduce/<prefix>-*``), if
+    any: a call with the same command resumes it, whatever the tree looks like meanwhile
+    (a skip-marker re-run edits the tree; only a finished verdict is keyed anew)."""
+    import json
+
+    folder, _, name = prefix.rpartition("/")
+    for other in sorted((root / folder).glob(f"{name}-*")):
+        state = other / "flow_state.json"
+        try:
+            raw = json.loads(state.read_text())
+        except (OSError, ValueError):
+            continue
+        if raw.get("result") is None and not raw.get("aborted"):
+            return f"{folder}/{other.name}"
+    return None
+
+
+def earlier_runs(root: Path, flow_id: str) -> list[str]:
+    """Other flows of the same inputs (``<prefix>-*`` beside ``flow_id``), newest first,
+    as ``<flow id> (<verdict> at <time>)``."""
+    import json
+    from datetime import datetime, timezone
+
+    folder, _, name = flow_id.rpartition("/")
+    prefix = name.rsplit("-", 1)[0]
+    found = []
+    for other in (root / folder).glob(f"{prefix}-*"):
+        if other.name == name or not other.is_dir():
+            continue
+        verdict = other / "verdict.json"
+        try:
+            what = json.loads(verdict.read_text()).get("verdict", "?")
+            when = datetime.fromtimestamp(verdict.stat().st_mtime, timezone.utc)
+        except (OSError, ValueError):
+            continue
+        found.append((when, f"{folder}/{other.name} ({what} at {when:%Y-%m-%dT%H:%M:%SZ})"))
+    return [text for _, text in sorted(found, reverse=True)]
