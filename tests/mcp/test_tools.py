@@ -169,27 +169,26 @@ def test_schema_and_status_answer_what_the_cli_prints(tmp_path: Path, name: str 
     drive(tmp_path, body)
 
 
-def test_an_overrun_start_hands_its_fresh_wave_to_the_next_resume(tmp_path: Path) -> None:
-    """An overrun start's fresh need_agent goes to its flow's next resume, not a re-print."""
+def test_an_overrun_call_hands_its_fresh_wave_to_the_next_resume(tmp_path: Path) -> None:
+    """A call that outlives the budget answers `waiting`; the fresh need_agent it produced
+    goes to the flow's next resume (not a re-print), and only once."""
+    env = {"ORCHESTRATOR_PLUGINS": "tests.mcp.slowflow", "ORCHESTRATOR_FOREGROUND_S": "1",
+           "SLOWFLOW_SECONDS": "3"}
+    code, started = cli(tmp_path, "start", "slow", "x", env=env)
+    assert (0, "need_agent") == (code, started["status"])
+    task = started["tasks"][0]
+
     async def body(mcp: Mcp) -> None:
-        spec, _ = await mcp.call("start", {"args": reproduce_args(PASSING)})
-        assert ("waiting", None) == (spec["status"], spec["flow_id"])
-        for _ in range(120):
-            rows = (await mcp.ok("status"))["flows"]
-            if rows and rows[0]["pending"]:
-                break
-            await anyio.sleep(0.5)
-        await anyio.sleep(1)  # the start's answer is in the server now
-        for _ in range(60):  # stage 1's reproducer run is a background job: wait it out
-            got = await mcp.ok("resume", {"flow_id": rows[0]["flow_id"]})
-            if got.get("tasks"):
-                break
-            await anyio.sleep(0.5)
-        assert ("need_agent", "run") == (got["status"], got["tasks"][0]["method"])
-        again = await mcp.ok("resume", {"flow_id": rows[0]["flow_id"]})
+        spec, _ = await mcp.call("feed", {"flow_id": "slow/x", "task_id": task["task_id"],
+                                          "result": {"value": 1}})
+        assert ("waiting", True) == (spec["status"], spec["job"]["id"].startswith("mcp-"))
+        await anyio.sleep(3)  # the feed's library call finishes in the server meanwhile
+        got = await mcp.ok("resume", {"flow_id": "slow/x"})
+        assert ("need_agent", "coder") == (got["status"], got["tasks"][0]["agent_name"])
+        again = await mcp.ok("resume", {"flow_id": "slow/x"})
         assert ("waiting", got["tasks"]) == (again["status"], again["tasks"])
 
-    drive(tmp_path, body, {"ORCHESTRATOR_FOREGROUND_S": "1"})
+    drive(tmp_path, body, env)
 
 
 def test_start_again_carries_on_and_restart_moves_the_old_flow_aside(tmp_path: Path) -> None:
