@@ -154,7 +154,7 @@ def test_extract_either_layout(tmp_path: Path, names: list[str], expected: list[
 @pytest.mark.parametrize("data,blocker", [
     (make_zip(["README.md", "build/x.so"]), BLOCKER_NO_WHEEL_EXTRACTED),
     (BODY[:20], "bad artifact zip"),
-])
+], ids=["no-wheel", "truncated"])  # zip bytes hold a timestamp: ids must not (xdist workers)
 def test_extract_blockers(tmp_path: Path, data: bytes, blocker: str) -> None:
     """No wheel gives the seed's no_wheel_extracted; a truncated zip is named as such."""
     archive = tmp_path / "a.zip"
