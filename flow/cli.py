@@ -88,7 +88,10 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
         with _naming(flow_id, workflow_name):
             _move_aside(store)
     if store.exists():
-        return _drive(module, store, args, root, harness, script, new=False)
+        spec = _drive(module, store, args, root, harness, script, new=False)
+        if not (args.resume or args.feed or args.answer is not None):
+            _mark_reused(spec, flow_id)
+        return spec
     if args.resume or args.feed or args.answer:
         raise FlowNotFound(f"no flow {flow_id!r} to resume in workspace {str(root)!r}",
                            "start it first (the same command without --resume/--feed/--answer)")
@@ -146,6 +149,30 @@ def _which(args: argparse.Namespace, words: list[str]) -> tuple[str, dict[str, A
     raise UsageError("nothing to do: no command, file or flow given",
                      "try 'orchestrator.py status', 'orchestrator.py reproduce --command CMD', "
                      "'orchestrator.py test/test_ops.py', or --flow ID --resume")
+
+
+def _mark_reused(spec: dict[str, Any], flow_id: str) -> None:
+    """A start command that found its flow already finished says so: the answer is that
+    flow's, decided earlier, not a new run (``--restart`` runs anew)."""
+    if spec.get("status") != "done":
+        return
+    from workspace.paths import STATE_FILE
+
+    spec["reused_from"] = {"flow_id": flow_id, "decided_at": _finished_at(spec, STATE_FILE)}
+    spec.setdefault("next_steps", []).append(
+        "This is the answer of an earlier run with the same inputs (reused_from says when); "
+        "add --restart to run it anew.")
+
+
+def _finished_at(spec: dict[str, Any], state_file: str) -> str | None:
+    from workspace.jsonio import loads
+
+    try:
+        raw = loads((Path(str(spec["workspace"])) / state_file).read_bytes())
+    except (OSError, ValueError, KeyError):
+        return None
+    done = [h.get("at") for h in raw.get("history", []) if isinstance(h, dict)]
+    return raw.get("updated_at") if not done else (done[-1] or raw.get("updated_at"))
 
 
 def _drive(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, harness: str,

@@ -197,7 +197,11 @@ def test_start_again_carries_on_and_restart_moves_the_old_flow_aside(tmp_path: P
         args = {"args": reproduce_args(FAILING), "harness": "codex"}
         first = await mcp.ok("start", args)
         assert ("done", "codex") == (first["status"], first["harness"])
-        assert first == await mcp.ok("start", args)
+        second = await mcp.ok("start", args)
+        assert {"flow_id": first["flow_id"], "decided_at": second["reused_from"]["decided_at"]} \
+            == second.pop("reused_from")
+        assert "--restart" in second["next_steps"].pop()
+        assert first == second
         again = await mcp.ok("start", {**args, "restart": True})
         assert (first["flow_id"], "done") == (again["flow_id"], again["status"])
         kept = [p.name for p in (tmp_path / "reproduce").iterdir() if ".old-" in p.name]

@@ -245,6 +245,8 @@ def test_a_verdict_is_reused_only_for_the_same_tree_and_interpreter(calc: Path, 
                for s in (first, same)]
     assert (same["flow_id"], decided[1], first["verdict"]["verdict"]) == (
         first["flow_id"], decided[0], "REPRODUCED")
+    assert ("reused_from" in first, first["flow_id"]) == (False, same["reused_from"]["flow_id"])
+    assert "reused_from" not in fixed
     assert (fixed["flow_id"] != first["flow_id"], fixed["verdict"]["verdict"],
             any(first["flow_id"] in n for n in fixed["report"]["notes"])) == (
         True, "NOT_REPRODUCED", True), fixed["report"]["notes"]
