@@ -30,15 +30,23 @@ WORKFLOW_COMMANDS = {"reproduce": "reproduce", "ci-targeted": "ci-targeted"}
 
 
 def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dict[str, Any] | str:
+    """One call: no child it runs outlives the foreground budget, counted from here."""
     from flow import proc
 
-    proc.begin_call()  # no child of this call runs past the foreground budget
     try:
         proc.foreground_s()
     except ValueError as exc:
         raise UsageError(str(exc), f"set {proc.FOREGROUND_ENV} to a number of seconds such as "
                                    "90 (under your harness's shell-tool timeout), or unset it"
                          ) from None
+    proc.begin_call()
+    try:
+        return _run(args, root, harness, script)
+    finally:
+        proc.end_call()
+
+
+def _run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dict[str, Any] | str:
     words = list(args.args)
     command = words[0] if words else None
     if command == "status":

@@ -71,6 +71,13 @@ def begin_call() -> None:
             return
 
 
+def end_call() -> None:
+    """The call is over: runs after it (a library user, the next test in a process) are no
+    longer held to its budget. Signal handlers stay (they only act on running children)."""
+    global _call_started
+    _call_started = None
+
+
 _active: set[int] = set()  # process groups of foreground runs now going
 _previous: dict[int, object] = {}
 

@@ -47,7 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agents.prompts import Untrusted, render
+from agents.prompts import Untrusted, fence, render
 from flow.ci.decide import (
     DEFAULT_MAX_ROUNDS, DEFAULT_PUSH_DEADLINE_MINUTES, DEFAULT_RUN_DEADLINE_MINUTES, Awaiting, CiData,
     Decision, EndReport, FixRound, decide,

@@ -272,6 +272,14 @@ class BatchFeed(Feed):
     batch when ``failed`` is true.
     """
 
+    # The published schema states the two shapes _complete enforces.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"properties": {"failed": {"const": True},
+                        "reason": {"type": "string", "minLength": 1}},
+         "required": ["failed", "reason"]},
+        {"properties": {"failed": {"const": False}, "results": {"minItems": 1}},
+         "required": ["results"]}]})
+
     results: list[PRReview] = []
     failed: bool = False
     reason: str | None = None

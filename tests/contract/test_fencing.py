@@ -73,7 +73,8 @@ def test_tokens_in_a_fetched_ci_log_are_redacted(monkeypatch: pytest.MonkeyPatch
 
 def test_cron_line_escapes_percent() -> None:
     """crontab cuts a command at an unescaped %: every % in user_cron_line is escaped."""
+    job = {"cron_job_id": "orchestrator:f", "interval_changed": False, "rule": "create once"}
     oc = cron_on_complete("/py /o.py --workspace /w%d --flow f --resume", "*/7 * * * *", 420,
-                          "", "/w%d/logs/cron.log")
+                          "", "/w%d/logs/cron.log", job)
     assert "\\%d" in oc["user_cron_line"] and "w%d" not in oc["user_cron_line"].replace("\\%", "")
     assert "a\\%b" == cron_escape("a%b")

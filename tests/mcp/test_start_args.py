@@ -14,7 +14,7 @@ CASES = [  # (start args, what the workflow's refusal says: proof the flag reach
       "repo_dir": "/"}, "'/' is not inside a git repository"),
     ({"workflow": "review-queue", "repo": "o/r"}, "no review queue at"),
     ({"workflow": "ingest", "apply": "/nonexistent/findings.md"}, "is not a findings file"),
-    ({"workflow": "ingest", "repo": "bad"}, "--repo 'bad' is not owner/name"),
+    ({"workflow": "ingest", "repo": "bad"}, "--repo 'bad' is not a GitHub repository as owner/name"),
     ({"workflow": "reproduce", "command": "pytest -k x.py", "ci_commit": "zz"},
      "--ci-commit 'zz' is not a commit sha"),
     ({"workflow": "reproduce", "command": "pytest x.py", "profile": "nope"},

@@ -142,20 +142,25 @@ def test_a_busy_flow_is_a_tool_error_and_cli_and_mcp_share_the_flow(tmp_path: Pa
 
 def test_a_call_past_the_foreground_budget_answers_waiting_then_its_result(
         tmp_path: Path) -> None:
-    """A start past a 1 s budget answers waiting (job, progress); the same start gets done."""
+    """A call past a 1 s budget answers waiting (job, progress); the next call gets its answer."""
+    env = {"ORCHESTRATOR_PLUGINS": "tests.mcp.slowflow", "ORCHESTRATOR_FOREGROUND_S": "1",
+           "SLOWFLOW_SECONDS": "3"}
+    task = cli(tmp_path, "start", "slow", "p", env=env)[1]["tasks"][0]
+
     async def body(mcp: Mcp) -> None:
-        args = {"args": reproduce_args(FAILING)}
-        spec, failed = await mcp.call("start", args, track=True)
+        spec, failed = await mcp.call("feed", {"flow_id": "slow/p", "task_id": task["task_id"],
+                                               "result": {"value": 1}}, track=True)
         assert (False, "waiting") == (failed, spec["status"])
         assert spec["job"]["id"].startswith("mcp-") and spec["poll_after_s"] > 0
         assert mcp.progress and all(total == 1.0 for _, total, _ in mcp.progress)
         for _ in range(60):
-            spec = await mcp.ok("start", args)
+            spec = await mcp.ok("resume", {"flow_id": "slow/p"})
             if spec["status"] != "waiting":
                 break
-        assert ("done", "REPRODUCED") == (spec["status"], spec["outcome"])
+            await anyio.sleep(0.5)
+        assert ("need_agent", "coder") == (spec["status"], spec["tasks"][0]["agent_name"])
 
-    drive(tmp_path, body, {"ORCHESTRATOR_FOREGROUND_S": "1"})
+    drive(tmp_path, body, env)
 
 
 @pytest.mark.parametrize("name", [None, "reproduce.run"])
