@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,7 +34,7 @@ from pydantic import ValidationError
 
 from flow.errors import OrchestratorError, UsageError
 from flow.mcp import resources
-from flow.mcp.budget import POLL_AFTER_S, InFlight, Progress, budget_s
+from flow.mcp.budget import BUDGET_ENV, POLL_AFTER_S, InFlight, Progress, budget_s
 from flow.mcp.calls import Caller, Reply, Respond
 from flow.mcp.inputs import (
     TOOLS, AnswerInput, FeedInput, ResumeInput, SchemaInput, StartInput, input_schema,
@@ -219,6 +220,9 @@ def build(app: App) -> Server[Any]:
                   on_read_resource=read_resource)
 
 
+INNER_SHARE = 0.8  # of the tool call's budget, for the library call inside it
+
+
 def serve(argv: list[str], respond: Respond) -> int:
     """Parse ``mcp [--workspace DIR] [--harness H]`` and serve over stdio until EOF."""
     parser = argparse.ArgumentParser(prog="orchestrator.py mcp", description=__doc__)
@@ -227,7 +231,12 @@ def serve(argv: list[str], respond: Respond) -> int:
     parser.add_argument("--harness", choices=["claude", "codex"],
                         help="harness of flows started here (default as on the CLI)")
     args = parser.parse_args(argv)
-    app = App(workspace_root(args.workspace), args.harness, respond, budget_s())
+    budget = budget_s()
+    # The library calls get a smaller budget than the tool call, so a flow waiting on its
+    # own background job answers `waiting` (with that job) before the server's safety net
+    # (an `mcp-` job for a call still running) has to.
+    os.environ[BUDGET_ENV] = f"{max(0.5, budget * INNER_SHARE):g}"
+    app = App(workspace_root(args.workspace), args.harness, respond, budget)
     server = build(app)
 
     async def main() -> None:

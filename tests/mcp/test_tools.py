@@ -213,3 +213,22 @@ def test_start_again_carries_on_and_restart_moves_the_old_flow_aside(tmp_path: P
         assert 1 == len(kept)
 
     drive(tmp_path, body)
+
+
+def test_resume_with_wait_follows_the_flows_own_job_to_its_end(tmp_path: Path) -> None:
+    """A flow waiting on its background job: resume {wait: true} answers within the budget,
+    with the flow's own job (not a server overrun), and a later resume reads its result."""
+    env = {"ORCHESTRATOR_PLUGINS": "tests.proc.jobflow", "ORCHESTRATOR_FOREGROUND_S": "2",
+           "JOBFLOW_SCRIPT": "import time\nprint('working', flush=True)\ntime.sleep(4)"}
+    started = cli(tmp_path, "start", "jobs", "w", env=env)[1]
+    assert ("waiting", "job") == (started["status"], started["waiting_on"])
+
+    async def body(mcp: Mcp) -> None:
+        spec = await mcp.ok("resume", {"flow_id": "jobs/w", "wait": True})
+        if spec["status"] == "waiting":  # the flow's own job, reported as the CLI reports it
+            assert ("jobs/w", "work-v1-main") == (spec["flow_id"], spec["job"]["id"])
+            await anyio.sleep(3)
+            spec = await mcp.ok("resume", {"flow_id": "jobs/w", "wait": True})
+        assert ("done", 0, "working") == (spec["status"], spec["code"], spec["tail"])
+
+    drive(tmp_path, body, env)
