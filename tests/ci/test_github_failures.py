@@ -74,6 +74,8 @@ def test_a_refused_rerun_is_recorded_never_repeated_and_reported(fake_github: Fa
     assert ("done", "ci_stopped", "needs_attention") == (spec["status"], spec["phase"], spec["outcome"])
     assert ADMIN_RIGHTS in spec["reason"] and ADMIN_RIGHTS in " ".join(spec["next_steps"])
     assert [f"403 {ADMIN_RIGHTS}"] == [r["refused"] for r in spec["refused_reruns"]]
+    assert spec["flow_id"] == again.pop("reused_from")["flow_id"]  # the same finished flow
+    assert "--restart" in again["next_steps"].pop()
     assert (1, again) == (fake_github.count(r"/rerun-failed-jobs$", "POST"), spec)
 
 
