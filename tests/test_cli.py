@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import ROOT, SCRIPT, Driver
+from tests.contract.driver import SCRIPT, Driver, modules_after as _modules_after
 
 TOY = {"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}
 
@@ -98,16 +98,6 @@ def test_emitted_commands_work_from_any_directory_with_awkward_paths(tmp_path: P
     Path(spec["tasks"][0]["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
     fed = drv.shell(spec["tasks"][0]["feed_command"])
     assert (0, "waiting") == (fed.code, fed.spec["status"])
-
-
-def _modules_after(argv: list[str], env: dict[str, str]) -> set[str]:
-    code = ("import sys, io, orchestrator\n"
-            "sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
-            "orchestrator.main(sys.argv[1:])\n"
-            "sys.stderr.write('\\nMODULES ' + ' '.join(sys.modules))\n")
-    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
-    return set(proc.stderr.rsplit("MODULES ", 1)[1].split())
 
 
 def test_resume_and_feed_do_not_import_libcst_or_pygithub(tmp_path: Path) -> None:

@@ -17,6 +17,17 @@ SCRIPT = ROOT / "orchestrator.py"
 CRASH_HOOK = Path(__file__).resolve().parents[1] / "crashhook"
 
 
+def modules_after(argv: list[str], env: dict[str, str]) -> set[str]:
+    """The modules a CLI call with ``argv`` imported (run in a fresh interpreter)."""
+    code = ("import sys, io, orchestrator\n"
+            "sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
+            "orchestrator.main(sys.argv[1:])\n"
+            "sys.stderr.write('\\nMODULES ' + ' '.join(sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    return set(proc.stderr.rsplit("MODULES ", 1)[1].split())
+
+
 @dataclass
 class Call:
     argv: list[str]

@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.contract.driver import ROOT, Driver
+from tests.contract.driver import Driver, modules_after as _modules_after
 
 TOY = {"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}
-
-
-def _modules_after(argv: list[str], env: dict[str, str]) -> set[str]:
-    code = ("import sys, io, orchestrator\n"
-            "sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
-            "orchestrator.main(sys.argv[1:])\n"
-            "sys.stderr.write('\\nMODULES ' + ' '.join(sys.modules))\n")
-    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
-    return set(proc.stderr.rsplit("MODULES ", 1)[1].split())
 
 
 def test_resume_feed_status_and_schema_do_not_import_mcp(tmp_path: Path) -> None:
