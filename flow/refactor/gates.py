@@ -94,6 +94,10 @@ def _devices(ctx: Any) -> list[str]:
                                               "import torch; print(torch.cuda.is_available())"],
                             env=ctx.settings, timeout=300, log_name="logs/probe_devices.log")
             devices = ["cpu", "cuda"] if probe.tail(1).strip().endswith("True") else ["cpu"]
+            if probe.timed_out or probe.lost:  # never a silent "no GPU": say the probe failed
+                _note(ctx, f"the CUDA probe of {_python(ctx)} {'timed out' if probe.timed_out else 'was lost'}"
+                           f" (log {probe.log}): tests ran on CPU only; set {DEVICES_ENV}=cpu,cuda "
+                           "to run them on CUDA too")
         ctx.data.test_devices = devices
     return list(ctx.data.test_devices)
 
