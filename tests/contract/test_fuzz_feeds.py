@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import orchestrator
+from tests.contract.inproc import call as _call
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -26,21 +24,6 @@ FEEDS = st.one_of(
                     JSON, max_size=4).map(json.dumps),
     st.binary(max_size=64).map(lambda b: b.decode("latin-1")),
 )
-
-
-def _call(argv: list[str]) -> tuple[int, dict[str, Any]]:
-    out = io.BytesIO()
-    real = sys.stdout
-    wrapper = io.TextIOWrapper(out, encoding="utf-8")
-    sys.stdout = wrapper
-    try:
-        code = orchestrator.main(argv)
-    finally:
-        wrapper.flush()
-        data = out.getvalue()
-        wrapper.detach()
-        sys.stdout = real
-    return code, json.loads(data)
 
 
 @pytest.fixture
