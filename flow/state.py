@@ -120,9 +120,6 @@ class FlowState(BaseModel):
         """Tasks emitted in the current visit of the current phase."""
         return [t for t in self.tasks if t.phase == self.phase and t.visit == self.visit]
 
-    def running_jobs(self) -> list[JobRecord]:
-        return [j for j in self.jobs.values() if j.result is None]
-
     def pending(self) -> list[TaskRecord]:
         return [t for t in self.tasks if t.status == "pending"]
 
