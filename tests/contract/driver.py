@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -109,3 +110,32 @@ class Driver:
             spec = nxt.spec
             specs.append(spec)
         raise AssertionError(f"{sc.name} did not finish in {max_calls} calls")
+
+
+class InProcess(Driver):
+    """The same calls run by ``orchestrator.main`` in this process: no interpreter start, so a
+    test replaying a flow many times pays only for the flow's own work. For the parts of a
+    test that are not about the process boundary (the kill test's calls around the one it
+    kills); the environment is this process's (a scenario's ``env`` is set by its fixture)."""
+
+    def __init__(self, workspace: Path) -> None:
+        super().__init__(workspace)
+
+    def _inproc(self, argv: list[str], shown: list[str]) -> Call:
+        from tests.contract import inproc
+
+        code, spec = inproc.call(argv)
+        call = Call(shown, code, spec, "")
+        self.calls.append(call)
+        return call
+
+    def call(self, argv: list[str], extra_env: dict[str, str] | None = None) -> Call:
+        assert not extra_env, "an in-process call runs in this process's environment"
+        return self._inproc(["--workspace", str(self.workspace), *argv], argv)
+
+    def shell(self, command: str, extra_env: dict[str, str] | None = None) -> Call:
+        """A printed command, which must be this interpreter running orchestrator.py."""
+        assert not extra_env, "an in-process call runs in this process's environment"
+        words = shlex.split(command)
+        assert words[:2] == [sys.executable, str(SCRIPT)], f"not an orchestrator call: {command}"
+        return self._inproc(words[2:], [command])
