@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,18 +118,30 @@ def test_xpu_skip_marker_is_removed_rerun_and_restored(calc: Path, tmp_path: Pat
         _verdict(spec), (calc / "tests" / "test_extra.py").read_bytes())
 
 
+def _writes_to(trace: Path, which: Callable[[str], bool]) -> list[int]:
+    """The points (counted atomic writes, see tests/crashhook) of a traced run whose
+    destination ``which`` accepts."""
+    rows = (line.split("\t", 1) for line in trace.read_text().splitlines())
+    return [int(n) for n, dst in rows if which(dst)]
+
+
 def test_skip_marker_restored_after_kill_mid_rerun(calc: Path, tmp_path: Path) -> None:
-    """A SIGKILL at every write of the skip-marker run, then --resume: the file always ends
-    restored and the verdict is the same (the pending restore was saved before the edit)."""
+    """A SIGKILL at every write from the save before the marker's removal to the save after
+    its restore, then --resume: the file always ends restored and the verdict is the same (the
+    pending restore was saved before the edit). Writes outside that window are the engine's,
+    killed in the contract suite."""
     target = calc / "tests" / "test_extra.py"
     before = target.read_bytes()
     command = "pytest tests/test_extra.py::test_hidden"
-    counter = tmp_path / "count"
+    trace = tmp_path / "trace"
     Driver(tmp_path / "count-ws", {"PYTHONPATH": str(CRASH_HOOK), "ORCHESTRATOR_TEST_CRASH_AT": "999999",
-                                   "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter)}).call(
+                                   "ORCHESTRATOR_TEST_CRASH_COUNTER": str(tmp_path / "count"),
+                                   "ORCHESTRATOR_TEST_CRASH_TRACE": str(trace)}).call(
         ["reproduce", "--profile", "local", "--source-dir", str(calc), "--command", command])
+    edits = _writes_to(trace, lambda dst: dst == str(target))
+    assert 2 == len(edits)  # the marker removed, then the file restored
     left_edited = 0
-    for n in range(1, int(counter.read_text()) + 1):
+    for n in range(edits[0] - 1, edits[-1] + 2):
         env = {"PYTHONPATH": str(CRASH_HOOK), "ORCHESTRATOR_TEST_CRASH_AT": str(n),
                "ORCHESTRATOR_TEST_CRASH_COUNTER": str(tmp_path / f"c{n}"),
                "ORCHESTRATOR_TEST_CRASH_WHEN": "after"}
@@ -216,8 +229,9 @@ def test_stage3_against_fake_github(calc: Path, tmp_path: Path, fake_github: Fak
 
 
 def test_batch_resumes_at_the_entry_it_was_on(calc: Path, tmp_path: Path) -> None:
-    """A batch killed in its middle entry resumes there: finished entries are not run again,
-    and the report has every bucket."""
+    """A batch killed at every write while its middle entry is on (from the first write after
+    the entry before it finished to the last before the next one's ends) resumes there:
+    finished entries are not run again, and the report has every bucket."""
     marks = tmp_path / "marks"
     batch = tmp_path / "batch.json"
     entries = [
@@ -236,10 +250,14 @@ def test_batch_resumes_at_the_entry_it_was_on(calc: Path, tmp_path: Path) -> Non
     counter = tmp_path / "count"
     env = {"PYTHONPATH": str(CRASH_HOOK), "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
            "ORCHESTRATOR_TEST_CRASH_AT": "999999"}
-    Driver(tmp_path / "count-ws", env).call(["reproduce", "--profile", "local", "--batch", str(batch)])
+    trace = tmp_path / "trace"
+    Driver(tmp_path / "count-ws", {**env, "ORCHESTRATOR_TEST_CRASH_TRACE": str(trace)}).call(
+        ["reproduce", "--profile", "local", "--batch", str(batch)])
     marks.unlink()
+    [fails] = _writes_to(trace, lambda dst: "-fails_" in Path(dst).name)  # its job's result
+    [fixed] = _writes_to(trace, lambda dst: "-fixed_" in Path(dst).name)
     resumed_ok = []
-    for n in range(1, int(counter.read_text()) + 1):
+    for n in range(fails + 1, fixed):
         drv = Driver(tmp_path / f"ws{n}", {**env, "ORCHESTRATOR_TEST_CRASH_AT": str(n),
                                            "ORCHESTRATOR_TEST_CRASH_COUNTER": str(tmp_path / f"c{n}")})
         first = drv.call(["reproduce", "--profile", "local", "--batch", str(batch)])
