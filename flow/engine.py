@@ -114,7 +114,23 @@ class Ctx:
         it runs past this call's foreground budget. Memoized per visit and ``key``: the step
         runs again on the next call and gets the recorded result, so everything a step does
         before ``ctx.job`` must be safe to do again. ``env`` defaults to the settings; either
-        way secrets are scrubbed."""
+        way secrets are scrubbed. Jobs that can run side by side are started first with
+        ``start_job`` (same arguments), then waited on with ``job``."""
+        result = self._run_job(key, argv, log_name=log_name, timeout=timeout, cwd=cwd, env=env,
+                               stdin=stdin, wait=True)
+        assert result is not None
+        return result
+
+    def start_job(self, key: str, argv: Sequence[str], *, log_name: str, timeout: float,
+                  cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+                  stdin: str | None = None) -> None:
+        """Start the job ``job`` would run (or find it started or finished), without waiting."""
+        self._run_job(key, argv, log_name=log_name, timeout=timeout, cwd=cwd, env=env,
+                      stdin=stdin, wait=False)
+
+    def _run_job(self, key: str, argv: Sequence[str], *, log_name: str, timeout: float,
+                 cwd: str | Path | None, env: Mapping[str, str] | None, stdin: str | None,
+                 wait: bool) -> Result | None:
         from flow.jobs import run_job
 
         engine, state = self._engine, self._state
@@ -123,7 +139,7 @@ class Ctx:
             job_id=safe_name(f"{state.phase}-v{state.visit}-{key}"), key=key,
             phase=state.phase, visit=state.visit, argv=argv, log_file=self.path(log_name),
             cwd=None if cwd is None else str(cwd),
-            env=self.settings if env is None else env, timeout=timeout, stdin=stdin)
+            env=self.settings if env is None else env, timeout=timeout, stdin=stdin, wait=wait)
 
 
 class Engine:

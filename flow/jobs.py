@@ -119,9 +119,11 @@ def _end_leftovers(pgid_file: Path, pid: int | None) -> None:
 def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any]], None],
             flow_dir: Path, *, job_id: str, key: str, phase: str, visit: int,
             argv: Sequence[str], log_file: Path, cwd: str | None, env: Mapping[str, str],
-            timeout: float, stdin: str | None = None) -> proc.Result:
+            timeout: float, stdin: str | None = None, wait: bool = True) -> proc.Result | None:
     """The body of ``ctx.job`` (see the module docstring). ``save(event, fields)`` persists
-    the state; ``state_jobs`` is the state's job table, changed in place."""
+    the state; ``state_jobs`` is the state's job table, changed in place. ``wait=False`` only
+    makes sure the job is started (or adopted) and returns its result if it already has one,
+    else None: a step starts every job it needs this way, then waits on each."""
     rec = state_jobs.get(job_id)
     if rec is not None and rec.result is not None:
         return proc.Result.from_json(rec.result)
@@ -145,6 +147,9 @@ def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any
             rec.started_at, rec.deadline_at = now, now + rec.timeout_s
             rec.pid = _launch(rec, flow_dir, clean, stdin)
         save("job_started", {"job_id": job_id, "pid": rec.pid})
+    if not wait:
+        done = _read_result(result_file)
+        return None if done is None else _finish(rec, done, save)
     while True:
         done = _read_result(result_file)
         if done is not None:

@@ -102,18 +102,25 @@ def _original_collected(ctx: Any) -> Any:
     return result
 
 
+def _collect_job(ctx: Any, key: str, file: Path, env: dict[str, str] | None = None
+                 ) -> dict[str, Any]:
+    from flow.refactor.collect import collect_argv
+    from flow.refactor.gates import test_settings
+
+    return dict(key=key, argv=collect_argv(file, _python(ctx)), cwd=ctx.data.repo,
+                env={**ctx.settings, **(env or {})}, timeout=test_settings(ctx.settings)[0],
+                log_name=f"logs/{key}.log")
+
+
 def _collected(ctx: Any, key: str, file: Path, env: dict[str, str] | None = None) -> Any:
     """A collect-only run in the checkout as a background job the flow owns (collecting a
     big file such as test_ops.py can outlast a call); ``CollectError`` when it could not
     run, timed out or was lost: never read as zero tests."""
     from flow import proc
-    from flow.refactor.collect import collect_argv, read_collected
+    from flow.refactor.collect import read_collected
     from flow.refactor.errors import CollectError
-    from flow.refactor.gates import test_settings
 
-    res = ctx.job(key, collect_argv(file, _python(ctx)), cwd=ctx.data.repo,
-                  env={**ctx.settings, **(env or {})}, timeout=test_settings(ctx.settings)[0],
-                  log_name=f"logs/{key}.log")
+    res = ctx.job(**_collect_job(ctx, key, file, env))
     if res.timed_out or res.lost or res.code == proc.NOT_FOUND:
         raise CollectError(str(file), f"could not run {_python(ctx)!r}: {res.tail(3)}")
     return read_collected(file, res.code, res.output)
@@ -128,10 +135,11 @@ def _collect_findings(ctx: Any, report: AnalystReport) -> list[Any]:
     from flow.refactor.findings import Finding
 
     file = Path(ctx.data.file)
+    key = f"collect-{hashlib.sha256(file.read_bytes()).hexdigest()[:16]}"
     try:
+        ctx.start_job(**_collect_job(ctx, key, file))  # side by side with the original's
         before = _original_collected(ctx)
-        after = _collected(ctx, f"collect-{hashlib.sha256(file.read_bytes()).hexdigest()[:16]}",
-                           file)
+        after = _collected(ctx, key, file)
     except CollectError as exc:
         return [Finding(check="collect_only", code="V204", severity="error", file=ctx.data.rel,
                         line=0, message=str(exc))]

@@ -219,30 +219,25 @@ def test(ctx: Any) -> Any:
 
 
 def _local_tests(ctx: Any, file: Path, device: str) -> Any:
-    """One device's gate run as background jobs the flow owns (one per shard, started
-    together so they run side by side); the step answers ``waiting`` until all have ended.
-    Jobs are keyed by round, device and shard, so a fix round runs the tests anew."""
-    from flow.jobs import Pending
+    """One device's gate run as background jobs the flow owns (one per shard, all started
+    before any is waited on, so they run side by side); the step answers ``waiting`` until
+    all have ended. Jobs are keyed by round, device and shard, so a fix round runs the tests
+    anew."""
     from flow.refactor.junit import local_test_run, read_local_tests
 
     timeout, shards = test_settings(ctx.settings)
-    runs, waiting = [], None
+    jobs = []
     for i in range(shards):
         tag = f"{device}" + (f"-{i + 1}of{shards}" if shards > 1 else "")
         junit = ctx.path(f"local_test_r{ctx.data.test_rounds}_{tag}.xml")
         argv, env = local_test_run(file, device, junit, python=_python(ctx),
                                    shard=(i, shards) if shards > 1 else None)
-        try:
-            res = ctx.job(f"local-r{ctx.data.test_rounds}-{tag}", argv, cwd=file.parent,
-                          env={**ctx.settings, **env}, timeout=timeout,
-                          log_name=f"logs/local_test_r{ctx.data.test_rounds}_{tag}.log")
-        except Pending as exc:  # start the other shards before waiting on this one
-            waiting = waiting or exc
-            continue
-        runs.append((res, junit))
-    if waiting is not None:
-        raise waiting
-    return read_local_tests(file, device, runs)
+        job = dict(key=f"local-r{ctx.data.test_rounds}-{tag}", argv=argv, cwd=file.parent,
+                   env={**ctx.settings, **env}, timeout=timeout,
+                   log_name=f"logs/local_test_r{ctx.data.test_rounds}_{tag}.log")
+        ctx.start_job(**job)
+        jobs.append((job, junit))
+    return read_local_tests(file, device, [(ctx.job(**job), junit) for job, junit in jobs])
 
 
 def _gate_broken(ctx: Any, exc: Exception) -> Any:

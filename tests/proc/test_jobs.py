@@ -77,6 +77,21 @@ def test_a_long_job_answers_waiting_then_resume_reads_its_result(tmp_path: Path)
     assert (started, 1) == (record["started_at"], record["starts"])
 
 
+def test_jobs_started_together_run_side_by_side(tmp_path: Path) -> None:
+    """Jobs a step starts with ``start_job`` before waiting run at the same time: each part
+    waits for the other's mark, which it could never see if they ran one after the other."""
+    script = ("import pathlib, sys, time\n"
+              "me = int(sys.argv[1])\n"
+              "pathlib.Path(f'mark-{me}').touch()\n"
+              "stop = time.monotonic() + 15\n"
+              "while not pathlib.Path(f'mark-{1 - me}').exists() and time.monotonic() < stop:\n"
+              "    time.sleep(0.05)\n"
+              "print('met' if pathlib.Path(f'mark-{1 - me}').exists() else 'alone')\n")
+    spec = _driver(tmp_path, script, JOBFLOW_SIDE_BY_SIDE="2").call(["start", "jobs", "pair"]).spec
+    assert spec is not None
+    assert ("done", [0, 0], ["met", "met"]) == (spec["status"], spec["codes"], spec["tails"])
+
+
 def test_status_shows_a_running_job_with_elapsed_time_and_last_line(tmp_path: Path) -> None:
     """`status --json` and the table name the running job, its elapsed time and last line."""
     script = "import time\nprint('building step 7', flush=True)\ntime.sleep(4)"
