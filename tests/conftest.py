@@ -1,3 +1,21 @@
-"""Shared pytest set-up: the fake GitHub server fixture is available to every test."""
+"""Shared pytest set-up: the fake GitHub server fixture is available to every test, and no
+test may leave a foreground budget running in its worker."""
+
+from collections.abc import Iterator
+
+import pytest
 
 pytest_plugins = ["tests.fakegithub.plugin"]
+
+
+@pytest.fixture(autouse=True)
+def _no_call_left_begun() -> Iterator[None]:
+    """A test that begins a call's foreground budget (``proc.begin_call``) in this process
+    must end it: a budget left running times out every later run in the same worker once it
+    is spent, so tests would fail or pass by the order xdist happens to give them."""
+    from flow import proc
+
+    yield
+    left = proc._call_started is not None
+    proc.end_call()
+    assert not left, "the test left a foreground budget begun (proc.begin_call without end_call)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -39,7 +40,8 @@ def test_resume_under_another_python_keeps_the_recorded_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later: str) -> None:
     from flow import proc
 
-    proc.begin_call()  # this test process is long-lived: give its runs a fresh foreground budget
+    # this test process is long-lived: its runs get a fresh foreground budget, undone after
+    monkeypatch.setattr(proc, "_call_started", time.monotonic())
     first = _python(tmp_path / "first")
     data = start({"repro_command": "python -c pass"}, tmp_path,
                  {stepsflow.PYTHON_ENV: first})
