@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import CRASH_HOOK, Driver
+from tests.contract.driver import CRASH_HOOK, Driver, InProcess
 from tests.fakegithub import FakeGitHub, Repo
 
 HEAD, BASE, FIX, FIX2 = "a" * 40, "b" * 40, "c" * 40, "d" * 40
@@ -22,7 +22,7 @@ START = ["--ci-check", "--repo", "o/r", "--pr-number", "1"]
 @pytest.fixture
 def drv(fake_github: FakeGitHub, tmp_path: Path) -> Driver:
     """A harness over a fresh workspace, talking to the fake server with fast retries."""
-    return Driver(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01"})
+    return InProcess(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01"})
 
 
 def _pr(fake: FakeGitHub, name: str = "o/r") -> tuple[Repo, Any]:

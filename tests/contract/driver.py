@@ -113,29 +113,41 @@ class Driver:
 
 
 class InProcess(Driver):
-    """The same calls run by ``orchestrator.main`` in this process: no interpreter start, so a
-    test replaying a flow many times pays only for the flow's own work. For the parts of a
-    test that are not about the process boundary (the kill test's calls around the one it
-    kills); the environment is this process's (a scenario's ``env`` is set by its fixture)."""
+    """The same calls run by ``orchestrator.main`` in this process: the same argument parsing,
+    state, locks and jobs, no interpreter start. For tests whose subject is what a workflow
+    does over many calls, not the process boundary (the contract suite drives every workflow
+    across that boundary, kills included); a test replaying a flow then pays for the flow's
+    work only. ``env`` is applied to ``os.environ`` around each call and taken back after;
+    printed commands must be this interpreter running orchestrator.py."""
 
-    def __init__(self, workspace: Path) -> None:
-        super().__init__(workspace)
+    def __init__(self, workspace: Path, env: dict[str, str] | None = None) -> None:
+        super().__init__(workspace, env)
+        self.own_env = dict(env or {})
+        assert not any(k.startswith("ORCHESTRATOR_TEST_CRASH") for k in self.own_env), \
+            "the crash hook needs a process of its own: use Driver"
 
-    def _inproc(self, argv: list[str], shown: list[str]) -> Call:
+    def _inproc(self, argv: list[str], shown: list[str], extra_env: dict[str, str] | None) -> Call:
         from tests.contract import inproc
 
-        code, spec = inproc.call(argv)
+        changes = {**self.own_env, **(extra_env or {})}
+        saved = {k: os.environ.get(k) for k in changes}
+        os.environ.update(changes)
+        try:
+            code, spec = inproc.call(argv)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         call = Call(shown, code, spec, "")
         self.calls.append(call)
         return call
 
     def call(self, argv: list[str], extra_env: dict[str, str] | None = None) -> Call:
-        assert not extra_env, "an in-process call runs in this process's environment"
-        return self._inproc(["--workspace", str(self.workspace), *argv], argv)
+        return self._inproc(["--workspace", str(self.workspace), *argv], argv, extra_env)
 
     def shell(self, command: str, extra_env: dict[str, str] | None = None) -> Call:
-        """A printed command, which must be this interpreter running orchestrator.py."""
-        assert not extra_env, "an in-process call runs in this process's environment"
         words = shlex.split(command)
         assert words[:2] == [sys.executable, str(SCRIPT)], f"not an orchestrator call: {command}"
-        return self._inproc(words[2:], [command])
+        return self._inproc(words[2:], [command], extra_env)

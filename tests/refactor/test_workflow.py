@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import CRASH_HOOK, Driver, Scenario
+from tests.contract.driver import CRASH_HOOK, Call, Driver, InProcess, Scenario
 from tests.refactor.conftest import SMALL, small_checkout
 
 
@@ -56,7 +56,7 @@ def test_small_fixture_runs_to_finalize(tmp_path: Path) -> None:
     """The small fixture goes from assess to done/finalize with a summary and codemod edits."""
     pytest.importorskip("torch")
     repo = small_checkout(tmp_path)
-    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo)))
+    specs = InProcess(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo)))
     last = specs[-1]
     summary = Path(last["summary_path"]).read_text()
     assert ("done", "finalize", "refactored", True, True) == (
@@ -67,7 +67,7 @@ def test_small_fixture_runs_to_finalize(tmp_path: Path) -> None:
 def test_empty_review_is_refused(tmp_path: Path) -> None:
     """A `{}` full review is refused as an invalid feed, never read as all_clear."""
     repo = small_checkout(tmp_path)
-    drv = Driver(tmp_path / "ws")
+    drv = InProcess(tmp_path / "ws")
     spec = drv.call(_start(repo)).spec
     answer = _answer(repo)
     while spec["status"] == "need_agent" and _kind(spec["tasks"][0]) != "checker_review":
@@ -83,7 +83,7 @@ def test_empty_review_is_refused(tmp_path: Path) -> None:
 def test_analyst_retry_then_fresh_analyst(tmp_path: Path) -> None:
     """A report missing tests is sent back with the problems; `{}` without a report gets a fresh analyst."""
     repo = small_checkout(tmp_path)
-    drv = Driver(tmp_path / "ws")
+    drv = InProcess(tmp_path / "ws")
     task = drv.call(_start(repo)).spec["tasks"][0]
     report = json.loads((SMALL / "analyst_report.json").read_text())
     report["classifications"] = report["classifications"][1:]
@@ -102,7 +102,7 @@ def test_field_conflict_is_bad_input(tmp_path: Path) -> None:
     for field in ("distributed", "graph"):
         (tmp_path / "ref" / field).mkdir(parents=True)
         (tmp_path / "ref" / field / "test_list.txt").write_text("test/test_both.py\n")
-    drv = Driver(tmp_path / "ws", {"REFACTOR_REFERENCE_DIR": str(tmp_path / "ref")})
+    drv = InProcess(tmp_path / "ws", {"REFACTOR_REFERENCE_DIR": str(tmp_path / "ref")})
     spec = drv.call(["test/test_both.py", "--pytorch-dir", str(tmp_path)]).spec
     assert ("error", "bad_input", True) == (spec["status"], spec["error"]["code"],
                                             "test_list.txt" in spec["error"]["hint"])
@@ -137,7 +137,7 @@ def test_failing_rule_checker_feeds_issues_back_then_escalates_to_abort(tmp_path
         questions.append(spec)
         return "abort"
 
-    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), answer, choose=choose))
+    specs = InProcess(tmp_path / "ws").run(Scenario("refactor", _start(repo), answer, choose=choose))
     coder_prompts = [t["prompt"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]
                      if t["agent_name"] == "coder"]
     assert (4, 3, 1, {"retry", "skip", "abort"}, "done", "aborted") == (
@@ -146,25 +146,11 @@ def test_failing_rule_checker_feeds_issues_back_then_escalates_to_abort(tmp_path
 
 
 @pytest.mark.torch
-@pytest.mark.slow
-def test_review_gate_escalates_after_three_rounds_then_aborts(tmp_path: Path) -> None:
-    """A review never all-clear asks a person after 3 fix rounds (4 reviews); 'abort' ends the flow."""
-    pytest.importorskip("torch")
-    repo = small_checkout(tmp_path)
-    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo, NOT_CLEAR_REVIEW),
-                                                 choose=lambda spec: "abort"))
-    asked = [s for s in specs if s["status"] == "need_human"]
-    reviews = {t["task_id"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]
-               if t["agent_name"] == "checker" and t["task_id"].startswith("review-")}
-    assert (1, 4, "aborted") == (len(asked), len(reviews), specs[-1]["outcome"])
-
-
-@pytest.mark.torch
 def test_local_gate_runs_every_device_and_reports_each(tmp_path: Path) -> None:
     """With CUDA present (forced here), the gate runs CPU and CUDA and reports both runs."""
     pytest.importorskip("torch")
     repo = small_checkout(tmp_path)
-    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu,cuda"})
+    drv = InProcess(tmp_path / "ws", {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu,cuda"})
     last = drv.run(Scenario("refactor", _start(repo), _answer(repo)))[-1]
     summary = Path(last["summary_path"]).read_text()
     flow = Path(last["workspace"])
@@ -177,7 +163,7 @@ def test_a_bad_device_list_is_refused_with_a_hint(tmp_path: Path) -> None:
     """A malformed ORCHESTRATOR_REFACTOR_DEVICES is refused at start with bad_input and a hint,
     before any agent work, leaving no flow behind."""
     repo = small_checkout(tmp_path)
-    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu;rm -rf"})
+    drv = InProcess(tmp_path / "ws", {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu;rm -rf"})
     spec = drv.call(_start(repo)).spec
     assert ("error", "bad_input", True, []) == (
         spec["status"], spec["error"]["code"], "ORCHESTRATOR_REFACTOR_DEVICES" in spec["error"]["hint"],
@@ -194,7 +180,7 @@ def test_a_test_file_gone_before_assessment_is_bad_input(tmp_path: Path) -> None
     assert drv.call(_start(repo)).code in (-9, 137)  # killed right after the flow was created
     (repo / "test" / "test_small_ops.py").unlink()
     flow = next((tmp_path / "ws").rglob("flow_state.json")).parent
-    call = Driver(tmp_path / "ws").call(["--flow", str(flow.relative_to(tmp_path / "ws")),
+    call = InProcess(tmp_path / "ws").call(["--flow", str(flow.relative_to(tmp_path / "ws")),
                                          "--resume"])
     assert (2, "bad_input") == (call.code, call.spec["error"]["code"])
     assert "--resume" in call.spec["error"]["hint"]
@@ -209,7 +195,7 @@ def test_skipping_a_failing_rule_carries_on_and_the_summary_says_who_decided(tmp
     repo = small_checkout(tmp_path)
     answer = _checker_never_passes(repo)
 
-    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), answer,
+    specs = InProcess(tmp_path / "ws").run(Scenario("refactor", _start(repo), answer,
                                                  choose=lambda spec: "skip"))
     last, asked = specs[-1], sum(s["status"] == "need_human" for s in specs)
     summary = Path(last["summary_path"]).read_text()
@@ -220,16 +206,43 @@ def test_skipping_a_failing_rule_carries_on_and_the_summary_says_who_decided(tmp
     assert "which gate was passed by a person's decision" in summary
 
 
+def _chose(drv: InProcess, question: dict[str, Any], value: str) -> Call:
+    return drv.shell(next(o["command"] for o in question["options"] if o["value"] == value))
+
+
 @pytest.mark.torch
 @pytest.mark.slow
-def test_review_gate_continue_carries_on_to_the_end_and_is_noted(tmp_path: Path) -> None:
-    """'continue' at the review gate finishes the flow (local tests, summary) and records
-    that a person let the findings stand."""
+def test_review_gate_after_three_rounds_aborts_or_carries_on_and_is_noted(tmp_path: Path) -> None:
+    """A review never all-clear asks a person after 3 fix rounds (4 reviews). 'abort' ends the
+    flow; 'continue', given to the same question (the flow folder and the checkout put back as
+    they were when it was asked, at the same paths), finishes the flow (local tests, summary)
+    and records that a person let the findings stand."""
     pytest.importorskip("torch")
     repo = small_checkout(tmp_path)
-    specs = Driver(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo, NOT_CLEAR_REVIEW),
-                                                 choose=lambda spec: "continue"))
-    last = specs[-1]
+    ws = tmp_path / "ws"
+    drv = InProcess(ws)
+    sc = Scenario("refactor", _start(repo), _answer(repo, NOT_CLEAR_REVIEW))
+    specs = [drv.call(sc.start).spec]
+    while specs[-1]["status"] == "need_agent":
+        specs.append(drv.step(specs[-1], sc).spec)
+    asked = specs[-1]
+    reviews = {t["task_id"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]
+               if t["agent_name"] == "checker" and t["task_id"].startswith("review-")}
+    assert ("need_human", 4) == (asked["status"], len(reviews))
+    for path in (ws, repo):
+        shutil.copytree(path, tmp_path / "asked" / path.name, symlinks=True)
+
+    aborted = _chose(drv, asked, "abort").spec
+    assert ("done", "aborted") == (aborted["status"], aborted["outcome"])
+
+    for path in (ws, repo):
+        shutil.rmtree(path)
+        shutil.copytree(tmp_path / "asked" / path.name, path, symlinks=True)
+    last = _chose(drv, asked, "continue").spec
+    while last["status"] != "done":
+        nxt = drv.step(last, sc)
+        assert nxt is not None and nxt.spec is not None
+        last = nxt.spec
     summary = Path(last["summary_path"]).read_text()
     assert ("done", "refactored", ["review-gate-3: carried on by a person's decision"]) == (
         last["status"], last["outcome"], [n for n in last["notes"] if "gate" in n])
@@ -291,7 +304,7 @@ def test_a_disputed_lint_false_positive_is_decided_by_the_checker_and_burns_no_r
             target.write_text(target.read_text().replace("y = torch.ones(2).to(device)", placed, 1))
         return out
 
-    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
+    drv = InProcess(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
     specs = _drive_until(drv, repo, answer, lambda s: _kind(s["tasks"][0]) == "checker_review")
     prompts = {t["task_id"]: t["prompt"] for s in specs if s["status"] == "need_agent" for t in s["tasks"]}
     fix = next(p for k, p in prompts.items() if "lint-fix" in k)
@@ -318,7 +331,7 @@ def test_lint_gate_question_names_every_finding(tmp_path: Path) -> None:
             target.write_text(target.read_text().replace("y = torch.ones(2).to(device)", placed, 1))
         return out
 
-    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
+    drv = InProcess(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
     specs = _drive_until(drv, repo, answer, lambda s: False)
     question = specs[-1]
     text = json.dumps(question)
@@ -356,7 +369,7 @@ def test_a_disputed_review_finding_upheld_by_the_next_review_burns_no_round(tmp_
                     "dispute_decisions": [{"finding": "R1", "upheld": True, "reason": "agreed"}]}
         return base(task)
 
-    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
+    drv = InProcess(tmp_path / "ws", {"ORCHESTRATOR_PYTHON": str(tmp_path / "no-python")})
     _drive_until(drv, repo, answer, lambda s: _kind(s["tasks"][0]) == "coder_test")
     flow = next((tmp_path / "ws").rglob("flow_state.json")).parent
     data = json.loads((flow / "flow_state.json").read_text())["data"]

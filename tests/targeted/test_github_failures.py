@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import Call, Driver
+from tests.contract.driver import Call, Driver, InProcess
 from tests.fakegithub import FakeGitHub, Fault, RerunGateway
 from tests.fakegithub.server import NOT_ACCESSIBLE, SECONDARY_MESSAGE
 from tests.fakegithub.state import Repo as GhRepo
@@ -42,7 +42,7 @@ class Flow:
         self.gh: GhRepo = fake.repo(REPO)
         self.gh.add_pull(NUMBER, "pr", self.head)
         self.gateway: RerunGateway = self.gh.enable_rerun_gateway(MAIN_TIP)
-        self.drv = Driver(tmp / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01",
+        self.drv = InProcess(tmp / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01",
                                        "ORCHESTRATOR_GITHUB_TIMEOUT": "1"})
 
     def start(self, env: dict[str, str] | None = None) -> Call:

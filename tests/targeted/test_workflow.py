@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import Call, Driver
+from tests.contract.driver import Call, Driver, InProcess
 from tests.fakegithub import FakeGitHub
 from tests.targeted.conftest import Repo, cuda_test
 from tests.targeted.rerunbot import NUMBER, REPO, RerunBot, with_step_times
@@ -39,7 +39,7 @@ class Flow:
         repo.git("checkout", "-q", "-b", "pr")
         self.head = repo.commit({"pkg/core.py": "X = 2\n", **(extra or {})}, "change core")
         self.bot = RerunBot(fake, self.head, script or {})
-        self.drv = Driver(tmp / "ws")
+        self.drv = InProcess(tmp / "ws")
 
     def start(self, *flags: str) -> Call:
         return self.drv.call(["ci-targeted", "--base", "main", "--pr-number", str(NUMBER),
