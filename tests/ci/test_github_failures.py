@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import Call, Driver
+from tests.contract.driver import Call, Driver, InProcess
 from tests.fakegithub import FakeGitHub, Repo
 from tests.fakegithub.server import ADMIN_RIGHTS
 
@@ -24,7 +24,7 @@ FAIL_LOG = "FAILED test_x.py::test_y - AssertionError: boom\n##[error]Process co
 
 @pytest.fixture
 def drv(fake_github: FakeGitHub, tmp_path: Path) -> Driver:
-    return Driver(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01"})
+    return InProcess(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01"})
 
 
 def _pr(fake: FakeGitHub) -> Repo:

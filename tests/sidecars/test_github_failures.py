@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import Driver
+from tests.contract.driver import Driver, InProcess
 from tests.fakegithub import FakeGitHub
 from tests.sidecars.test_ingest import AUTHOR, REPO, convo, inline, pull as ingest_pull
 from tests.sidecars.test_review_queue import DAY, TRACK, _driver, pull
@@ -107,7 +107,7 @@ def ingest(fake_github: FakeGitHub, tmp_path: Path) -> Driver:
         root = inline(fake_github, n, f"ROOT{n}: why?", "reviewer")
         inline(fake_github, n, f"REPLY{n}: because", AUTHOR, reply_to=root)
         convo(fake_github, n, f"SUMMARY{n}", "claude[bot]")
-    return Driver(tmp_path / "ws", {"ORCHESTRATOR_INGEST_RULESET": str(rules),
+    return InProcess(tmp_path / "ws", {"ORCHESTRATOR_INGEST_RULESET": str(rules),
                                     "ORCHESTRATOR_GITHUB_BACKOFF": "0"})
 
 

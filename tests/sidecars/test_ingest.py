@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from flow.refactor.rules import DEFAULT_PATH
-from tests.contract.driver import Call, Driver
+from tests.contract.driver import Call, Driver, InProcess
 from tests.fakegithub.server import FakeGitHub
 
 REPO = "pytorch/pytorch"
@@ -48,7 +48,7 @@ def ruleset(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def drive(fake_github: FakeGitHub, tmp_path: Path, ruleset: Path) -> Driver:
-    return Driver(tmp_path / "ws", {"ORCHESTRATOR_INGEST_RULESET": str(ruleset)})
+    return InProcess(tmp_path / "ws", {"ORCHESTRATOR_INGEST_RULESET": str(ruleset)})
 
 
 def js(call: Call) -> dict[str, Any]:
