@@ -16,7 +16,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.refactor.devices import DEVICE_STRING, GATE_NAMES, dotted, scan
+from flow.astnames import dotted
+from flow.refactor.devices import DEVICE_STRING, GATE_NAMES, scan
 from flow.refactor.errors import SourceSyntaxError
 
 __all__ = ["DEVICE_STRING", "GATE_NAMES", "Assessment", "assess_source", "assess_tree", "dotted", "parse"]

@@ -14,23 +14,11 @@ import ast
 import re
 from collections.abc import Iterator
 
+from flow.astnames import dotted
+
 DEVICE_STRING = re.compile(r"^(cuda|xpu|mps|hpu)(:\d+)?$")
 #: Module-level flags PyTorch tests use as availability gates.
 GATE_NAMES = frozenset({"TEST_CUDA", "TEST_MULTIGPU", "TEST_CUDNN", "TEST_XPU", "TEST_MPS", "TEST_PRIVATEUSE1"})
-
-
-def dotted(node: ast.expr) -> str:
-    """Return ``a.b.c`` for a Name/Attribute chain, the callee's name for a Call, else ''."""
-    if isinstance(node, ast.Call):
-        return dotted(node.func)
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 def _walk(nodes: list[ast.stmt] | list[ast.expr]) -> Iterator[ast.AST]:

@@ -152,25 +152,13 @@ def _parse(source: bytes, node_id: str) -> cst.Module:
             target=node_id) from exc
 
 
-def _ast_name(node: object) -> str:
-    import ast
-
-    if isinstance(node, ast.Call):
-        node = node.func
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def decorators(source: bytes, node_id: str) -> list[Decorator]:
     """The decorators (dotted name, line) on the test ``node_id`` names, read with the
     standard ``ast`` ([] when the test is not found or the file does not parse).
     Raises SkipMarkerNotFound when the id names no test."""
     import ast
+
+    from flow.astnames import dotted
 
     cls, test = split_node_id(node_id)
     try:
@@ -186,7 +174,7 @@ def decorators(source: bytes, node_id: str) -> list[Decorator]:
             body = found[0].body
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == t:
-                return [Decorator(name=_ast_name(d), line=d.lineno) for d in stmt.decorator_list]
+                return [Decorator(name=dotted(d), line=d.lineno) for d in stmt.decorator_list]
     return []
 
 
