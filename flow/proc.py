@@ -117,7 +117,8 @@ def remaining(settings: Mapping[str, str] | None = None) -> float:
 
 # -- the environment -------------------------------------------------------------------------
 
-def _patterns(value: str | None) -> list[str]:
+def secret_patterns(value: str | None) -> list[str]:
+    """The name patterns of a comma-separated setting (``ORCHESTRATOR_SECRET_ENV``)."""
     return [p.strip() for p in (value or "").split(",") if p.strip()]
 
 
@@ -136,8 +137,8 @@ def child_env(base: Mapping[str, str] | None = None, *, allow: Iterable[str] = (
     ``ORCHESTRATOR_PASS_ENV`` are let through (a profile that needs one says so).
     """
     env = dict(os.environ if base is None else base)
-    deny = [*deny, *_patterns(os.environ.get(SECRETS_ENV))]
-    allowed = {*allow, *_patterns(os.environ.get(PASS_ENV))}
+    deny = [*deny, *secret_patterns(os.environ.get(SECRETS_ENV))]
+    allowed = {*allow, *secret_patterns(os.environ.get(PASS_ENV))}
     return {k: v for k, v in env.items() if k in allowed or not is_secret(k, deny)}
 
 
@@ -175,7 +176,14 @@ class Result:
 
     @property
     def output(self) -> str:
-        """The child's output (capped), decoded with replacement; never raises."""
+        """The child's output (capped), decoded with replacement, secrets masked
+        (``flow.redact``: a child let a token through ``ORCHESTRATOR_PASS_ENV`` may print
+        it); never raises."""
+        from flow.redact import redact
+
+        return redact(self._raw_output())
+
+    def _raw_output(self) -> str:
         try:
             with open(self.log, "rb") as fh:
                 fh.seek(self.header_bytes)
@@ -263,7 +271,10 @@ def header(argv: Sequence[str], cwd: str | Path | None) -> bytes:
 
 def log_tail(path: Path, lines: int = 5, window: int = 16384, skip: int = 0) -> list[str]:
     """The last ``lines`` lines of a log, read from its last ``window`` bytes (never from
-    before byte ``skip``, the end of the header); each line at most 300 characters."""
+    before byte ``skip``, the end of the header), secrets masked as in ``Result.output``;
+    each line at most 300 characters."""
+    from flow.redact import redact
+
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -272,7 +283,7 @@ def log_tail(path: Path, lines: int = 5, window: int = 16384, skip: int = 0) -> 
             data = fh.read()
     except OSError:
         return []
-    text = data.decode("utf-8", errors="replace")
+    text = redact(data.decode("utf-8", errors="replace"))
     return [line[-300:] for line in text.rstrip("\n").splitlines()[-lines:]]
 
 

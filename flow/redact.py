@@ -1,5 +1,6 @@
-"""Secrets out of fetched text: tokens echoed in a CI log or an API answer never get stored
-or printed. ``redact`` replaces known token shapes and the values of the token settings."""
+"""Secrets out of fetched text and child output: tokens echoed in a CI log, an API answer or a
+job's log never get stored or printed. ``redact`` replaces known token shapes and the values
+of the secret settings."""
 
 from __future__ import annotations
 
@@ -18,11 +19,19 @@ _SHAPES = re.compile(
 MASK = "***"
 
 
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """The values of the settings that are secrets: the token settings and every name the
+    process runner keeps from children (``flow.proc.is_secret``, ``ORCHESTRATOR_SECRET_ENV``
+    included), longest first; a value under 8 characters would mask ordinary words."""
+    from flow.proc import SECRETS_ENV, is_secret, secret_patterns
+
+    deny = secret_patterns(env.get(SECRETS_ENV))
+    values = {v for k, v in env.items() if (k in TOKEN_SETTINGS or is_secret(k, deny)) and len(v) >= 8}
+    return sorted(values, key=len, reverse=True)
+
+
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
-    """``text`` with token-shaped strings and the token settings' values replaced by ``***``."""
-    env = os.environ if env is None else env
-    for name in TOKEN_SETTINGS:
-        value = env.get(name) or ""
-        if len(value) >= 8:  # a very short value would mask ordinary words
-            text = text.replace(value, MASK)
+    """``text`` with token-shaped strings and the secret settings' values replaced by ``***``."""
+    for value in secret_values(os.environ if env is None else env):
+        text = text.replace(value, MASK)
     return _SHAPES.sub(MASK, text)
