@@ -94,7 +94,7 @@ def _launch(rec: JobRecord, flow_dir: Path, env: Mapping[str, str], stdin: str |
     proc.write_atomic(spec, json.dumps({
         "argv": rec.argv, "cwd": rec.cwd, "log": rec.log_file, "result": str(result),
         "pgid": str(pgid), "timeout": max(0.0, rec.deadline_at - time.time()),
-        "cap": proc.cap_bytes(), "stdin": stdin}).encode())
+        "cap": proc.cap_bytes(), "stdin": stdin, "mask_names": proc.secret_names(env)}).encode())
     return proc.detach_supervisor(spec, env)
 
 

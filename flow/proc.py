@@ -47,6 +47,8 @@ DEFAULT_CAP = 4 * 1024 * 1024
 SECRETS_ENV = "ORCHESTRATOR_SECRET_ENV"
 PASS_ENV = "ORCHESTRATOR_PASS_ENV"
 SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*")
+MASK_MIN = 8  # a shorter secret value would mask ordinary words
+MASK_BYTES = b"***"
 GRACE_S = 5.0
 CHUNK = 65536
 TIMED_OUT, NOT_FOUND = 124, 127
@@ -125,6 +127,14 @@ def secret_patterns(value: str | None) -> list[str]:
 def is_secret(name: str, deny: Iterable[str] = ()) -> bool:
     upper = name.upper()
     return any(fnmatch.fnmatchcase(upper, p.upper()) for p in (*SECRET_PATTERNS, *deny))
+
+
+def secret_names(env: Mapping[str, str]) -> list[str]:
+    """The names in ``env`` (a child's, already scrubbed) that are still secrets: the ones let
+    through with ``allow`` or ``ORCHESTRATOR_PASS_ENV``, whose values the child may print and
+    its log must not keep. ``ORCHESTRATOR_SECRET_ENV`` is read from this process."""
+    deny = secret_patterns(os.environ.get(SECRETS_ENV))
+    return sorted(k for k, v in env.items() if is_secret(k, deny) and len(v) >= MASK_MIN)
 
 
 def child_env(base: Mapping[str, str] | None = None, *, allow: Iterable[str] = (),
@@ -217,9 +227,13 @@ class Result:
 
 class CappedLog:
     """Writes the first ``cap/2`` bytes to the file as they come and keeps only the last
-    ``cap/2`` in memory; ``close`` marks the cut and appends the tail."""
+    ``cap/2`` in memory; ``close`` marks the cut and appends the tail.
 
-    def __init__(self, path: Path, cap: int, header: bytes) -> None:
+    ``mask`` holds the values of secrets the child was let see (``secret_names``): each is
+    written as ``***``, also when it arrives split across reads (the last ``len - 1`` bytes
+    of the longest are held back until more output or ``close``). Bytes, never decoded."""
+
+    def __init__(self, path: Path, cap: int, header: bytes, mask: Sequence[bytes] = ()) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.fh = open(path, "wb", buffering=0)  # a running job's log is read as it grows
         self.fh.write(header)
@@ -228,8 +242,23 @@ class CappedLog:
         self.tail: deque[bytes] = deque()
         self.tail_size = 0
         self.cut = 0
+        self.mask = sorted({m for m in mask if m}, key=len, reverse=True)
+        self.held = b""
+
+    def _masked(self, data: bytes, final: bool) -> bytes:
+        data = self.held + data
+        for value in self.mask:
+            data = data.replace(value, MASK_BYTES)
+        cut = len(data) if final else max(0, len(data) - (len(self.mask[0]) - 1))
+        self.held = data[cut:]
+        return data[:cut]
 
     def write(self, data: bytes) -> None:
+        if self.mask:
+            data = self._masked(data, final=False)
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
         if self.head_left:
             part = data[:self.head_left]
             self.fh.write(part)
@@ -246,6 +275,8 @@ class CappedLog:
 
     def close(self) -> int:
         """Flush and close; return how many bytes were cut."""
+        if self.mask:
+            self._write(self._masked(b"", final=True))
         if self.tail_size > self.tail_cap:  # trim the oldest tail chunk to the cap
             extra = self.tail_size - self.tail_cap
             self.tail[0] = self.tail[0][extra:]
@@ -405,10 +436,12 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     budget = remaining()
     limit = budget if timeout is None else min(timeout, max(budget, 0.0))
     head = header(argv, cwd)
-    out = CappedLog(log, cap_bytes(), head)
+    scrubbed = child_env(env, allow=allow)
+    out = CappedLog(log, cap_bytes(), head,
+                    mask=[scrubbed[k].encode() for k in secret_names(scrubbed)])
     started = time.monotonic()
     try:
-        child = spawn(argv, cwd=cwd, env=child_env(env, allow=allow), stdin=stdin)
+        child = spawn(argv, cwd=cwd, env=scrubbed, stdin=stdin)
     except OSError as exc:
         reason = f"{argv[0]}: cannot be started: {exc.strerror or exc}\n"
         out.write(reason.encode())
@@ -531,7 +564,9 @@ def supervise(spec_path: Path) -> int:
     argv, log = spec["argv"], Path(spec["log"])
     result_path, pgid_path = Path(spec["result"]), Path(spec["pgid"])
     head = header(argv, spec.get("cwd"))
-    out = CappedLog(log, int(spec.get("cap") or DEFAULT_CAP), head)
+    # the starter names the secrets it let through (never their values: the spec is a file)
+    mask = [os.environ[k].encode() for k in spec.get("mask_names") or () if k in os.environ]
+    out = CappedLog(log, int(spec.get("cap") or DEFAULT_CAP), head, mask=mask)
     started = time.monotonic()
     stopping: list[int] = []
 

@@ -23,10 +23,11 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     """The values of the settings that are secrets: the token settings and every name the
     process runner keeps from children (``flow.proc.is_secret``, ``ORCHESTRATOR_SECRET_ENV``
     included), longest first; a value under 8 characters would mask ordinary words."""
-    from flow.proc import SECRETS_ENV, is_secret, secret_patterns
+    from flow.proc import MASK_MIN, SECRETS_ENV, is_secret, secret_patterns
 
     deny = secret_patterns(env.get(SECRETS_ENV))
-    values = {v for k, v in env.items() if (k in TOKEN_SETTINGS or is_secret(k, deny)) and len(v) >= 8}
+    values = {v for k, v in env.items()
+              if (k in TOKEN_SETTINGS or is_secret(k, deny)) and len(v) >= MASK_MIN}
     return sorted(values, key=len, reverse=True)
 
 

@@ -185,7 +185,8 @@ def test_a_token_in_the_environment_never_reaches_the_job_or_the_files(tmp_path:
 def test_a_secret_a_job_was_let_see_is_masked_in_what_is_printed(tmp_path: Path,
                                                                   name: str) -> None:
     """A secret let through to the job (ORCHESTRATOR_PASS_ENV) that the job prints is shown
-    as *** in the tail; a name made secret by ORCHESTRATOR_SECRET_ENV is masked the same way."""
+    as *** in the tail and written so to its log; a name made secret by
+    ORCHESTRATOR_SECRET_ENV is masked the same way. No file keeps the value."""
     value = "s3cr3t-value-0123456789"
     script = f"import os; print('key is', os.environ['{name}'], flush=True)"
     spec = _driver(tmp_path, script, **{name: value, "ORCHESTRATOR_PASS_ENV": name,
@@ -193,6 +194,9 @@ def test_a_secret_a_job_was_let_see_is_masked_in_what_is_printed(tmp_path: Path,
                    ).call(["start", "jobs", "p"]).spec
     assert spec is not None and ("done", "key is ***") == (spec["status"], spec["tail"])
     assert value not in json.dumps(spec)
+    for path in tmp_path.rglob("*"):  # the job's log and its spec file included
+        if path.is_file():
+            assert value.encode() not in path.read_bytes(), path
 
 
 def test_100_mib_of_output_keeps_the_orchestrator_small(tmp_path: Path) -> None:

@@ -97,6 +97,31 @@ def test_secrets_never_reach_the_child(tmp_path: Path, monkeypatch: pytest.Monke
         k: v for k, v in seen.items() if k in env and k != "PATH"}
 
 
+def test_a_secret_let_through_is_masked_in_the_log_even_split_across_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A secret the child was let see (ORCHESTRATOR_PASS_ENV) and prints in two writes far
+    apart is written to the log as ***; the bytes around it are kept."""
+    value = "pa55-word-0123456789"
+    monkeypatch.setenv(proc.PASS_ENV, "DEPLOY_TOKEN")
+    script = ("import os, sys, time\n"
+              "v = os.environ['DEPLOY_TOKEN']\n"
+              "sys.stdout.write('before ' + v[:7]); sys.stdout.flush(); time.sleep(0.3)\n"
+              "sys.stdout.write(v[7:] + ' after\\n'); sys.stdout.flush()\n")
+    res = proc.run([sys.executable, "-c", script], log=tmp_path / "l.log",
+                   env={**os.environ, "DEPLOY_TOKEN": value})
+    raw = (tmp_path / "l.log").read_bytes()
+    assert (0, False, True) == (res.code, value.encode() in raw, b"before *** after" in raw)
+
+
+def test_the_log_masks_each_secret_however_the_bytes_arrive(tmp_path: Path) -> None:
+    """One byte per write, two secrets (one inside the other's reach), non-UTF-8 around."""
+    log = proc.CappedLog(tmp_path / "l.log", 1 << 20, b"", mask=[b"s3cret-one", b"another-secret"])
+    for byte in b"\xff s3cret-one, another-secret; s3cret-on\n":
+        log.write(bytes([byte]))
+    log.close()
+    assert b"\xff ***, ***; s3cret-on\n" == (tmp_path / "l.log").read_bytes()
+
+
 def test_stdin_is_dev_null_unless_text_is_given(tmp_path: Path) -> None:
     """A child that reads stdin gets end-of-file at once, or exactly the text given."""
     assert "EOF\n" == proc.run(["bash", "-c", "read x || echo EOF"], log=tmp_path / "a.log").output
