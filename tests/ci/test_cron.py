@@ -24,11 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / "agents" / "skills"
 
 
-@pytest.fixture
-def drv(fake_github: FakeGitHub, tmp_path: Path) -> Driver:
-    return Driver(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01"})
-
-
 def _pending(fake: FakeGitHub) -> Repo:
     repo = fake.repo("o/r")
     repo.add_pull(1, "feature", HEAD, merge_base_sha=BASE)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import Call, Driver, InProcess
+from tests.contract.driver import Call, Driver
 from tests.fakegithub import FakeGitHub, Repo
 from tests.fakegithub.server import ADMIN_RIGHTS
 
@@ -20,11 +20,6 @@ HEAD, BASE, FIX = "a" * 40, "b" * 40, "c" * 40
 START = ["--ci-check", "--repo", "o/r", "--pr-number", "1"]
 LOST_LOG = "Running tests...\n##[error]The runner has received a shutdown signal.\n"
 FAIL_LOG = "FAILED test_x.py::test_y - AssertionError: boom\n##[error]Process completed with exit code 1.\n"
-
-
-@pytest.fixture
-def drv(fake_github: FakeGitHub, tmp_path: Path) -> Driver:
-    return InProcess(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01"})
 
 
 def _pr(fake: FakeGitHub) -> Repo:

@@ -19,12 +19,6 @@ LOST_LOG = "Running tests...\n##[error]The runner has received a shutdown signal
 START = ["--ci-check", "--repo", "o/r", "--pr-number", "1"]
 
 
-@pytest.fixture
-def drv(fake_github: FakeGitHub, tmp_path: Path) -> Driver:
-    """A harness over a fresh workspace, talking to the fake server with fast retries."""
-    return InProcess(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_BACKOFF": "0.01"})
-
-
 def _pr(fake: FakeGitHub, name: str = "o/r") -> tuple[Repo, Any]:
     repo = fake.repo(name)
     repo.add_pull(1, "feature", HEAD, merge_base_sha=BASE)
