@@ -48,7 +48,7 @@ SECRETS_ENV = "ORCHESTRATOR_SECRET_ENV"
 PASS_ENV = "ORCHESTRATOR_PASS_ENV"
 SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*")
 MASK_MIN = 8  # a shorter secret value would mask ordinary words
-MASK_BYTES = b"***"
+MASK = "***"  # what a secret is shown as (flow.redact, the logs)
 GRACE_S = 5.0
 CHUNK = 65536
 TIMED_OUT, NOT_FOUND = 124, 127
@@ -130,9 +130,10 @@ def is_secret(name: str, deny: Iterable[str] = ()) -> bool:
 
 
 def secret_names(env: Mapping[str, str]) -> list[str]:
-    """The names in ``env`` (a child's, already scrubbed) that are still secrets: the ones let
-    through with ``allow`` or ``ORCHESTRATOR_PASS_ENV``, whose values the child may print and
-    its log must not keep. ``ORCHESTRATOR_SECRET_ENV`` is read from this process."""
+    """The names in ``env`` that are secrets (``is_secret``, ``ORCHESTRATOR_SECRET_ENV`` read
+    from this process) with a value long enough to mask. ``flow.redact`` masks their values
+    in what is read back; in a child's scrubbed environment they are the ones let through
+    (``allow``, ``ORCHESTRATOR_PASS_ENV``), which its log must not keep either."""
     deny = secret_patterns(os.environ.get(SECRETS_ENV))
     return sorted(k for k, v in env.items() if is_secret(k, deny) and len(v) >= MASK_MIN)
 
@@ -248,7 +249,7 @@ class CappedLog:
     def _masked(self, data: bytes, final: bool) -> bytes:
         data = self.held + data
         for value in self.mask:
-            data = data.replace(value, MASK_BYTES)
+            data = data.replace(value, MASK.encode())
         cut = len(data) if final else max(0, len(data) - (len(self.mask[0]) - 1))
         self.held = data[cut:]
         return data[:cut]
