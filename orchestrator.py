@@ -15,7 +15,7 @@ from typing import Any
 
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # skips a slow entry-point scan
 
-from flow.errors import OrchestratorError  # noqa: E402
+from flow.core.errors import OrchestratorError  # noqa: E402
 from workspace.jsonio import dumps  # noqa: E402
 from workspace.paths import workspace_root  # noqa: E402
 
@@ -103,22 +103,22 @@ def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:
                        ("claude", "codex") else None)
     root = workspace_root(_flag(argv, "--workspace"))  # an error before parsing names it too
     try:
-        from flow.argv import parse
+        from flow.cli.argv import parse
 
         args, parser = parse(argv)
         harness = _harness(args.harness)
         root = workspace_root(args.workspace)
         if args.help:  # one JSON object like every call, the usage text inside it
-            from flow.render import envelope
+            from flow.core.render import envelope
 
             return envelope(None, root, "done", harness, usage=parser.format_help()), 0
-        from flow import cli
+        from flow.cli import main as cli
 
         return cli.run(args, root, harness, SCRIPT), 0
     except OrchestratorError as err:
         return _error(err, root, harness), err.exit_code
     except OSError as exc:  # a fault of the machine (full disk, read-only...) is not a bug
-        from flow.errors import environment_fault
+        from flow.core.errors import environment_fault
 
         fault = environment_fault(exc)
         if fault is None:
@@ -129,7 +129,7 @@ def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:
 
 
 def _error(err: OrchestratorError, root: Path, harness: str) -> dict[str, Any]:
-    from flow.render import error_spec
+    from flow.core.render import error_spec
 
     spec = error_spec(err, root, harness, getattr(err, "state", None),
                       getattr(err, "workspace", None))

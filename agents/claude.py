@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flow.state import TaskRecord
+from flow.core.state import TaskRecord
 
 MODES = {
     "analyst": "acceptEdits",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flow.state import TaskRecord
+from flow.core.state import TaskRecord
 from workspace.paths import safe_name
 
 MINUTE_MS = 60_000

@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from string import Template
 
-from flow.errors import WorkflowBug
+from flow.core.errors import WorkflowBug
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -44,7 +44,7 @@ def fence(value: Untrusted | str, label: str = "data", *, inline: bool = False,
     Markdown code, newlines and control characters removed, cut at ``limit`` characters.
     Both defuse fence markers inside the data and redact secrets.
     """
-    from flow.redact import redact
+    from flow.core.redact import redact
 
     if isinstance(value, Untrusted):
         text, label = value.text, value.label

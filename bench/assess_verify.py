@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flow.refactor.analysis import AnalystReport  # noqa: E402
-from flow.refactor.assess import assess_source  # noqa: E402
-from flow.refactor.verify import VerifyInput, verify  # noqa: E402
+from flow.workflows.refactor.analysis import AnalystReport  # noqa: E402
+from flow.workflows.refactor.assess import assess_source  # noqa: E402
+from flow.workflows.refactor.verify import VerifyInput, verify  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "refactor" / "large" / "large_ops_before.py"
 TARGET_S = 1.0
@@ -117,8 +117,8 @@ def main() -> None:
     median, parse, parse_ratio = paired_ratio(run, lambda: ast.parse(before), args.repeat)
     import libcst
 
-    from flow.refactor.codemods import decorator_rules
-    from flow.refactor.imports import usort_config
+    from flow.workflows.refactor.codemods import decorator_rules
+    from flow.workflows.refactor.imports import usort_config
 
     small = build(args.codemod_lines)
     config = usort_config()

@@ -1,4 +1,4 @@
-"""Bench: one CI tick (flow.ci.observe) on a PR with 300 check runs over the fake GitHub server.
+"""Bench: one CI tick (flow.workflows.ci.observe) on a PR with 300 check runs over the fake GitHub server.
 
 Counts HTTP requests (as the server saw them), 304s, rate-limit units and wall time for a
 cold first tick and a second tick on the unchanged PR (warm ETag cache), in three CI
@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flow.ci.observe import observe  # noqa: E402
 from flow.github.client import ClientSettings, connect  # noqa: E402
+from flow.workflows.ci.observe import observe  # noqa: E402
 from tests.fakegithub import FakeGitHub  # noqa: E402
 
 HEAD, BASE = "a" * 40, "b" * 40

@@ -2,7 +2,7 @@
 
 Two measurements, each in a fresh process so ``ru_maxrss`` is that process's own peak:
 
-- ``foreground``: a Python process that calls ``flow.proc.run`` on a child printing
+- ``foreground``: a Python process that calls ``flow.core.proc.run`` on a child printing
   ``--mib`` MiB (the runner's own cost: streaming, capping, the log);
 - ``cli_job``: a real ``orchestrator.py start jobs`` call whose step runs the same child as
   a background job (``ctx.job``); the peak is the largest of the orchestrator, the job's

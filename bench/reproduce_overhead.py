@@ -9,7 +9,7 @@ Both run as fresh processes on a copy of examples/calc, alternately, ``--runs`` 
   flow's own steps, the one pytest run in a clean shell as a background job, the
   environment probe and the tree-state reading.
 
-Target (issue 11): median ratio at most 1.5. Prints one JSON object with the figures.
+Target: median ratio at most 1.5. Prints one JSON object with the figures.
 
 Usage: python bench/reproduce_overhead.py [--runs 7]
 """

@@ -2,7 +2,7 @@
 """Median wall time of ``--resume`` on a waiting flow, as a ratio to importing the core libraries.
 
 Both are measured in the same run, as fresh processes: the baseline is
-``python -c "import transitions, pydantic, orjson, filelock"``. Targets (issue 2): ratio at
+``python -c "import transitions, pydantic, orjson, filelock"``. Targets: ratio at
 most 1.3 and peak memory at most 50 MiB. Prints one JSON object with the figures.
 
 Usage: python bench/step_latency.py [--runs 30]

@@ -9,7 +9,7 @@ profile and ``choose``, and compares the plan with ``targeted_ground_truth.toml`
 we wrote by reading each commit's diff and the code it touches (what CI should run and
 why, in our words).
 
-Scores (targets from issue 13):
+Scores (and their targets):
 
 - ``uncovered``: CUDA tests the ground truth says the commit exercises, or the trace
   reached, that the plan neither comments nor selects with a label on their CUDA suite
@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 import orjson  # noqa: E402
 
-from flow.targeted.config import load_profile  # noqa: E402
-from flow.targeted.select import choose  # noqa: E402
-from flow.targeted.trace import affected_tests  # noqa: E402
+from flow.workflows.targeted.config import load_profile  # noqa: E402
+from flow.workflows.targeted.select import choose  # noqa: E402
+from flow.workflows.targeted.trace import affected_tests  # noqa: E402
 
 TRUTH = Path(__file__).with_name("targeted_ground_truth.toml")
 RANGE = ("bb6f7dbd3", "31f1ca961")  # 40 first-parent commits: bb6f7dbd3 .. 31f1ca961

@@ -2,12 +2,12 @@
 checkout against git and ``ast`` (``--repo-dir``).
 
 Runnable on its own: ``python bench/trace.py [--modules 2000] [--repeat 3]``, or
-``python bench/trace.py --repo-dir CLONE [--base HEAD~20]`` (issue 13's target: a cold
+``python bench/trace.py --repo-dir CLONE [--base HEAD~20]`` (target: a cold
 trace plus plan of CLONE's ``--base...HEAD`` no slower than ``git diff --name-status BASE``
 plus reading and ``ast.parse`` of every tracked ``.py`` file, measured side by side; the
 profile is the one ``load_config`` detects). Prints one JSON object.
 
-Targets (issue 6): cold trace <= 3x ``grimp.build_graph`` on the same tree in
+Targets: cold trace <= 3x ``grimp.build_graph`` on the same tree in
 the same run, warm trace (content cache hit) <= 1x. ``grimp`` runs with ``cache_dir=None``
 (its own cache off) so both sides read every file; its cached time is reported too. Every
 figure is the best of ``--repeat`` runs; on a shared machine grimp's own time varies by
@@ -43,11 +43,11 @@ sys.path.insert(0, str(ROOT))
 
 import orjson  # noqa: E402
 
-from flow.targeted.config import TargetedConfig  # noqa: E402
-from flow.targeted.facts import FactsCache, scan_facts  # noqa: E402
-from flow.targeted.gitdiff import Git  # noqa: E402
-from flow.targeted.import_graph import build_graph  # noqa: E402
-from flow.targeted.trace import affected_tests  # noqa: E402
+from flow.workflows.targeted.config import TargetedConfig  # noqa: E402
+from flow.workflows.targeted.facts import FactsCache, scan_facts  # noqa: E402
+from flow.workflows.targeted.gitdiff import Git  # noqa: E402
+from flow.workflows.targeted.import_graph import build_graph  # noqa: E402
+from flow.workflows.targeted.trace import affected_tests  # noqa: E402
 
 PKG = "benchpkg"
 _BODY = '''
@@ -137,8 +137,8 @@ def _best(fn, repeat: int, setup=None) -> float:
 def real_repo(repo: Path, base: str, repeat: int) -> dict[str, object]:
     """Cold and warm trace (with the plan) of ``base...HEAD`` of ``repo`` against the
     baseline: ``git diff --name-status base`` plus read + ``ast.parse`` of every .py."""
-    from flow.targeted.config import load_config
-    from flow.targeted.select import choose
+    from flow.workflows.targeted.config import load_config
+    from flow.workflows.targeted.select import choose
 
     cfg = load_config(repo)
     tracked = Git().tracked(repo)

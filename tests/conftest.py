@@ -13,7 +13,7 @@ def _no_call_left_begun() -> Iterator[None]:
     """A test that begins a call's foreground budget (``proc.begin_call``) in this process
     must end it: a budget left running times out every later run in the same worker once it
     is spent, so tests would fail or pass by the order xdist happens to give them."""
-    from flow import proc
+    from flow.core import proc
 
     yield
     left = proc._call_started is not None

@@ -8,7 +8,7 @@ import pytest
 
 from agents import claude, codex
 from agents.prompts import Untrusted, fence
-from flow.state import TaskRecord
+from flow.core.state import TaskRecord
 
 
 def _task(**kw: Any) -> TaskRecord:

@@ -41,8 +41,8 @@ def test_a_workflow_not_built_answers_with_an_error_not_a_spec(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
     """A registered workflow whose module is missing is reported as not_built."""
-    from flow import registry
-    from flow.errors import NotBuilt
+    from flow.workflows import registry
+    from flow.core.errors import NotBuilt
 
     monkeypatch.setitem(registry.BUILTIN, "ghost", "flow.ghost_workflow")
     with pytest.raises(NotBuilt):
@@ -110,7 +110,7 @@ def test_resume_and_feed_do_not_import_libcst_or_pygithub(tmp_path: Path) -> Non
     base = ["--workspace", str(tmp_path), "--flow", "toy/fast"]
     for argv in ([*base, "--resume"], [*base, "--feed", "coder", "--feed-file", task["feed_file"]]):
         mods = _modules_after(argv, drv.env)
-        assert "flow.engine" in mods
+        assert "flow.core.engine" in mods
         assert not {m for m in mods if m.split(".")[0] in {"libcst", "github"}}
 
 
@@ -145,7 +145,7 @@ def test_move_aside_never_lands_on_an_earlier_old_flow(tmp_path: Path) -> None:
     """Even when <name>.old-<this second> exists, the folder gets a name of its own."""
     import time
 
-    from flow.cli import _move_aside
+    from flow.cli.main import _move_aside
     from workspace.store import FlowStore
 
     store = FlowStore(tmp_path, "toy/x")
@@ -255,7 +255,7 @@ def test_seed_and_subcommand_invocations_parse_as_before(argv: list[str], comman
                                                          words: list[str],
                                                          fields: dict[str, Any]) -> None:
     """Every seed spelling (bare FILE, --ci-check, ...) and its subcommand mean the same."""
-    from flow.argv import parse
+    from flow.cli.argv import parse
 
     args, _ = parse(argv)
     expected_command = "refactor" if command is None and words else command
@@ -269,8 +269,8 @@ def test_seed_and_subcommand_invocations_parse_as_before(argv: list[str], comman
     ["schema", "--resume"], ["refactor", "t.py", "--base", "x"], ["--flow", "x", "--limit", "2"]])
 def test_a_flag_of_another_command_is_refused(argv: list[str]) -> None:
     """Each command accepts its own flags only; the error names the command's --help."""
-    from flow.argv import parse
-    from flow.errors import UsageError
+    from flow.cli.argv import parse
+    from flow.core.errors import UsageError
 
     with pytest.raises(UsageError) as err:
         parse(argv)
@@ -282,7 +282,7 @@ def test_a_flag_of_another_command_is_refused(argv: list[str]) -> None:
                                      "graph", "demo", "start"])
 def test_every_flag_of_every_command_is_described(command: str | None) -> None:
     """Each command's --help describes every flag and positional it takes."""
-    from flow.argv import parser_for
+    from flow.cli.argv import parser_for
 
     parser = parser_for(command)
     assert [] == [a.dest for a in parser._actions if not (a.help or "").strip()]
@@ -328,7 +328,7 @@ def test_odd_file_name_gets_an_error_about_the_file_name(tmp_path: Path, name: s
 def test_status_names_what_each_flow_works_on(workflow: str, data: dict[str, Any],
                                               expected: str | None) -> None:
     """status shows the test, file or PR a flow works on next to its id."""
-    from flow.status import subject
+    from flow.cli.status import subject
 
     assert expected == subject(workflow, data)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flow import registry
-from flow.errors import NotBuilt
+from flow.core.errors import NotBuilt
+from flow.workflows import registry
 
 
 def _workflows() -> list[object]:

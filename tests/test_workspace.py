@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flow.errors import Busy, StateLoadError
+from flow.core.errors import Busy, StateLoadError
 from workspace.atomic import write_atomic
 from workspace.lock import FlowLock
 from workspace.migrations import migrate
@@ -63,7 +63,7 @@ def test_unloadable_state_fails_closed_and_is_kept(tmp_path: Path, content: byte
 @pytest.mark.parametrize("bad", ["", "../up", "a/../b", "/abs", "a//b", "sp ace"])
 def test_flow_ids_that_could_leave_the_workspace_are_refused(bad: str) -> None:
     """Flow ids are relative names; nothing built from one escapes the root."""
-    from flow.errors import UsageError
+    from flow.core.errors import UsageError
 
     with pytest.raises(UsageError):
         check_flow_id(bad)
@@ -139,7 +139,7 @@ def test_a_lock_won_on_a_folder_moved_aside_is_traded_for_the_new_one(
 @pytest.mark.parametrize("flow_id", ["toy/x\n", "toy/x\r", "toy/ x", "toy/..", "toy//x", "/abs"])
 def test_flow_ids_are_checked_with_full_matches(flow_id: str) -> None:
     """A trailing newline or an empty part never passes as a flow id."""
-    from flow.errors import UsageError
+    from flow.core.errors import UsageError
 
     with pytest.raises(UsageError):
         check_flow_id(flow_id)
@@ -150,7 +150,7 @@ def test_flow_ids_are_checked_with_full_matches(flow_id: str) -> None:
     ("o/.", False), ("o", False), ("o/r/x", False), ("o/r ", False)])
 def test_repo_names_are_owner_slash_name(repo: str, ok: bool) -> None:
     """--repo is owner/name by a full match; dots-only parts are refused."""
-    from flow.errors import UsageError
+    from flow.core.errors import UsageError
     from workspace.paths import check_repo
 
     if ok:
@@ -184,7 +184,7 @@ def test_store_log_never_writes_through_a_link(tmp_path: Path) -> None:
                                                  ("x", None), ("-1", None), ("nan", None)])
 def test_lock_timeout_setting(value: str, expected: float | None) -> None:
     """ORCHESTRATOR_LOCK_TIMEOUT is seconds from 0 to a day; anything else is a bad setting."""
-    from flow.errors import SettingError
+    from flow.core.errors import SettingError
     from workspace.lock import lock_timeout
 
     if expected is None:

@@ -11,7 +11,7 @@ from types import TracebackType
 
 from filelock import FileLock, Timeout
 
-from flow.errors import Busy, SettingError
+from flow.core.errors import Busy, SettingError
 from workspace.atomic import read_nofollow, refuse_symlink, write_nofollow
 from workspace.jsonio import dumps, loads
 

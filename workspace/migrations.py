@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flow.errors import StateLoadError
+from flow.core.errors import StateLoadError
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
 # Version 1 is the first released shape; no steps yet. Add ``MIGRATIONS[1] = _v1_to_v2``
-# (and bump flow.state.SCHEMA_VERSION) when the shape changes.
+# (and bump flow.core.state.SCHEMA_VERSION) when the shape changes.
 MIGRATIONS: dict[int, Migration] = {}
 
 

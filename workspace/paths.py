@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from flow.errors import UsageError
+from flow.core.errors import UsageError
 
 ENV_WORKSPACE = "ORCHESTRATOR_WORKSPACE"
 STATE_FILE = "flow_state.json"

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flow.errors import StateLoadError
+from flow.core.errors import StateLoadError
 from workspace.atomic import (
     append_line, read_nofollow, refuse_symlink, write_atomic, write_nofollow,
 )
@@ -20,7 +20,7 @@ from workspace.jsonio import dumps, loads
 from workspace.paths import AUDIT_FILE, SPEC_CACHE, STATE_FILE, flow_dir
 
 if TYPE_CHECKING:
-    from flow.state import FlowState
+    from flow.core.state import FlowState
 
 
 TAIL_BYTES = 64 * 1024
@@ -59,7 +59,7 @@ class FlowStore:
         """Load, migrate and validate the state; raise ``StateLoadError`` and keep the file."""
         from pydantic import ValidationError
 
-        from flow.state import SCHEMA_VERSION, FlowState
+        from flow.core.state import SCHEMA_VERSION, FlowState
         from workspace.migrations import migrate
 
         data = self.read_bytes()

@@ -3,7 +3,7 @@
 ``parse(argv)`` finds the command (a first word such as ``reproduce``, a seed flag such as
 ``--ci-check``, a bare test FILE meaning ``refactor FILE``, or ``--flow ID`` alone), parses the
 arguments with that command's parser only (a flag of another command is refused), and returns
-a namespace holding every known option (absent ones as their default), so ``flow.cli.run``
+a namespace holding every known option (absent ones as their default), so ``flow.cli.main.run``
 reads ``args.X`` for any flag. ``help_text(argv)`` is the usage of the command named, or the
 list of commands. Flags are declared once, as data, in ``FLAGS``; ``COMMANDS`` says which
 flags each command takes.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
-from flow.errors import UsageError
+from flow.core.errors import UsageError
 
 PROG = "orchestrator.py"
 
@@ -227,7 +227,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]
 
 
 def _words(command: str | None, values: dict[str, Any]) -> list[str]:
-    """The positional words ``flow.cli.run`` expects for ``command``."""
+    """The positional words ``flow.cli.main.run`` expects for ``command``."""
     if command is None:
         return []
     if command == "refactor":

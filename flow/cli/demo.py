@@ -15,7 +15,7 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-from flow.errors import OrchestratorError, UsageError, WorkflowInputError
+from flow.core.errors import OrchestratorError, UsageError, WorkflowInputError
 from workspace.jsonio import dumps, loads
 
 TEST_FILE = "test/test_small_ops.py"
@@ -43,7 +43,7 @@ def _example(script: Path) -> Path:
 
 
 def _call(argv: list[str]) -> dict[str, Any]:
-    from flow import proc
+    from flow.core import proc
 
     # Each call the demo makes is a harness call with a foreground budget of its own.
     got = proc.capture(argv, timeout=proc.foreground_s() + 60, budget=False)

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flow import registry
-from flow.commands import Commands
-from flow.errors import (
+from flow.core.commands import Commands
+from flow.core.errors import (
     FlowNotFound, OrchestratorError, UsageError, WorkflowInputError, environment_fault,
 )
-from flow.state import check_state
+from flow.core.workflow import check_state
+from flow.workflows import registry
 from workspace.jsonio import dumps
 from workspace.paths import bad_segment, check_flow_id, check_repo
 from workspace.store import FlowStore
@@ -31,7 +31,7 @@ WORKFLOW_COMMANDS = {"reproduce": "reproduce", "ci-targeted": "ci-targeted"}
 
 def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dict[str, Any] | str:
     """One call: no child it runs outlives the foreground budget, counted from here."""
-    from flow import proc
+    from flow.core import proc
 
     try:
         proc.foreground_s()
@@ -50,21 +50,23 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> di
     words = list(args.args)
     command = words[0] if words else None
     if command == "status":
-        from flow.status import status
+        from flow.cli.status import status
 
         return status(root, harness, as_json=args.json)
     if command == "schema":
-        from flow.schemas import schema_command
+        from flow.cli.schemas import schema_command
 
         return schema_command(words[1] if len(words) > 1 else None, root, harness)
     if command == "graph":
-        return _graph(words, root, harness)
+        from flow.cli.graph import graph_command
+
+        return graph_command(words, root, harness)
     if command == "affected-tests":
-        from flow.targeted.cli import affected_tests_command
+        from flow.workflows.targeted.affected import affected_tests_command
 
         return affected_tests_command(args, root, harness)
     if command == "demo":
-        from flow.demo import demo_command
+        from flow.cli.demo import demo_command
 
         return demo_command(words[1:], args, root, harness, script)
 
@@ -217,7 +219,7 @@ def _as_fault(exc: OSError) -> Exception:
 def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, harness: str,
             script: Path, new: bool, opts: dict[str, Any] | None,
             settings: dict[str, str]) -> dict[str, Any]:
-    from flow.engine import Engine
+    from flow.core.engine import Engine
     from workspace.lock import FlowLock
 
     with FlowLock(store.dir):
@@ -322,12 +324,3 @@ def _move_aside(store: FlowStore) -> None:
         store.dir.rename(target)
 
 
-def _graph(words: list[str], root: Path, harness: str) -> dict[str, Any]:
-    from flow.render import envelope
-
-    if len(words) < 2:
-        raise UsageError("graph needs a workflow name", f"one of: {', '.join(registry.names())}")
-    wf = registry.load(words[1]).WORKFLOW
-    return {**envelope(None, root, "done", harness), "workflow": wf.name,
-            "mermaid": wf.mermaid(), "states": list(wf.states),
-            "terminal": sorted(wf.terminal)}

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow import registry
-from flow.errors import NotBuilt, UsageError
+from flow.core.errors import NotBuilt, UsageError
+from flow.workflows import registry
 
 Status = Literal["need_agent", "schedule_cron", "waiting", "need_human", "done", "error"]
 
@@ -76,7 +76,7 @@ class Spec(BaseModel):
 
 
 def _builtin() -> dict[str, type[BaseModel]]:
-    from flow.state import FlowState
+    from flow.core.state import FlowState
 
     return {"spec": Spec, "task": TaskSpec, "state": FlowState}
 
@@ -106,7 +106,7 @@ def all_models() -> dict[str, type[BaseModel]]:
 
 
 def schema_command(name: str | None, root: Path, harness: str) -> dict[str, Any]:
-    from flow.render import envelope
+    from flow.core.render import envelope
 
     models = all_models()
     if name is None:

@@ -17,7 +17,7 @@ def collect(root: Path) -> list[dict[str, Any]]:
     if root.exists() and not root.is_dir():
         import errno
 
-        from flow.errors import environment_fault
+        from flow.core.errors import environment_fault
 
         fault = environment_fault(OSError(errno.ENOTDIR, "Not a directory", str(root)))
         assert fault is not None
@@ -56,7 +56,7 @@ def collect(root: Path) -> list[dict[str, Any]]:
 
 def _jobs(jobs: dict[str, Any]) -> list[dict[str, Any]]:
     """The running background jobs of a flow: elapsed time and the log's last line."""
-    from flow.proc import log_tail
+    from flow.core.proc import log_tail
 
     out = []
     now = time.time()
@@ -148,6 +148,6 @@ def status(root: Path, harness: str, *, as_json: bool) -> dict[str, Any] | str:
     rows = collect(root)
     if not as_json:
         return table(rows, root)
-    from flow.render import envelope
+    from flow.core.render import envelope
 
     return {**envelope(None, root, "done", harness), "flows": rows}

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from flow import render
-from flow.commands import Commands
-from flow.errors import AnswerRejected, FeedRejected, WorkflowBug
-from flow.feedfile import max_feed_bytes, read_feed
-from flow.outcome import Ask, Done, Go, Human, Sleep, Task
-from flow.state import FlowState, Question, TaskRecord
-from flow.workflow import Workflow
+from flow.core import render
+from flow.core.commands import Commands
+from flow.core.errors import AnswerRejected, FeedRejected, WorkflowBug
+from flow.core.feedfile import max_feed_bytes, read_feed
+from flow.core.outcome import Ask, Done, Go, Human, Sleep, Task
+from flow.core.state import FlowState, Question, TaskRecord
+from flow.core.workflow import Workflow
 from workspace.jsonio import digest, dumps, loads
 from workspace.paths import is_inside, safe_name
 from workspace.store import FlowStore, now_iso
 
 if TYPE_CHECKING:
-    from flow.proc import Result
+    from flow.core.proc import Result
 
 MAX_STEPS = 1000
 EXHAUSTED = "exhausted:"
@@ -109,7 +109,7 @@ class Ctx:
     def job(self, key: str, argv: Sequence[str], *, log_name: str, timeout: float,
             cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
             stdin: str | None = None) -> Result:
-        """Run ``argv`` as a background job the flow owns (``flow.jobs``) and return its
+        """Run ``argv`` as a background job the flow owns (``flow.core.jobs``) and return its
         result once it has finished; raises ``Pending`` (the engine answers ``waiting``) while
         it runs past this call's foreground budget. Memoized per visit and ``key``: the step
         runs again on the next call and gets the recorded result, so everything a step does
@@ -131,7 +131,7 @@ class Ctx:
     def _run_job(self, key: str, argv: Sequence[str], *, log_name: str, timeout: float,
                  cwd: str | Path | None, env: Mapping[str, str] | None, stdin: str | None,
                  wait: bool) -> Result | None:
-        from flow.jobs import run_job
+        from flow.core.jobs import run_job
 
         engine, state = self._engine, self._state
         return run_job(
@@ -226,7 +226,7 @@ class Engine:
         data = self.wf.data_model.model_validate(state.data)
         ctx = Ctx(self, data)
         step = self.wf.steps[state.phase]
-        from flow.jobs import Pending
+        from flow.core.jobs import Pending
 
         try:
             outcome = step(ctx)
@@ -330,7 +330,7 @@ class Engine:
     def feed(self, role: str, feed_path: str) -> dict[str, Any]:
         """Validate and apply one result; refuse anything stale, foreign or malformed.
 
-        The file is read with a bound (``flow.feedfile``); the content is validated strictly
+        The file is read with a bound (``flow.core.feedfile``); the content is validated strictly
         (JSON types as they are: ``1`` is no boolean, ``"3"`` no number); a ``task_id`` in it
         must name the task fed. Every refusal is audited; none touches the state.
         """

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flow.errors import FeedRejected, SettingError
+from flow.core.errors import FeedRejected, SettingError
 from workspace.jsonio import loads
 
 ENV_MAX_FEED = "ORCHESTRATOR_MAX_FEED_BYTES"

@@ -32,8 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flow import proc
-from flow.state import JobRecord
+from flow.core import proc
+from flow.core.state import JobRecord
 
 MAX_STARTS = 2
 POLL_S = 0.05

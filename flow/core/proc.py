@@ -1,5 +1,5 @@
 """The one door for child processes: every git, pip, pytest, build and reproducer run of
-every workflow goes through ``run`` (in the foreground) or a background job (``flow.jobs``,
+every workflow goes through ``run`` (in the foreground) or a background job (``flow.core.jobs``,
 which runs this module as its supervisor script).
 
 What every run gets, whatever the caller:
@@ -19,13 +19,14 @@ What every run gets, whatever the caller:
 - a timeout that defaults to what is left of the call's foreground budget
   (``ORCHESTRATOR_FOREGROUND_S``, default 90 s, under the harness shell tools' limits).
 
-This module imports only the standard library: ``flow.jobs`` starts it as a script
-(``python -I proc.py supervise SPEC``) to own a background job beyond the call's life.
+This module and ``flow.core.redact`` (which secrets, and how they are masked) import only the
+standard library: ``flow.core.jobs`` starts ``supervise`` in an isolated interpreter
+(``python -I -c ...``, this checkout's root put first on ``sys.path``) to own a background
+job beyond the call's life.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import selectors
@@ -40,15 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from flow.core.redact import (
+    MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns,
+)
+
 FOREGROUND_ENV = "ORCHESTRATOR_FOREGROUND_S"
 DEFAULT_FOREGROUND_S = 90.0
 CAP_ENV = "ORCHESTRATOR_LOG_CAP_BYTES"
 DEFAULT_CAP = 4 * 1024 * 1024
-SECRETS_ENV = "ORCHESTRATOR_SECRET_ENV"
-PASS_ENV = "ORCHESTRATOR_PASS_ENV"
-SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*")
-MASK_MIN = 8  # a shorter secret value would mask ordinary words
-MASK = "***"  # what a secret is shown as (flow.redact, the logs)
 GRACE_S = 5.0
 CHUNK = 65536
 TIMED_OUT, NOT_FOUND = 124, 127
@@ -119,25 +119,6 @@ def remaining(settings: Mapping[str, str] | None = None) -> float:
 
 # -- the environment -------------------------------------------------------------------------
 
-def secret_patterns(value: str | None) -> list[str]:
-    """The name patterns of a comma-separated setting (``ORCHESTRATOR_SECRET_ENV``)."""
-    return [p.strip() for p in (value or "").split(",") if p.strip()]
-
-
-def is_secret(name: str, deny: Iterable[str] = ()) -> bool:
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, p.upper()) for p in (*SECRET_PATTERNS, *deny))
-
-
-def secret_names(env: Mapping[str, str]) -> list[str]:
-    """The names in ``env`` that are secrets (``is_secret``, ``ORCHESTRATOR_SECRET_ENV`` read
-    from this process) with a value long enough to mask. ``flow.redact`` masks their values
-    in what is read back; in a child's scrubbed environment they are the ones let through
-    (``allow``, ``ORCHESTRATOR_PASS_ENV``), which its log must not keep either."""
-    deny = secret_patterns(os.environ.get(SECRETS_ENV))
-    return sorted(k for k, v in env.items() if is_secret(k, deny) and len(v) >= MASK_MIN)
-
-
 def child_env(base: Mapping[str, str] | None = None, *, allow: Iterable[str] = (),
               deny: Iterable[str] = ()) -> dict[str, str]:
     """``base`` (default: this process's environment) without secrets.
@@ -188,10 +169,8 @@ class Result:
     @property
     def output(self) -> str:
         """The child's output (capped), decoded with replacement, secrets masked
-        (``flow.redact``: a child let a token through ``ORCHESTRATOR_PASS_ENV`` may print
+        (``flow.core.redact``: a child let a token through ``ORCHESTRATOR_PASS_ENV`` may print
         it); never raises."""
-        from flow.redact import redact
-
         return redact(self._raw_output())
 
     def _raw_output(self) -> str:
@@ -305,8 +284,6 @@ def log_tail(path: Path, lines: int = 5, window: int = 16384, skip: int = 0) -> 
     """The last ``lines`` lines of a log, read from its last ``window`` bytes (never from
     before byte ``skip``, the end of the header), secrets masked as in ``Result.output``;
     each line at most 300 characters."""
-    from flow.redact import redact
-
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -535,17 +512,23 @@ def capture(argv: Sequence[str], *, cwd: str | Path | None = None,
                     timed_out=why == "timed_out", too_big=why == "stopped")
 
 
-# -- the background-job supervisor (run as a script by flow.jobs) ---------------------------
+# -- the background-job supervisor (run as a script by flow.core.jobs) ---------------------------
 
 def detach_supervisor(spec: Path, env: Mapping[str, str]) -> int:
     """Start ``supervise(spec)`` as a process of its own session that outlives this one (not
-    waited for here; ``flow.jobs`` follows it through its result file). Returns its pid."""
-    child = subprocess.Popen([sys.executable, "-I", __file__, "supervise", str(spec)],
+    waited for here; ``flow.core.jobs`` follows it through its result file). Returns its pid."""
+    child = subprocess.Popen([sys.executable, "-I", "-c", _SUPERVISOR, "supervise", str(spec)],
                              env=dict(env), cwd="/", start_new_session=True,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     _detached.append(child)
     return child.pid
+
+
+# The supervisor's interpreter is isolated (-I: no PYTHONPATH, no user site, no script dir),
+# so it is pointed at this checkout explicitly: it runs exactly the code that started it.
+_SUPERVISOR = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
+               "from flow.core.proc import main; sys.exit(main(sys.argv[1:]))")
 
 
 def reap() -> None:
@@ -621,7 +604,8 @@ def _write_result(path: Path, result: Result) -> None:
     write_atomic(path, json.dumps(result.to_json()).encode())
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "supervise":
-        sys.exit("usage: proc.py supervise SPEC.json")
-    sys.exit(supervise(Path(sys.argv[2])))
+def main(argv: Sequence[str]) -> int:
+    """The supervisor's entry: ``supervise SPEC.json``."""
+    if len(argv) != 2 or argv[0] != "supervise":
+        sys.exit("usage: supervise SPEC.json")
+    return supervise(Path(argv[1]))

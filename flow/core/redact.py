@@ -1,14 +1,26 @@
-"""Secrets out of fetched text and child output: tokens echoed in a CI log, an API answer or a
-job's log never get stored or printed. ``redact`` replaces known token shapes and the values
-of the secret settings."""
+"""What counts as a secret and how it is kept out of sight.
+
+The names: ``GITHUB_TOKEN``, ``GH_TOKEN`` and every setting matching ``*TOKEN*``,
+``*SECRET*`` or ``*PASSWORD*`` (case-insensitive), plus the patterns in
+``ORCHESTRATOR_SECRET_ENV``; ``ORCHESTRATOR_PASS_ENV`` names the ones a child may be let
+see. The runner (``flow.core.proc``) keeps them out of children's environments and masks
+the let-through ones in logs; ``redact`` takes token shapes and the values of the secret
+settings out of fetched text and child output, so a token echoed in a CI log, an API answer
+or a job's log is never stored or printed. Standard library only.
+"""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from flow.proc import MASK, secret_names
+SECRETS_ENV = "ORCHESTRATOR_SECRET_ENV"
+PASS_ENV = "ORCHESTRATOR_PASS_ENV"
+SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*")
+MASK_MIN = 8  # a shorter secret value would mask ordinary words
+MASK = "***"  # what a secret is shown as (here and in the runner's logs)
 
 _SHAPES = re.compile(
     r"(?:gh[pousr]_[A-Za-z0-9]{20,255}"          # GitHub tokens (classic, OAuth, app, refresh)
@@ -19,10 +31,28 @@ _SHAPES = re.compile(
     r"|(?<=[Tt]oken )[A-Za-z0-9._~+/=-]{16,})")
 
 
+def secret_patterns(value: str | None) -> list[str]:
+    """The name patterns of a comma-separated setting (``ORCHESTRATOR_SECRET_ENV``)."""
+    return [p.strip() for p in (value or "").split(",") if p.strip()]
+
+
+def is_secret(name: str, deny: Iterable[str] = ()) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, p.upper()) for p in (*SECRET_PATTERNS, *deny))
+
+
+def secret_names(env: Mapping[str, str]) -> list[str]:
+    """The names in ``env`` that are secrets (``is_secret``, ``ORCHESTRATOR_SECRET_ENV`` read
+    from this process) with a value long enough to mask. ``redact`` masks their values in
+    what is read back; in a child's scrubbed environment they are the ones let through
+    (``allow``, ``ORCHESTRATOR_PASS_ENV``), which its log must not keep either."""
+    deny = secret_patterns(os.environ.get(SECRETS_ENV))
+    return sorted(k for k, v in env.items() if is_secret(k, deny) and len(v) >= MASK_MIN)
+
+
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     """``text`` with token-shaped strings and the values of the secret settings in ``env``
-    (default: this process's; the names the runner keeps from children,
-    ``flow.proc.secret_names``) replaced by ``***``."""
+    (default: this process's; ``secret_names``) replaced by ``***``."""
     env = os.environ if env is None else env
     for value in sorted({env[k] for k in secret_names(env)}, key=len, reverse=True):
         text = text.replace(value, MASK)

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from flow.commands import Commands
-from flow.state import FlowState, TaskRecord
+from flow.core.commands import Commands
+from flow.core.state import FlowState, TaskRecord
 
 SPEC_VERSION = 1
 HARNESSES = ("claude", "codex")
@@ -132,7 +132,7 @@ def job_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands,
              job: Any) -> dict[str, Any]:
     """``waiting`` on a background job the flow owns (never cached: the job moves on while
     the state does not)."""
-    from flow.jobs import poll_after, progress
+    from flow.core.jobs import poll_after, progress
 
     return envelope(state, root, "waiting", cmds.harness, workspace, job=progress(job),
                     poll_after_s=poll_after(job), in_flight=[], tasks=[],
@@ -183,7 +183,7 @@ def cron_job_id(flow_id: str) -> str:
 def shipped_skill(skill: str) -> str:
     """`skill` if the project ships it (agents/skills/<name>/SKILL.md), else the shipped driver
     skill, else "": a cron prompt never names a skill the harness cannot load."""
-    skills = Path(__file__).resolve().parents[1] / "agents" / "skills"
+    skills = Path(__file__).resolve().parents[2] / "agents" / "skills"
     for name in (skill, "skill-orchestrator"):
         if name and (skills / name / "SKILL.md").is_file():
             return name

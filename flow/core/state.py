@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from flow.workflow import Workflow
 
 SCHEMA_VERSION = 1
 
@@ -60,7 +57,7 @@ class Question(BaseModel):
 
 
 class JobRecord(BaseModel):
-    """One background job the flow owns (``flow.jobs``): what runs, where its log is, its
+    """One background job the flow owns (``flow.core.jobs``): what runs, where its log is, its
     clock, and its result once read."""
 
     model_config = ConfigDict(extra="forbid")
@@ -124,34 +121,3 @@ class FlowState(BaseModel):
         return [t for t in self.tasks if t.status == "pending"]
 
 
-def check_state(state: FlowState, workflow: Workflow, source: str) -> None:
-    """Refuse a state that loads but cannot belong to ``workflow`` (``StateLoadError``, exit 4).
-
-    The phase and every task's phase must be states of the workflow and ``data`` must
-    validate against its data model. Called right after loading, before anything is written,
-    so a hand-edited or damaged state fails closed with the file kept as it is.
-    """
-    from pydantic import ValidationError
-
-    from flow.errors import StateLoadError
-
-    hint = ("the file is kept for inspection; fix the named field, or move the flow folder "
-            "aside (--restart) to start anew")
-    known = set(workflow.states)
-    if state.phase not in known:
-        raise StateLoadError(f"{source}: phase {state.phase!r} is not a state of workflow "
-                             f"{workflow.name!r} (one of: {', '.join(workflow.states)})", hint)
-    for task in state.tasks:
-        if task.phase not in known:
-            raise StateLoadError(f"{source}: task {task.task_id!r} has phase {task.phase!r}, "
-                                 f"not a state of workflow {workflow.name!r}", hint)
-        if task.feed not in workflow.feeds:
-            raise StateLoadError(f"{source}: task {task.task_id!r} expects feed {task.feed!r}, "
-                                 f"which workflow {workflow.name!r} does not know", hint)
-    try:
-        workflow.data_model.model_validate(state.data)
-    except ValidationError as exc:
-        first = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}"
-                          for e in exc.errors()[:3])
-        raise StateLoadError(f"{source}: data does not match workflow {workflow.name!r}: "
-                             f"{first}", hint) from None

@@ -1,7 +1,8 @@
 """Workflows declared as data: states, transitions, one step per state, feed models.
 
 The same declaration builds the ``transitions`` machine the engine runs and the Mermaid
-diagram ``orchestrator.py graph`` prints; ``problems()`` finds unreachable states and dead ends.
+diagram ``orchestrator.py graph`` prints; ``problems()`` finds unreachable states and dead ends;
+``check_state`` refuses a saved state that cannot belong to the declaration.
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flow.errors import WorkflowBug
+from flow.core.errors import WorkflowBug
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from flow.engine import Ctx
-    from flow.outcome import Outcome
+    from flow.core.outcome import Outcome
+    from flow.core.state import FlowState
 
-Step = Callable[["Ctx"], "Outcome"]
+# A step gets the engine's ``Ctx`` (flow.core.engine) and returns an outcome. The declaration
+# does not import the driver that runs it: the engine depends on the declaration, not back.
+Step = Callable[[Any], "Outcome"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +127,36 @@ class Workflow:
         if not self.terminal:
             found.append("no terminal state")
         return found
+
+
+def check_state(state: FlowState, workflow: Workflow, source: str) -> None:
+    """Refuse a state that loads but cannot belong to ``workflow`` (``StateLoadError``, exit 4).
+
+    The phase and every task's phase must be states of the workflow and ``data`` must
+    validate against its data model. Called right after loading, before anything is written,
+    so a hand-edited or damaged state fails closed with the file kept as it is.
+    """
+    from pydantic import ValidationError
+
+    from flow.core.errors import StateLoadError
+
+    hint = ("the file is kept for inspection; fix the named field, or move the flow folder "
+            "aside (--restart) to start anew")
+    known = set(workflow.states)
+    if state.phase not in known:
+        raise StateLoadError(f"{source}: phase {state.phase!r} is not a state of workflow "
+                             f"{workflow.name!r} (one of: {', '.join(workflow.states)})", hint)
+    for task in state.tasks:
+        if task.phase not in known:
+            raise StateLoadError(f"{source}: task {task.task_id!r} has phase {task.phase!r}, "
+                                 f"not a state of workflow {workflow.name!r}", hint)
+        if task.feed not in workflow.feeds:
+            raise StateLoadError(f"{source}: task {task.task_id!r} expects feed {task.feed!r}, "
+                                 f"which workflow {workflow.name!r} does not know", hint)
+    try:
+        workflow.data_model.model_validate(state.data)
+    except ValidationError as exc:
+        first = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}"
+                          for e in exc.errors()[:3])
+        raise StateLoadError(f"{source}: data does not match workflow {workflow.name!r}: "
+                             f"{first}", hint) from None

@@ -24,13 +24,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from flow.github.errors import BadSetting
+from flow.github.token import TOKEN_FILE_ENV, read_token_file
 
 DEFAULT_API = "https://api.github.com"
 API_ENV = "ORCHESTRATOR_GITHUB_API"
-TOKEN_FILE_ENV = "ORCHESTRATOR_GITHUB_TOKEN_FILE"
-_TOKEN_KEYS = ("GITHUB_TOKEN", "GH_TOKEN")
-
-
 class Access(BaseModel):
     """The API base URL and (optionally) the token file's path; never the token."""
 
@@ -53,28 +50,6 @@ def access_from(settings: Mapping[str, str]) -> Access:
         raise BadSetting(TOKEN_FILE_ENV, raw, "an absolute path (cron jobs start elsewhere)")
     read_token_file(str(path))  # refuses now what a later tick could not read
     return Access(api_url=api, token_file=str(path))
-
-
-def read_token_file(path: str) -> str | None:
-    """The token the file holds (a bare token line, or GITHUB_TOKEN= / GH_TOKEN= lines), or
-    None when it holds none. BadSetting when it cannot be read. The value is never logged."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadSetting(TOKEN_FILE_ENV, path, f"a readable file ({exc.strerror or exc})") from None
-    bare: str | None = None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export "):].strip()
-        key, sep, value = line.partition("=")
-        if sep and key.strip() in _TOKEN_KEYS:
-            return value.strip().strip("'\"") or None
-        if not sep and bare is None and " " not in line:
-            bare = line
-    return bare
 
 
 def connect_with(access: Access, settings: Mapping[str, str] | None = None, **kw: Any) -> Any:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from flow.ci.logs import LogExcerpt, trim_log
-from flow.ci.patterns import Patterns, load_patterns
 from flow.github.client import GitHubClient
 from flow.github.errors import GitHubRequestFailed
 from flow.github.reads import list_all
@@ -19,12 +17,6 @@ def job_log(client: GitHubClient, repo: str, job_id: int, max_bytes: int = 2_000
     url = client.location(f"/repos/{repo}/actions/jobs/{job_id}/logs")
     data = client.fetch_signed(url, f"log of job {job_id}")
     return data[-max_bytes:].decode("utf-8", errors="replace")
-
-
-def job_failure_lines(client: GitHubClient, repo: str, job_id: int, patterns: Patterns | None = None) -> LogExcerpt:
-    """The job's log trimmed to failing lines (see flow.ci.logs.trim_log)."""
-    patterns = patterns or load_patterns()
-    return trim_log(job_log(client, repo, job_id, patterns.logs.max_bytes), patterns)
 
 
 def rerun_failed_jobs(client: GitHubClient, repo: str, run_id: int) -> None:

@@ -29,9 +29,10 @@ from pydantic import BaseModel, ConfigDict
 from flow.github.checks import api_url as checked_api_url
 from flow.github.checks import bad_answer, from_pygithub, header_seconds
 from flow.github.errors import (
-    BadSetting, GitHubRequestFailed, GitHubUnavailable, LinkExpired, MissingToken, RateLimited, UnknownRepo,
-    utc_from_epoch,
+    BadSetting, GitHubRequestFailed, GitHubUnavailable, LinkExpired, MissingToken, RateLimited,
+    UnknownRepo, utc_from_epoch,
 )
+from flow.github.token import read_token_file
 
 DEFAULT_API = "https://api.github.com"
 API_ENV = "ORCHESTRATOR_GITHUB_API"
@@ -239,13 +240,11 @@ def connect(api_url: str | None = None, token: str | None = None, *,
     """A client for `api_url` (else $ORCHESTRATOR_GITHUB_API, else api.github.com).
 
     The token: `token`, else GITHUB_TOKEN / GH_TOKEN, else the file `token_file` (see
-    flow.github.access.read_token_file). Without `settings`, the backoff comes from
+    flow.github.token.read_token_file). Without `settings`, the backoff comes from
     $ORCHESTRATOR_GITHUB_BACKOFF when set. Makes no request. Raises MissingToken when no
     token is found, BadSetting when the backoff is not a number of seconds or the token file
     cannot be read.
     """
-    from flow.github.access import read_token_file
-
     env = os.environ if env is None else env
     token = token or next((env[k] for k in TOKEN_ENVS if env.get(k)), None)
     if not token and token_file:

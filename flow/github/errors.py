@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from flow.errors import OrchestratorError
+from flow.core.errors import OrchestratorError
 
 
 class GitHubError(OrchestratorError):

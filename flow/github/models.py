@@ -1,6 +1,6 @@
 """Snapshots the adapter produces: plain pydantic data, no PyGithub types.
 
-`flow.ci.classify` reads only these, so classification is testable without HTTP.
+`flow.workflows.ci.classify` reads only these, so classification is testable without HTTP.
 """
 
 from __future__ import annotations

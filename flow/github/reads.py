@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from flow.github.cache import ETagCache
-from flow.github.client import GitHubClient
 from flow.github.checks import check_sha
+from flow.github.client import GitHubClient
 from flow.github.errors import GitHubRequestFailed, NoPullRequest
 from flow.github.models import CheckState, CommitChecks, PullInfo, WorkflowRunState
 from flow.github.remote import current_branch, origin_repo
@@ -201,7 +201,7 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
     action_required to queued: pending either way), or completes with no pending job. (d) rules out the last: a run with a pending job cannot complete, and that
     job's completion changes the check runs, which breaks (a); a not-completed run with no
     pending job (jobless: queued, awaiting approval) fails (d). A new or re-run run only adds
-    something pending, and by (c) something is pending already, so `flow.ci.decide` still
+    something pending, and by (c) something is pending already, so `flow.workflows.ci.decide` still
     ends at "pending -> wait" at the latest; the rules before it (regression, re-run of a
     completed run's infra/flaky jobs) see the same check runs the cached listing was read
     with. So this tick cannot end the watch (all_green, needs_attention) on a stale listing:

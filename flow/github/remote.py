@@ -24,7 +24,7 @@ def parse_remote_url(url: str) -> str:
 
 
 def _git(repo_dir: Path, *args: str) -> str:
-    from flow import proc
+    from flow.core import proc
 
     out = proc.capture(["git", "-C", str(repo_dir), *args])
     if not out.ok:

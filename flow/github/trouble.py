@@ -26,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.errors import OrchestratorError
+from flow.core.errors import OrchestratorError
+from flow.core.outcome import Human, Sleep
 from flow.github.errors import GitHubError, GitHubRequestFailed, GitHubUnavailable, RateLimited
-from flow.outcome import Human, Sleep
 
 MAX_MINUTES = 30
 OUTAGE_FIRST_MINUTES = 2

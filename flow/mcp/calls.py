@@ -1,7 +1,7 @@
 """Each MCP tool as the command line it stands for, answered by the CLI's own entry point.
 
 ``Caller`` turns a validated tool input into ``orchestrator.py`` arguments and calls
-``respond(argv)`` (``orchestrator.respond``: parse, ``flow.cli.run``, the error mapping), so a
+``respond(argv)`` (``orchestrator.respond``: parse, ``flow.cli.main.run``, the error mapping), so a
 tool answers exactly the JSON object and exit code the same command line would: same locks,
 same validation, same flow ids; a flow started here can be resumed from the CLI and the reverse.
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flow.errors import FeedRejected, FlowNotFound, OrchestratorError
+from flow.core.errors import FeedRejected, FlowNotFound, OrchestratorError
 from flow.mcp.inputs import AnswerInput, FeedInput, ResumeInput, SchemaInput, StartInput
 from workspace.jsonio import dumps, loads
 from workspace.paths import check_flow_id
@@ -45,7 +45,7 @@ class Caller:
         return spec, code
 
     def error(self, err: OrchestratorError, harness: str | None) -> Reply:
-        from flow.render import error_spec
+        from flow.core.render import error_spec
 
         return error_spec(err, self.root, harness or self.harness or "claude"), err.exit_code
 

@@ -211,7 +211,7 @@ def input_schema(tool: str) -> dict[str, Any]:
     if tool == "feed":
         from pydantic.json_schema import models_json_schema
 
-        from flow.schemas import all_models
+        from flow.cli.schemas import all_models
 
         feeds = sorted((n, m) for n, m in all_models().items() if "." in n)  # WORKFLOW.FEED
         refs, shared = models_json_schema([(m, "validation") for _, m in feeds],

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from flow.errors import NotBuilt, OrchestratorError, UsageError
+from flow.core.errors import NotBuilt, OrchestratorError, UsageError
 from workspace.paths import check_flow_id, is_inside
 
 SCHEME = "orchestrator://"
@@ -65,8 +65,8 @@ def templates() -> list[Entry]:
 
 def listed(root: Path) -> list[Entry]:
     """Every flow file that exists now, then one diagram per available workflow."""
-    from flow import registry
-    from flow.status import collect
+    from flow.workflows import registry
+    from flow.cli.status import collect
 
     out: list[Entry] = []
     for row in collect(root):
@@ -89,7 +89,7 @@ def listed(root: Path) -> list[Entry]:
 def read(root: Path, uri: str) -> tuple[str, str]:
     """``(text, MIME type)`` of the resource at ``uri``; ``ResourceMissing`` if none."""
     if uri.startswith(f"{SCHEME}graph/"):
-        from flow import registry
+        from flow.workflows import registry
 
         name = uri[len(f"{SCHEME}graph/"):]
         try:

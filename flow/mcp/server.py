@@ -32,7 +32,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from flow.errors import OrchestratorError, UsageError
+from flow.core.errors import OrchestratorError, UsageError
 from flow.mcp import resources
 from flow.mcp.budget import BUDGET_ENV, POLL_AFTER_S, InFlight, Progress, budget_s
 from flow.mcp.calls import Caller, Reply, Respond
@@ -163,7 +163,7 @@ def _result(reply: Reply) -> types.CallToolResult:
 
 def build(app: App) -> Server[Any]:
     """The low-level server: tool schemas straight from the input models, the Spec as output."""
-    from flow.schemas import Spec
+    from flow.cli.schemas import Spec
 
     output = Spec.model_json_schema()
     read_only = {"status", "schema"}

@@ -1,6 +1,6 @@
 """Which workflows exist, imported only when a call needs one.
 
-A workflow module exposes ``WORKFLOW`` (a ``flow.workflow.Workflow``) and two functions:
+A workflow module exposes ``WORKFLOW`` (a ``flow.core.workflow.Workflow``) and two functions:
 ``locate(opts, root) -> flow_id`` (which flow these command-line options mean) and
 ``start(opts, root, settings) -> BaseModel`` (the initial data of a new flow). Both get the
 same ``opts`` dict: ``locate`` may record there what it had to look up (a PR number found
@@ -14,15 +14,15 @@ import importlib
 import os
 from types import ModuleType
 
-from flow.errors import NotBuilt, UsageError
+from flow.core.errors import NotBuilt, UsageError
 
 BUILTIN: dict[str, str] = {
-    "reproduce": "flow.reproduce.workflow",
-    "refactor": "flow.refactor.workflow",
-    "ci": "flow.ci.workflow",
-    "ci-targeted": "flow.targeted.workflow",
-    "ingest": "flow.sidecars.ingest",
-    "review-queue": "flow.sidecars.review_queue",
+    "reproduce": "flow.workflows.reproduce.workflow",
+    "refactor": "flow.workflows.refactor.workflow",
+    "ci": "flow.workflows.ci.workflow",
+    "ci-targeted": "flow.workflows.targeted.workflow",
+    "ingest": "flow.workflows.ingest.workflow",
+    "review-queue": "flow.workflows.review_queue.workflow",
 }
 ENV_PLUGINS = "ORCHESTRATOR_PLUGINS"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from flow.ci.decide import CiData, decide
-from flow.ci.observe import observe
-from flow.ci.patterns import load_patterns
 from flow.github.client import GitHubClient
+from flow.workflows.ci.decide import CiData, decide
+from flow.workflows.ci.observe import observe
+from flow.workflows.ci.patterns import load_patterns
 from tests.fakegithub import FakeGitHub, Repo
 
 HEAD, BASE = "a" * 40, "b" * 40

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from flow.render import CLAUDE_EXPIRY_DAYS, shipped_skill
+from flow.core.render import CLAUDE_EXPIRY_DAYS, shipped_skill
 from tests.contract.driver import Driver
 from tests.fakegithub import FakeGitHub, Repo
 
@@ -136,7 +136,7 @@ def test_every_skill_named_in_a_prompt_is_shipped() -> None:
     """Cron prompts of every workflow, and every agent prompt template, name only skills that
     exist under agents/skills."""
     from agents import claude
-    from flow.registry import BUILTIN as WORKFLOWS
+    from flow.workflows.registry import BUILTIN as WORKFLOWS
 
     import importlib
 

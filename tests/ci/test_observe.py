@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flow.ci.decide import Awaiting, CiData, decide
-from flow.ci.observe import observe
 from flow.github.client import GitHubClient
+from flow.workflows.ci.decide import Awaiting, CiData, decide
+from flow.workflows.ci.observe import observe
 from tests.fakegithub import FakeGitHub, Repo
 
 HEAD, BASE, FIX = "a" * 40, "b" * 40, "c" * 40

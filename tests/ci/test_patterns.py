@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flow.ci.logs import trim_log
-from flow.ci.patterns import DEFAULT_PATH, PatternsInvalid, load_patterns
+from flow.workflows.ci.logs import trim_log
+from flow.workflows.ci.patterns import DEFAULT_PATH, PatternsInvalid, load_patterns
 
 BROKEN = [
     ('green = ["success"]', 'green = ["success", "failure"]', "listed in both"),

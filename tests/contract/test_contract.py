@@ -18,7 +18,7 @@ IDS = [s.name for s in SCENARIOS]
 
 
 def _spec_schema() -> dict[str, Any]:
-    from flow.schemas import Spec
+    from flow.cli.schemas import Spec
 
     return Spec.model_json_schema()
 

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from flow.schemas import all_models, feed_models
+from flow.cli.schemas import all_models, feed_models
 
 FEEDS = feed_models()
 RETYPES: list[Any] = [1, "3", True, None, 1.5, [], {}, "x", "", -1]

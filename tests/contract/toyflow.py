@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flow.errors import WorkflowInputError
-from flow.feeds import Feed
-from flow.outcome import Ask, Done, Go, Human, Task
-from flow.workflow import Workflow
+from flow.core.errors import WorkflowInputError
+from flow.core.feeds import Feed
+from flow.core.outcome import Ask, Done, Go, Human, Task
+from flow.core.workflow import Workflow
 
 
 class ToyData(BaseModel):

@@ -6,8 +6,8 @@ import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from tests.fakegithub import render
-from tests.fakegithub.state import FIXED_TIME, Pull, Repo
 from tests.fakegithub.server import Paged, Reply
+from tests.fakegithub.state import FIXED_TIME, Pull, Repo
 
 if TYPE_CHECKING:
     from tests.fakegithub.server import FakeGitHub

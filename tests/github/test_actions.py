@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from flow.github.actions import (
-    add_labels, job_failure_lines, job_log, list_comments, mark_ready, post_comment, rerun_failed_jobs,
+    add_labels, job_log, list_comments, mark_ready, post_comment, rerun_failed_jobs,
 )
 from flow.github.client import GitHubClient
 from flow.github.errors import GitHubRequestFailed, LinkExpired
+from flow.workflows.ci.observe import job_failure_lines
 from tests.fakegithub import FakeGitHub
 
 SHA = "a" * 40

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from flow.github.artifacts import (
-    NO_RUN_A, NO_RUN_B, NO_WHEEL, CiEnvBlocked, build_env_of, download_artifacts, find_run_with_successful_builds,
-    latest_successful_run,
+    NO_RUN_A, NO_RUN_B, NO_WHEEL, CiEnvBlocked, build_env_of, download_artifacts,
+    find_run_with_successful_builds, latest_successful_run,
 )
 from flow.github.client import GitHubClient
 from tests.fakegithub import FakeGitHub

@@ -9,9 +9,9 @@ import zipfile
 import pytest
 import requests
 
+from flow.github.actions import post_comment
 from flow.github.client import GitHubClient, connect, ClientSettings
 from flow.github.errors import GitHubUnavailable
-from flow.github.actions import post_comment
 from tests.fakegithub import FakeGitHub
 
 SHA = "a" * 40

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flow.feeds import Feed
-from flow.outcome import Ask, Done, Go, Task
-from flow.workflow import Workflow
+from flow.core.feeds import Feed
+from flow.core.outcome import Ask, Done, Go, Task
+from flow.core.workflow import Workflow
 
 
 class SlowData(BaseModel):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from flow.demo import TEST_FILE, _answer, make_checkout
+from flow.cli.demo import TEST_FILE, _answer, make_checkout
 from tests.fakegithub import FakeGitHub
 from tests.mcp.client import ROOT, Mcp, drive
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from flow.schemas import Spec, all_models
+from flow.cli.schemas import Spec, all_models
 from tests.mcp.client import (
     FAILING, PASSING, Mcp, cli, drive, reproduce_args, run_task, shell, state_bytes,
 )

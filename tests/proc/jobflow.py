@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flow.outcome import Done
-from flow.workflow import Workflow
+from flow.core.outcome import Done
+from flow.core.workflow import Workflow
 
 
 class JobData(BaseModel):
@@ -40,7 +40,7 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> JobData:
 
 def work(ctx: Any) -> Any:
     if ctx.data.foreground:  # the same command as a foreground run of the step itself
-        from flow import proc
+        from flow.core import proc
 
         res = proc.run([sys.executable, "-c", ctx.data.script], log=ctx.path("logs/main.log"),
                        timeout=ctx.data.timeout, cwd=str(ctx.dir))

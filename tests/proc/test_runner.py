@@ -1,4 +1,4 @@
-"""The one process runner (flow/proc.py): decoding, process groups, caps, secrets, stdin."""
+"""The one process runner (flow/core/proc.py): decoding, process groups, caps, secrets, stdin."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flow import proc
+from flow.core import proc
 from tests.proc import gone
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ SHIPPED = [ROOT / "orchestrator.py", *(p for d in ("flow", "workspace", "agents"
 
 
 def test_only_the_runner_imports_subprocess() -> None:
-    """No shipped module but flow/proc.py imports subprocess: every child goes through it."""
+    """No shipped module but flow/core/proc.py imports subprocess: every child goes through it."""
     offenders = []
     for path in SHIPPED:
         tree = ast.parse(path.read_bytes())
@@ -28,7 +28,7 @@ def test_only_the_runner_imports_subprocess() -> None:
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             if any(n.split(".")[0] == "subprocess" for n in names):
                 offenders.append(str(path.relative_to(ROOT)))
-    assert ["flow/proc.py"] == sorted(set(offenders))
+    assert ["flow/core/proc.py"] == sorted(set(offenders))
 
 
 def test_non_utf8_output_is_kept_and_read_with_replacement(tmp_path: Path) -> None:

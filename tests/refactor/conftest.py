@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.assess import Assessment, assess_source
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.assess import Assessment, assess_source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "refactor"
 # The small fixture is the demo's bundled example too: one copy, in examples/.
@@ -40,6 +40,6 @@ def large_report() -> AnalystReport:
 
 def small_checkout(tmp_path: Path) -> Path:
     """A checkout holding the small fixture as test/test_small_ops.py with its CMI and sentinels."""
-    from flow.demo import make_checkout
+    from flow.cli.demo import make_checkout
 
     return make_checkout(SMALL, tmp_path / "repo")

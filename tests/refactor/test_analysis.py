@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from flow.refactor.analysis import AnalystReport, Classification, check_report, moves
-from flow.refactor.assess import Assessment
+from flow.workflows.refactor.analysis import AnalystReport, Classification, check_report, moves
+from flow.workflows.refactor.assess import Assessment
 
 
 def _drop_first(r: AnalystReport) -> None:

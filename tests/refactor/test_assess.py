@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flow.refactor.assess import Assessment, assess_source
-from flow.refactor.errors import SourceSyntaxError
+from flow.workflows.refactor.assess import Assessment, assess_source
+from flow.workflows.refactor.errors import SourceSyntaxError
 
 from tests.refactor.conftest import LARGE, read
 

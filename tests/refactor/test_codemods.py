@@ -10,7 +10,9 @@ from textwrap import dedent
 
 import pytest
 
-from flow.refactor.codemods import CodemodResult, decorate_info, only_accelerator, remove_only_native
+from flow.workflows.refactor.codemods import (
+    CodemodResult, decorate_info, only_accelerator, remove_only_native,
+)
 
 from tests.refactor.conftest import LARGE, SMALL, read
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from flow.refactor.decisions import (
-    Dispute, DisputeDecision, check_disputes, check_verdicts, decide, round_given_back, show, unwaived,
+from flow.workflows.refactor.decisions import (
+    Dispute, DisputeDecision, check_disputes, check_verdicts, decide, round_given_back, show,
+    unwaived,
 )
-from flow.refactor.feedmodels import CheckerDisputeFeed, CheckerReviewFeed, CoderFeed
-from flow.refactor.findings import Finding
+from flow.workflows.refactor.feedmodels import CheckerDisputeFeed, CheckerReviewFeed, CoderFeed
+from flow.workflows.refactor.findings import Finding
 
 SOURCE = 'class T:\n    def test_a(self, device):\n        if self.device_type == "cuda":\n            x = torch.ones(1, device="cuda")\n'
 

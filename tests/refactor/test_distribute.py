@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.assess import Assessment, assess_source
-from flow.refactor.distribute import distribute
-from flow.refactor.rules import load_catalogue
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.assess import Assessment, assess_source
+from flow.workflows.refactor.distribute import distribute
+from flow.workflows.refactor.rules import load_catalogue
 
 
 def test_small_fixture_tasks(small_before: Assessment, small_report: AnalystReport) -> None:

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flow.errors import OrchestratorError
-from flow.refactor.errors import (
-    CatalogueError,
-    CollectError,
-    FieldConflictError,
-    JUnitError,
-    SourceSyntaxError,
+from flow.core.errors import OrchestratorError
+from flow.workflows.refactor.errors import (
+    CatalogueError, CollectError, FieldConflictError, JUnitError, SourceSyntaxError,
 )
 
 

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from flow.refactor.errors import FieldConflictError
-from flow.refactor.fields import detect_field, field_profile, load_field_lists, read_test_list
+from flow.workflows.refactor.errors import FieldConflictError
+from flow.workflows.refactor.fields import (
+    detect_field, field_profile, load_field_lists, read_test_list,
+)
 
 REFERENCE = Path(__file__).resolve().parents[2] / "reference"
 LISTS = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from flow import proc
-from flow.refactor.junit import local_test_run, read_local_tests
+from flow.core import proc
+from flow.workflows.refactor.junit import local_test_run, read_local_tests
 
 
 def test_three_shards_run_each_of_600_tests_exactly_once(tmp_path: Path) -> None:
@@ -32,7 +32,7 @@ def test_a_timed_out_gate_run_is_never_read_as_a_pass(tmp_path: Path) -> None:
     """A run cut at its timeout raises JUnitError naming it, even if a report exists."""
     import pytest
 
-    from flow.refactor.errors import JUnitError
+    from flow.workflows.refactor.errors import JUnitError
 
     (tmp_path / "test_slow.py").write_text("import time\ndef test_slow():\n    time.sleep(30)\n")
     junit = tmp_path / "r.xml"

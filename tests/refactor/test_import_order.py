@@ -7,8 +7,8 @@ from textwrap import dedent
 
 import pytest
 
-from flow.refactor.codemods import decorator_rules
-from flow.refactor.imports import usort_config
+from flow.workflows.refactor.codemods import decorator_rules
+from flow.workflows.refactor.imports import usort_config
 
 # (id, before, after): each `before` passes usort with PyTorch's settings, as real test files do.
 CASES = [

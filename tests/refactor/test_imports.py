@@ -12,8 +12,8 @@ MODULES = ["analysis", "assess", "codemods", "collect", "decisions", "devices", 
 
 
 def test_no_libcst_or_github_at_import() -> None:
-    """Every module of flow.refactor imports without pulling in libcst or PyGithub."""
-    code = "import sys\n" + "".join(f"import flow.refactor.{m}\n" for m in MODULES) + (
+    """Every module of flow.workflows.refactor imports without pulling in libcst or PyGithub."""
+    code = "import sys\n" + "".join(f"import flow.workflows.refactor.{m}\n" for m in MODULES) + (
         "print(sorted(m for m in ('libcst', 'github', 'torch') if m in sys.modules))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from flow.refactor.interpreter import choose_python
+from flow.workflows.refactor.interpreter import choose_python
 
 
 def _env(root: Path) -> Path:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flow.refactor.errors import JUnitError
-from flow.refactor.junit import parse_junit, run_local_tests
+from flow.workflows.refactor.errors import JUnitError
+from flow.workflows.refactor.junit import parse_junit, run_local_tests
 
 from tests.refactor.conftest import FIXTURES, SMALL, read
 

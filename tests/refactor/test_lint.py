@@ -6,9 +6,9 @@ from textwrap import dedent
 
 import pytest
 
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.assess import assess_source
-from flow.refactor.lint import lint
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.assess import assess_source
+from flow.workflows.refactor.lint import lint
 
 from tests.refactor.conftest import SMALL, read
 

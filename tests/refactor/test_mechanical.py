@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from flow.refactor import steps
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.feedmodels import RefactorData
-from flow.refactor.mechanical import external_files, removed_classes
+from flow.workflows.refactor import steps
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.feedmodels import RefactorData
+from flow.workflows.refactor.mechanical import external_files, removed_classes
 from tests.refactor.conftest import SMALL, small_checkout
 from workspace.atomic import write_atomic
 from workspace.jsonio import dumps, loads

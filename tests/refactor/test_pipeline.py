@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from flow.refactor.analysis import AnalystReport, check_report, moves
-from flow.refactor.assess import assess_source
-from flow.refactor.codemods import class_map, decorate_info, only_accelerator, remove_only_native
-from flow.refactor.distribute import distribute
-from flow.refactor.junit import run_local_tests
-from flow.refactor.rules import load_catalogue
-from flow.refactor.verify import VerifyInput, verify
+from flow.workflows.refactor.analysis import AnalystReport, check_report, moves
+from flow.workflows.refactor.assess import assess_source
+from flow.workflows.refactor.codemods import (
+    class_map, decorate_info, only_accelerator, remove_only_native,
+)
+from flow.workflows.refactor.distribute import distribute
+from flow.workflows.refactor.junit import run_local_tests
+from flow.workflows.refactor.rules import load_catalogue
+from flow.workflows.refactor.verify import VerifyInput, verify
 
 from tests.refactor.conftest import LARGE, SMALL, read
 

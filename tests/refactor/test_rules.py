@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from flow.refactor.errors import CatalogueError
-from flow.refactor.rules import load_catalogue, parse_catalogue
+from flow.workflows.refactor.errors import CatalogueError
+from flow.workflows.refactor.rules import load_catalogue, parse_catalogue
 
 STABLE_IDS = ["TR001", "TR002", "TR003", "TR004", "TR005", "TR006", "TR007", "TR008", "TR009", "TR010"]
 

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from flow.refactor.analysis import AnalystReport, TestMove, moves
-from flow.refactor.assess import Assessment
-from flow.refactor.sentinels import SENTINEL_DIRS, apply_renames, list_sentinels, plan_renames
+from flow.workflows.refactor.analysis import AnalystReport, TestMove, moves
+from flow.workflows.refactor.assess import Assessment
+from flow.workflows.refactor.sentinels import (
+    SENTINEL_DIRS, apply_renames, list_sentinels, plan_renames,
+)
 
 from tests.refactor.conftest import SMALL
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from flow.refactor.analysis import AnalystReport, moves
-from flow.refactor.assess import Assessment
-from flow.refactor.findings import CheckResult
-from flow.refactor.summary import AppliedRule, DeferredFailure, SummaryInput, moved_tests, render_summary
+from flow.workflows.refactor.analysis import AnalystReport, moves
+from flow.workflows.refactor.assess import Assessment
+from flow.workflows.refactor.findings import CheckResult
+from flow.workflows.refactor.summary import (
+    AppliedRule, DeferredFailure, SummaryInput, moved_tests, render_summary,
+)
 
 
 def _input(**overrides: object) -> SummaryInput:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.assess import assess_source
-from flow.refactor.collect import base_test, collect_tests, compare_collected
-from flow.refactor.fields import FIELD_AGNOSTIC_CHECKS
-from flow.refactor.verify import VerifyInput, verify
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.assess import assess_source
+from flow.workflows.refactor.collect import base_test, collect_tests, compare_collected
+from flow.workflows.refactor.fields import FIELD_AGNOSTIC_CHECKS
+from flow.workflows.refactor.verify import VerifyInput, verify
 
 from tests.refactor.conftest import SMALL, read
 
@@ -173,7 +173,7 @@ class _Ctx:
     def job(self, key: str, argv: list[str], *, log_name: str, timeout: float,
             cwd: str | None = None, env: dict[str, str] | None = None) -> object:
         """The engine's job, run in the foreground: the same command and result."""
-        from flow import proc
+        from flow.core import proc
 
         return proc.run(argv, log=self.path(log_name), cwd=cwd, env=env, timeout=timeout)
 
@@ -187,7 +187,7 @@ class _Ctx:
 
 def test_original_with_sibling_import_collects_once_and_is_cached(tmp_path: Path) -> None:
     """The original (a flow-folder copy) imports its sibling module as in place, and is collected once per content."""
-    from flow.refactor.fixloop import _original_collected
+    from flow.workflows.refactor.fixloop import _original_collected
 
     folder = tmp_path / "repo" / "test" / "nn" / "attention"
     folder.mkdir(parents=True)
@@ -207,7 +207,7 @@ def test_original_with_sibling_import_collects_once_and_is_cached(tmp_path: Path
 
 def test_collect_only_not_run_is_skipped_with_the_reason(tmp_path: Path, small_report: AnalystReport) -> None:
     """While other checks fail, collect_only is listed as skipped with why, never as a pass."""
-    from flow.refactor.fixloop import _with_collect
+    from flow.workflows.refactor.fixloop import _with_collect
 
     failing = verify(VerifyInput(path="small_ops.py", before=BEFORE, after=BEFORE, plan=small_report))
     ctx = _Ctx(tmp_path, tmp_path / "t.py", tmp_path)

@@ -254,7 +254,7 @@ def test_the_collect_check_asks_the_test_interpreter_for_torch(tmp_path: Path) -
     """Whether collect-only runs depends on the test interpreter finding torch, asked once per
     flow and recorded with which torch; an interpreter that cannot be started still runs the
     check, which reports the failure."""
-    from flow.refactor.gates import _has_torch
+    from flow.workflows.refactor.gates import _has_torch
 
     def ctx(python: Path) -> SimpleNamespace:
         return SimpleNamespace(settings={"ORCHESTRATOR_PYTHON": str(python)},
@@ -340,7 +340,7 @@ def test_lint_gate_question_names_every_finding(tmp_path: Path) -> None:
 
 def test_sentinel_notes_are_rechecked_when_the_summary_is_written(tmp_path: Path) -> None:
     """An unresolved sentinel renamed since (e.g. by the coder) is no longer reported; one still there is."""
-    from flow.refactor.gates import _sentinel_notes
+    from flow.workflows.refactor.gates import _sentinel_notes
 
     folder = tmp_path / "dynamo_skips"
     folder.mkdir()

@@ -10,11 +10,13 @@ from typing import Iterator
 
 import pytest
 
-from flow.reproduce.artifacts import download, extract_wheels, flatten_wheels, probe
-from flow.reproduce.ci_env import artifact_url
-from flow.reproduce.errors import ArtifactError
-from flow.reproduce.profiles import load_profile
-from flow.reproduce.verdict import BLOCKER_NO_WHEEL_EXTRACTED
+from flow.workflows.reproduce.errors import ArtifactError
+from flow.workflows.reproduce.profiles import load_profile
+from flow.workflows.reproduce.stage3.artifacts import (
+    download, extract_wheels, flatten_wheels, probe,
+)
+from flow.workflows.reproduce.stage3.rules import artifact_url
+from flow.workflows.reproduce.verdict.models import BLOCKER_NO_WHEEL_EXTRACTED
 
 
 def make_zip(names: list[str]) -> bytes:

@@ -5,11 +5,13 @@ import json
 
 import pytest
 
-from flow.reproduce.batch import (
+from flow.workflows.reproduce.batch.entries import (
     BatchEntry, Bucket, InvalidEntry, build_report, bucket_of, parse_batch, render_json,
     render_markdown,
 )
-from flow.reproduce.verdict import CannotVerify, NoReproducer, NotReproduced, Reproduced, Stage
+from flow.workflows.reproduce.verdict.models import (
+    CannotVerify, NoReproducer, NotReproduced, Reproduced, Stage,
+)
 
 TEXT = """# nightly failures
 test/xpu/test_ops_xpu.py::TestCommonXPU::test_a_xpu

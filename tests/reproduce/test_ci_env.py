@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from flow.reproduce.ci_env import (
+from flow.workflows.reproduce.profiles import load_profile
+from flow.workflows.reproduce.reproducer.forms import parse_reproducer
+from flow.workflows.reproduce.stage3.rules import (
     BuildEnv, CiAlignment, CiRepo, Hardware, artifact_url, fold_job_log, hardware_of,
     image_reference, infer_ci_repo, pick_build_envs,
 )
-from flow.reproduce.forms import parse_reproducer
-from flow.reproduce.profiles import load_profile
-from flow.reproduce.refined_command import render
-from flow.reproduce.verdict import CannotVerify, Stage
+from flow.workflows.reproduce.verdict.models import CannotVerify, Stage
+from flow.workflows.reproduce.verdict.refined_command import render
 
 XPU_OPS, PYTORCH = CiRepo.TORCH_XPU_OPS, CiRepo.PYTORCH
 

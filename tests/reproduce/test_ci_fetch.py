@@ -11,10 +11,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from flow.reproduce.ci_env import CiRepo
-from flow.reproduce.ci_fetch import ARTIFACT_URL_ENV, CiWheels, fetch
-from flow.reproduce.profiles import load_profile
-from flow.reproduce.verdict import CannotVerify
+from flow.workflows.reproduce.profiles import load_profile
+from flow.workflows.reproduce.stage3.fetch import ARTIFACT_URL_ENV, CiWheels, fetch
+from flow.workflows.reproduce.stage3.rules import CiRepo
+from flow.workflows.reproduce.verdict.models import CannotVerify
 from tests.fakegithub import FakeGitHub
 
 NOBLE, JAMMY = "linux-noble-xpu-n-py3.10", "linux-jammy-xpu-n-1-py3.10"

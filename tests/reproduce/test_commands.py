@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from flow.reproduce.commands import fill
-from flow.reproduce.profiles import load_profile
+from flow.workflows.reproduce.profiles import load_profile
+from flow.workflows.reproduce.recipes import fill
 from tests.reproduce.conftest import run
 
 TREE = load_profile("pytorch-xpu").tree

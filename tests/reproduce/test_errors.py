@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from flow.errors import OrchestratorError
-from flow.reproduce.errors import (
+from flow.core.errors import OrchestratorError
+from flow.workflows.reproduce.errors import (
     ArtifactError, InTreeImportTrap, ProfileError, ReproduceError, ReproducerParseError,
     SkipMarkerNotFound, UnresolvedNodeId,
 )

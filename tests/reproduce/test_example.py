@@ -11,16 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from flow.reproduce.forms import parse_reproducer
-from flow.reproduce.interpret import collect_only, interpret_pytest
-from flow.reproduce.profiles import load_profile
-from flow.reproduce.refined_command import render
-from flow.reproduce.sourcebuild import install_built, tools_pth, venv_plan
-from flow.reproduce.stages import (
-    BuildStep, Next, StageMode, after_collect_only, preflight, stage1, stage2, stage2_build,
-)
-from flow.reproduce.verdict import NotReproduced, Reproduced, Stage
-from flow.reproduce.wheels import choose_cwd
+from flow.workflows.reproduce.preflight import preflight
+from flow.workflows.reproduce.prepare.rules import after_collect_only
+from flow.workflows.reproduce.prepare.rules import choose_cwd
+from flow.workflows.reproduce.profiles import load_profile
+from flow.workflows.reproduce.reproducer.forms import parse_reproducer
+from flow.workflows.reproduce.run.decision import Next, StageMode
+from flow.workflows.reproduce.run.interpret import collect_only, interpret_pytest
+from flow.workflows.reproduce.stage1.rules import stage1
+from flow.workflows.reproduce.stage2.rules import BuildStep, stage2, stage2_build
+from flow.workflows.reproduce.stage2.venv import install_built, tools_pth, venv_plan
+from flow.workflows.reproduce.verdict.models import NotReproduced, Reproduced, Stage
+from flow.workflows.reproduce.verdict.refined_command import render
 from tests.reproduce.conftest import PYTHON, REPO, run
 
 FAILING = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from flow.reproduce.errors import ReproducerParseError
-from flow.reproduce.forms import Form, PythonKind, TreeRow, parse_reproducer
+from flow.workflows.reproduce.errors import ReproducerParseError
+from flow.workflows.reproduce.reproducer.forms import Form, PythonKind, TreeRow, parse_reproducer
 
 # (text, form, reproduce-step argv)
 FORM_CASES = [
@@ -132,7 +132,7 @@ ZeroDivisionError: division by zero
 
 def test_console_transcript_is_read_as_its_prompted_commands() -> None:
     """A pasted transcript's $ lines are the commands; its traceback is output, not a step."""
-    from flow.reproduce.forms import parse_reproducer
+    from flow.workflows.reproduce.reproducer.forms import parse_reproducer
 
     rep = parse_reproducer(TRANSCRIPT)
     assert (["pip install -e ."], ["python", "-c", "import calc; calc.mean([1, 2])"]) == (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flow.reproduce.interpret import (
+from flow.workflows.reproduce.run.interpret import (
     Outcome, collect_only, infra_blocker, interpret_command, interpret_pytest, setup_blocker,
 )
 from tests.reproduce.conftest import FIXTURES, PYTHON, run

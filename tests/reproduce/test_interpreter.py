@@ -12,9 +12,13 @@ from typing import Any
 
 import pytest
 
-from flow.reproduce import ciflow, runner, stepsflow
-from flow.reproduce.profiles import load_profile
-from flow.reproduce.workflow import ReproData, start
+from flow.workflows.reproduce import context
+from flow.workflows.reproduce.prepare import steps as prepare_steps
+from flow.workflows.reproduce.profiles import load_profile
+from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.stage1 import steps as stage1_steps
+from flow.workflows.reproduce.stage3 import steps as stage3_steps
+from flow.workflows.reproduce.workflow import ReproData, start
 
 
 def _python(folder: Path) -> str:
@@ -38,16 +42,16 @@ def _ctx(tmp_path: Path, data: ReproData, settings: dict[str, str]) -> Any:
 @pytest.mark.parametrize("later", ["other", "unset"])
 def test_resume_under_another_python_keeps_the_recorded_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later: str) -> None:
-    from flow import proc
+    from flow.core import proc
 
     # this test process is long-lived: its runs get a fresh foreground budget, undone after
     monkeypatch.setattr(proc, "_call_started", time.monotonic())
     first = _python(tmp_path / "first")
     data = start({"repro_command": "python -c pass"}, tmp_path,
-                 {stepsflow.PYTHON_ENV: first})
+                 {context.PYTHON_ENV: first})
     assert data.reproduce_python == first
     resumed = ReproData.model_validate(data.model_dump(mode="json"))  # saved, loaded
-    settings = ({stepsflow.PYTHON_ENV: _python(tmp_path / "second")} if later == "other"
+    settings = ({context.PYTHON_ENV: _python(tmp_path / "second")} if later == "other"
                 else {})
     ctx = _ctx(tmp_path, resumed, settings)
     ran: list[list[str]] = []
@@ -57,11 +61,11 @@ def test_resume_under_another_python_keeps_the_recorded_one(
         return 0, '{"torch": "2.9.0", "torchvision": "0.24.0", "torchaudio": "2.9.0"}'
 
     monkeypatch.setattr(runner, "run", fake_run)
-    assert stepsflow.prepare(ctx).trigger == "prepared"
+    assert prepare_steps.prepare(ctx).trigger == "prepared"
     assert ctx.data.python == first and ctx.data.path_head == str(Path(first).parent)
     profile = load_profile("pytorch-xpu")
-    assert stepsflow.install_nightly(ctx, profile) is None
-    assert ciflow.install_ci(ctx, profile.model_copy(update={"tree": None}), ["w.whl"]) is None
+    assert stage1_steps.install_nightly(ctx, profile) is None
+    assert stage3_steps.install_ci(ctx, profile.model_copy(update={"tree": None}), ["w.whl"]) is None
     assert ran and all(argv[0] == first for argv in ran), ran
 
 
@@ -69,7 +73,7 @@ def test_a_state_saved_before_the_interpreter_was_recorded_resolves_it(tmp_path:
     old = ReproData.model_validate({"command": "python -c pass"})
     assert old.reproduce_python is None
     ctx = _ctx(tmp_path, old, {})
-    assert stepsflow.interpreter(ctx) == sys.executable
+    assert context.interpreter(ctx) == sys.executable
     named = _python(tmp_path / "named")
-    ctx.settings = {stepsflow.PYTHON_ENV: named}
-    assert stepsflow.interpreter(ctx) == os.path.abspath(named)
+    ctx.settings = {context.PYTHON_ENV: named}
+    assert context.interpreter(ctx) == os.path.abspath(named)

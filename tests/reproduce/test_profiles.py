@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from flow.reproduce.errors import ProfileError
-from flow.reproduce.profiles import DEFAULT_PROFILE, load_profile
+from flow.workflows.reproduce.errors import ProfileError
+from flow.workflows.reproduce.profiles import DEFAULT_PROFILE, load_profile
 
 
 def test_default_is_local() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flow.reproduce.forms import parse_reproducer
-from flow.reproduce.refined_command import contract_problems, double_quote, render
+from flow.workflows.reproduce.reproducer.forms import parse_reproducer
+from flow.workflows.reproduce.verdict.refined_command import contract_problems, double_quote, render
 from tests.reproduce.conftest import FIXTURES, PYTHON, REPO, run
 
 # (reproducer, render kwargs, refined command)

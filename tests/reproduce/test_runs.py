@@ -1,4 +1,4 @@
-"""Reproducer runs through the real CLI on flow.proc (issue 10's reproduce part): output
+"""Reproducer runs through the real CLI on flow.core.proc: output
 that is not UTF-8, a hang cut by ``--timeout 3`` in every reproducer form, a token the
 reproducer never sees and no log holds, and workspaces whose path holds a space or
 ``" ;`` through the Stage 2 venv."""

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flow.reproduce.errors import SkipMarkerNotFound
-from flow.reproduce.interpret import Outcome, interpret_pytest
-from flow.reproduce.skipmarker import (
+from flow.workflows.reproduce.errors import SkipMarkerNotFound
+from flow.workflows.reproduce.run.interpret import Outcome, interpret_pytest
+from flow.workflows.reproduce.unskip.marker import (
     PendingRestore, decorator_names, remove_skip_marker, restore, split_node_id, write_atomic,
 )
 from tests.reproduce.conftest import FIXTURES, PYTHON, run
@@ -136,7 +136,7 @@ def test_restore_only_undoes_our_own_edit(tmp_path: Path, holds: str, result: st
 
 def test_decorators_are_dotted_with_lines() -> None:
     """Decorators are read with ast as dotted names with their line (no libcst needed)."""
-    from flow.reproduce.skipmarker import decorators
+    from flow.workflows.reproduce.unskip.marker import decorators
 
     source = b"import pytest\n\n\n@pytest.mark.skip(reason='x')\n@unittest.skip('y')\ndef test_a():\n    pass\n"
     assert [("pytest.mark.skip", 4), ("unittest.skip", 5)] == [
@@ -150,7 +150,7 @@ def test_decorators_are_dotted_with_lines() -> None:
 ])
 def test_marker_matches(decorator: str, marker: str, matches: bool) -> None:
     """A profile marker names a decorator by its dotted name or a dotted tail of it."""
-    from flow.reproduce.skipmarker import marker_matches
+    from flow.workflows.reproduce.unskip.marker import marker_matches
 
     assert matches == marker_matches(decorator, marker)
 

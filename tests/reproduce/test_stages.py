@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from flow.reproduce.interpret import Outcome, RunOutcome
-from flow.reproduce.stages import (
-    BuildPlan, BuildStep, Next, RerunWithoutSkip, StageMode, after_collect_only, preflight,
-    stage1, stage2, stage2_build, stage3,
-)
-from flow.reproduce.verdict import (
+from flow.workflows.reproduce.preflight import preflight
+from flow.workflows.reproduce.prepare.rules import after_collect_only
+from flow.workflows.reproduce.run.decision import Next, RerunWithoutSkip, StageMode
+from flow.workflows.reproduce.run.interpret import Outcome, RunOutcome
+from flow.workflows.reproduce.stage1.rules import stage1
+from flow.workflows.reproduce.stage2.rules import BuildPlan, BuildStep, stage2, stage2_build
+from flow.workflows.reproduce.stage3.rules import stage3
+from flow.workflows.reproduce.verdict.models import (
     ALL_STAGES, BLOCKER_BOTH_BUILDS_FAIL, CannotVerify, NoReproducer, NotReproduced, Reproduced,
     Stage, parse_verdict,
 )

@@ -2,7 +2,7 @@
 ends in its verdict, and every REPRODUCED refined_command is re-run in a fresh shell
 (``env -i PATH=/usr/bin:/bin HOME=$HOME bash -c``): it fails, and passes once the fix is
 applied to the tree. The project's environment is a venv with tally installed editable
-(built by ``flow.reproduce.localbuild --offline`` from ``sys.executable``)."""
+(built by ``flow.workflows.reproduce.stage2.build --offline`` from ``sys.executable``)."""
 from __future__ import annotations
 
 import os
@@ -38,7 +38,7 @@ def tally(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of examples/tally and its environment: a venv with it installed editable."""
     root = tmp_path_factory.mktemp("tally")
     tree = Path(shutil.copytree(REPO / "examples" / "tally", root / "tally"))
-    build = subprocess.run([PYTHON, "-m", "flow.reproduce.localbuild", "--source", str(tree),
+    build = subprocess.run([PYTHON, "-m", "flow.workflows.reproduce.stage2.build", "--source", str(tree),
                             "--work", str(root / "env"), "--offline"], cwd=REPO,
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stdout + build.stderr

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from flow.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
-from flow.reproduce.forms import parse_reproducer
-from flow.reproduce.wheels import (
-    choose_cwd, install_plan, parse_version, pip_for, pip_index_versions, pip_install,
-    pip_uninstall, same_build_day, versions_query,
+from flow.workflows.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
+from flow.workflows.reproduce.prepare.rules import choose_cwd
+from flow.workflows.reproduce.reproducer.forms import parse_reproducer
+from flow.workflows.reproduce.stage1.rules import (
+    install_plan, parse_version, pip_for, pip_index_versions, pip_install, pip_uninstall,
+    same_build_day, versions_query,
 )
 from tests.reproduce.conftest import PYTHON, build_wheel, run
 

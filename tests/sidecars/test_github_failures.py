@@ -97,7 +97,7 @@ def test_codex_batch_result_must_match_its_schema(fake_github: FakeGitHub, queue
 def ingest(fake_github: FakeGitHub, tmp_path: Path) -> Driver:
     import shutil
 
-    from flow.refactor.rules import DEFAULT_PATH
+    from flow.workflows.refactor.rules import DEFAULT_PATH
 
     rules = tmp_path / "rules.json"
     shutil.copy(DEFAULT_PATH, rules)

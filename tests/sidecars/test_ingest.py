@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from flow.refactor.rules import DEFAULT_PATH
+from flow.workflows.refactor.rules import DEFAULT_PATH
 from tests.contract.driver import Call, Driver, InProcess
 from tests.fakegithub.server import FakeGitHub
 

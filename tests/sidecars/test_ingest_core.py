@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flow.sidecars.ingest_findings import add_section, parse
-from flow.sidecars.ingest_harvest import bot_summaries, is_candidate, replied_threads
-from flow.sidecars.ingest_model import Comment, PrFeedback, Proposal
+from flow.workflows.ingest.findings import add_section, parse
+from flow.workflows.ingest.harvest import bot_summaries, is_candidate, replied_threads
+from flow.workflows.ingest.model import Comment, PrFeedback, Proposal
 
 
 def _c(cid: int, author: str = "reviewer") -> Comment:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from flow.sidecars import review_core as core
-from flow.sidecars import review_publish as pub
+from flow.workflows.review_queue import queue as core
+from flow.workflows.review_queue import publish as pub
 from tests.contract.driver import Driver
 
 REPO = "pytorch/pytorch"

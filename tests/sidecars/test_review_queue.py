@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from flow.sidecars import review_core as core
+from flow.workflows.review_queue import queue as core
 from tests.contract.driver import CRASH_HOOK, Driver
 from tests.fakegithub import FakeGitHub
 

@@ -113,8 +113,8 @@ def test_affected_tests_never_imports_pygithub_or_libcst(repo: Repo, tmp_path: P
 def test_repeated_calls_share_a_cache_under_the_workspace(repo: Repo, tmp_path: Path) -> None:
     """affected-tests keeps the tracer's cache in <workspace>/.cache/targeted/<checkout>; the
     next call on the same checkout reads it and reports the same; an edit is seen."""
-    from flow.targeted.cli import cache_dir_for
-    from flow.targeted.facts import FACTS_VERSION
+    from flow.workflows.targeted.affected import cache_dir_for
+    from flow.workflows.targeted.facts import FACTS_VERSION
 
     _pr(repo)
     drv = Driver(tmp_path / "ws")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flow.targeted.config import TargetedConfig, load_config, load_profile
-from flow.targeted.errors import ConfigError
+from flow.workflows.targeted.config import TargetedConfig, load_config, load_profile
+from flow.workflows.targeted.errors import ConfigError
 
 
 def test_defaults_serve_any_repo(tmp_path):

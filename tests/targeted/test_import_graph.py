@@ -1,13 +1,13 @@
-"""The import graph: one case per import form the seed and issue 6 name."""
+"""The import graph: one case per import form the seed names, and the forms real trees use."""
 
 from __future__ import annotations
 
 import pytest
 
-from flow.targeted.config import TargetedConfig
-from flow.targeted.facts import FactsCache
-from flow.targeted.gitdiff import Git
-from flow.targeted.import_graph import build_graph
+from flow.workflows.targeted.config import TargetedConfig
+from flow.workflows.targeted.facts import FactsCache
+from flow.workflows.targeted.gitdiff import Git
+from flow.workflows.targeted.import_graph import build_graph
 
 PKG = {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": "def fn(): ...\n",
        "pkg/util.py": "X = 1\n", "pkg/loss.py": "def my_loss(): ...\n",
@@ -97,7 +97,7 @@ def test_warm_cache_skips_scanning(repo, tmp_path, monkeypatch):
     cache = FactsCache(tmp_path / "cache")
     cold = build_graph(repo.path, tracked, TargetedConfig(), cache).complete()
     cache.save()
-    import flow.targeted.import_graph as graph_mod
+    import flow.workflows.targeted.import_graph as graph_mod
 
     def refuse(*_args: object) -> dict:
         raise AssertionError("scanned on a warm cache")
@@ -191,7 +191,7 @@ def _sources(n: int) -> list[bytes]:
 def test_a_large_batch_scans_in_two_processes_with_the_same_answer(monkeypatch):
     import os
 
-    import flow.targeted.facts as facts_mod
+    import flow.workflows.targeted.facts as facts_mod
 
     forks: list[int] = []
     real_fork = os.fork
@@ -211,7 +211,7 @@ def test_a_failed_child_is_scanned_again_in_the_parent(monkeypatch):
     """The child's half is never lost: if the forked child fails, the parent scans it."""
     import os
 
-    import flow.targeted.facts as facts_mod
+    import flow.workflows.targeted.facts as facts_mod
 
     parent = os.getpid()
     real = facts_mod.scan_facts
@@ -245,7 +245,7 @@ def test_the_cache_keeps_current_files_and_a_bounded_number_of_old_versions(tmp_
 
 
 def test_saving_removes_cache_files_of_other_versions(tmp_path):
-    from flow.targeted.facts import FACTS_VERSION
+    from flow.workflows.targeted.facts import FACTS_VERSION
 
     folder = tmp_path / "c"
     folder.mkdir()

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from flow.targeted.facts import _TOKEN, read_calls, scan_facts
-from flow.targeted.lexer import PROSE_KEYWORDS, SEP, scan
+from flow.workflows.targeted.facts import _TOKEN, read_calls, scan_facts
+from flow.workflows.targeted.lexer import PROSE_KEYWORDS, SEP, scan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,7 +168,7 @@ def _sample() -> list[Path]:
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="the 3.12+ standard library has f-strings "
                     "that reuse their own quote (turtle.py), a known limit of the lexer (see "
-                    "flow/targeted/lexer.py); the generated programs still run there")
+                    "flow/workflows/targeted/lexer.py); the generated programs still run there")
 def test_agrees_with_ast_on_real_code():
     """Over hundreds of real files: the same imports and the same string tokens (the
     facts the graph resolves)."""

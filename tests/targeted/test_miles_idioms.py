@@ -1,4 +1,4 @@
-"""Each real miles idiom behind a wrong plan (issue 13), as a small fixture tree in our words.
+"""Each real miles idiom behind a wrong plan, as a small fixture tree in our words.
 
 The trees use the miles profile (reference/targeted/miles.toml): CPU suites run under
 pytest, GPU suites as ``python3 file.py``; run-ci-amd selects ROCm registrations only.
@@ -6,9 +6,9 @@ pytest, GPU suites as ``python3 file.py``; run-ci-amd selects ROCm registrations
 
 from __future__ import annotations
 
-from flow.targeted.config import load_profile
-from flow.targeted.select import choose
-from flow.targeted.trace import affected_tests
+from flow.workflows.targeted.config import load_profile
+from flow.workflows.targeted.select import choose
+from flow.workflows.targeted.trace import affected_tests
 
 CFG = load_profile("miles")
 REG = "from tests.ci.ci_register import register_cuda_ci, register_cpu_ci, register_rocm_ci\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flow.targeted.paths import glob_match, module_name
+from flow.workflows.targeted.paths import glob_match, module_name
 
 GLOBS = [
     ("docker/x.py", "docker/*.py", True),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flow.targeted.config import Implicit, TargetedConfig, load_profile
-from flow.targeted.registrations import Registration, Unreadable, read_source
+from flow.workflows.targeted.config import Implicit, TargetedConfig, load_profile
+from flow.workflows.targeted.registrations import Registration, Unreadable, read_source
 
 FULL = ('register_cuda_ci(est_time=500, suite="stage-c-2-gpu-h200", num_gpus=2,\n'
         '    labels=["megatron"], hardware=["hopper", "blackwell"])\n')

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flow.github.client import GitHubClient
-from flow.targeted.runs import find_run, get_run, list_comments
+from flow.workflows.targeted.runs import find_run, get_run, list_comments
 from tests.fakegithub import FakeGitHub
 from tests.targeted.rerunbot import MAIN_TIP, NUMBER, REPO, RerunBot
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flow.targeted.config import HubNote, TargetedConfig, load_profile
-from flow.targeted.report import LabelCount
-from flow.targeted.select import choose, cover
-from flow.targeted.trace import affected_tests
+from flow.workflows.targeted.config import HubNote, TargetedConfig, load_profile
+from flow.workflows.targeted.report import LabelCount
+from flow.workflows.targeted.select import choose, cover
+from flow.workflows.targeted.trace import affected_tests
 
 from .conftest import cuda_test
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flow.targeted.config import Timing, load_profile
-from flow.targeted.errors import TargetedError
-from flow.targeted.timing import est_time, timing_line
+from flow.workflows.targeted.config import Timing, load_profile
+from flow.workflows.targeted.errors import TargetedError
+from flow.workflows.targeted.timing import est_time, timing_line
 
 MILES = load_profile("miles").timing
 
@@ -54,8 +54,8 @@ def test_timing_line_matches_seed_format():
 def test_timing_lines_need_a_measured_positive_time(seconds, expected):
     """A new test's line comes from its passing run's time; none or 0 s gives a note, not an
     error that would stop the final report."""
-    from flow.targeted.config import TargetedConfig
-    from flow.targeted.loop import Attempt, FileRun, TargetedData, timing_lines
+    from flow.workflows.targeted.config import TargetedConfig
+    from flow.workflows.targeted.loop import Attempt, FileRun, TargetedData, timing_lines
 
     run = Attempt(round=0, sha="a" * 40, conclusion="success", seconds=seconds, url="u")
     data = TargetedData(repo="o/r", number=1, repo_dir="/x", base="main", head_sha="a" * 40,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from flow.targeted.config import TargetedConfig, load_profile
-from flow.targeted.errors import GitError
-from flow.targeted.report import AffectedReport, render_text
-from flow.targeted.trace import affected_tests
+from flow.workflows.targeted.config import TargetedConfig, load_profile
+from flow.workflows.targeted.errors import GitError
+from flow.workflows.targeted.report import AffectedReport, render_text
+from flow.workflows.targeted.trace import affected_tests
 
 from .conftest import cuda_test
 
@@ -239,8 +239,8 @@ def test_report_json_round_trip_and_text(repo):
 def test_text_puts_the_plan_first_and_one_short_line_per_test(repo):
     """The text starts with the profile, then the plan; each test is one short line with
     its path, backend/hardware and est_time; docs are grouped, not listed one per line."""
-    from flow.targeted.config import load_profile
-    from flow.targeted.select import choose
+    from flow.workflows.targeted.config import load_profile
+    from flow.workflows.targeted.select import choose
 
     cfg = load_profile("miles")
     base = repo.commit({**LIB, "tests/e2e/test_x.py": cuda_test("import pkg.b", est=90),
@@ -307,8 +307,8 @@ def test_unwritable_cache_dir_is_only_a_cold_start(repo, tmp_path):
 def test_unchanged_checkout_needs_neither_scan_nor_facts_file(repo, tmp_path, monkeypatch):
     """A re-run on the same checkout answers from the small graph file alone: no file is
     scanned or ast-parsed and the facts file is not read; the report is the same."""
-    import flow.targeted.facts as facts_mod
-    import flow.targeted.import_graph as graph_mod
+    import flow.workflows.targeted.facts as facts_mod
+    import flow.workflows.targeted.import_graph as graph_mod
 
     base = repo.commit(_wide_tree(5))
     repo.commit({"lib/flags.py": "F = 2\n"})

@@ -24,9 +24,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.ci.logs import LogExcerpt
-from flow.ci.patterns import Patterns
 from flow.github.models import CheckState, CommitChecks
+from flow.workflows.ci.logs import LogExcerpt
+from flow.workflows.ci.patterns import Patterns
 
 Category = Literal["green", "ignored", "pending", "regression", "broken_trunk", "infra", "flaky"]
 RED: tuple[Category, ...] = ("regression", "broken_trunk", "infra", "flaky")

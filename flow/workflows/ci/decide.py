@@ -31,10 +31,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow.ci.classify import RED, CheckVerdict, TickClassification
 from flow.github.access import Access
 from flow.github.models import PullInfo, WorkflowRunState
 from flow.github.trouble import Trouble
+from flow.workflows.ci.classify import RED, CheckVerdict, TickClassification
 
 DEFAULT_MAX_ROUNDS = 3
 DEFAULT_PUSH_DEADLINE_MINUTES = 120

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flow.ci.decide import CiData
-from flow.ci.text import stop_comment
+from flow.core.outcome import Done, Go
 from flow.github.access import connect_with
 from flow.github.trouble import guarded
-from flow.outcome import Done, Go
+from flow.workflows.ci.decide import CiData
+from flow.workflows.ci.text import stop_comment
 
 REFUSALS = (403, 404, 409, 422)  # a re-run or end write GitHub will not do as asked
 

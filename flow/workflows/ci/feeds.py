@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from flow.feeds import Feed
+from flow.core.feeds import Feed
 
 SHA_PATTERN = r"^[0-9a-fA-F]{7,40}$"
 _SHA = re.compile(SHA_PATTERN)

@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.ci.patterns import Patterns
+from flow.workflows.ci.patterns import Patterns
 
 # GitHub Actions prefixes each line with an ISO timestamp; drop it so patterns can anchor at ^.
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
@@ -25,7 +25,7 @@ class LogExcerpt(BaseModel):
 def trim_log(text: str, patterns: Patterns) -> LogExcerpt:
     """Keep failure lines (per patterns.logs) plus `context` lines around each, capped at max_lines."""
     rules = patterns.logs
-    from flow.redact import redact  # a token echoed in a log is never stored or printed
+    from flow.core.redact import redact  # a token echoed in a log is never stored or printed
 
     raw = [_STAMP.sub("", ln) for ln in redact(text).splitlines()]
     keep = [re.compile(r) for r in rules.failure_lines]

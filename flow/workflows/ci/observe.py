@@ -1,8 +1,8 @@
 """One CI observation: read the PR's checks, fetch what classification needs, classify.
 
 The IO composition the CI workflow's tick step calls; every decision is in
-`flow.ci.classify`. Imports PyGithub (through flow.github), so it is not imported by
-`flow.ci`'s __init__.
+`flow.workflows.ci.classify`. Imports PyGithub (through flow.github), so it is not imported by
+`flow.workflows.ci`'s __init__.
 
 Cost of a tick, every request conditional (ETag; a 304 costs no rate limit):
 1 (the PR) and nothing more when the PR is closed or merged, or when its head is still
@@ -22,15 +22,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.ci.classify import TickClassification, checks_needing_logs, classify_tick, failed_checks
-from flow.ci.logs import LogExcerpt
-from flow.ci.patterns import Patterns, load_patterns
-from flow.github.actions import job_failure_lines
+from flow.github.actions import job_log
 from flow.github.cache import ETagCache
 from flow.github.client import GitHubClient
 from flow.github.errors import GitHubRequestFailed, LinkExpired
 from flow.github.models import CommitChecks, PullInfo
 from flow.github.reads import get_pull, merge_base, read_commit_checks
+from flow.workflows.ci.classify import (
+    TickClassification, checks_needing_logs, classify_tick, failed_checks,
+)
+from flow.workflows.ci.logs import LogExcerpt, trim_log
+from flow.workflows.ci.patterns import Patterns, load_patterns
 
 
 class Observation(BaseModel):
@@ -94,3 +96,9 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
 
 def _count(client: GitHubClient) -> int:
     return client.request_count
+
+
+def job_failure_lines(client: GitHubClient, repo: str, job_id: int, patterns: Patterns | None = None) -> LogExcerpt:
+    """The job's log trimmed to failing lines (``flow.workflows.ci.logs.trim_log``)."""
+    patterns = patterns or load_patterns()
+    return trim_log(job_log(client, repo, job_id, patterns.logs.max_bytes), patterns)

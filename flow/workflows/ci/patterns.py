@@ -13,9 +13,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from flow.errors import OrchestratorError
+from flow.core.errors import OrchestratorError
+from reference import DIR as REFERENCE
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reference" / "ci" / "patterns.toml"
+DEFAULT_PATH = REFERENCE / "ci" / "patterns.toml"
 
 
 class PatternsInvalid(OrchestratorError):

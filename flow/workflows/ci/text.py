@@ -6,7 +6,7 @@ the caller fences the prompt blocks with `agents.prompts.Untrusted`.
 
 from __future__ import annotations
 
-from flow.ci.decide import CiData, Failure, FixRound
+from flow.workflows.ci.decide import CiData, Failure, FixRound
 from workspace.jsonio import dumps
 
 

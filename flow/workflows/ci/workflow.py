@@ -9,7 +9,7 @@ Flow id `ci/<owner>/<repo>/pr-<N>`. States:
     ci_monitor --pr_closed--> ci_closed
     ci_monitor / ci_rerun --abandon--> ci_stopped   (a person answered `stop` to a GitHub question)
 
-`ci_monitor` observes once per call (flow.ci.observe) and carries out `flow.ci.decide`:
+`ci_monitor` observes once per call (flow.workflows.ci.observe) and carries out `flow.workflows.ci.decide`:
 pending -> `schedule_cron` in phase ci_monitor; regressions -> one debugger task in
 ci_debug; infra/flaky -> ci_rerun re-runs the failed jobs of each run once; the end goes
 through ci_report, which does the GitHub writes (mark ready, the give-up comment), then to
@@ -48,20 +48,20 @@ from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, fence, render
-from flow.ci.decide import (
-    DEFAULT_MAX_ROUNDS, DEFAULT_PUSH_DEADLINE_MINUTES, DEFAULT_RUN_DEADLINE_MINUTES, Awaiting, CiData,
-    Decision, EndReport, FixRound, decide,
-)
-from flow.ci.end import REFUSALS, closed, done, report, stopped
-from flow.ci.end import extra_for as _extra
-from flow.ci.end import waiting_fields as _waiting
-from flow.ci.feeds import DebuggerResult
-from flow.ci.text import failures_text, history_text
-from flow.errors import WorkflowInputError
+from flow.core.errors import WorkflowInputError
+from flow.core.outcome import Ask, Done, Go, Sleep, Task
+from flow.core.workflow import Workflow
 from flow.github.access import Access, access_from, connect_with
 from flow.github.trouble import guarded
-from flow.outcome import Ask, Done, Go, Sleep, Task
-from flow.workflow import Workflow
+from flow.workflows.ci.decide import (
+    DEFAULT_MAX_ROUNDS, DEFAULT_PUSH_DEADLINE_MINUTES, DEFAULT_RUN_DEADLINE_MINUTES, Awaiting,
+    CiData, Decision, EndReport, FixRound, decide,
+)
+from flow.workflows.ci.end import REFUSALS, closed, done, report, stopped
+from flow.workflows.ci.end import extra_for as _extra
+from flow.workflows.ci.end import waiting_fields as _waiting
+from flow.workflows.ci.feeds import DebuggerResult
+from flow.workflows.ci.text import failures_text, history_text
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 MAX_ROUNDS_ENV = "ORCHESTRATOR_CI_MAX_ROUNDS"
@@ -180,13 +180,13 @@ def _abandon(d: CiData) -> Any:
 # -- steps ---------------------------------------------------------------------------------
 
 def monitor(ctx: Any) -> Any:
-    """Observe once; act on `flow.ci.decide`'s decision."""
+    """Observe once; act on `flow.workflows.ci.decide`'s decision."""
     d: CiData = ctx.data
     return guarded(ctx, d.github, "ci_monitor", lambda: _monitor(ctx, d), _abandon(d), _extra(d))
 
 
 def _monitor(ctx: Any, d: CiData) -> Any:
-    from flow.ci.observe import observe
+    from flow.workflows.ci.observe import observe
 
     now = datetime.now(timezone.utc)
     obs = observe(_client(d.access, ctx.settings), d.repo, d.number, ctx.path(CACHE),

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from flow.errors import WorkflowInputError
-from flow.sidecars.ingest_model import ApprovedFinding, PrFeedback, Proposal
+from flow.core.errors import WorkflowInputError
+from flow.workflows.ingest.model import ApprovedFinding, PrFeedback, Proposal
 
 _BOX = re.compile(r"^- \[(?P<mark>[ xX])\] \*\*(?P<key>F\d+)\*\* rule `(?P<rule>[A-Za-z0-9]+)`: "
                   r"(?P<summary>.*)$")

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from flow.errors import OrchestratorError
-from flow.sidecars.ingest_model import Comment, Cursor, PrFeedback, Thread
+from flow.core.errors import OrchestratorError
+from flow.workflows.ingest.model import Comment, Cursor, PrFeedback, Thread
 
 TITLE_PREFIX = "[Test]"
 MERGED_LABEL = "Merged"

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow.feeds import Feed
+from flow.core.feeds import Feed
 from flow.github.access import Access
 from flow.github.trouble import Trouble
 

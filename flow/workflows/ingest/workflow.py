@@ -3,7 +3,7 @@
 Two flows share this declaration:
 
 - harvest (``--ingest-feedback [--repo owner/name]``, flow ``ingest/harvest-<UTC date>``):
-  ``harvest`` reads GitHub (flow.sidecars.ingest_harvest) -> ``triage`` (one triage task per
+  ``harvest`` reads GitHub (flow.workflows.ingest.harvest) -> ``triage`` (one triage task per
   PR: is this a ruleset lesson?) -> ``analyse`` (one analyst task per lesson: which rule,
   which edit) -> ``draft`` writes ``<root>/ingest/findings/PR-<N>.md`` (one ``- [ ]`` box per
   finding) and moves the cursor ``<root>/ingest/state.json`` -> ``harvested``.
@@ -32,18 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, render
-from flow.errors import WorkflowInputError
-from flow.outcome import Ask, Done, Go, Human, Task
-from flow.sidecars import ingest_findings as findings
-from flow.sidecars import ingest_harvest as harvesting
-from flow.sidecars.ingest_model import (
-    AnalysisResult,
-    EditorResult,
-    IngestData,
-    PrFeedback,
-    TriageResult,
+from flow.core.errors import WorkflowInputError
+from flow.core.outcome import Ask, Done, Go, Human, Task
+from flow.core.workflow import Workflow
+from flow.workflows.ingest import findings as findings
+from flow.workflows.ingest import harvest as harvesting
+from flow.workflows.ingest.model import (
+    AnalysisResult, EditorResult, IngestData, PrFeedback, TriageResult,
 )
-from flow.workflow import Workflow
 
 DEFAULT_REPO = "pytorch/pytorch"
 DEFAULT_AUTHOR = "KarhouTam"
@@ -73,7 +69,7 @@ def locate(opts: dict[str, Any], root: Path) -> str:
 
 
 def _ruleset(settings: Mapping[str, str]) -> Path:
-    from flow.refactor.rules import DEFAULT_PATH
+    from flow.workflows.refactor.rules import DEFAULT_PATH
 
     return Path(settings.get(RULESET_ENV) or DEFAULT_PATH).resolve()
 
@@ -168,7 +164,7 @@ def triage(ctx: Any) -> Any:
 
 
 def _rules(ruleset: str) -> tuple[str, set[str]]:
-    from flow.refactor.rules import load_catalogue
+    from flow.workflows.refactor.rules import load_catalogue
 
     cat = load_catalogue(Path(ruleset))
     return "\n".join(f"{r.id}: {r.title}" for r in cat.rules), {r.id for r in cat.rules}
@@ -252,8 +248,8 @@ def confirm(ctx: Any) -> Any:
 
 def check_ruleset(path: Path) -> str | None:
     """None if the catalogue at ``path`` loads and validates, else why not (never raises)."""
-    from flow.refactor.errors import CatalogueError
-    from flow.refactor.rules import load_catalogue
+    from flow.workflows.refactor.errors import CatalogueError
+    from flow.workflows.refactor.rules import load_catalogue
 
     try:
         load_catalogue(path)

@@ -11,8 +11,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow.refactor.assess import Assessment
-from flow.refactor.rules import Strategy
+from flow.workflows.refactor.assess import Assessment
+from flow.workflows.refactor.rules import Strategy
 
 STRATEGIES: tuple[Strategy, ...] = ("cpu_only", "device_agnostic", "device_specific")
 

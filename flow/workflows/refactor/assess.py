@@ -16,9 +16,9 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.astnames import dotted
-from flow.refactor.devices import DEVICE_STRING, GATE_NAMES, scan
-from flow.refactor.errors import SourceSyntaxError
+from flow.workflows.astnames import dotted
+from flow.workflows.refactor.devices import DEVICE_STRING, GATE_NAMES, scan
+from flow.workflows.refactor.errors import SourceSyntaxError
 
 __all__ = ["DEVICE_STRING", "GATE_NAMES", "Assessment", "assess_source", "assess_tree", "dotted", "parse"]
 
@@ -169,7 +169,7 @@ def _decorator(node: ast.expr, lines: list[str]) -> Decorator:
 
 
 def _scan_body(nodes: list[ast.stmt] | list[ast.expr]) -> tuple[list[DeviceLiteral], list[Gate]]:
-    """Hard-coded devices and availability gates under ``nodes`` (``flow.refactor.devices``)."""
+    """Hard-coded devices and availability gates under ``nodes`` (``flow.workflows.refactor.devices``)."""
     literals, gates = scan(nodes)
     return ([DeviceLiteral(value=v, line=n) for v, n in literals],
             [Gate(kind=k, text=t, line=n) for k, t, n in gates])  # type: ignore[arg-type]

@@ -7,9 +7,9 @@ functions so importing this module stays cheap.
 - ``decorator_rules``    TR001 + TR002 in one parse and one pass (what distribute runs):
 - ``only_accelerator``   TR001: ``@onlyCUDA`` / ``@onlyOn(...)`` -> ``@onlyAccelerator``
 - ``remove_only_native`` TR002: drop ``@onlyNativeDeviceTypes`` / ``@onlyNativeDeviceTypesAnd(...)``
-- imports are fixed and sorted by ``flow.refactor.imports`` (PyTorch's usort settings)
+- imports are fixed and sorted by ``flow.workflows.refactor.imports`` (PyTorch's usort settings)
 - ``decorate_info``      TR009: rewrite ``DecorateInfo`` class names after moves
-- sentinel renames (TR010) live in ``flow.refactor.sentinels`` (they rename files)
+- sentinel renames (TR010) live in ``flow.workflows.refactor.sentinels`` (they rename files)
 """
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.refactor.analysis import TestMove
-from flow.refactor.errors import SourceSyntaxError
+from flow.workflows.refactor.analysis import TestMove
+from flow.workflows.refactor.errors import SourceSyntaxError
 
 if TYPE_CHECKING:
     import libcst as cst
     from usort import Config as UsortConfig
 
-from flow.refactor.imports import DEVICE_TYPE_MODULE, bare_uses, block_end, fix_imports, sort_imports
+from flow.workflows.refactor.imports import (
+    DEVICE_TYPE_MODULE, bare_uses, block_end, fix_imports, sort_imports,
+)
 
 __all__ = ["DEVICE_TYPE_MODULE", "decorator_rules", "decorate_info", "only_accelerator",
            "remove_only_native", "sort_imports"]

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.assess import Assessment
-from flow.refactor.errors import CollectError
-from flow.refactor.findings import Finding
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.assess import Assessment
+from flow.workflows.refactor.errors import CollectError
+from flow.workflows.refactor.findings import Finding
 
 
 class CollectResult(BaseModel):
@@ -63,7 +63,7 @@ def collect_tests(file: Path, cwd: Path, *, python: str = sys.executable, timeou
     Raises ``CollectError`` when pytest fails to collect (exit code not 0 or 5), cannot be
     started (no such interpreter) or times out.
     """
-    from flow import proc as runner
+    from flow.core import proc as runner
 
     got = runner.capture(collect_argv(file, python), cwd=cwd,
                          env={**os.environ, **(env or {})}, timeout=timeout)

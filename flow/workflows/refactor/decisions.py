@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow.refactor.findings import Finding
+from flow.workflows.refactor.findings import Finding
 
 
 class Dispute(BaseModel):

@@ -14,7 +14,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from flow.astnames import dotted
+from flow.workflows.astnames import dotted
 
 DEVICE_STRING = re.compile(r"^(cuda|xpu|mps|hpu)(:\d+)?$")
 #: Module-level flags PyTorch tests use as availability gates.

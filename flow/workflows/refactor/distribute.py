@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.prompts import fence
 
-from flow.refactor.analysis import AnalystReport, Classification, moves
-from flow.refactor.assess import Assessment, ClassInfo, TestInfo
-from flow.refactor.rules import Catalogue, Rule
+from flow.workflows.refactor.analysis import AnalystReport, Classification, moves
+from flow.workflows.refactor.assess import Assessment, ClassInfo, TestInfo
+from flow.workflows.refactor.rules import Catalogue, Rule
 
 
 class CoderTask(BaseModel):

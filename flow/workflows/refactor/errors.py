@@ -1,4 +1,4 @@
-"""The refactor workflow's exception tree, part of ``flow.errors.OrchestratorError``'s.
+"""The refactor workflow's exception tree, part of ``flow.core.errors.OrchestratorError``'s.
 
 A step that raises one of these is reported as ``status: error`` with its code, a message
 quoting the offending value and a hint saying how to mend it (exit 2), and the flow's state
@@ -8,11 +8,11 @@ keeps the offending value as an attribute for callers of the pure core.
 
 from __future__ import annotations
 
-from flow.errors import OrchestratorError
+from flow.core.errors import OrchestratorError
 
 
 class RefactorError(OrchestratorError):
-    """Base of every error raised by ``flow.refactor``."""
+    """Base of every error raised by ``flow.workflows.refactor``."""
 
     code = "refactor"
 

@@ -1,6 +1,6 @@
 """The refactor workflow's feeds: the seed's "Result JSON Formats", field names kept exactly.
 
-Every model allows the optional ``agent_id`` / ``agent_name`` (``flow.feeds.Feed``).
+Every model allows the optional ``agent_id`` / ``agent_name`` (``flow.core.feeds.Feed``).
 The analyst feeds ``{}`` (or just its identity): its report is read from the flow folder.
 """
 
@@ -10,13 +10,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from flow.feeds import Feed
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.assess import Assessment
-from flow.refactor.decisions import Dispute, DisputeDecision, ShownFinding, Waiver
-from flow.refactor.fields import Field as TestField
-from flow.refactor.findings import CheckResult
-from flow.refactor.summary import AppliedRule, DeferredFailure
+from flow.core.feeds import Feed
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.assess import Assessment
+from flow.workflows.refactor.decisions import Dispute, DisputeDecision, ShownFinding, Waiver
+from flow.workflows.refactor.fields import Field as TestField
+from flow.workflows.refactor.findings import CheckResult
+from flow.workflows.refactor.summary import AppliedRule, DeferredFailure
 
 
 class AnalystFeed(Feed):

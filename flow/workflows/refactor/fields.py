@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.refactor.errors import FieldConflictError
+from flow.workflows.refactor.errors import FieldConflictError
 
 Field = Literal["core", "distributed", "graph"]
 NON_CORE_FIELDS: tuple[Field, ...] = ("distributed", "graph")

@@ -49,7 +49,7 @@ class VerificationReport(BaseModel):
     file: str
     checks: list[CheckResult]
     findings: list[Finding]
-    waived: list[Finding] = []  # findings judged false positives (see flow.refactor.decisions)
+    waived: list[Finding] = []  # findings judged false positives (see flow.workflows.refactor.decisions)
 
     @property
     def passed(self) -> bool:

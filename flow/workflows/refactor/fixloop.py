@@ -4,7 +4,7 @@ review, and the fix rounds between them, with their disputes.
 Fix prompts list each finding with an id (``L1`` lint, ``R1`` review), its file, line and
 source text. The coder may fix it or dispute it (``disputed``); lint disputes go to the
 checker at once (``--feed checker`` with ``decisions``), review disputes to the next review
-(``dispute_decisions``). An upheld dispute waives the finding (``flow.refactor.decisions``)
+(``dispute_decisions``). An upheld dispute waives the finding (``flow.workflows.refactor.decisions``)
 and a round whose every finding was upheld is given back. Bounds: 3 lint rounds, 3 review
 rounds, then a person is asked, shown every finding (carry on / abort).
 """
@@ -16,21 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, render
-from flow.outcome import Ask, Go, Task
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.fields import field_profile
-from flow.refactor.findings import summarise
-from flow.refactor.gates import _escalate, _has_torch, _note, _python
-from flow.refactor.mechanical import cmi_files, external_files, original, sentinel_dirs
-from flow.refactor.rules import load_catalogue
-from flow.refactor.steps import MAX_ROUNDS, assessment, common, plan
+from flow.core.outcome import Ask, Go, Task
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.fields import field_profile
+from flow.workflows.refactor.findings import summarise
+from flow.workflows.refactor.gates import _escalate, _has_torch, _note, _python
+from flow.workflows.refactor.mechanical import cmi_files, external_files, original, sentinel_dirs
+from flow.workflows.refactor.rules import load_catalogue
+from flow.workflows.refactor.steps import MAX_ROUNDS, assessment, common, plan
 
 
 # -- phase 5: verify (+ the lint hard gate) --------------------------------------------------
 
 def _verify_report(ctx: Any) -> Any:
-    from flow.refactor.sentinels import list_sentinels
-    from flow.refactor.verify import VerifyInput, verify as run_verify
+    from flow.workflows.refactor.sentinels import list_sentinels
+    from flow.workflows.refactor.verify import VerifyInput, verify as run_verify
 
     report = plan(ctx)
     inp = VerifyInput(
@@ -50,7 +50,7 @@ def _verify_report(ctx: Any) -> Any:
 
 def _apply_waivers(ctx: Any, result: Any, after: str) -> Any:
     """Move findings judged false positives to ``waived`` and recount the checks they were in."""
-    from flow.refactor.decisions import unwaived
+    from flow.workflows.refactor.decisions import unwaived
 
     if not ctx.data.waivers:
         return result
@@ -63,7 +63,7 @@ def _apply_waivers(ctx: Any, result: Any, after: str) -> Any:
 
 def _with_collect(ctx: Any, report: AnalystReport, result: Any) -> Any:
     """Add the ``collect_only`` check: run, or shown ``skipped`` with the reason (never a pass)."""
-    from flow.refactor.findings import CheckResult
+    from flow.workflows.refactor.findings import CheckResult
 
     why = None
     if not result.passed:
@@ -88,7 +88,7 @@ def _original_collected(ctx: Any) -> Any:
     """
     import os
 
-    from flow.refactor.collect import CollectResult
+    from flow.workflows.refactor.collect import CollectResult
 
     text = original(ctx).read_bytes()
     digest = hashlib.sha256(text + b"\0" + _python(ctx).encode()).hexdigest()[:20]
@@ -104,8 +104,8 @@ def _original_collected(ctx: Any) -> Any:
 
 def _collect_job(ctx: Any, key: str, file: Path, env: dict[str, str] | None = None
                  ) -> dict[str, Any]:
-    from flow.refactor.collect import collect_argv
-    from flow.refactor.gates import test_settings
+    from flow.workflows.refactor.collect import collect_argv
+    from flow.workflows.refactor.gates import test_settings
 
     return dict(key=key, argv=collect_argv(file, _python(ctx)), cwd=ctx.data.repo,
                 env={**ctx.settings, **(env or {})}, timeout=test_settings(ctx.settings)[0],
@@ -116,9 +116,9 @@ def _collected(ctx: Any, key: str, file: Path, env: dict[str, str] | None = None
     """A collect-only run in the checkout as a background job the flow owns (collecting a
     big file such as test_ops.py can outlast a call); ``CollectError`` when it could not
     run, timed out or was lost: never read as zero tests."""
-    from flow import proc
-    from flow.refactor.collect import read_collected
-    from flow.refactor.errors import CollectError
+    from flow.core import proc
+    from flow.workflows.refactor.collect import read_collected
+    from flow.workflows.refactor.errors import CollectError
 
     res = ctx.job(**_collect_job(ctx, key, file, env))
     if res.timed_out or res.lost or res.code == proc.NOT_FOUND:
@@ -130,9 +130,9 @@ def _collect_findings(ctx: Any, report: AnalystReport) -> list[Any]:
     """The real ``pytest --collect-only`` count check, the refactored file collected in place."""
     import hashlib
 
-    from flow.refactor.collect import compare_collected
-    from flow.refactor.errors import CollectError
-    from flow.refactor.findings import Finding
+    from flow.workflows.refactor.collect import compare_collected
+    from flow.workflows.refactor.errors import CollectError
+    from flow.workflows.refactor.findings import Finding
 
     file = Path(ctx.data.file)
     key = f"collect-{hashlib.sha256(file.read_bytes()).hexdigest()[:16]}"
@@ -176,7 +176,7 @@ def _ask_dispute(ctx: Any) -> Ask:
 
 def _take_disputes(ctx: Any, disputed: list[Any]) -> list[Any]:
     """The coder's disputes that name a listed finding (first one per id); the rest noted."""
-    from flow.refactor.decisions import check_disputes
+    from flow.workflows.refactor.decisions import check_disputes
 
     for problem in check_disputes(disputed, ctx.data.shown):
         _note(ctx, f"ignored: {problem}")
@@ -186,7 +186,7 @@ def _take_disputes(ctx: Any, disputed: list[Any]) -> list[Any]:
 
 def _settle(ctx: Any, decisions: list[Any], counter: str) -> None:
     """Apply the checker's decisions; give the round back when every finding was upheld."""
-    from flow.refactor.decisions import decide, round_given_back
+    from flow.workflows.refactor.decisions import decide, round_given_back
 
     waivers, notes = decide(ctx.data.disputes, decisions, ctx.data.shown)
     ctx.data.waivers += waivers
@@ -209,7 +209,7 @@ def _question(head: str, shown: list[Any], ctx: Any) -> str:
 
 
 def verify(ctx: Any) -> Any:
-    from flow.refactor.decisions import show
+    from flow.workflows.refactor.decisions import show
 
     if ctx.data.dispute_key is not None and ctx.data.fix_key is None:
         decided = ctx.result(ctx.data.dispute_key)
@@ -248,8 +248,8 @@ def verify(ctx: Any) -> Any:
 
 def _review_shown(ctx: Any, findings: list[Any]) -> list[Any]:
     """The checker's findings as ``R1..Rn`` with their source lines (no line: the whole file)."""
-    from flow.refactor.decisions import show
-    from flow.refactor.findings import Finding
+    from flow.workflows.refactor.decisions import show
+    from flow.workflows.refactor.findings import Finding
 
     as_findings = [Finding(check="review", code=f"{f.severity}/{f.category or 'review'}", severity="error",
                            file=ctx.data.rel, line=f.line_number or 0, message=f.description) for f in findings]
@@ -257,15 +257,15 @@ def _review_shown(ctx: Any, findings: list[Any]) -> list[Any]:
 
 
 def _verification_shown(ctx: Any) -> list[Any]:
-    from flow.refactor.decisions import show
-    from flow.refactor.findings import Finding
+    from flow.workflows.refactor.decisions import show
+    from flow.workflows.refactor.findings import Finding
 
     findings = [Finding.model_validate(f) for f in ctx.read_json("verification.json")["findings"]]
     return show(findings, Path(ctx.data.file).read_text(encoding="utf-8"), "V")
 
 
 def review(ctx: Any) -> Any:
-    from flow.refactor.decisions import decide
+    from flow.workflows.refactor.decisions import decide
 
     if ctx.data.fix_key and ctx.data.fix_key.startswith("review-") and ctx.result(ctx.data.fix_key) is not None:
         ctx.data.disputes = _take_disputes(ctx, ctx.result(ctx.data.fix_key).disputed)
@@ -298,7 +298,7 @@ def review(ctx: Any) -> Any:
     if res.disputed:  # the checker judges verification findings: it is their judge, so they go
         shown = _verification_shown(ctx)
         ids = {s.id for s in shown}
-        from flow.refactor.decisions import Dispute, DisputeDecision
+        from flow.workflows.refactor.decisions import Dispute, DisputeDecision
 
         mine = [d for d in res.disputed if d.finding in ids]
         waivers, _ = decide([Dispute(finding=d.finding, reason=d.reason) for d in mine],
@@ -318,7 +318,7 @@ def review(ctx: Any) -> Any:
     ctx.data.review_seq += 1  # the next review is a new task (a re-run of this step is not)
     ctx.data.retries["review"] = ctx.data.review_rounds
     if not shown:
-        from flow.refactor.decisions import ShownFinding
+        from flow.workflows.refactor.decisions import ShownFinding
 
         text = res.summary or "the checker reported not all clear"
         shown = [ShownFinding(id="R1", code="review", file=ctx.data.rel, line=0, text="", message=text,

@@ -11,20 +11,22 @@ from pathlib import Path
 from typing import Any
 
 from agents.prompts import Untrusted, render
-from flow import proc
-from flow.errors import WorkflowInputError
-from flow.refactor.errors import JUnitError
-from flow.outcome import Ask, Go, Human, Task
-from flow.refactor.analysis import moves
-from flow.refactor.fields import field_profile
-from flow.refactor.steps import MAX_ROUNDS, assessment, plan
-from flow.refactor.summary import DeferredFailure, SummaryInput, moved_tests, render_summary
+from flow.core import proc
+from flow.core.errors import WorkflowInputError
+from flow.core.outcome import Ask, Go, Human, Task
+from flow.workflows.refactor.analysis import moves
+from flow.workflows.refactor.errors import JUnitError
+from flow.workflows.refactor.fields import field_profile
+from flow.workflows.refactor.steps import MAX_ROUNDS, assessment, plan
+from flow.workflows.refactor.summary import (
+    DeferredFailure, SummaryInput, moved_tests, render_summary,
+)
 
 
 def _python(ctx: Any) -> str:
-    """The test interpreter (``flow.refactor.interpreter``'s rule), chosen once per flow."""
+    """The test interpreter (``flow.workflows.refactor.interpreter``'s rule), chosen once per flow."""
     if ctx.data.test_python is None:
-        from flow.refactor.interpreter import choose_python
+        from flow.workflows.refactor.interpreter import choose_python
 
         python, why = choose_python(ctx.settings, Path(ctx.data.repo))
         ctx.data.test_python = python
@@ -112,7 +114,7 @@ def _has_torch(ctx: Any) -> bool:
     passing unseen.
     """
     if ctx.data.test_torch is None:
-        from flow.refactor.interpreter import TORCH_PROBE
+        from flow.workflows.refactor.interpreter import TORCH_PROBE
 
         probe = proc.capture([_python(ctx), "-c", TORCH_PROBE], env=ctx.settings, timeout=300)
         if probe.timed_out or probe.code == proc.NOT_FOUND:
@@ -144,7 +146,7 @@ def _escalate(ctx: Any, key: str, question: str) -> Any:
 
 def _take_verdicts(ctx: Any) -> Ask | None:
     """Accept the coder's verdicts when each names a listed failure; otherwise ask again."""
-    from flow.refactor.decisions import check_verdicts
+    from flow.workflows.refactor.decisions import check_verdicts
 
     fed = ctx.result(ctx.data.fix_key)
     rows = [(v.test_name, v.verdict, v.fix_applied, v.defer_reason) for v in fed.verdicts]
@@ -223,7 +225,7 @@ def _local_tests(ctx: Any, file: Path, device: str) -> Any:
     before any is waited on, so they run side by side); the step answers ``waiting`` until
     all have ended. Jobs are keyed by round, device and shard, so a fix round runs the tests
     anew."""
-    from flow.refactor.junit import local_test_run, read_local_tests
+    from flow.workflows.refactor.junit import local_test_run, read_local_tests
 
     timeout, shards = test_settings(ctx.settings)
     jobs = []

@@ -15,12 +15,13 @@ import ast
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
+from reference import DIR as REFERENCE
 
 if TYPE_CHECKING:
     import libcst as cst
     from usort import Config as UsortConfig
 
-BUNDLED_USORT = Path(__file__).resolve().parents[2] / "reference" / "refactor" / "usort.toml"
+BUNDLED_USORT = REFERENCE / "refactor" / "usort.toml"
 DEVICE_TYPE_MODULE = "torch.testing._internal.common_device_type"
 
 

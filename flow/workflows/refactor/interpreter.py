@@ -11,7 +11,7 @@ The rule, first match wins:
    the one that built it.
 4. The orchestrator's own interpreter (``sys.executable``), as before.
 
-The choice is made once per flow and recorded with the torch it found (``flow.refactor
+The choice is made once per flow and recorded with the torch it found (``flow.workflows.refactor
 .gates``), so a summary says which torch the tests ran against. Pure: a function of the
 settings and the file system.
 """

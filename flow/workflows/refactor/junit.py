@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.refactor.errors import JUnitError
+from flow.workflows.refactor.errors import JUnitError
+from reference import DIR as REFERENCE
 
 if TYPE_CHECKING:
-    from flow.proc import Result
+    from flow.core.proc import Result
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 #: "xpassed" stays in ``Outcome`` for reading older local_test.json files; the parser never
@@ -125,7 +126,7 @@ def summarise(file: str, device: str, returncode: int, outcomes: list[TestOutcom
     )
 
 
-SHARD_PLUGIN_DIR = Path(__file__).resolve().parents[2] / "reference" / "refactor" / "pytest_plugins"
+SHARD_PLUGIN_DIR = REFERENCE / "refactor" / "pytest_plugins"
 
 
 def local_test_run(file: Path, device: str, junit: Path, *, python: str = sys.executable,
@@ -174,7 +175,7 @@ def run_local_tests(file: Path, cwd: Path, device: str, *, python: str = sys.exe
     """Run the gate for ``device`` in the foreground (within the call's foreground budget);
     the workflow runs the same command as a background job instead (``gates.test``).
     Raises ``JUnitError`` as ``read_local_tests`` does, or when pytest could not start."""
-    from flow import proc
+    from flow.core import proc
 
     junit = junit_path or cwd / f".local_test_{device}.xml"
     junit.unlink(missing_ok=True)  # never read a previous round's report

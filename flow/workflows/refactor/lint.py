@@ -12,9 +12,9 @@ L005 ``@onlyNativeDeviceTypes(And)`` left          L010 instantiation of an unkn
 
 from __future__ import annotations
 
-from flow.refactor.analysis import AnalystReport
-from flow.refactor.assess import Assessment, ClassInfo, Instantiation
-from flow.refactor.findings import Finding, Severity
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.assess import Assessment, ClassInfo, Instantiation
+from flow.workflows.refactor.findings import Finding, Severity
 
 RESTRICTIONS = frozenset({"onlyCUDA", "onlyOn"})
 NATIVE = frozenset({"onlyNativeDeviceTypes", "onlyNativeDeviceTypesAnd"})

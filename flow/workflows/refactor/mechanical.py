@@ -17,12 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flow.refactor.analysis import AnalystReport, TestMove, moves
-from flow.refactor.assess import Assessment
-from flow.refactor.distribute import CoderTask
-from flow.refactor.errors import CatalogueError
-from flow.refactor.sentinels import SENTINEL_DIRS
-from flow.refactor.summary import AppliedRule
+from flow.workflows.refactor.analysis import AnalystReport, TestMove, moves
+from flow.workflows.refactor.assess import Assessment
+from flow.workflows.refactor.distribute import CoderTask
+from flow.workflows.refactor.errors import CatalogueError
+from flow.workflows.refactor.sentinels import SENTINEL_DIRS
+from flow.workflows.refactor.summary import AppliedRule
 
 CMI = "torch/testing/_internal/common_methods_invocations.py"
 FILE_CODEMODS = ("only_accelerator", "remove_only_native")
@@ -92,7 +92,7 @@ def _snapshot(ctx: Any, name: str, source: Path) -> str:
 
 
 def _decorate_info(ctx: Any, test_moves: list[TestMove]) -> int:
-    from flow.refactor import codemods
+    from flow.workflows.refactor import codemods
 
     count = 0
     for n, cmi in enumerate(cmi_files(ctx)):
@@ -104,7 +104,7 @@ def _decorate_info(ctx: Any, test_moves: list[TestMove]) -> int:
 
 
 def _sentinel_rename(ctx: Any, test_moves: list[TestMove]) -> int:
-    from flow.refactor.sentinels import apply_renames, list_sentinels, plan_renames
+    from flow.workflows.refactor.sentinels import apply_renames, list_sentinels, plan_renames
 
     name = "sentinels_before.json"
     if not ctx.path(name).exists():
@@ -129,8 +129,8 @@ def apply_mechanical(ctx: Any, tasks: list[CoderTask], report: AnalystReport,
 
     Raises ``CatalogueError`` for a codemod this module does not know.
     """
-    from flow.refactor import codemods
-    from flow.refactor.imports import usort_config
+    from flow.workflows.refactor import codemods
+    from flow.workflows.refactor.imports import usort_config
 
     test_moves = moves(report, before)
     text = original(ctx).read_text(encoding="utf-8")

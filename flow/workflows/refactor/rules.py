@@ -12,11 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from flow.refactor.errors import CatalogueError
+from flow.workflows.refactor.errors import CatalogueError
+from reference import DIR as REFERENCE
 
 Strategy = Literal["cpu_only", "device_agnostic", "device_specific"]
 CODEMODS: frozenset[str] = frozenset({"only_accelerator", "remove_only_native", "decorate_info", "sentinel_rename"})
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reference" / "refactor" / "rules.json"
+DEFAULT_PATH = REFERENCE / "refactor" / "rules.json"
 
 
 class Trigger(BaseModel):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.refactor.analysis import TestMove
+from flow.workflows.refactor.analysis import TestMove
 
 #: Class-name suffix instantiate_device_type_tests appends -> test-name device token.
 DEVICE_SUFFIXES: dict[str, str] = {"CPU": "cpu", "CUDA": "cuda", "XPU": "xpu", "MPS": "mps", "META": "meta", "HPU": "hpu"}

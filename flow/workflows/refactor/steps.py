@@ -14,16 +14,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from agents.prompts import Untrusted, fence, render
-from flow.errors import WorkflowInputError
-from flow.outcome import Ask, Go, Human, Task
-from flow.refactor.analysis import AnalystReport, check_report
-from flow.refactor.assess import Assessment, assess_source
-from flow.refactor.distribute import CoderTask, distribute as plan_tasks
-from flow.refactor.mechanical import apply_mechanical, original
-from flow.refactor.feedmodels import load_assessment, load_report
-from flow.refactor.fields import field_profile
-from flow.refactor.rules import load_catalogue
-from flow.refactor.summary import AppliedRule
+from flow.core.errors import WorkflowInputError
+from flow.core.outcome import Ask, Go, Human, Task
+from flow.workflows.refactor.analysis import AnalystReport, check_report
+from flow.workflows.refactor.assess import Assessment, assess_source
+from flow.workflows.refactor.distribute import CoderTask, distribute as plan_tasks
+from flow.workflows.refactor.feedmodels import load_assessment, load_report
+from flow.workflows.refactor.fields import field_profile
+from flow.workflows.refactor.mechanical import apply_mechanical, original
+from flow.workflows.refactor.rules import load_catalogue
+from flow.workflows.refactor.summary import AppliedRule
 
 MAX_ROUNDS = 3
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow.refactor.analysis import TestMove
-from flow.refactor.findings import CheckResult
+from flow.workflows.refactor.analysis import TestMove
+from flow.workflows.refactor.findings import CheckResult
 
 
 class MovedTests(BaseModel):

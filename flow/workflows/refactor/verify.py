@@ -3,7 +3,7 @@
 ``verify(VerifyInput) -> VerificationReport`` runs the checks named in
 ``input.checks`` (a field profile's list) in order. Everything arrives as text: the
 adapter that reads files, lists sentinel folders or runs ``pytest --collect-only``
-(``flow.refactor.collect``) sits outside. A file that does not parse stops the run
+(``flow.workflows.refactor.collect``) sits outside. A file that does not parse stops the run
 after the syntax check, since every later check needs its tree.
 """
 
@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow.refactor.analysis import AnalystReport, moves
-from flow.refactor.assess import Assessment, assess_tree
-from flow.refactor.fields import CORE_CHECKS
-from flow.refactor.findings import Finding, Severity, VerificationReport, summarise
-from flow.refactor.lint import NATIVE, RESTRICTIONS, lint
-from flow.refactor.sentinels import DEVICE_SUFFIXES, plan_renames
+from flow.workflows.refactor.analysis import AnalystReport, moves
+from flow.workflows.refactor.assess import Assessment, assess_tree
+from flow.workflows.refactor.fields import CORE_CHECKS
+from flow.workflows.refactor.findings import Finding, Severity, VerificationReport, summarise
+from flow.workflows.refactor.lint import NATIVE, RESTRICTIONS, lint
+from flow.workflows.refactor.sentinels import DEVICE_SUFFIXES, plan_renames
 
 DEFAULT_KEEP = ("skipXPU", "skipCUDAIf", "skipMPS", "skipMeta")
 

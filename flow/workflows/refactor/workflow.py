@@ -18,15 +18,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from flow.errors import WorkflowInputError
-from flow.outcome import Done
-from flow.refactor import fixloop, gates, steps
-from flow.refactor.errors import FieldConflictError
-from flow.refactor.feedmodels import FEEDS, RefactorData
-from flow.refactor.fields import detect_field, load_field_lists, normalise
-from flow.workflow import Workflow
+from flow.core.errors import WorkflowInputError
+from flow.core.outcome import Done
+from flow.core.workflow import Workflow
+from flow.workflows.refactor import fixloop, gates, steps
+from flow.workflows.refactor.errors import FieldConflictError
+from flow.workflows.refactor.feedmodels import FEEDS, RefactorData
+from flow.workflows.refactor.fields import detect_field, load_field_lists, normalise
+from reference import DIR as REFERENCE
 
-REFERENCE = Path(__file__).resolve().parents[2] / "reference"
 
 
 def _paths(opts: dict[str, Any]) -> tuple[Path, Path, str]:

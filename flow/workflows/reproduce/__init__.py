@@ -1,30 +1,35 @@
-"""Pure core of the fix-reproduce workflow (seed: fix-reproduce.md).
+"""The fix-reproduce workflow (seed: fix-reproduce.md), folder by folder in the seed's order.
 
-Modules, each a function of its inputs with IO passed in or kept in thin adapters:
+Rules are pure functions of what a step saw (the seed's tables); steps do the IO through
+``run.runner`` and hand what they saw to their stage's rules.
 
-- ``shellsplit``: split a shell block into simple commands (quotes, continuations,
-  comments, here-docs) without running a shell.
-- ``forms``: recognise the reproducer form, split shell blocks, decide ``needs_tree``.
-- ``verdict``: the four output models, exactly the seed's fields.
-- ``refined_command``: render the single shell string of the output contract.
-- ``interpret``: read a run (pytest text/JUnit, exit code) into a ``RunOutcome``.
-- ``skipmarker``: remove an XPU skip decorator from one test with libcst.
-- ``stages``: the Stage 1/2/3 decision tables and the ci_commit fallback.
-- ``ci_env``: ci_repo inference, the build_env table, CI job-log folding.
-- ``wheels``: same-build-day check, pip argument lists, the cwd / in-tree-import rules.
-- ``artifacts``: range probe, download with retries, wheel extraction (urllib only).
-- ``commands``: fill a profile's git recipes per argument (never a shell string).
-- ``sourcebuild``: the local profile's Stage 2 (source dir -> wheel -> fresh venv).
-- ``profiles``: load and validate ``reference/reproduce/*.toml``.
-- ``batch``: batch files of reproducers, buckets, Markdown and JSON reports.
-- ``envinfo``: the verdict's ``environment`` (interpreter, versions, tree state) and
-  ``rerun_after_fix``; ``reuse``: the flow id keyed by inputs and environment.
-- ``runner``: runs through ``flow.proc`` (reproducer runs in a clean shell, as jobs).
-- ``localbuild``: the local Stage 2 build command (editable install into a fresh venv).
-
-Steps (IO through ``runner``): ``workflow`` (wiring), ``stepsflow`` (Prepare, collect,
-Stage 1, shared helpers), ``unskipflow``, ``buildflow`` (Stage 2), ``ciflow`` (Stage 3),
-``verdictflow`` (the verdict's extra fields), ``batchflow``.
+- ``workflow``      the declaration: states, transitions, feeds, the flow's data, start
+- ``context``       what every step reads from its flow (profile, interpreter, launcher)
+- ``profiles``      ``reference/reproduce/*.toml``, validated; ``recipes`` fills their commands
+- ``reproducer/``   Inputs: ``shellsplit`` splits an issue's shell block, ``forms`` names its
+                    form and decides ``needs_tree``
+- ``preflight``     Preflight: NO_REPRODUCER(no_command) before any stage
+- ``prepare/``      Prepare: ``rules`` (where the reproducer runs, the collect-only decision),
+                    ``steps`` (get the tree, place the run, collect-only)
+- ``run/``          one run and what it means, shared by every stage: ``runner`` (IO),
+                    ``interpret`` (output -> outcome), ``decision`` (the rows every table
+                    shares), ``attempts`` (``--repeat``, the stage's table, the next trigger)
+- ``unskip/``       "all skipped by @skipIfXpu": ``marker`` (the decorator edit and its
+                    restore), ``plan`` (bypass or edit, recorded first), ``steps`` (the re-run)
+- ``stage1/``       Stage 1, the nightly wheel: ``rules`` (same build day, pip argv, the
+                    table), ``steps`` (install, setup steps, run)
+- ``stage2/``       Stage 2, the source build: ``rules`` (the build plan with its ci_commit
+                    fallback, the table), ``build`` (the local profile's build command),
+                    ``venv`` (venv pieces Stage 3 shares), ``steps``
+- ``stage3/``       Stage 3, CI environment alignment: ``rules`` (ci_repo, build_env, job-log
+                    folding, the table), ``fetch`` and ``artifacts`` (the CI run and its
+                    wheels: IO), ``steps``
+- ``verdict/``      Output: ``models`` (the four verdicts), ``refined_command``,
+                    ``environment`` (where it was reached), ``finalize`` (the fields beyond
+                    the seed's), ``report`` (the verdict step), ``reuse`` (the flow id)
+- ``batch/``        the sweep of many reproducers: ``entries`` (the file, buckets, reports),
+                    ``steps``
+- ``errors``        the exception tree of this workflow
 
 Nothing here imports libcst or PyGithub at import time.
 """

@@ -1,4 +1,4 @@
-"""The exception tree of the reproduce core, a branch of ``flow.errors.OrchestratorError``.
+"""The exception tree of the reproduce core, a branch of ``flow.core.errors.OrchestratorError``.
 
 Every message quotes the bad value and ends with how to mend it; each class carries a
 ``code`` and a default ``hint``, so one that escapes a step reaches the user as
@@ -9,11 +9,11 @@ edited into an invalid one between two calls).
 """
 from __future__ import annotations
 
-from flow.errors import OrchestratorError
+from flow.core.errors import OrchestratorError
 
 
 class ReproduceError(OrchestratorError):
-    """Base of every error raised by ``flow.reproduce``."""
+    """Base of every error raised by ``flow.workflows.reproduce``."""
 
     code = "reproduce"
     default_hint = "see the message; fix the input it names and run again"

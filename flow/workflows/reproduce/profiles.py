@@ -20,10 +20,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from flow.reproduce.ci_env import BuildEnv
-from flow.reproduce.errors import ProfileError
+from flow.workflows.reproduce.errors import ProfileError
+from flow.workflows.reproduce.stage3.rules import BuildEnv
+from reference import DIR as REFERENCE
 
-PROFILE_DIR = Path(__file__).resolve().parents[2] / "reference" / "reproduce"
+PROFILE_DIR = REFERENCE / "reproduce"
 DEFAULT_PROFILE = "local"
 
 

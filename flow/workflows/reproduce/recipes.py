@@ -1,6 +1,6 @@
 """Fill a profile's command templates. Each ``{placeholder}`` is replaced inside one
 argument only, so a value from outside (a path, a sha) can never split into more words
-or reach a shell: the result is an argument list for ``flow.proc.run``.
+or reach a shell: the result is an argument list for ``flow.core.proc.run``.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ begin -> preflight -> prepare -> collect -> stage1 [-> unskip] -> stage2 [-> uns
 -> stage3 [-> unskip] -> verdict (Done), any stage jumping to verdict when it decides;
 begin -> batch_setup -> batch_entry (Stage 1, one entry per visit) [-> batch_build ->
 batch_stage2 (one entry per visit) [-> batch_ci -> batch_stage3]] -> batch_report (Done)
-for ``--batch FILE`` (see ``batchflow``).
+for ``--batch FILE`` (see ``batch.steps``).
 
 Deterministic work (git, pip, collect-only, the reproducer runs, GitHub lookups) runs
 inside the steps; the long source build is a ``run`` task (local profile) or an agent
@@ -22,14 +22,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.errors import WorkflowInputError
-from flow.feeds import Feed, RunResult
-from flow.outcome import Done, Go
-from flow.reproduce import batchflow, ciflow, stepsflow
-from flow.reproduce.skipmarker import PendingRestore, restore
-from flow.reproduce.stages import preflight as preflight_decision
-from flow.reproduce.verdict import VERDICT_ADAPTER, VerdictReport
-from flow.workflow import Workflow
+from flow.core.errors import WorkflowInputError
+from flow.core.feeds import Feed, RunResult
+from flow.core.outcome import Go
+from flow.core.workflow import Workflow
+from flow.workflows.reproduce import context, preflight
+from flow.workflows.reproduce.batch import steps as batch
+from flow.workflows.reproduce.prepare import steps as prepare
+from flow.workflows.reproduce.stage1 import steps as stage1
+from flow.workflows.reproduce.stage2 import steps as stage2
+from flow.workflows.reproduce.stage3 import steps as stage3
+from flow.workflows.reproduce.unskip import steps as unskip
+from flow.workflows.reproduce.unskip.marker import PendingRestore, restore
+from flow.workflows.reproduce.verdict import report
 
 
 class ReproData(BaseModel):
@@ -49,7 +54,7 @@ class ReproData(BaseModel):
     cwd: str | None = None
     pytest_args: list[str] | None = None
     # ORCHESTRATOR_REPRODUCE_PYTHON resolved once at start (None in a state saved before
-    # it was recorded: ``stepsflow.interpreter`` resolves it from the settings then)
+    # it was recorded: ``context.interpreter`` resolves it from the settings then)
     reproduce_python: str | None = None
     python: str | None = None          # the interpreter of the stage being run
     path_head: str | None = None       # its bin dir, put first on PATH
@@ -59,7 +64,7 @@ class ReproData(BaseModel):
     pending_restore: PendingRestore | None = None
     rerun_done: bool = False
     ci_env: dict[str, Any] = {}        # env/timeout/exitfirst folded from the CI job log
-    # issue 11
+    # beyond the seed: what a fix-verifier needs
     repeat: int = 1                    # --repeat N: runs of each stage's reproducer
     test_extras: list[str] = []        # --test-extras: the project's test extras (Stage 2)
     bypass: str | None = None          # "-p no:skipping" while a pytest skip mark is bypassed
@@ -133,7 +138,7 @@ def locate(opts: dict[str, Any], root: Path) -> str:
     (``reproduce/batch-...`` for a batch): see ``reuse`` for what the key covers."""
     import os
 
-    from flow.reproduce.reuse import environment_key, unfinished
+    from flow.workflows.reproduce.verdict.reuse import environment_key, unfinished
 
     inputs = _inputs(opts)
     digest = hashlib.sha1(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
@@ -148,12 +153,12 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
     """Initial data; WorkflowInputError for an unknown profile, a bad --ci-commit, a
     reproducer that cannot be split, or an ORCHESTRATOR_REPRODUCE_PYTHON that is not an
     executable file (nothing is written then)."""
-    from flow.reproduce.errors import ProfileError, ReproducerParseError
-    from flow.reproduce.forms import parse_reproducer
-    from flow.reproduce.profiles import load_profile
+    from flow.workflows.reproduce.errors import ProfileError, ReproducerParseError
+    from flow.workflows.reproduce.reproducer.forms import parse_reproducer
+    from flow.workflows.reproduce.profiles import load_profile
 
     inputs = _inputs(opts)
-    stepsflow.check_python(settings)
+    context.check_python(settings)
     try:
         load_profile(inputs["profile"])
     except ProfileError as exc:
@@ -168,8 +173,8 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
             raise WorkflowInputError(f"the reproducer cannot be split into commands: {exc}",
                                      "close the open quote or here-doc and run again") from None
     inputs.pop("batch_text")
-    data = ReproData(**inputs, reproduce_python=stepsflow.reproduce_python(settings))
-    from flow.reproduce.reuse import earlier_runs
+    data = ReproData(**inputs, reproduce_python=context.reproduce_python(settings))
+    from flow.workflows.reproduce.verdict.reuse import earlier_runs
 
     earlier = earlier_runs(root, locate(opts, root))
     if earlier:
@@ -212,70 +217,14 @@ def begin(ctx: Any) -> Any:
     return Go("batch" if ctx.data.batch_file else "single")
 
 
-def preflight(ctx: Any) -> Any:
-    """No command -> NO_REPRODUCER(no_command), before touching any stage."""
-    verdict = preflight_decision(ctx.data.command)
-    if verdict is not None:
-        ctx.data.verdict = verdict.model_dump(mode="json")
-        return Go("decided")
-    return Go("ok")
-
-
-def _reproduced_steps(verdict: Any) -> list[str]:
-    """What the caller does with a REPRODUCED verdict, including what it must know first
-    (a marker to take off, a rebuild after the fix)."""
-    if getattr(verdict, "verdict", "") != "REPRODUCED":
-        return []
-    steps = []
-    check, unskipped = verdict.self_check, verdict.unskipped
-    if check is not None and not check.fails and unskipped is not None:
-        steps.append(f"refined_command alone does not fail: {unskipped.decorator} at "
-                     f"{unskipped.file}:{unskipped.line} skips the test; take it off before "
-                     "running refined_command")
-    elif check is not None and not check.fails:
-        steps.append("refined_command alone did not fail in a clean shell; do not rely on it")
-    if verdict.flaky:
-        steps.append(f"flaky: {verdict.failures} of {verdict.attempts} attempts failed; a "
-                     "fix-verifier should run refined_command several times")
-    if verdict.rerun_after_fix:
-        steps.append(f"after applying a fix, run first: {verdict.rerun_after_fix}")
-    steps.append("hand refined_command to the fix workflow; it re-triggers the failure: "
-                 "bash -c \"$refined_command\"")
-    return steps
-
-
-def finish(ctx: Any) -> Any:
-    """Write verdict.json and report.json; Done with outcome, verdict and report."""
-    verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
-    report = VerdictReport(verdict=verdict, installed_versions=ctx.data.installed_versions,
-                           ci_image=ctx.data.ci_image, notes=ctx.data.notes)
-    from datetime import datetime, timezone
-
-    dumped = report.model_dump(mode="json")
-    ctx.write_json("verdict.json", dumped["verdict"])
-    # when the verdict was reached: in the file only (the state stays the same whatever
-    # the clock, so a resumed flow ends exactly as an uninterrupted one)
-    ctx.write_json("report.json", {**dumped, "decided_at": datetime.now(timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%SZ")})
-    steps = {
-        "REPRODUCED": _reproduced_steps(verdict),
-        "NOT_REPRODUCED": ["report to the user (or triage) that the failure no longer reproduces"],
-        "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
-        "CANNOT_VERIFY": ["fix the blocker, then re-run with --restart"],
-    }[verdict.verdict]
-    return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
-                 "verdict_path": str(ctx.path("verdict.json")), "reuse_key": ctx.flow_id},
-                steps)
-
-
 STEPS = {
-    "begin": begin, "preflight": preflight, "prepare": stepsflow.prepare,
-    "collect": stepsflow.collect, "stage1": stepsflow.stage1, "stage2": stepsflow.stage2,
-    "stage3": ciflow.stage3, "unskip": stepsflow.unskip, "verdict": finish,
-    "batch_setup": batchflow.setup, "batch_entry": batchflow.entry,
-    "batch_build": batchflow.build, "batch_stage2": batchflow.stage2_entry,
-    "batch_ci": batchflow.align, "batch_stage3": batchflow.stage3_entry,
-    "batch_report": batchflow.report,
+    "begin": begin, "preflight": preflight.step, "prepare": prepare.prepare,
+    "collect": prepare.collect, "stage1": stage1.stage1, "stage2": stage2.stage2,
+    "stage3": stage3.stage3, "unskip": unskip.unskip, "verdict": report.finish,
+    "batch_setup": batch.setup, "batch_entry": batch.entry,
+    "batch_build": batch.build, "batch_stage2": batch.stage2_entry,
+    "batch_ci": batch.align, "batch_stage3": batch.stage3_entry,
+    "batch_report": batch.report,
 }
 
 WORKFLOW = Workflow(

@@ -1,8 +1,9 @@
-"""Sidecar workflows that run beside the refactoring flow (the seed's sidecars).
+"""The daily PR review batch (``--review-queue``), a sidecar of the refactoring seed:
 
-- ``review_queue``  the daily PR review batch (``--review-queue``): select, review, publish;
-  its pure decisions live in ``review_core``, its GitHub calls in ``review_github``.
-- ``ingest``        the reviewer-feedback ingest (``--ingest-feedback``, ``--apply-ingest``).
+- ``queue``     pure: the queue file's lines, the profile, selection, the review feeds
+- ``github``    the GitHub reads and the one comment it posts
+- ``publish``   the reviews and the queue file written back
+- ``workflow``  the declaration: select, review, publish
 
-Nothing is imported here: loading a sidecar must not pull in PyGithub.
+Nothing is imported here: loading the workflow must not pull in PyGithub.
 """

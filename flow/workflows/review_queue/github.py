@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from flow.github.errors import (
     BadSetting, GitHubError, GitHubRequestFailed, GitHubUnavailable, MissingToken, RateLimited,
 )
-from flow.sidecars.review_core import FetchFailed, PRMeta, PRRef
+from flow.workflows.review_queue.queue import FetchFailed, PRMeta, PRRef
 
 
 class PostedComment(BaseModel):

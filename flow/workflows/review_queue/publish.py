@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from flow.sidecars.review_core import NotApplicable, PRRef, PRReview, QueuedPR, parse_line
+from flow.workflows.review_queue.queue import NotApplicable, PRRef, PRReview, QueuedPR, parse_line
 
 SEVERITIES = (("blocker", "Blocker"), ("major", "Major"), ("minor", "Minor"))
 NA_REASON = {"merged": "已合并 (merged)", "closed": "已关闭 (closed)",

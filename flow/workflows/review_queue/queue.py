@@ -1,7 +1,7 @@
 """The review queue's pure core: queue lines, selection, feed models, the comment, the files.
 
 No network and no disk here: ``select`` takes a ``fetch`` callable; the renderers return text.
-The workflow (``flow.sidecars.review_queue``) wires these to GitHub and the workspace.
+The workflow (``flow.workflows.review_queue.workflow``) wires these to GitHub and the workspace.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any, Literal
 import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from flow.errors import WorkflowInputError
-from flow.feeds import Feed
+from flow.core.errors import WorkflowInputError
+from flow.core.feeds import Feed
+from reference import DIR as REFERENCE
 
-PROFILE_DIR = Path(__file__).resolve().parents[2] / "reference" / "review_queue"
+PROFILE_DIR = REFERENCE / "review_queue"
 DEFAULT_PROFILE = "pytorch"
 _REPO = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
 _URL = re.compile(rf"^https?://[^/\s]+/(?P<repo>{_REPO})/pull/(?P<n>\d+)(?:[/?#]\S*)?$")

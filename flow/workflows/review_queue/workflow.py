@@ -29,13 +29,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.errors import WorkflowBug, WorkflowInputError
+from flow.core.errors import WorkflowBug, WorkflowInputError
+from flow.core.outcome import Ask, Done, Go, Task
+from flow.core.workflow import Workflow
 from flow.github.access import Access
 from flow.github.trouble import Trouble, guarded
-from flow.outcome import Ask, Done, Go, Task
-from flow.sidecars import review_core as core
-from flow.sidecars import review_publish as pub
-from flow.workflow import Workflow
+from flow.workflows.review_queue import queue as core
+from flow.workflows.review_queue import publish as pub
 from workspace.jsonio import digest, dumps, loads
 
 QUEUE_FILE = "pr_needs_review.txt"
@@ -83,7 +83,7 @@ def locate(opts: dict[str, Any], root: Path) -> str:
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ReviewQueueData:
     """The batch's inputs; refuses a missing queue file, a bad --limit/--repo or no token."""
     from flow.github.access import access_from
-    from flow.sidecars.review_github import connect
+    from flow.workflows.review_queue.github import connect
 
     profile = core.load_profile(opts.get("profile"))
     if opts.get("repo"):
@@ -138,7 +138,7 @@ def _select(ctx: Any) -> Any:
 
 
 def _select_now(ctx: Any, d: ReviewQueueData) -> Go:
-    from flow.sidecars.review_github import connect, fetcher
+    from flow.workflows.review_queue.github import connect, fetcher
 
     lines = (ctx.root / QUEUE_FILE).read_text(encoding="utf-8").splitlines() \
         if (ctx.root / QUEUE_FILE).is_file() else []
@@ -267,7 +267,7 @@ def _post(ctx: Any) -> Any:
 
 
 def _post_now(ctx: Any, d: ReviewQueueData, body: str) -> Go:
-    from flow.sidecars.review_github import connect, find_comment, post_comment
+    from flow.workflows.review_queue.github import connect, find_comment, post_comment
 
     if d.comment_id is None:
         client = connect(ctx.settings, d.access)

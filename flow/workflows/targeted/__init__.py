@@ -1,6 +1,6 @@
 """Targeted CI: trace which registered CI tests a diff can reach, and pick how to run them.
 
-The pure core of the ``ci-targeted`` workflow (seed ``pr-ci-targeted.md``, issue 6):
+The pure core of the ``ci-targeted`` workflow (seed ``pr-ci-targeted.md``):
 
 - ``config``: ``TargetedConfig`` from a named profile, a pyproject table, a detected
   profile, or defaults (suites with hardware and runner, labels, no-GPU allowlist).

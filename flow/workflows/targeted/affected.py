@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from flow.errors import WorkflowInputError
+from flow.core.errors import WorkflowInputError
 
 DEFAULT_DEPTH = 3
 DEFAULT_HUB_LIMIT = 40
@@ -27,7 +27,7 @@ def repo_dir_of(value: str | None) -> Path:
     if not path.is_dir():
         raise WorkflowInputError(f"--repo-dir {str(path)!r} is not a directory",
                                  "pass the checkout of the PR branch (or run from inside it)")
-    from flow import proc
+    from flow.core import proc
 
     probe = proc.capture(["git", "-C", str(path), "rev-parse", "--show-toplevel"])
     if not probe.ok:
@@ -49,8 +49,8 @@ def load(repo_dir: Path, profile: str | None) -> Any:
     """The TargetedConfig of ``repo_dir`` (``profile``, else its pyproject table, else the
     defaults). An unknown profile or an invalid table is a WorkflowInputError with the
     config's own message and hint."""
-    from flow.targeted.config import load_config
-    from flow.targeted.errors import TargetedError
+    from flow.workflows.targeted.config import load_config
+    from flow.workflows.targeted.errors import TargetedError
 
     try:
         return load_config(repo_dir, profile)
@@ -62,7 +62,7 @@ def cache_dir_for(root: Path, repo_dir: Path) -> Path:
     """Where traces of ``repo_dir`` keep their facts: one folder per checkout under the
     workspace (``<workspace>/.cache/targeted/<hash of the checkout's path>``), shared by the
     ``affected-tests`` command and every ``ci-targeted`` flow on that checkout."""
-    from flow.targeted.facts import sha1
+    from flow.workflows.targeted.facts import sha1
 
     return root / ".cache" / "targeted" / sha1(str(Path(repo_dir).resolve()).encode())[:16]
 
@@ -72,8 +72,8 @@ def trace(repo_dir: Path, base: str | None, depth: int, hub_limit: int, cfg: Any
     """Run the tracer with config ``cfg`` (see ``load``); every tracer error (bad base, not a
     repository) becomes a WorkflowInputError with the tracer's own message and hint. Returns
     an AffectedReport."""
-    from flow.targeted.errors import TargetedError
-    from flow.targeted.trace import affected_tests
+    from flow.workflows.targeted.errors import TargetedError
+    from flow.workflows.targeted.trace import affected_tests
 
     if not base:
         raise WorkflowInputError("--base is required",
@@ -95,9 +95,9 @@ def affected_tests_command(args: argparse.Namespace, root: Path,
     repository, a bad depth/hub limit or an invalid config. Writes nothing but its cache
     (``cache_dir_for``), which only ever saves work.
     """
-    from flow.render import envelope
-    from flow.targeted.report import render_text
-    from flow.targeted.select import choose
+    from flow.core.render import envelope
+    from flow.workflows.targeted.report import render_text
+    from flow.workflows.targeted.select import choose
 
     depth = DEFAULT_DEPTH if args.depth is None else args.depth
     hub_limit = DEFAULT_HUB_LIMIT if args.hub_limit is None else args.hub_limit

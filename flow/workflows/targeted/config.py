@@ -15,11 +15,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from flow.targeted.errors import ConfigError
+from flow.workflows.targeted.errors import ConfigError
+from reference import DIR as REFERENCE
 
 Backend = Literal["cpu", "cuda", "rocm"]
 
-PROFILE_DIR = Path(__file__).resolve().parents[2] / "reference" / "targeted"
+PROFILE_DIR = REFERENCE / "targeted"
 
 
 class _Strict(BaseModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flow.errors import OrchestratorError
+from flow.core.errors import OrchestratorError
 
 
 class TargetedError(OrchestratorError):

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from flow.targeted.lexer import scan
+from flow.workflows.targeted.lexer import scan
 
 FACTS_VERSION = 6  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]

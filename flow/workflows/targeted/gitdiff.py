@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.targeted.errors import GitError
+from flow.workflows.targeted.errors import GitError
 
 Status = Literal["A", "M", "D", "R", "C", "T", "U", "X"]
 
@@ -47,7 +47,7 @@ class GitReader(Protocol):
 
 
 def _git(repo_dir: Path, *args: str, hint: str = "") -> bytes:
-    from flow import proc
+    from flow.core import proc
 
     got = proc.capture(["git", "-C", str(repo_dir), *args], timeout=120)
     if got.timed_out or got.code == proc.NOT_FOUND:

@@ -26,11 +26,13 @@ import orjson
 import re
 from collections.abc import Callable
 
-from flow.targeted.config import TargetedConfig
-from flow.targeted.facts import REL, Calls, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1
-from flow.targeted.paths import any_match, glob_match, module_name
-from flow.targeted.resolve import Resolver
-from flow.targeted.syspath import folders as syspath_folders
+from flow.workflows.targeted.config import TargetedConfig
+from flow.workflows.targeted.facts import (
+    REL, Calls, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1,
+)
+from flow.workflows.targeted.paths import any_match, glob_match, module_name
+from flow.workflows.targeted.resolve import Resolver
+from flow.workflows.targeted.syspath import folders as syspath_folders
 
 _PYTEST_MAIN = re.compile(rb"\bpytest\s*\.\s*main\s*\(")
 

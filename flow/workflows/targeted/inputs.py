@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flow.errors import WorkflowInputError
-from flow.targeted.loop import TargetedData
+from flow.core.errors import WorkflowInputError
+from flow.workflows.targeted.loop import TargetedData
 
 
 def _slug(text: str) -> str:
@@ -42,7 +42,7 @@ def client_of(data: TargetedData, settings: Mapping[str, str]) -> Any:
 
 
 def _repo_dir(opts: dict[str, Any]) -> Path:
-    from flow.targeted.cli import repo_dir_of
+    from flow.workflows.targeted.affected import repo_dir_of
 
     return repo_dir_of(opts.get("repo_dir"))
 
@@ -84,14 +84,14 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Targ
     from flow.github.errors import GitHubUnavailable, RateLimited
     from flow.github.reads import get_pull
     from flow.github.trouble import Trouble, transient
-    from flow.targeted.cli import check_bounds
+    from flow.workflows.targeted.affected import check_bounds
 
     base = opts.get("base")
     if not base or base.startswith("-"):
         raise WorkflowInputError(f"--base {base!r} is missing or not a revision",
                                  "pass the revision the PR branches from, e.g. --base origin/main")
     repo_dir = _repo_dir(opts)
-    from flow import proc
+    from flow.core import proc
 
     probe = proc.capture(["git", "-C", str(repo_dir), "rev-parse", "--verify", "--quiet",
                           f"{base}^{{commit}}"])

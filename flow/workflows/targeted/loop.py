@@ -11,13 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flow.feeds import Feed
+from flow.core.feeds import Feed
 from flow.github.access import Access
 from flow.github.trouble import Trouble
-from flow.targeted.config import TargetedConfig
-from flow.targeted.report import AffectedReport
-from flow.targeted.select import Plan
-from flow.targeted.timing import est_time, timing_line
+from flow.workflows.targeted.config import TargetedConfig
+from flow.workflows.targeted.report import AffectedReport
+from flow.workflows.targeted.select import Plan
+from flow.workflows.targeted.timing import est_time, timing_line
 
 MAX_FIX_ROUNDS = 3
 DEFAULT_EST = 600  # seconds assumed for a test without est_time, for the poll schedule only
@@ -125,7 +125,7 @@ def poll_hours(settings: Mapping[str, str]) -> float:
     """The poll deadline from ``ORCHESTRATOR_TARGETED_POLL_HOURS`` (default 24): hours from
     a file's comment after which a run not found or not finished ends the flow as
     ``timed_out``. Raises WorkflowInputError on a value that is not hours >= 0."""
-    from flow.errors import WorkflowInputError
+    from flow.core.errors import WorkflowInputError
 
     raw = (settings.get(POLL_HOURS_ENV) or "").strip()
     if not raw:

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from flow.targeted.config import Backend, TargetedConfig
-from flow.targeted.facts import Calls, read_calls
-from flow.targeted.paths import any_match, glob_match
+from flow.workflows.targeted.config import Backend, TargetedConfig
+from flow.workflows.targeted.facts import Calls, read_calls
+from flow.workflows.targeted.paths import any_match, glob_match
 
 
 class Declaration(BaseModel):

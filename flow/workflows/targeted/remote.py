@@ -24,11 +24,11 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from flow.core.outcome import Go, Human, Sleep
 from flow.github.trouble import guarded
-from flow.outcome import Go, Human, Sleep
-from flow.targeted import loop
-from flow.targeted.inputs import client_of
-from flow.targeted.loop import Attempt, FileRun, Outbox, TargetedData
+from flow.workflows.targeted import loop
+from flow.workflows.targeted.inputs import client_of
+from flow.workflows.targeted.loop import Attempt, FileRun, Outbox, TargetedData
 
 POSTED_AT = "posted-at.json"  # {test path: ISO time its latest comment was posted}
 LOG_GONE = (404, 410)  # a job log GitHub no longer keeps
@@ -68,7 +68,7 @@ def dispatch(ctx: Any) -> Any:
 
 def _dispatch(ctx: Any, d: TargetedData) -> Any:
     from flow.github.reads import get_pull
-    from flow.targeted.runs import list_comments
+    from flow.workflows.targeted.runs import list_comments
 
     client = client_of(d, ctx.settings)
     comments = list_comments(client, d.repo, d.number)
@@ -99,7 +99,7 @@ def post(ctx: Any) -> Any:
 
 def _post(ctx: Any, d: TargetedData) -> Any:
     from flow.github.actions import add_labels, post_comment
-    from flow.targeted.runs import comment_counts
+    from flow.workflows.targeted.runs import comment_counts
 
     box = d.outbox or Outbox()
     d.outbox = box
@@ -147,7 +147,7 @@ def poll(ctx: Any) -> Any:
 
 
 def _poll(ctx: Any, d: TargetedData) -> Any:
-    from flow.targeted.runs import find_run, get_run
+    from flow.workflows.targeted.runs import find_run, get_run
 
     hours = loop.poll_hours(ctx.settings)  # a bad setting is refused before any request
     running = [f for f in d.files.values() if f.status == "running"]
@@ -197,7 +197,7 @@ def failure_texts(ctx: Any, failed: list[FileRun]) -> Any:
 
 
 def _failure_text(ctx: Any, fr: FileRun) -> str:
-    from flow.github.actions import job_failure_lines
+    from flow.workflows.ci.observe import job_failure_lines
     from flow.github.errors import GitHubRequestFailed, LinkExpired
 
     d: TargetedData = ctx.data

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.targeted.config import Backend
-from flow.targeted.gitdiff import ChangedFile
-from flow.targeted.registrations import Unreadable
+from flow.workflows.targeted.config import Backend
+from flow.workflows.targeted.gitdiff import ChangedFile
+from flow.workflows.targeted.registrations import Unreadable
 
 
 class _Row(BaseModel):

@@ -21,8 +21,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 
-from flow.targeted.config import TargetedConfig
-from flow.targeted.paths import module_name, norm
+from flow.workflows.targeted.config import TargetedConfig
+from flow.workflows.targeted.paths import module_name, norm
 
 
 class Resolver:

@@ -33,10 +33,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.targeted.config import TargetedConfig
-from flow.targeted.paths import any_match
-from flow.targeted.report import AffectedReport, LabelCount
-from flow.targeted.trace import rerun_line
+from flow.workflows.targeted.config import TargetedConfig
+from flow.workflows.targeted.paths import any_match
+from flow.workflows.targeted.report import AffectedReport, LabelCount
+from flow.workflows.targeted.trace import rerun_line
 
 _EXACT_LIMIT = 16  # candidate labels up to which the minimal cover is searched exactly
 
@@ -260,7 +260,7 @@ def _is_rocm(key: str, report: AffectedReport) -> bool:
 
 
 def _path_labels(path: str, cfg: TargetedConfig) -> list[str]:
-    from flow.targeted.trace import path_rule
+    from flow.workflows.targeted.trace import path_rule
 
     rule = path_rule(path, cfg)
     return list(rule.labels) if rule is not None else list(cfg.labels.fallback)

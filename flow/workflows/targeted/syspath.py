@@ -23,7 +23,7 @@ import ast
 import posixpath
 import warnings
 
-from flow.targeted.paths import norm
+from flow.workflows.targeted.paths import norm
 
 _OUT = "\0out"  # a path climbing above the repository
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from flow.targeted.config import Timing
-from flow.targeted.errors import TargetedError
+from flow.workflows.targeted.config import Timing
+from flow.workflows.targeted.errors import TargetedError
 
 DEFAULT_RULE = Timing()
 

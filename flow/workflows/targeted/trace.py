@@ -17,14 +17,15 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
-from flow.targeted.config import PathLabels, TargetedConfig, load_config
-from flow.targeted.facts import FactsCache
-from flow.targeted.gitdiff import ChangedFile, Git, GitReader
-from flow.targeted.import_graph import ImportGraph, build_graph
-from flow.targeted.paths import any_match
-from flow.targeted.registrations import Registration, Unreadable, from_calls, is_test
-from flow.targeted.report import (AffectedReport, EntryLoad, Frontier, Hub, LabelCount,
-                                  NightlyTarget, Outside, ReachedTest)
+from flow.workflows.targeted.config import PathLabels, TargetedConfig, load_config
+from flow.workflows.targeted.facts import FactsCache
+from flow.workflows.targeted.gitdiff import ChangedFile, Git, GitReader
+from flow.workflows.targeted.import_graph import ImportGraph, build_graph
+from flow.workflows.targeted.paths import any_match
+from flow.workflows.targeted.registrations import Registration, Unreadable, from_calls, is_test
+from flow.workflows.targeted.report import (
+    AffectedReport, EntryLoad, Frontier, Hub, LabelCount, NightlyTarget, Outside, ReachedTest,
+)
 
 
 def rerun_line(path: str) -> str:

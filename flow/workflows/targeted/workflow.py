@@ -14,7 +14,7 @@ re-run once, then report. At most 3 fix rounds, then
 ``gave_up``. Labels mode ends after adding the labels: the labeled "PR Test" run is watched
 with ``--ci-check``, not here.
 
-Every GitHub step (dispatch, post, poll, the debugger's logs; ``flow.targeted.remote``) maps
+Every GitHub step (dispatch, post, poll, the debugger's logs; ``flow.workflows.targeted.remote``) maps
 GitHub's refusals as ``--ci-check`` does (``flow.github.trouble``): limits, 5xx and timeouts
 sleep until GitHub may answer; a refused token, permission, 404 or 422 asks a person
 (``retry`` / ``stop``; stop ends in ``stopped``, outcome ``stopped``, naming the refusal).
@@ -25,13 +25,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flow.outcome import Ask, Done, Go, Human, Task
-from flow.targeted import loop, remote
+from flow.core.outcome import Ask, Done, Go, Human, Task
+from flow.workflows.targeted import loop, remote
 # locate and start serve the registry, which reads them from this module.
-from flow.targeted.inputs import locate, start  # noqa: F401
-from flow.targeted.loop import Fix, Outbox, TargetedData
-from flow.targeted.remote import dispatch, poll, post
-from flow.workflow import Workflow
+from flow.core.workflow import Workflow
+from flow.workflows.targeted.inputs import locate, start  # noqa: F401
+from flow.workflows.targeted.loop import Fix, Outbox, TargetedData
+from flow.workflows.targeted.remote import dispatch, poll, post
 
 OUTCOMES = {"nothing": "nothing_to_run", "declined": "declined", "green": "green",
             "labelled": "labels_added", "reported": "failures_reported", "gave_up": "gave_up",
@@ -39,15 +39,15 @@ OUTCOMES = {"nothing": "nothing_to_run", "declined": "declined", "green": "green
 
 
 def _cfg(d: TargetedData) -> Any:
-    from flow.targeted.cli import load
+    from flow.workflows.targeted.affected import load
 
     return load(Path(d.repo_dir), d.profile)
 
 
 def _plan(ctx: Any, base: str) -> tuple[Any, Any]:
     """Trace ``base...HEAD`` of the checkout and choose files or labels: (report, plan)."""
-    from flow.targeted.cli import cache_dir_for, trace
-    from flow.targeted.select import choose
+    from flow.workflows.targeted.affected import cache_dir_for, trace
+    from flow.workflows.targeted.select import choose
 
     d: TargetedData = ctx.data
     cfg = _cfg(d)
@@ -146,12 +146,12 @@ def debug(ctx: Any) -> Any:
 
 def retrace(ctx: Any) -> Any:
     """Re-trace from the SHA the runs used to the fix, and queue what it reaches."""
-    from flow.targeted.errors import TargetedError
+    from flow.workflows.targeted.errors import TargetedError
 
     d: TargetedData = ctx.data
     fix = d.fixes[-1].commit
     where = Path(d.repo_dir)
-    from flow import proc
+    from flow.core import proc
 
     probe = proc.capture(["git", "-C", str(where), "merge-base", "--is-ancestor", fix, "HEAD"])
     if not probe.ok:

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from flow.reproduce.verdict import (
+from flow.workflows.reproduce.verdict.models import (
     CannotVerify, NoReproducer, NotReproduced, Reproduced, Verdict,
 )
 

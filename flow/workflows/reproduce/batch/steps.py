@@ -1,4 +1,5 @@
-"""``reproduce --batch FILE``: one flow sweeping many reproducers (issue 3, item 8).
+"""``reproduce --batch FILE``: one flow sweeping many reproducers (the seed's
+nightly-CI caller hands over a list of failing tests).
 
 batch_setup parses the file (``batch.parse_batch``) and installs Stage 1 once;
 batch_entry runs Stage 1 for one entry per visit (prepare, collect-only, setup steps,
@@ -18,12 +19,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flow.outcome import Ask, Done, Go
-from flow.reproduce import ciflow, stepsflow
-from flow.reproduce.batch import (
+from flow.core.outcome import Ask, Done, Go
+from flow.workflows.reproduce.batch.entries import (
     BatchEntry, InvalidEntry, build_report, parse_batch, render_json, render_markdown,
 )
-from flow.reproduce.verdict import VERDICT_ADAPTER, NoReproducer, Stage
+from flow.workflows.reproduce.context import (
+    blocked, env_of, interpreter, launcher, profile_of, reproducer, run_timeout, scratch,
+)
+from flow.workflows.reproduce.prepare.steps import collect, place, prepare, prepare_tree
+from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.run.attempts import act, decide
+from flow.workflows.reproduce.stage1.steps import install_nightly
+from flow.workflows.reproduce.stage2.steps import source_build
+from flow.workflows.reproduce.stage3 import steps as stage3_steps
+from flow.workflows.reproduce.unskip.steps import unskip
+from flow.workflows.reproduce.verdict.models import VERDICT_ADAPTER, NoReproducer, Stage
 
 _PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
                   pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
@@ -45,7 +55,7 @@ def setup(ctx: Any) -> Any:
     ctx.data.batch_repeat, ctx.data.batch_timeout = ctx.data.repeat, ctx.data.timeout
     ctx.data.batch_entries = [{"invalid": i.model_dump()} if isinstance(i, InvalidEntry)
                               else {"entry": i.model_dump()} for i in items]
-    problem = stepsflow.install_nightly(ctx, stepsflow.profile_of(ctx))
+    problem = install_nightly(ctx, profile_of(ctx))
     if problem:
         ctx.data.notes.append(f"stage 1 install failed: {problem}")
         for item in items:
@@ -121,11 +131,11 @@ def entry(ctx: Any) -> Any:
     if isinstance(item, InvalidEntry):
         return _next(ctx, item.id, None)
     if ctx.data.batch_unskip:
-        return _settle(ctx, item, stepsflow.unskip(ctx))
+        return _settle(ctx, item, unskip(ctx))
     ctx.log(f"batch entry {ctx.data.batch_index + 1}/{len(entries)}: {item.id}")
     _load(ctx, item)
-    from flow.reproduce.errors import ReproducerParseError
-    from flow.reproduce.forms import parse_reproducer
+    from flow.workflows.reproduce.errors import ReproducerParseError
+    from flow.workflows.reproduce.reproducer.forms import parse_reproducer
 
     try:
         rep = parse_reproducer(item.command)
@@ -133,26 +143,26 @@ def entry(ctx: Any) -> Any:
         return _next(ctx, item.id, None, f"cannot be split into commands: {exc}")
     if rep is None:
         return _next(ctx, item.id, NoReproducer(reason="no_command").model_dump(mode="json"))
-    for step in (stepsflow.prepare, stepsflow.collect):
+    for step in (prepare, collect):
         go = step(ctx)
         if go.trigger == "decided":
             return _settle(ctx, item, go)
-    profile = stepsflow.profile_of(ctx)
-    env = stepsflow.env_of(ctx)
+    profile = profile_of(ctx)
+    env = env_of(ctx)
     if any(s.argv and s.argv[0] not in {"cd", "export"} for s in rep.setup):
         problem = isolate(ctx, item.id)
         if problem:
-            return _settle(ctx, item, stepsflow.blocked(ctx, Stage.NIGHTLY, problem))
-        env = {**stepsflow.env_of(ctx), "VIRTUAL_ENV": str(Path(ctx.data.path_head).parent),
+            return _settle(ctx, item, blocked(ctx, Stage.NIGHTLY, problem))
+        env = {**env_of(ctx), "VIRTUAL_ENV": str(Path(ctx.data.path_head).parent),
                "PIP_PYTHON": ctx.data.python}
-    problem = stepsflow.runner.run_setup(rep, cwd=stepsflow.scratch(ctx), env=env,
+    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env,
                                          log=ctx.path(f"logs/{item.id}/setup.log"),
-                                         launch=stepsflow.launcher(ctx),
-                                         timeout=stepsflow.run_timeout(ctx, profile))
+                                         launch=launcher(ctx),
+                                         timeout=run_timeout(ctx, profile))
     if problem:
-        return _settle(ctx, item, stepsflow.blocked(ctx, Stage.NIGHTLY, problem))
-    decision = stepsflow.decide(ctx, profile, Stage.NIGHTLY, f"{item.id}/stage1")
-    return _settle(ctx, item, stepsflow.act(ctx, decision))
+        return _settle(ctx, item, blocked(ctx, Stage.NIGHTLY, problem))
+    decision = decide(ctx, profile, Stage.NIGHTLY, f"{item.id}/stage1")
+    return _settle(ctx, item, act(ctx, decision))
 
 
 def isolate(ctx: Any, entry_id: str) -> str | None:
@@ -163,15 +173,15 @@ def isolate(ctx: Any, entry_id: str) -> str | None:
     and ``PIP_PYTHON`` set to it (a bare ``pip install`` and ``python -m pip install`` both
     install into it), and the entry's reproducer runs with its interpreter (its
     refined_command names it). Returns a blocker, or None."""
-    from flow.reproduce.sourcebuild import TOOLS_PTH
+    from flow.workflows.reproduce.stage2.venv import TOOLS_PTH
 
-    base = ctx.data.python or stepsflow.interpreter(ctx)
+    base = ctx.data.python or interpreter(ctx)
     venv = ctx.path(f"entries/{entry_id}/venv")
     python = venv / "bin" / "python"
     query = "import sysconfig; print(sysconfig.get_path('purelib'))"
     log = ctx.path(f"logs/{entry_id}/isolate.log")
     if not python.exists():
-        code, out = stepsflow.runner.run([base, "-m", "venv", "--without-pip", str(venv)],
+        code, out = runner.run([base, "-m", "venv", "--without-pip", str(venv)],
                                          cwd=None, env=ctx.settings, log=log)
         if code != 0:
             return f"the entry's own environment could not be made (exit {code}): {out[-300:]}"
@@ -179,8 +189,8 @@ def isolate(ctx: Any, entry_id: str) -> str | None:
     # .pth inside a lent dir is not read, so the chain is flattened here)
     sites = ("import sys, json; print(json.dumps([p for p in sys.path "
              "if p.endswith(('site-packages', 'dist-packages'))]))")
-    lent = stepsflow.runner.run([base, "-c", sites], cwd=None, env=ctx.settings, log=log)
-    own = stepsflow.runner.run([str(python), "-c", query], cwd=None, env=ctx.settings, log=log)
+    lent = runner.run([base, "-c", sites], cwd=None, env=ctx.settings, log=log)
+    own = runner.run([str(python), "-c", query], cwd=None, env=ctx.settings, log=log)
     if lent[0] or own[0]:
         return f"the entry's environment's site-packages could not be read: {(lent[1] + own[1])[-300:]}"
     import json
@@ -195,22 +205,22 @@ def build(ctx: Any) -> Any:
     """Stage 2 once for the batch: prepare the tree, then the single flow's build task(s)."""
     from pathlib import Path
 
-    profile, ids = stepsflow.profile_of(ctx), ctx.data.batch_to_stage2
+    profile, ids = profile_of(ctx), ctx.data.batch_to_stage2
     ctx.data.current_stage = Stage.SOURCE_BUILD.value
     if ctx.data.batch_tree is None:
         if profile.tree is None:
             ctx.data.batch_tree = ctx.data.source_dir
         else:  # a fresh tree at origin/main; set once, so a fallback checkout is kept
             _load(ctx, _by_id(ctx, ids[0]))
-            problem = stepsflow.prepare_tree(ctx, profile, stepsflow.reproducer(ctx))
+            problem = prepare_tree(ctx, profile, reproducer(ctx))
             if problem:
-                stepsflow.blocked(ctx, Stage.SOURCE_BUILD, problem)
+                blocked(ctx, Stage.SOURCE_BUILD, problem)
                 return _decide_all(ctx, ids)
             ctx.data.batch_tree = ctx.data.tree
     ctx.data.tree = ctx.data.batch_tree
-    python = stepsflow.interpreter(ctx)
+    python = interpreter(ctx)
     ctx.data.python, ctx.data.path_head = python, str(Path(python).parent)
-    pending = stepsflow.source_build(ctx, profile)
+    pending = source_build(ctx, profile)
     if isinstance(pending, Ask):
         return pending
     if pending is not None:
@@ -220,12 +230,12 @@ def build(ctx: Any) -> Any:
 
 
 def align(ctx: Any) -> Any:
-    """Stage 3's CI environment once for the batch (``ciflow.align``)."""
-    profile, ids = stepsflow.profile_of(ctx), ctx.data.batch_to_stage3
+    """Stage 3's CI environment once for the batch (``stage3.steps.align``)."""
+    profile, ids = profile_of(ctx), ctx.data.batch_to_stage3
     ctx.data.current_stage = Stage.CI_ENV.value
     _load(ctx, _by_id(ctx, ids[0]))
     ctx.data.tree = ctx.data.batch_tree
-    stopped = ciflow.align(ctx, profile, stepsflow.reproducer(ctx))
+    stopped = stage3_steps.align(ctx, profile, reproducer(ctx))
     if stopped is not None:
         return _decide_all(ctx, ids)
     if len(ids) > 1:
@@ -240,20 +250,20 @@ def _rerun(ctx: Any, stage: Stage, ids: list[str], when_done: str) -> Go:
         return _loop_done(ctx, when_done)
     item = _by_id(ctx, ids[ctx.data.batch_index])
     if ctx.data.batch_unskip:
-        return _settle(ctx, item, stepsflow.unskip(ctx))
+        return _settle(ctx, item, unskip(ctx))
     ctx.log(f"batch {stage.value} {ctx.data.batch_index + 1}/{len(ids)}: {item.id}")
     _load(ctx, item)
     ctx.data.current_stage = stage.value
-    profile, rep = stepsflow.profile_of(ctx), stepsflow.reproducer(ctx)
+    profile, rep = profile_of(ctx), reproducer(ctx)
     ctx.data.tree = ctx.data.batch_tree if rep.needs_tree or ctx.data.source_dir else None
-    problem = stepsflow.place(ctx, profile, rep)
+    problem = place(ctx, profile, rep)
     if problem:
-        return _settle(ctx, item, stepsflow.blocked(ctx, stage, problem))
+        return _settle(ctx, item, blocked(ctx, stage, problem))
     ctx.data.python, ctx.data.path_head = ctx.data.batch_python, ctx.data.batch_path_head
     if stage is Stage.CI_ENV:
-        ciflow.fold(ctx, profile, rep)
-    decision = stepsflow.decide(ctx, profile, stage, f"{item.id}/{stage.value}")
-    return _settle(ctx, item, stepsflow.act(ctx, decision))
+        stage3_steps.fold(ctx, profile, rep)
+    decision = decide(ctx, profile, stage, f"{item.id}/{stage.value}")
+    return _settle(ctx, item, act(ctx, decision))
 
 
 def stage2_entry(ctx: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.reproduce.shellsplit import Command, split_commands
+from flow.workflows.reproduce.reproducer.shellsplit import Command, split_commands
 
 
 class Form(StrEnum):

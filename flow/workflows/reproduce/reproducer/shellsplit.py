@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from flow.reproduce.errors import ReproducerParseError
+from flow.workflows.reproduce.errors import ReproducerParseError
 
 _SEPARATORS = {"\n", ";", "&&", "||", "&"}
 _REDIRECTS = {">", ">>", "<", "&>", ">&", "<&", "&>>", ">|"}

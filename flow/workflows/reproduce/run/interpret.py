@@ -14,6 +14,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from flow.workflows.reproduce.unskip.marker import DEFAULT_XPU_SKIP_MARKERS
+
 
 class Outcome(StrEnum):
     FAILED = "failed"                  # -> REPRODUCED (pytest FAILED/xfailed; pattern matched)
@@ -40,7 +42,6 @@ class PytestCounts(BaseModel):
     skip_reasons: list[str] = []
 
 
-DEFAULT_XPU_SKIP_MARKERS = ("skipIfXpu", "skipXPU", "skipXPUIf", "skipIfXPU")
 # Reasons torch's XPU markers print (common_utils.skipIfXpu, common_device_type.skipXPU).
 _XPU_SKIP_REASON = re.compile(r"skipIfXpu:|on the XPU stack|on XPU backend|\bskipXPU", re.I)
 
@@ -141,7 +142,7 @@ def is_xpu_skip(reasons: list[str], decorators: list[str],
     """A profile's skip marker caused the skip: one of ``markers`` decorates the test
     (dotted names, ``skipmarker.marker_matches``), or the reason is the text torch's XPU
     markers print."""
-    from flow.reproduce.skipmarker import marker_matches
+    from flow.workflows.reproduce.unskip.marker import marker_matches
 
     return (any(marker_matches(d, m) for d in decorators for m in markers)
             or any(_XPU_SKIP_REASON.search(r) for r in reasons))

@@ -1,4 +1,4 @@
-"""How the reproduce workflow runs things, through ``flow.proc`` (never ``subprocess``).
+"""How the reproduce workflow runs things, through ``flow.core.proc`` (never ``subprocess``).
 
 - ``run``: a short query in the foreground (git, a versions probe): ``proc.run`` with the
   call's foreground budget, returning (exit code, output).
@@ -21,12 +21,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from flow import proc
-from flow.reproduce.forms import Reproducer
-from flow.reproduce.interpret import (
+from flow.core import proc
+from flow.workflows.reproduce.reproducer.forms import Reproducer
+from flow.workflows.reproduce.run.interpret import (
     Outcome, RunOutcome, collect_only, interpret_command, interpret_pytest, setup_blocker,
 )
-from flow.reproduce.refined_command import render
+from flow.workflows.reproduce.verdict.refined_command import render
 
 DEFAULT_TIMEOUT = 1800.0
 
@@ -101,8 +101,8 @@ def decorators_of(pytest_args: list[str] | None, cwd: str) -> list[str]:
     found = node_target(pytest_args, cwd)
     if found is None:
         return []
-    from flow.reproduce.errors import SkipMarkerNotFound
-    from flow.reproduce.skipmarker import decorator_names
+    from flow.workflows.reproduce.errors import SkipMarkerNotFound
+    from flow.workflows.reproduce.unskip.marker import decorator_names
 
     try:
         return decorator_names(found[0].read_bytes(), found[1])

@@ -1,6 +1,6 @@
 """The ``local`` profile's Stage 2 build as one command, for a ``run`` task.
 
-    python -m flow.reproduce.localbuild --source DIR --work DIR [--commit SHA]
+    python -m flow.workflows.reproduce.stage2.build --source DIR --work DIR [--commit SHA]
         [--python PY] [--offline] [--extras a,b] [--no-editable]
 
 Installs ``--source`` into a fresh venv ``<work>/venv`` made from ``--python`` (the
@@ -30,8 +30,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from flow import proc
-from flow.reproduce.sourcebuild import TOOLS_PTH
+from flow.core import proc
+from flow.workflows.reproduce.stage2.venv import TOOLS_PTH
 
 BUILD_TIMEOUT = 3600.0
 _logs = itertools.count(1)
@@ -43,7 +43,7 @@ class BuildFailed(Exception):
 
 
 def _run(argv: list[str], capture: bool = False) -> str:
-    """One build command through ``flow.proc`` (own process group, capped log under
+    """One build command through ``flow.core.proc`` (own process group, capped log under
     ``<work>/logs``, stdin /dev/null, no decode error); its output, or BuildFailed."""
     print("$", " ".join(argv), flush=True)
     folder = _log_dir[0] if _log_dir else Path.cwd()
@@ -121,7 +121,7 @@ def build(source: Path, work: Path, python: str = sys.executable, *, offline: bo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flow.reproduce.localbuild")
+    parser = argparse.ArgumentParser(prog="python -m flow.workflows.reproduce.stage2.build")
     parser.add_argument("--source", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--commit")

@@ -8,19 +8,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flow.outcome import Ask, Go, Task
-from flow.reproduce.profiles import Profile
-from flow.reproduce.stages import BuildStep, stage2_build
-from flow.reproduce.stepsflow import (
-    OFFLINE_ENV, REPO_ROOT, act, blocked, decide, interpreter, profile_of, run_each,
+from flow.core.outcome import Ask, Go, Task
+from flow.workflows.reproduce.context import (
+    OFFLINE_ENV, REPO_ROOT, blocked, interpreter, profile_of, run_each,
 )
-from flow.reproduce.verdict import CannotVerify, Stage
+from flow.workflows.reproduce.profiles import Profile
+from flow.workflows.reproduce.run.attempts import act, decide
+from flow.workflows.reproduce.stage2.rules import BuildStep, stage2_build
+from flow.workflows.reproduce.verdict.models import CannotVerify, Stage
 
 
 def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Task:
     if profile.source_build.kind == "venv":
         build = profile.source_build
-        argv = [sys.executable, "-m", "flow.reproduce.localbuild", "--source",
+        argv = [sys.executable, "-m", "flow.workflows.reproduce.stage2.build", "--source",
                 ctx.data.source_dir, "--work", str(ctx.path("build")),
                 "--python", interpreter(ctx)]
         argv += ["--commit", commit] if commit else []
@@ -43,7 +44,7 @@ def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Tas
 def build_errors(ctx: Any, key: str) -> str:
     """The real error lines of a failed local build, read from the log it was fed with
     (``localbuild.error_lines``); "" when there is none to read."""
-    from flow.reproduce.localbuild import error_lines
+    from flow.workflows.reproduce.stage2.build import error_lines
 
     res = ctx.result(key)
     path = getattr(res, "log_path", None)
@@ -98,7 +99,7 @@ def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
         return Ask([_build_task(ctx, profile, "build-trunk", None)], extra={"stage": "source_build"})
     if plan.step is BuildStep.FALL_BACK:
         if profile.tree is not None:
-            from flow.reproduce.commands import fill
+            from flow.workflows.reproduce.recipes import fill
 
             problem = run_each(ctx, [fill(tpl, tree=ctx.data.tree or "", ci_commit=plan.base)
                                      for tpl in (profile.tree.fallback_detach,

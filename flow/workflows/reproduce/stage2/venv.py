@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.reproduce.wheels import pip_for
+from flow.workflows.reproduce.stage1.rules import pip_for
 
 TOOLS_PTH = "zz_reproduce_tools.pth"
 

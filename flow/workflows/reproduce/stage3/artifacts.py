@@ -22,8 +22,8 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.reproduce.errors import ArtifactError
-from flow.reproduce.verdict import BLOCKER_NO_WHEEL_EXTRACTED
+from flow.workflows.reproduce.errors import ArtifactError
+from flow.workflows.reproduce.verdict.models import BLOCKER_NO_WHEEL_EXTRACTED
 
 _CHUNK = 1 << 20
 

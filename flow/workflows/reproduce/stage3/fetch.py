@@ -2,7 +2,7 @@
 
 Path A (GitHub Actions artifacts: torch-xpu-ops, or the ``local`` profile's configured
 repository) goes through ``flow.github.artifacts``; Path B (pytorch's xpu workflow, wheels
-on S3) finds the run through GitHub and downloads with ``flow.reproduce.artifacts``
+on S3) finds the run through GitHub and downloads with ``flow.workflows.reproduce.stage3.artifacts``
 (range probe, retries, either zip layout). Every dead end is a ``CannotVerify`` with the
 seed's blocker, returned, never raised. Base URLs come from settings
 (ORCHESTRATOR_GITHUB_API, ORCHESTRATOR_REPRODUCE_ARTIFACT_URL) so tests use 127.0.0.1.
@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.reproduce.ci_env import CiRepo, artifact_url, hardware_of, image_reference, pick_build_envs
-from flow.reproduce.profiles import Profile
-from flow.reproduce.verdict import BLOCKER_NO_WHEEL_EXTRACTED, CannotVerify, Stage
+from flow.workflows.reproduce.profiles import Profile
+from flow.workflows.reproduce.stage3.rules import (
+    CiRepo, artifact_url, hardware_of, image_reference, pick_build_envs,
+)
+from flow.workflows.reproduce.verdict.models import BLOCKER_NO_WHEEL_EXTRACTED, CannotVerify, Stage
 
 if TYPE_CHECKING:  # annotations only: flow.github stays imported lazily
     from flow.github.client import GitHubClient
@@ -82,8 +84,8 @@ def path_a(client: GitHubClient, repo: str, workflows: list[str], pattern: str, 
 def path_b(client: GitHubClient, profile: Profile, settings: Mapping[str, str],
            wheels_dir: Path) -> CiWheels | CannotVerify:
     from flow.github.artifacts import CiEnvBlocked, build_env_of, find_run_with_successful_builds
-    from flow.reproduce.artifacts import download, extract_wheels, probe
-    from flow.reproduce.errors import ArtifactError
+    from flow.workflows.reproduce.stage3.artifacts import download, extract_wheels, probe
+    from flow.workflows.reproduce.errors import ArtifactError
 
     cfg = profile.ci_env.pytorch
     assert cfg is not None

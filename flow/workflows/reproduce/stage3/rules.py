@@ -1,5 +1,6 @@
-"""Stage 3's tables: which CI to align against, which build_env to take, and what of a CI
-job log to fold into ``refined_command``. Pure functions over data.
+"""Stage 3's rules (seed: "Stage 3: CI Environment Alignment"): which CI to align
+against, which build_env to take, what of a CI job log to fold into ``refined_command``,
+and the Stage 3 decision table. Pure functions over data.
 """
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.reproduce.forms import Reproducer
-from flow.reproduce.verdict import CannotVerify, Stage, blocker_unknown_build_env
+from flow.workflows.reproduce.reproducer.forms import Reproducer
+from flow.workflows.reproduce.run.decision import Decision, from_run
+from flow.workflows.reproduce.run.interpret import RunOutcome
+from flow.workflows.reproduce.verdict.models import (
+    ALL_STAGES, ORIGIN_MAIN, CannotVerify, NotReproduced, Stage, blocker_unknown_build_env,
+)
 
 
 class CiRepo(StrEnum):
@@ -140,3 +145,13 @@ def fold_job_log(log: str, test_file: str | None,
                 elif word in ("-x", "--exitfirst"):
                     out.exitfirst = True
     return out
+
+
+def stage3(outcome: RunOutcome, refined: str, *, rerun_done: bool = False,
+           label: str = "the nightly wheel") -> Decision:
+    """Stage 3 table: FAILED -> REPRODUCED(ci_env, base=origin/main, never the wheel's
+    commit); PASSED -> NOT_REPRODUCED(all three stages)."""
+    return from_run(
+        outcome, Stage.CI_ENV, refined, ORIGIN_MAIN, rerun_done,
+        NotReproduced(checked_stages=list(ALL_STAGES),
+                      reason=f"passes on {label}, the source build and the CI wheel ({outcome.detail})"))

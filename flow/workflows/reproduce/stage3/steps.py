@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flow.outcome import Go
-from flow.reproduce import runner
-from flow.reproduce.forms import Reproducer
-from flow.reproduce.profiles import Profile
-from flow.reproduce.stepsflow import (
-    act, blocked, decide, installed_versions, interpreter, profile_of, reproducer, run_each,
-)
-from flow.reproduce.verdict import CannotVerify, Stage
+from flow.core.outcome import Go
+from flow.workflows.reproduce.context import blocked, interpreter, profile_of, reproducer, run_each
+from flow.workflows.reproduce.profiles import Profile
+from flow.workflows.reproduce.reproducer.forms import Reproducer
+from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.run.attempts import act, decide
+from flow.workflows.reproduce.stage1.steps import installed_versions
+from flow.workflows.reproduce.verdict.models import CannotVerify, Stage
 
 
 def stage3(ctx: Any) -> Any:
@@ -40,8 +40,8 @@ def align(ctx: Any, profile: Profile, rep: Reproducer) -> Go | None:
     verdict in ``ctx.data.verdict`` when blocked; None once the CI environment is the
     stage's interpreter. ``rep`` infers ci_repo when neither --ci-repo nor the profile
     names it (the batch passes its first entry and notes that)."""
-    from flow.reproduce import ci_env, ci_fetch
-    from flow.reproduce.commands import fill
+    from flow.workflows.reproduce.stage3 import rules as ci_env, fetch as ci_fetch
+    from flow.workflows.reproduce.recipes import fill
 
     if ctx.data.tree and profile.tree is not None:
         for i, tpl in enumerate(profile.tree.clean):  # best effort, as the seed's `|| true`
@@ -70,7 +70,7 @@ def align(ctx: Any, profile: Profile, rep: Reproducer) -> Go | None:
 def fold(ctx: Any, profile: Profile, rep: Reproducer) -> None:
     """``ctx.data.ci_env``: the env vars and flags the CI job log used for this
     reproducer's target (``decide`` re-runs with them when it passes as written)."""
-    from flow.reproduce import ci_env
+    from flow.workflows.reproduce.stage3 import rules as ci_env
 
     log = ctx.path(JOB_LOG)
     job_log = log.read_text() if log.is_file() else ""
@@ -85,8 +85,8 @@ def install_ci(ctx: Any, profile: Profile, wheels: list[str]) -> str | None:
     and force-install into ``interpreter``'s environment (ORCHESTRATOR_REPRODUCE_PYTHON as
     recorded at start, default the orchestrator's own), then align the tree to the wheel.
     Returns a blocker or None."""
-    from flow.reproduce.commands import fill
-    from flow.reproduce.wheels import pip_for, pip_install, pip_uninstall
+    from flow.workflows.reproduce.recipes import fill
+    from flow.workflows.reproduce.stage1.rules import pip_for, pip_install, pip_uninstall
 
     if profile.source_build.kind == "venv":
         return _install_into_venv(ctx, wheels)
@@ -127,7 +127,7 @@ def _install_into_venv(ctx: Any, wheels: list[str]) -> str | None:
     dir that interpreter sees, after the venv's own); it becomes the stage's interpreter."""
     import json
 
-    from flow.reproduce.sourcebuild import install_built, tools_pth, venv_plan
+    from flow.workflows.reproduce.stage2.venv import install_built, tools_pth, venv_plan
 
     work = ctx.path("ci_env")
     base = interpreter(ctx)

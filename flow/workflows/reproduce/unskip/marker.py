@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from flow.reproduce.errors import SkipMarkerNotFound
-from flow.reproduce.interpret import DEFAULT_XPU_SKIP_MARKERS
+from flow.workflows.reproduce.errors import SkipMarkerNotFound
 from workspace.atomic import write_atomic
 
 if TYPE_CHECKING:  # annotations only: libcst stays imported lazily
@@ -28,6 +27,8 @@ if TYPE_CHECKING:  # annotations only: libcst stays imported lazily
 
     import libcst as cst
 
+
+DEFAULT_XPU_SKIP_MARKERS = ("skipIfXpu", "skipXPU", "skipXPUIf", "skipIfXPU")
 
 class Removal(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -158,7 +159,7 @@ def decorators(source: bytes, node_id: str) -> list[Decorator]:
     Raises SkipMarkerNotFound when the id names no test."""
     import ast
 
-    from flow.astnames import dotted
+    from flow.workflows.astnames import dotted
 
     cls, test = split_node_id(node_id)
     try:

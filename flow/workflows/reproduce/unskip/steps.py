@@ -1,74 +1,21 @@
-"""The skip-marker re-run of the ``reproduce`` workflow (seed: "all skipped by
-@skipIfXpu -> remove it, re-run once, revert"; issue 11: which markers, the pytest bypass,
+"""The skip-marker re-run step of the ``reproduce`` workflow (seed: Stage 1, "all skipped
+by @skipIfXpu -> remove it, re-run once, revert": which markers, the pytest bypass,
 restore safety).
 
-``plan`` (called by ``stepsflow.act`` when a stage was all skipped by a profile marker)
-chooses the bypass (``-p no:skipping``) or the file edit and records it; the ``unskip``
-step runs the reproducer again and puts the file back, only over our own edit.
+``unskip.plan`` (called by ``run.attempts.act`` when a stage was all skipped by a
+profile marker) has chosen the bypass (``-p no:skipping``) or the file edit and recorded
+it; this step runs the reproducer again and puts the file back, only over our own edit.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from flow.outcome import Go
-from flow.reproduce import runner
-from flow.reproduce.profiles import Profile
-from flow.reproduce.stepsflow import (
-    act, blocked, decide, entry_prefix, profile_of,
-)
-from flow.reproduce.verdict import CannotVerify, Reproduced, Stage
-
-
-def plan(ctx: Any, profile: Profile, bypass: bool = True) -> str | None:
-    """Prepare the skip-marker re-run; a blocker, or None. A pytest marker is bypassed with
-    ``-p no:skipping`` (nothing edited; ``bypass=False`` after that did not work, e.g.
-    under ``--strict-markers``); another marker is taken out of the file: the pending
-    restore, with the hash of the edited bytes, is recorded (saved by the transition that
-    follows) before the edit."""
-    from flow.reproduce.errors import SkipMarkerNotFound
-    from flow.reproduce.skipmarker import (
-        PendingRestore, decorators, is_pytest_mark, marker_matches, remove_skip_marker,
-    )
-
-    found = runner.node_target(ctx.data.pytest_args, ctx.data.cwd)
-    if found is None:
-        return ("skipped by a skip marker, but no single test file::test target to remove it "
-                "from; give the node id")
-    path, node = found
-    source = path.read_bytes()
-    try:
-        marks = [d for d in decorators(source, node)
-                 if any(marker_matches(d.name, m) for m in profile.skip_markers)]
-    except SkipMarkerNotFound as exc:
-        return f"skipped, but the skip marker cannot be located: {exc}"
-    first = marks[0] if marks else None
-    if bypass and first is not None and all(is_pytest_mark(d.name) for d in marks):
-        ctx.data.bypass = "-p no:skipping"
-        ctx.data.unskipped = {"decorator": first.name, "file": str(path), "line": first.line,
-                              "bypass": ctx.data.bypass}
-        return None
-    try:
-        removal = remove_skip_marker(source, node, tuple(profile.skip_markers))
-    except SkipMarkerNotFound as exc:
-        return f"skipped, but the skip marker cannot be removed: {exc}"
-    ctx.data.pending_restore = PendingRestore.of(path, source, removal.modified)
-    ctx.data.unskipped = {"decorator": first.name if first else removal.removed[0],
-                          "file": str(path), "line": first.line if first else 0, "bypass": None}
-    return None
-
-
-def _ours(pending: Any) -> bool:
-    """The file still holds the original bytes or exactly our edit (nobody else's)."""
-    import hashlib
-
-    try:
-        now = Path(pending.path).read_bytes()
-    except OSError:
-        return False
-    return now == pending.original() or (
-        pending.edited_sha256 is not None
-        and hashlib.sha256(now).hexdigest() == pending.edited_sha256)
+from flow.core.outcome import Go
+from flow.workflows.reproduce.context import blocked, entry_prefix, profile_of
+from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.run.attempts import act, decide
+from flow.workflows.reproduce.unskip.plan import plan, still_ours
+from flow.workflows.reproduce.verdict.models import CannotVerify, Reproduced, Stage
 
 
 def unskip(ctx: Any) -> Any:
@@ -76,8 +23,8 @@ def unskip(ctx: Any) -> Any:
     (the refined command carries it). Another marker: take it off the target test, run,
     put the file back (only over our own edit), then run refined_command once more in a
     clean shell: with the marker back it does not fail, which ``self_check`` records."""
-    from flow.reproduce.errors import SkipMarkerNotFound
-    from flow.reproduce.skipmarker import remove_skip_marker, restore
+    from flow.workflows.reproduce.errors import SkipMarkerNotFound
+    from flow.workflows.reproduce.unskip.marker import remove_skip_marker, restore
     from workspace.atomic import write_atomic
 
     profile, pending = profile_of(ctx), ctx.data.pending_restore
@@ -111,9 +58,9 @@ def unskip(ctx: Any) -> Any:
     except SkipMarkerNotFound as exc:
         ctx.data.pending_restore = None
         return blocked(ctx, Stage(stage), f"skipped, but the skip marker cannot be removed: {exc}")
-    from flow.jobs import Pending
+    from flow.core.jobs import Pending
 
-    if not _ours(pending):  # changed by someone else since act() read it: not ours to edit
+    if not still_ours(pending):  # changed by someone else since act() read it: not ours to edit
         ctx.data.pending_restore = None
         ctx.data.notes.append(f"{pending.path} changed after the skip-marker edit was planned; "
                               "kept as the user left it")

@@ -1,4 +1,4 @@
-"""What a verdict says beyond the seed's fields (issue 11): the environment it was reached
+"""What a verdict says beyond the seed's fields, for a fix-verifier: the environment it was reached
 in, what a fix-verifier runs before ``refined_command``, the self-check, the skip marker
 taken off and the attempt counts. ``finalize`` is applied to every REPRODUCED and
 NOT_REPRODUCED decision (``stepsflow.act``).
@@ -8,17 +8,17 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from flow.reproduce import runner
-from flow.reproduce.profiles import Profile
-from flow.reproduce.stepsflow import interpreter, profile_of, scratch
-from flow.reproduce.verdict import NotReproduced, Stage
+from flow.workflows.reproduce.context import interpreter, profile_of, scratch
+from flow.workflows.reproduce.profiles import Profile
+from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.verdict.models import NotReproduced, Stage
 
 
 def finalize(ctx: Any, verdict: Any) -> Any:
-    """The table's verdict with what issue 11 adds beside the seed's fields: the
+    """The table's verdict with what a fix-verifier needs beside the seed's fields: the
     environment, rerun_after_fix, the self-check, unskipped and the attempt counts; the
     local profile's base is the tree's HEAD (``working-tree`` when it is no git repo)."""
-    from flow.reproduce.verdict import WORKING_TREE, Reproduced, SelfCheck
+    from flow.workflows.reproduce.verdict.models import WORKING_TREE, Reproduced, SelfCheck
 
     if not isinstance(verdict, (Reproduced, NotReproduced)):
         return verdict
@@ -47,7 +47,7 @@ def finalize(ctx: Any, verdict: Any) -> Any:
 
 def describe_environment(ctx: Any, profile: Profile) -> Any:
     """``envinfo.Environment`` of the stage's interpreter and the source tree."""
-    from flow.reproduce import envinfo
+    from flow.workflows.reproduce.verdict import environment as envinfo
 
     python = ctx.data.python or interpreter(ctx)
     project = profile.project or envinfo.project_name(ctx.data.source_dir)
@@ -70,7 +70,7 @@ def describe_environment(ctx: Any, profile: Profile) -> Any:
 
 def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:
     """What a fix-verifier runs before refined_command (``envinfo.rerun_after_fix``)."""
-    from flow.reproduce import envinfo
+    from flow.workflows.reproduce.verdict import environment as envinfo
 
     built_elsewhere = profile.source_build.kind == "skill" or profile.nightly.kind == "index"
     note = profile.source_build.rerun_after_fix if built_elsewhere else None

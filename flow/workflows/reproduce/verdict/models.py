@@ -2,7 +2,7 @@
 
 ``verdict`` is the discriminator (the seed's heading: REPRODUCED, NOT_REPRODUCED, ...);
 ``stage``/``base``/``refined_command``/``checked_stages``/``reason``/``blocker`` are the
-seed's. Beyond the seed (issue 11), all optional so a verdict of an older flow still
+seed's. Beyond the seed (what a fix-verifier needs), all optional so a verdict of an older flow still
 loads: ``environment`` (interpreter, versions, tree state), ``rerun_after_fix``,
 ``self_check`` (refined_command run by itself in a clean shell), ``unskipped`` (the skip
 marker taken off or bypassed), and ``attempts``/``failures``/``flaky``/``failure_rate``

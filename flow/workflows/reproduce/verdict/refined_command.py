@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from flow.reproduce.forms import Reproducer, PythonKind, is_setup
-from flow.reproduce.shellsplit import split_commands
+from flow.workflows.reproduce.reproducer.forms import Reproducer, PythonKind, is_setup
+from flow.workflows.reproduce.reproducer.shellsplit import split_commands
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

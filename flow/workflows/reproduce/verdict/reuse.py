@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from flow import proc
+from flow.core import proc
 
 SOURCE_SUFFIXES = {".py", ".pyx", ".pxd", ".c", ".cc", ".cpp", ".h", ".hpp", ".toml", ".cfg",
                    ".ini", ".txt", ".in", ".json", ".yaml", ".yml"}

@@ -1,0 +1,11 @@
+"""The command line behind ``orchestrator.py``:
+
+- ``argv``     the subcommand parsers (``reproduce``, ``refactor``, ``status``, ...)
+- ``main``     dispatch: start, resume, feed or answer a flow under its lock
+- ``status``   every flow of a workspace at a glance
+- ``schemas``  the JSON schemas of specs and feeds (``schema NAME``)
+- ``graph``    a workflow's state machine as a diagram (``graph NAME``)
+- ``demo``     the bundled demos, driven as a harness would
+
+Nothing is imported here.
+"""

@@ -1,0 +1,16 @@
+"""The machine and its contract (``../shared/design/protocol.md``), knowing no workflow:
+
+- ``workflow``  a workflow declared as data: states, transitions, one step per state, feed
+                models; the same declaration builds the ``transitions`` machine and its graph
+- ``outcome``   what a step returns: ``Go``, ``Ask`` (tasks), ``Human``, ``Sleep``, ``Done``
+- ``state``     the persisted state of one flow (``flow_state.json``)
+- ``feeds``     the base models of fed results; ``feedfile`` the bounded feed-file reader
+- ``engine``    the driver: runs steps, emits tasks, applies feeds and answers, saves
+- ``render``    the JSON specs a harness follows; ``commands`` the absolute commands in them
+- ``jobs``      background jobs a flow owns beyond one call
+- ``proc``      the one door for child processes, and the foreground budget
+- ``redact``    which settings are secrets, and masking them in what is read back
+- ``errors``    the exception tree every refusal is made of
+
+Nothing is imported here: ``--resume`` and ``--feed`` import only what they use.
+"""

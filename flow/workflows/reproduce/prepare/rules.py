@@ -1,0 +1,127 @@
+"""Prepare's rules (seed: "Prepare" and Stage 1 "Working directory"): the collect-only
+decision, and where the reproducer runs: never inside a tree whose package would shadow the
+installed one under test, a bare node id resolved against the tree, torch-xpu-ops tests
+from their own folder. Pure: no IO beyond looking at paths.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from flow.workflows.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
+from flow.workflows.reproduce.reproducer.forms import Form, Reproducer
+from flow.workflows.reproduce.run.interpret import Outcome, RunOutcome
+from flow.workflows.reproduce.verdict.models import CannotVerify, NoReproducer, Stage, Verdict
+
+
+def after_collect_only(outcome: RunOutcome, stage: Stage = Stage.NIGHTLY) -> Verdict | None:
+    """collected 0 items -> NO_REPRODUCER(collected_zero) for all stages; a collection
+    error -> CANNOT_VERIFY; otherwise None (go on)."""
+    if outcome.kind is Outcome.COLLECTED_ZERO:
+        return NoReproducer(reason="collected_zero")
+    if outcome.kind is Outcome.BLOCKED:
+        return CannotVerify(stage=stage, blocker=outcome.detail)
+    return None
+
+
+def shadowing_package(cwd: str | Path, package: str) -> Path | None:
+    """The in-tree package ``import package`` would pick from ``cwd`` (it is on sys.path
+    first), or None."""
+    candidate = Path(cwd) / package
+    if (candidate / "__init__.py").exists() or Path(f"{candidate}.py").exists():
+        return candidate
+    return None
+
+
+def resolve_bare_node(node_id: str, tree: str | Path, test_dir: str = "test") -> str | None:
+    """The repo-relative file defining a bare ``Class::test`` node id, searched under
+    ``<tree>/<test_dir>`` (seed: "pytest rootdir discovery needs the tree"). torch's
+    device-generic names (``TestFooXPU::test_bar_xpu_float32``) are found through their
+    source names. None when no file or more than one file defines it (never a guess)."""
+    parts = [p for p in node_id.split("::") if p]
+    if len(parts) < 2:
+        return None
+    cls, test = parts[-2], re.sub(r"\[.*\]$", "", parts[-1])
+    classes = {cls, re.sub(r"XPU$", "", cls)}
+    tests = {test, re.sub(r"_xpu(_.*)?$", "", test)}
+    class_re = re.compile(r"^class (%s)\b" % "|".join(map(re.escape, classes)), re.M)
+    test_re = re.compile(r"^\s+def (%s)\(" % "|".join(map(re.escape, tests)), re.M)
+    root = Path(tree)
+    hits = []
+    for path in sorted((root / test_dir).rglob("*.py")):
+        text = path.read_text(errors="replace")
+        if class_re.search(text) and test_re.search(text):
+            hits.append(path.relative_to(root).as_posix())
+    return hits[0] if len(hits) == 1 else None
+
+
+class CwdChoice(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cwd: str
+    pytest_args: list[str] | None = None  # targets rewritten for ``cwd``
+    rule: str
+
+
+XPU_OPS_SUBDIR = "third_party/torch-xpu-ops/test/xpu"
+
+
+def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str | None,
+               xpu_ops_subdir: str = XPU_OPS_SUBDIR) -> CwdChoice:
+    """Where to run the reproducer (seed: Working directory).
+
+    - pytest target under ``test/xpu/``: ``<tree>/<xpu_ops_subdir>``, target made relative
+      to it (the tests' relative sys.path appends resolve only there);
+    - other repo-relative pytest targets: made absolute under ``tree``, run from ``scratch``;
+    - absolute targets, python -c, scripts, shell blocks, and commands that ``cd``
+      themselves: ``scratch`` with the written cds applied on top of it.
+    A bare ``Class::test`` is first resolved to its file in the tree (UnresolvedNodeId
+    when no single file defines it). Raises InTreeImportTrap when the chosen cwd would
+    import ``package`` from a tree (``package=None``: no guard, for projects whose tests
+    import from their own tree).
+    """
+    choice: CwdChoice
+    bare = [t for t in rep.pytest_targets if "::" in t and not t.split("::")[0].endswith(".py")]
+    if rep.form is Form.PYTEST and tree and bare:
+        resolved = {}
+        for node in bare:
+            found = resolve_bare_node(node, tree)
+            if found is None:
+                raise UnresolvedNodeId(
+                    f"bare node id {node!r} is defined in no single file under {tree}/test; "
+                    "give the reproducer as path/test_file.py::Class::test", node_id=node)
+            resolved[node] = f"{found}::{node}"
+        rep = rep.model_copy(update={
+            "pytest_args": [resolved.get(a, a) for a in rep.pytest_args],
+            "pytest_targets": [resolved.get(t, t) for t in rep.pytest_targets]})
+    if rep.form is Form.PYTEST and rep.needs_tree and tree and not rep.cd:
+        rewritten, rule, cwd = [], "repo-relative target made absolute, run outside the tree", scratch
+        xpu_targets = [t for t in rep.pytest_targets if t.startswith("test/xpu/")]
+        if xpu_targets:
+            cwd = posixpath.join(tree, xpu_ops_subdir)
+            rule = "torch-xpu-ops test: run from its test/xpu dir"
+        for arg in rep.pytest_args:
+            path = arg.split("::")[0]
+            if arg in rep.pytest_targets and (path.endswith(".py") or "/" in path) \
+                    and not posixpath.isabs(arg):
+                arg = arg[len("test/xpu/"):] if xpu_targets and arg.startswith("test/xpu/") \
+                    else posixpath.join(tree, arg)
+            rewritten.append(arg)
+        choice = CwdChoice(cwd=cwd, pytest_args=rewritten, rule=rule)
+    else:
+        cwd = scratch
+        for step in rep.cd:
+            if "$" in step or "`" in step or step == "-":
+                cwd = scratch  # cannot be resolved here: stay somewhere safe
+                continue
+            cwd = posixpath.normpath(posixpath.join(cwd, step))
+        choice = CwdChoice(cwd=cwd, rule="outside any source tree")
+    shadow = shadowing_package(choice.cwd, package) if package else None
+    if shadow is not None:
+        raise InTreeImportTrap(
+            f"cwd {choice.cwd!r} holds {shadow}, so `import {package}` would load the tree "
+            "instead of the installed wheel; run from a scratch dir or with an absolute path",
+            cwd=choice.cwd, shadow=str(shadow))
+    return choice

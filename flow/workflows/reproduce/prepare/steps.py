@@ -1,0 +1,97 @@
+"""Prepare (seed: "Prepare"): get the tree the reproducer needs, choose where it runs
+(never inside a tree that would shadow the package under test), and the collect-only check
+that stops every stage on "collected 0 items".
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from typing import Any
+
+from flow.core.outcome import Go
+from flow.workflows.reproduce.context import (
+    blocked, interpreter, env_of, launcher, profile_of, reproducer, run_each, run_timeout, scratch,
+)
+from flow.workflows.reproduce.prepare.rules import after_collect_only
+from flow.workflows.reproduce.profiles import Profile
+from flow.workflows.reproduce.reproducer.forms import Form, Reproducer
+from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.verdict.models import Stage
+
+
+def prepare_tree(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
+    """Prepare's tree (seed: "Get the pytorch tree"); returns a blocker or None.
+
+    local: the --source-dir as is. Profiles with git recipes: fetch a given tree, or clone
+    into the workspace's scratch dir; then detach at origin/main and update submodules."""
+    if profile.tree is None:
+        ctx.data.tree = ctx.data.source_dir
+        if ctx.data.tree is None and rep.needs_tree:
+            return "the reproducer needs a source tree: pass --source-dir DIR"
+        return None
+    from flow.workflows.reproduce.recipes import fill
+
+    tree = ctx.data.source_dir or str(ctx.root / (profile.source_build.scratch_subdir or "tree"))
+    recipes = []
+    if not Path(tree, ".git").exists():
+        recipes.append(fill(profile.tree.clone, clone_url=profile.source_build.clone_url or "",
+                            tree=tree))
+    recipes += [fill(r, tree=tree) for r in (profile.tree.fetch, profile.tree.detach_main,
+                                              profile.tree.submodules)]
+    problem = run_each(ctx, recipes, "prepare", f"prepare of the tree at {tree}")
+    if problem:
+        return problem
+    ctx.data.tree = tree
+    return None
+
+
+def prepare(ctx: Any) -> Any:
+    """needs_tree per the seed's table, the tree, and the cwd rules (never inside a tree)."""
+    profile, rep = profile_of(ctx), reproducer(ctx)
+    if rep.needs_tree or ctx.data.source_dir:
+        problem = prepare_tree(ctx, profile, rep)
+        if problem:
+            return blocked(ctx, Stage.NIGHTLY, problem)
+    problem = place(ctx, profile, rep)
+    if problem:
+        return blocked(ctx, Stage.NIGHTLY, problem)
+    ctx.data.python = interpreter(ctx)
+    ctx.data.path_head = str(Path(ctx.data.python).parent)
+    return Go("prepared")
+
+
+def place(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
+    """Set ``cwd`` and ``pytest_args`` for the tree in ``ctx.data.tree`` (the seed's cwd
+    rules, never inside a tree); returns a blocker or None. Touches no file."""
+    from flow.workflows.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
+    from flow.workflows.reproduce.prepare.rules import choose_cwd
+
+    try:
+        choice = choose_cwd(rep, scratch=scratch(ctx), tree=ctx.data.tree,
+                            package=profile.import_package,
+                            **({"xpu_ops_subdir": profile.xpu_ops_subdir} if profile.xpu_ops_subdir else {}))
+    except (InTreeImportTrap, UnresolvedNodeId) as exc:
+        return str(exc)
+    ctx.data.cwd = choice.cwd
+    ctx.data.pytest_args = choice.pytest_args if choice.pytest_args is not None else rep.pytest_args
+    return None
+
+
+def collect(ctx: Any) -> Any:
+    """The collect-only check (pytest form): collected 0 items stops every stage."""
+    rep = reproducer(ctx)
+    if rep.form is not Form.PYTEST:
+        return Go("collected")
+    if profile_of(ctx).nightly.kind == "current":
+        # Stage 1 installs nothing, so its one pytest run is the collect check too:
+        # "no tests ran" there is NO_REPRODUCER(collected_zero) by the same rules.
+        return Go("collected")
+    outcome = runner.collect(rep, python=ctx.data.python, cwd=ctx.data.cwd,
+                             pytest_args=ctx.data.pytest_args or [], env=env_of(ctx),
+                             log=ctx.path("logs/collect.log"), launch=launcher(ctx),
+                             timeout=run_timeout(ctx))
+    verdict = after_collect_only(outcome)
+    if verdict is not None:
+        ctx.data.verdict = verdict.model_dump(mode="json")
+        return Go("decided")
+    return Go("collected")

@@ -1,0 +1,3 @@
+"""One run of the reproducer and what it means, shared by every stage (seed: Stage 1 "Run
+test"): ``runner`` runs it (IO), ``interpret`` reads its output, ``decision`` holds the rows
+every stage's table shares, ``attempts`` runs a stage (``--repeat``) and acts on its table."""

@@ -1,0 +1,95 @@
+"""Stage 1 (seed: "Stage 1: Nightly Wheel"): install the nightly into the project's
+interpreter (and reinstall a set that is not from one build day), run the setup steps of a
+shell block, run the reproducer and read the Stage 1 table.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flow.workflows.reproduce.context import (
+    blocked, env_of, interpreter, launcher, profile_of, reproducer, run_each, run_timeout, scratch,
+)
+from flow.workflows.reproduce.profiles import Profile
+from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.run.attempts import act, decide
+from flow.workflows.reproduce.verdict.models import Stage
+
+
+def installed_versions(ctx: Any, packages: list[str]) -> dict[str, str]:
+    """{package: version} in the Stage 1 interpreter (``interpreter``); {} when the
+    query fails. The JSON line is searched from the end: stderr (a warning) is appended
+    after stdout."""
+    import json
+
+    from flow.workflows.reproduce.stage1.rules import versions_query
+
+    _, output = runner.run(versions_query(interpreter(ctx), packages),
+                           cwd=scratch(ctx), env=ctx.settings, log=ctx.path("logs/versions.log"))
+    for line in reversed(output.splitlines()):
+        try:
+            found = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            return {str(k): str(v) for k, v in found.items()}
+    return {}
+
+
+def install_nightly(ctx: Any, profile: Profile) -> str | None:
+    """Stage 1's install into ``interpreter``'s environment: the profile's packages;
+    when they are not all from one build day, uninstall them and reinstall them together,
+    then read the versions again and note the outcome. Records the versions.
+    ``kind=current`` installs nothing. Returns a blocker (a failed pip run, or a set still
+    mixed after the reinstall, naming the versions) or None."""
+    from flow.workflows.reproduce.stage1.rules import (
+        install_plan, listed, pip_for, pip_install, same_build_day,
+    )
+
+    nightly, pip = profile.nightly, pip_for(interpreter(ctx))
+    if nightly.kind == "index":
+        problem = run_each(ctx, [pip_install(pip, nightly.packages, index_url=nightly.index_url,
+                                             pre=nightly.pre, upgrade=True)],
+                           "install", "nightly install", cwd=scratch(ctx))
+        if problem:
+            return problem
+    if nightly.kind == "current" and not nightly.same_day_check:
+        return None  # nothing installed: the verdict's environment probe reads the versions
+    installed = installed_versions(ctx, nightly.packages)
+    ctx.data.installed_versions = installed
+    if not nightly.same_day_check:
+        return None
+    check = same_build_day(installed, nightly.packages)
+    if check.ok:
+        return None
+    problem = run_each(ctx, install_plan(pip, check, nightly.packages,
+                                         index_url=nightly.index_url, pre=nightly.pre),
+                       "reinstall", f"reinstall of {nightly.packages}", cwd=scratch(ctx))
+    if problem:
+        return problem
+    installed = installed_versions(ctx, nightly.packages)
+    ctx.data.installed_versions = installed
+    again = same_build_day(installed, nightly.packages)
+    now = (f"now one build day ({listed(installed, nightly.packages)})" if again.ok
+           else f"still {again.reason}")
+    ctx.data.notes.append(f"nightly: after install, {check.reason}; uninstalled and reinstalled "
+                          f"together: {now}")
+    if not again.ok:
+        return (f"the nightly set is still not from one build day after uninstalling and "
+                f"reinstalling it together: {listed(installed, nightly.packages)}; the index "
+                "may not have all wheels of the newest day yet, retry later")
+    return None
+
+
+def stage1(ctx: Any) -> Any:
+    """Stage 1: install the nightly, run any setup steps, run the reproducer, decide."""
+    profile, rep = profile_of(ctx), reproducer(ctx)
+    ctx.data.current_stage = Stage.NIGHTLY.value
+    problem = install_nightly(ctx, profile)
+    if problem:
+        return blocked(ctx, Stage.NIGHTLY, problem)
+    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env_of(ctx),
+                               log=ctx.path("logs/setup.log"), launch=launcher(ctx),
+                               timeout=run_timeout(ctx, profile))
+    if problem:
+        return blocked(ctx, Stage.NIGHTLY, problem)
+    return act(ctx, decide(ctx, profile, Stage.NIGHTLY, "stage1"))

@@ -1,0 +1,3 @@
+"""The output (seed: "Output"): ``models`` (the four verdicts), ``refined_command`` (its
+contract), ``environment`` (where a verdict was reached), ``finalize`` (the fields beyond the
+seed's), ``report`` (the verdict step), ``reuse`` (the flow id keyed by inputs and environment)."""

@@ -1,0 +1,56 @@
+"""The verdict step (seed: "Output"): write ``verdict.json`` and ``report.json`` and end
+the flow with the outcome, the verdict and what the caller does next.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flow.core.outcome import Done
+from flow.workflows.reproduce.verdict.models import VERDICT_ADAPTER, VerdictReport
+
+
+def _reproduced_steps(verdict: Any) -> list[str]:
+    """What the caller does with a REPRODUCED verdict, including what it must know first
+    (a marker to take off, a rebuild after the fix)."""
+    if getattr(verdict, "verdict", "") != "REPRODUCED":
+        return []
+    steps = []
+    check, unskipped = verdict.self_check, verdict.unskipped
+    if check is not None and not check.fails and unskipped is not None:
+        steps.append(f"refined_command alone does not fail: {unskipped.decorator} at "
+                     f"{unskipped.file}:{unskipped.line} skips the test; take it off before "
+                     "running refined_command")
+    elif check is not None and not check.fails:
+        steps.append("refined_command alone did not fail in a clean shell; do not rely on it")
+    if verdict.flaky:
+        steps.append(f"flaky: {verdict.failures} of {verdict.attempts} attempts failed; a "
+                     "fix-verifier should run refined_command several times")
+    if verdict.rerun_after_fix:
+        steps.append(f"after applying a fix, run first: {verdict.rerun_after_fix}")
+    steps.append("hand refined_command to the fix workflow; it re-triggers the failure: "
+                 "bash -c \"$refined_command\"")
+    return steps
+
+
+def finish(ctx: Any) -> Any:
+    """Write verdict.json and report.json; Done with outcome, verdict and report."""
+    verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
+    report = VerdictReport(verdict=verdict, installed_versions=ctx.data.installed_versions,
+                           ci_image=ctx.data.ci_image, notes=ctx.data.notes)
+    from datetime import datetime, timezone
+
+    dumped = report.model_dump(mode="json")
+    ctx.write_json("verdict.json", dumped["verdict"])
+    # when the verdict was reached: in the file only (the state stays the same whatever
+    # the clock, so a resumed flow ends exactly as an uninterrupted one)
+    ctx.write_json("report.json", {**dumped, "decided_at": datetime.now(timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")})
+    steps = {
+        "REPRODUCED": _reproduced_steps(verdict),
+        "NOT_REPRODUCED": ["report to the user (or triage) that the failure no longer reproduces"],
+        "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
+        "CANNOT_VERIFY": ["fix the blocker, then re-run with --restart"],
+    }[verdict.verdict]
+    return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
+                 "verdict_path": str(ctx.path("verdict.json")), "reuse_key": ctx.flow_id},
+                steps)
