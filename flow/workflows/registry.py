@@ -17,12 +17,12 @@ from types import ModuleType
 from flow.core.errors import NotBuilt, UsageError
 
 BUILTIN: dict[str, str] = {
-    "reproduce": "flow.workflows.reproduce.workflow",
-    "refactor": "flow.workflows.refactor.workflow",
-    "ci": "flow.workflows.ci.workflow",
-    "ci-targeted": "flow.workflows.targeted.workflow",
-    "ingest": "flow.workflows.ingest.workflow",
-    "review-queue": "flow.workflows.review_queue.workflow",
+    "reproduce": "flow.workflows.reproduce.declaration",
+    "refactor": "flow.workflows.refactor.declaration",
+    "ci": "flow.workflows.ci.declaration",
+    "ci-targeted": "flow.workflows.targeted.declaration",
+    "ingest": "flow.workflows.ingest.declaration",
+    "review-queue": "flow.workflows.review_queue.declaration",
 }
 ENV_PLUGINS = "ORCHESTRATOR_PLUGINS"
 

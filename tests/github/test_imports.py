@@ -10,9 +10,9 @@ import pytest
 
 @pytest.mark.parametrize("module", ["flow.github", "flow.github.errors", "flow.github.models", "flow.github.remote",
                                     "flow.workflows.ci", "flow.workflows.ci.classify", "flow.workflows.ci.patterns", "flow.workflows.ci.logs",
-                                    "flow.workflows.ci.decide", "flow.workflows.ci.feeds", "flow.workflows.ci.text", "flow.workflows.ci.workflow",
-                                    "flow.github.access", "flow.github.trouble", "flow.workflows.review_queue.workflow",
-                                    "flow.workflows.ingest.workflow"])
+                                    "flow.workflows.ci.decide", "flow.workflows.ci.feeds", "flow.workflows.ci.text", "flow.workflows.ci.declaration",
+                                    "flow.github.access", "flow.github.trouble", "flow.workflows.review_queue.declaration",
+                                    "flow.workflows.ingest.declaration"])
 def test_pure_modules_do_not_import_pygithub(module: str) -> None:
     """`github` is absent from sys.modules after importing the module in a fresh interpreter."""
     code = f"import sys, {module}; print('github' in sys.modules)"

@@ -7,5 +7,5 @@
 - ``decide``    pure: what the tick does next, from the classification and the flow's data
 - ``feeds``     the debugger's result model; ``text`` the debugger's and the give-up texts
 - ``end``       the end of a watch: report, done, stopped, closed
-- ``workflow``  the declaration (``--ci-check``)
+- ``declaration``  the declaration (``--ci-check``)
 """

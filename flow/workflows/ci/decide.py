@@ -1,7 +1,7 @@
 """What one CI tick decides, as a pure function of the classification and the flow's data.
 
 `decide(classification, runs, pull, data)` returns one `Decision`; the `ci` workflow's
-steps (flow/ci/workflow.py) carry it out. Precedence, first match wins:
+steps (``declaration``) carry it out. Precedence, first match wins:
 
 0. the PR is merged or closed: end (`merged` / `closed`); nothing is left to watch, and a
    debugger or re-run on it would be wasted work (or a push to a merged branch)

@@ -4,7 +4,7 @@
 - ``model``     the flow's data and feed models
 - ``harvest``   reading merged PRs and their review threads from GitHub
 - ``findings``  the findings file a person ticks, and reading the ticks back
-- ``workflow``  the declaration: harvest, triage, analyse, draft; confirm, edit
+- ``declaration``  the declaration: harvest, triage, analyse, draft; confirm, edit
 
 Nothing is imported here: loading the workflow must not pull in PyGithub.
 """

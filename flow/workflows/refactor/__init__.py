@@ -18,7 +18,7 @@ Modules, each a function of its inputs returning typed results:
 - ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
 - ``summary``    phase 7: ``final_summary.md``
-- ``workflow``   the engine wiring; its steps are ``steps`` (phases 1-4), ``fixloop`` (5-6:
+- ``declaration`` the engine wiring; its steps are ``steps`` (phases 1-4), ``fixloop`` (5-6:
   verify, review, fix rounds) and ``gates`` (6.5-7: the local test gate, the summary)
 
 Nothing here imports libcst at package import; ``codemods`` imports it lazily.

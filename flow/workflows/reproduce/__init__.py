@@ -3,7 +3,7 @@
 Rules are pure functions of what a step saw (the seed's tables); steps do the IO through
 ``run.runner`` and hand what they saw to their stage's rules.
 
-- ``workflow``      the declaration: states, transitions, feeds, the flow's data, start
+- ``declaration``   the declaration: states, transitions, feeds, the flow's data, start
 - ``context``       what every step reads from its flow (profile, interpreter, launcher)
 - ``profiles``      ``reference/reproduce/*.toml``, validated; ``recipes`` fills their commands
 - ``reproducer/``   Inputs: ``shellsplit`` splits an issue's shell block, ``forms`` names its

@@ -3,7 +3,7 @@
 - ``queue``     pure: the queue file's lines, the profile, selection, the review feeds
 - ``github``    the GitHub reads and the one comment it posts
 - ``publish``   the reviews and the queue file written back
-- ``workflow``  the declaration: select, review, publish
+- ``declaration``  the declaration: select, review, publish
 
 Nothing is imported here: loading the workflow must not pull in PyGithub.
 """

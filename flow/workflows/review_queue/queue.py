@@ -1,7 +1,7 @@
 """The review queue's pure core: queue lines, selection, feed models, the comment, the files.
 
 No network and no disk here: ``select`` takes a ``fetch`` callable; the renderers return text.
-The workflow (``flow.workflows.review_queue.workflow``) wires these to GitHub and the workspace.
+The workflow (``flow.workflows.review_queue.declaration``) wires these to GitHub and the workspace.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pure decisions of the ``ci-targeted`` loop: its state, the poll schedule, the final report.
 
-Nothing here does IO; ``workflow.py`` calls these with what it read from git and GitHub.
+Nothing here does IO; ``declaration.py`` calls these with what it read from git and GitHub.
 """
 
 from __future__ import annotations
