@@ -18,7 +18,7 @@ from flow.workflows.reproduce.profiles import load_profile
 from flow.workflows.reproduce.run import runner
 from flow.workflows.reproduce.stage1 import steps as stage1_steps
 from flow.workflows.reproduce.stage3 import steps as stage3_steps
-from flow.workflows.reproduce.workflow import ReproData, start
+from flow.workflows.reproduce.declaration import ReproData, start
 
 
 def _python(folder: Path) -> str:
