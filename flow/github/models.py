@@ -78,3 +78,17 @@ class CommitChecks(_Frozen):
     history: list[CheckState] = Field(default_factory=list)  # superseded attempts, same sha
     runs: list[WorkflowRunState] = Field(default_factory=list)
     requests: int = 0  # HTTP requests this read cost (304s included)
+
+
+class RequiredChecks(_Frozen):
+    """The checks the base branch requires; `source` "every_check" is the fallback."""
+
+    branch: str
+    source: Literal["branch_rules", "every_check"]
+    contexts: list[str] = Field(default_factory=list)  # sorted; empty for every_check
+    note: str = ""  # why every check counts (a refusal, or nothing configured)
+    requests: int = 0
+
+    def requires(self, name: str) -> bool:
+        """Whether a check of this name (check run name or status context) must pass."""
+        return self.source == "every_check" or name in self.contexts

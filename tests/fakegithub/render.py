@@ -10,7 +10,8 @@ import hashlib
 from typing import Any
 
 from tests.fakegithub.state import (
-    FIXED_TIME, Artifact, CheckRun, Pull, PullFile, Repo, ReviewComment, Status, Workflow, WorkflowRun,
+    FIXED_TIME, Artifact, CheckRun, Pull, PullFile, Repo, ReviewComment, Ruleset, Status, Workflow,
+    WorkflowRun,
 )
 
 
@@ -219,3 +220,19 @@ def combined_state(statuses: list[Status]) -> str:
     if not statuses or "pending" in states:
         return "pending"
     return "success"
+
+
+def required_status_checks(base: str, r: Repo, branch: str, contexts: list[str]) -> dict[str, Any]:
+    """protected-branch-required-status-check: `contexts` (deprecated) and `checks` agree."""
+    url = f"{base}/repos/{r.full_name}/branches/{branch}/protection/required_status_checks"
+    return {"url": url, "strict": True, "contexts": list(contexts), "contexts_url": url + "/contexts",
+            "checks": [{"context": c, "app_id": None} for c in contexts]}
+
+
+def required_checks_rule(r: Repo, rs: Ruleset) -> dict[str, Any]:
+    """repository-rule-detailed of type required_status_checks, as a ruleset applies it."""
+    return {"type": "required_status_checks", "ruleset_source_type": "Repository",
+            "ruleset_source": r.full_name, "ruleset_id": rs.id,
+            "parameters": {"strict_required_status_checks_policy": False,
+                           "do_not_enforce_on_create": False,
+                           "required_status_checks": [{"context": c} for c in rs.contexts]}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import urllib.parse
 from typing import TYPE_CHECKING, Any, Callable
 
 from tests.fakegithub import render
@@ -290,6 +291,24 @@ def add_labels(fake: "FakeGitHub", repo: Repo, number: str, body: Any, **_: Any)
     have = repo.labels.setdefault(int(number), [])
     have.extend(n if isinstance(n, str) else n["name"] for n in names if n not in have)
     return Reply(200, render.labels(fake.base_url, repo, have))
+
+
+@_on("GET", _REPO + r"/branches/(?P<branch>[^/]+)/protection/required_status_checks")
+def required_status_checks(fake: "FakeGitHub", repo: Repo, branch: str, **_: Any) -> Reply:
+    """Branch protection's required checks; 404 "Branch not protected" without protection."""
+    name = urllib.parse.unquote(branch)
+    if name not in repo.protection:
+        return Reply(404, {"message": "Branch not protected",
+                           "documentation_url": "https://docs.github.com/rest/branches/branch-protection"})
+    return Reply(body=render.required_status_checks(fake.base_url, repo, name, repo.protection[name]))
+
+
+@_on("GET", _REPO + r"/rules/branches/(?P<branch>[^/]+)")
+def branch_rules(fake: "FakeGitHub", repo: Repo, branch: str, **_: Any) -> Reply:
+    """Every active rule for the branch, a bare paginated list (here: required checks only)."""
+    name = urllib.parse.unquote(branch)
+    rules = [render.required_checks_rule(repo, rs) for rs in repo.rulesets if name in rs.branches]
+    return Reply(body=Paged(rules))
 
 
 @_on("POST", r"/graphql")

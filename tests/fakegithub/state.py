@@ -204,6 +204,15 @@ class Pull:
 
 
 @dataclass
+class Ruleset:
+    """A repository ruleset's `required_status_checks` rule for the branches it targets."""
+
+    id: int
+    branches: list[str]
+    contexts: list[str]
+
+
+@dataclass
 class Repo:
     full_name: str
     id: int = field(default_factory=next_id)
@@ -218,6 +227,9 @@ class Repo:
     labels: dict[int, list[str]] = field(default_factory=dict)  # label names, by issue/PR number
     branches: dict[str, str] = field(default_factory=dict)  # branch -> tip sha (default branch too)
     gateway: RerunGateway | None = None  # miles' comment gateway, when enabled
+    protection: dict[str, list[str]] = field(default_factory=dict)  # branch -> required contexts
+    rulesets: list[Ruleset] = field(default_factory=list)  # rulesets with required checks
+    merge_bot: str | None = None  # a login that merges PRs by closing them (PyTorch's pytorchmergebot)
 
     # ---- builders -------------------------------------------------------------
     def add_pull(
@@ -328,6 +340,25 @@ class Repo:
         st = Status(next_id(), sha, context, state, description)
         self.statuses.append(st)
         return st
+
+    def protect(self, branch: str, contexts: list[str]) -> None:
+        """Branch protection on `branch` requiring the checks `contexts` (job or status names)."""
+        self.protection[branch] = list(contexts)
+
+    def add_ruleset(self, branches: list[str], contexts: list[str]) -> Ruleset:
+        """An active ruleset whose required_status_checks rule applies to `branches`."""
+        rs = Ruleset(next_id(), list(branches), list(contexts))
+        self.rulesets.append(rs)
+        return rs
+
+    def bot_merge(self, number: int, bot: str = "pytorchmergebot", at: str = FIXED_TIME) -> None:
+        """A merge bot lands the PR's commits itself and closes it with the `Merged` label:
+        GitHub shows it closed, `merged_at` null (PyTorch's pytorchmergebot)."""
+        self.merge_bot = bot
+        self.pulls[number].close(at)
+        names = self.labels.setdefault(number, [])
+        if "Merged" not in names:
+            names.append("Merged")
 
     # ---- views ----------------------------------------------------------------
     def jobs_of(self, run: WorkflowRun, attempt: int | None = None) -> list[CheckRun]:

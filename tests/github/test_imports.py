@@ -10,7 +10,7 @@ import pytest
 
 @pytest.mark.parametrize("module", ["flow.github", "flow.github.errors", "flow.github.models", "flow.github.remote",
                                     "flow.workflows.ci", "flow.workflows.ci.classify", "flow.workflows.ci.patterns", "flow.workflows.ci.logs",
-                                    "flow.workflows.ci.decide", "flow.workflows.ci.feeds", "flow.workflows.ci.text", "flow.workflows.ci.declaration",
+                                    "flow.workflows.ci.decide", "flow.workflows.ci.required", "flow.workflows.ci.feeds", "flow.workflows.ci.text", "flow.workflows.ci.declaration",
                                     "flow.github.access", "flow.github.trouble", "flow.workflows.review_queue.declaration",
                                     "flow.workflows.ingest.declaration"])
 def test_pure_modules_do_not_import_pygithub(module: str) -> None:

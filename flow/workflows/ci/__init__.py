@@ -4,6 +4,7 @@
 - ``observe``   one observation: the PR's checks and what classifying them needs (IO)
 - ``logs``      pure: a job log trimmed to its failure lines
 - ``classify``  pure: every check of a tick classified
+- ``required``  pure: the verdicts that decide (required checks), optional failures apart
 - ``decide``    pure: what the tick does next, from the classification and the flow's data
 - ``feeds``     the debugger's result model; ``text`` the debugger's and the give-up texts
 - ``end``       the end of a watch: report, done, stopped, closed

@@ -19,6 +19,10 @@ steps (``declaration``) carry it out. Precedence, first match wins:
    re-run or whose re-run GitHub refused, a red status with no workflow run): stop with
    `needs_attention`
 6. every check green or ignored, at least one green: `all_green`
+
+"Every check" here is every *required* check: the classification decide gets holds only the
+checks the base branch requires (flow.workflows.ci.required), unless GitHub would not say
+which those are (then every check counts, visibly).
 7. otherwise (only ignored checks): wait; that is never "all checks passed"
 
 Imports no PyGithub.
@@ -32,7 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from flow.github.access import Access
-from flow.github.models import PullInfo, WorkflowRunState
+from flow.github.models import PullInfo, RequiredChecks, WorkflowRunState
 from flow.github.trouble import Trouble
 from flow.workflows.ci.classify import RED, CheckVerdict, TickClassification
 
@@ -97,6 +101,7 @@ class EndReport(BaseModel):
     head_sha: str
     still_failing: list[Failure] = Field(default_factory=list)
     recovered: list[str] = Field(default_factory=list)
+    optional_failing: list[Failure] = Field(default_factory=list)  # reported, never babysat
 
 
 class CiData(BaseModel):
@@ -126,6 +131,8 @@ class CiData(BaseModel):
     waiting_sha: str | None = None  # the head CI is being waited on, and since when (ISO UTC)
     waiting_since: str | None = None
     report_problems: list[str] = Field(default_factory=list)  # end writes GitHub refused
+    required: RequiredChecks | None = None  # the base branch's required checks, last read
+    babysit_optional: bool = False  # ORCHESTRATOR_CI_OPTIONAL_CHECKS=babysit: every check counts
 
 
 Action = Literal["wait", "debug", "rerun", "stop", "green", "closed"]

@@ -33,6 +33,8 @@ Settings (environment, read when the flow starts and kept in its state): GITHUB_
 GH_TOKEN (read on every tick, never stored), ORCHESTRATOR_GITHUB_TOKEN_FILE (a file holding
 the token, for cron jobs), ORCHESTRATOR_GITHUB_API, ORCHESTRATOR_CI_MAX_ROUNDS (default 3),
 ORCHESTRATOR_CI_COMMENT=1 (comment on the PR when the flow stops without green),
+ORCHESTRATOR_CI_OPTIONAL_CHECKS=babysit (debug and re-run optional checks too; the default
+`report` decides on the checks the base branch requires and reports optional failures),
 ORCHESTRATOR_CI_PUSH_DEADLINE_MINUTES (default 120: how long to wait for the debugger's push
 to reach the PR), ORCHESTRATOR_CI_RUN_DEADLINE_MINUTES (default 720: how long one head may
 stay pending), ORCHESTRATOR_GITHUB_BACKOFF (first retry wait, seconds; read every tick).
@@ -55,10 +57,11 @@ from flow.github.access import Access, access_from, connect_with
 from flow.github.trouble import guarded
 from flow.workflows.ci.decide import (
     DEFAULT_MAX_ROUNDS, DEFAULT_PUSH_DEADLINE_MINUTES, DEFAULT_RUN_DEADLINE_MINUTES, Awaiting,
-    CiData, Decision, EndReport, FixRound, decide,
+    CiData, Decision, EndReport, FixRound, decide, failure_of,
 )
 from flow.workflows.ci.end import REFUSALS, closed, done, report, stopped
 from flow.workflows.ci.end import extra_for as _extra
+from flow.workflows.ci.end import required_fields as _required
 from flow.workflows.ci.end import waiting_fields as _waiting
 from flow.workflows.ci.feeds import DebuggerResult
 from flow.workflows.ci.text import failures_text, history_text
@@ -131,6 +134,7 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> CiDa
     access = access_from(settings)
     data = CiData(repo=repo, number=number, mark_ready=bool(opts.get("mark_ready")),
                   max_rounds=rounds, comment_on_stop=comment, access=access,
+                  babysit_optional=_babysit_optional(settings),
                   push_deadline_minutes=push, run_deadline_minutes=runs)
     try:
         pull = get_pull(_client(access, settings), repo, number)
@@ -153,6 +157,19 @@ def _positive(settings: Mapping[str, str], name: str, default: int, unit: str) -
 
 def _max_rounds(settings: Mapping[str, str]) -> int:
     return _positive(settings, MAX_ROUNDS_ENV, DEFAULT_MAX_ROUNDS, "rounds")
+
+
+def _babysit_optional(settings: Mapping[str, str]) -> bool:
+    from flow.workflows.ci.required import OPTIONAL_ENV
+
+    raw = settings.get(OPTIONAL_ENV, "").strip().lower()
+    if raw in ("", "report"):
+        return False
+    if raw == "babysit":
+        return True
+    raise WorkflowInputError(f"{OPTIONAL_ENV}={settings[OPTIONAL_ENV]!r} is neither report nor babysit",
+                             f"unset {OPTIONAL_ENV} (optional checks' failures are reported, not "
+                             f"debugged), or set {OPTIONAL_ENV}=babysit to treat every check as required")
 
 
 def _comment_on_stop(settings: Mapping[str, str]) -> bool:
@@ -190,8 +207,13 @@ def _monitor(ctx: Any, d: CiData) -> Any:
 
     now = datetime.now(timezone.utc)
     obs = observe(_client(d.access, ctx.settings), d.repo, d.number, ctx.path(CACHE),
-                  awaiting_head=d.awaiting.from_sha if d.awaiting is not None else None)
+                  awaiting_head=d.awaiting.from_sha if d.awaiting is not None else None,
+                  babysit_optional=d.babysit_optional)
     d.head_sha = obs.pull.head_sha
+    if obs.required is not None:
+        d.required = obs.required
+        if obs.required.note:
+            ctx.log(f"required checks: {obs.required.note}")
     d.pr_url = obs.pull.html_url or d.pr_url
     decision: Decision = decide(obs.classification, obs.head.runs, obs.pull, d, now)
     if d.awaiting is not None and decision.ci_phase != "waiting_for_push":
@@ -211,6 +233,8 @@ def _monitor(ctx: Any, d: CiData) -> Any:
         d.rerun_pending = decision.reruns
         return Go("rerun")
     d.end = decision.end
+    if d.end is not None and obs.optional_failing:
+        d.end.optional_failing = [failure_of(v) for v in obs.optional_failing]
     return Go({"green": "green", "closed": "pr_closed"}.get(decision.action, "stop"))
 
 
@@ -228,7 +252,7 @@ def debug(ctx: Any) -> Any:
         return Ask([Task(key="debugger", role="debugger", feed="debugger", prompt=prompt)],
                    extra={"ci_phase": "debugging", "fix_round": round_no,
                           "pr_url": d.pr_url, "pr_number": d.number, "head_sha": d.head_sha,
-                          "failures": failures})
+                          "failures": failures, **_required(d)})
     d.fix_round = round_no
     d.fix_history.append(FixRound(
         round=round_no, head_sha=d.head_sha, failures=[f.check_name for f in d.failures],

@@ -21,9 +21,19 @@ from flow.workflows.ci.text import stop_comment
 REFUSALS = (403, 404, 409, 422)  # a re-run or end write GitHub will not do as asked
 
 
+def required_fields(d: CiData) -> dict[str, Any]:
+    """Which checks decide green, as printed on every tick and at the end (the fallback's
+    note included, so "every check counts" is never silent)."""
+    if d.required is None:
+        return {}
+    r = d.required
+    return {"required_checks": {"source": r.source, "branch": r.branch, "contexts": r.contexts,
+                                "note": r.note or None}}
+
+
 def waiting_fields(d: CiData, ci_phase: str) -> dict[str, Any]:
     return {"pr_url": d.pr_url, "pr_number": d.number, "head_sha": d.head_sha,
-            "ci_phase": ci_phase, "fix_round": d.fix_round}
+            "ci_phase": ci_phase, "fix_round": d.fix_round, **required_fields(d)}
 
 
 def extra_for(d: CiData) -> Any:
@@ -82,10 +92,18 @@ def done(ctx: Any) -> Any:
     result = {"outcome": "all_green", "pr_url": d.pr_url, "pr_number": d.number,
               "head_sha": d.end.head_sha, "fix_history": [r.model_dump() for r in d.fix_history],
               "fix_rounds": d.fix_round, "marked_ready": d.marked_ready,
-              "recovered_flaky": d.end.recovered, "github_problems": _problems(d)}
+              "recovered_flaky": d.end.recovered, "github_problems": _problems(d),
+              "optional_failing": [f.model_dump() for f in d.end.optional_failing],
+              **required_fields(d)}
     steps = [] if d.marked_ready else [f"Mark the PR ready for review: gh pr ready {d.number} "
                                        f"--repo {d.repo} (or re-run with --mark-ready)."]
     steps += [f"GitHub refused a step: {p}." for p in d.report_problems]
+    if d.end.optional_failing:
+        from agents.prompts import fence  # check names come from GitHub: data, fenced
+
+        names = ", ".join(fence(f.check_name, inline=True, limit=120) for f in d.end.optional_failing)
+        steps.append(f"Every required check passed; optional checks fail and were not debugged: "
+                     f"{names}.")
     steps.append("Delete this PR's CI cron job (CronDelete) or poll loop: the flow is finished.")
     return Done(result, steps)
 
@@ -98,7 +116,9 @@ def stopped(ctx: Any) -> Any:
               "pr_number": d.number, "head_sha": d.end.head_sha, "still_failing": failing,
               "fix_history": [r.model_dump() for r in d.fix_history], "fix_rounds": d.fix_round,
               "comment_url": d.comment_url or None, "github_problems": _problems(d),
-              "refused_reruns": [r.model_dump() for r in d.reruns if r.refused]}
+              "refused_reruns": [r.model_dump() for r in d.reruns if r.refused],
+              "optional_failing": [f.model_dump() for f in d.end.optional_failing],
+              **required_fields(d)}
     from agents.prompts import fence  # check names come from GitHub: data, fenced
 
     names = ", ".join(fence(n, inline=True, limit=120)

@@ -7,11 +7,12 @@ The IO composition the CI workflow's tick step calls; every decision is in
 Cost of a tick, every request conditional (ETag; a 304 costs no rate limit):
 1 (the PR) and nothing more when the PR is closed or merged, or when its head is still
 `awaiting_head` (the commit the debugger pushed a fix from: decide waits on the PR alone).
-Otherwise + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100), where the runs
+Otherwise + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100) + 2 (the base branch's
+required checks: protection and rules, flow.github.required), where the runs
 listing costs 0 when every check-runs page and the statuses answered 304, something is
 still pending and every unfinished run has a pending job (see
 flow.github.reads.read_commit_checks): an unchanged pending PR with 300 check runs costs
-1 + 3 + 1 = 5. Only when a check is red: the merge base (1), the merge base's checks (same
+1 + 3 + 1 + 2 = 7. Only when a check is red: the merge base (1), the merge base's checks (same
 formula) and, once per failed job, its log (302 + download; trimmed excerpts of finished
 jobs are cached, since a finished job's log never changes).
 """
@@ -26,13 +27,15 @@ from flow.github.actions import job_log
 from flow.github.cache import ETagCache
 from flow.github.client import GitHubClient
 from flow.github.errors import GitHubRequestFailed, LinkExpired
-from flow.github.models import CommitChecks, PullInfo
+from flow.github.models import CommitChecks, PullInfo, RequiredChecks
 from flow.github.reads import get_pull, merge_base, read_commit_checks
+from flow.github.required import read_required
 from flow.workflows.ci.classify import (
-    TickClassification, checks_needing_logs, classify_tick, failed_checks,
+    CheckVerdict, TickClassification, checks_needing_logs, classify_tick, failed_checks,
 )
 from flow.workflows.ci.logs import LogExcerpt, trim_log
 from flow.workflows.ci.patterns import Patterns, load_patterns
+from flow.workflows.ci.required import split
 
 
 class Observation(BaseModel):
@@ -43,10 +46,13 @@ class Observation(BaseModel):
     classification: TickClassification
     requests: int  # HTTP requests this observation made (304s included)
     checks_read: bool = True  # False: the tick stopped at the PR (closed, or awaiting a push)
+    required: RequiredChecks | None = None  # None when the checks were not read
+    optional_failing: list[CheckVerdict] = []  # red optional checks: reported, not acted on
 
 
 def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | None,
-            patterns: Patterns | None = None, awaiting_head: str | None = None) -> Observation:
+            patterns: Patterns | None = None, awaiting_head: str | None = None,
+            babysit_optional: bool = False) -> Observation:
     """Read and classify PR `number`'s head commit. Raises flow.github errors (RateLimited, ...).
 
     A job log that cannot be fetched (expired link, 404) is left out: classify then
@@ -56,6 +62,9 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
     While the open PR's head is still that commit, decide waits for the push on the PR
     alone, so nothing else is read (as for a closed PR), and the classification is that of
     no checks: pending.
+
+    The classification holds the required checks of the PR's base branch only
+    (flow.workflows.ci.required.split); red optional checks are in `optional_failing`.
     """
     patterns = patterns or load_patterns()
     cache = ETagCache(cache_path)
@@ -88,10 +97,13 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
                 continue
             logs[check.id] = excerpt  # type: ignore[index]
             cache.remember(key, excerpt.model_dump())
+    required = read_required(client, repo, pull.base_ref, cache)
     cache.save()
-    result = classify_tick(head, base=base, logs=logs, patterns=patterns)
+    result, optional = split(classify_tick(head, base=base, logs=logs, patterns=patterns),
+                             required, babysit_optional)
     return Observation(pull=pull, head=head, merge_base_sha=base_sha, classification=result,
-                       requests=_count(client) - before)
+                       requests=_count(client) - before, required=required,
+                       optional_failing=optional)
 
 
 def _count(client: GitHubClient) -> int:

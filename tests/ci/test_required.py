@@ -1,0 +1,96 @@
+"""Green means every check the base branch requires passed: branch protection and the
+repository rules decide, optional failures are reported and not babysat, and a token that may
+not read protection falls back to "every check" visibly. Against the fake GitHub over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.contract.driver import Driver
+from tests.fakegithub import FakeGitHub, Repo
+
+HEAD, BASE = "a" * 40, "b" * 40
+FAIL_LOG = "FAILED test_x.py::test_y - AssertionError: boom\n##[error]Process completed with exit code 1.\n"
+START = ["--ci-check", "--repo", "o/r", "--pr-number", "1"]
+
+
+def _pr(fake: FakeGitHub, jobs: list[tuple[str, str | None]]) -> Repo:
+    repo = fake.repo("o/r")
+    repo.add_pull(1, "feature", HEAD, merge_base_sha=BASE)
+    wf = repo.add_workflow("pull", ".github/workflows/pull.yml")
+    repo.add_run(wf, BASE, jobs=[(name, "success") for name, _ in jobs])
+    run = repo.add_run(wf, HEAD, jobs=jobs)
+    for job in repo.jobs_of(run):
+        if job.conclusion == "failure":
+            job.log = FAIL_LOG
+    return repo
+
+
+def _resume(drv: Driver, spec: dict[str, Any]) -> dict[str, Any]:
+    call = drv.shell(spec["resume_command"])
+    assert call.spec is not None, call.stderr
+    return call.spec
+
+
+def test_a_required_status_that_has_not_reported_keeps_the_watch_going(fake_github: FakeGitHub,
+                                                                       drv: Driver) -> None:
+    """Protection requires the status `ci/lint`: every job green but no such status yet is not
+    green (and the PR is not marked ready); once it reports success the flow ends green."""
+    repo = _pr(fake_github, [("test", "success")])
+    repo.protect("main", ["test", "ci/lint"])
+    first = drv.call([*START, "--mark-ready"]).spec
+    assert ("schedule_cron", "waiting_for_ci", True, ["ci/lint", "test"], "branch_rules") == (
+        first["status"], first["ci_phase"], repo.pulls[1].draft,
+        first["required_checks"]["contexts"], first["required_checks"]["source"])
+    repo.add_status(HEAD, "ci/lint", "success")
+    done = _resume(drv, first)
+    assert ("done", "all_green", False) == (done["status"], done["outcome"], repo.pulls[1].draft)
+
+
+def test_a_failing_optional_check_is_reported_not_debugged(fake_github: FakeGitHub, drv: Driver) -> None:
+    """A ruleset requires `test` only: `docs` failing ends green at once, naming `docs` as an
+    optional failure; no debugger task, no re-run."""
+    repo = _pr(fake_github, [("test", "success"), ("docs", "failure")])
+    repo.add_ruleset(["main"], ["test"])
+    spec = drv.call(START).spec
+    assert ("done", "all_green", ["docs"], 0) == (
+        spec["status"], spec["outcome"], [f["check_name"] for f in spec["optional_failing"]],
+        fake_github.count(r"/rerun-failed-jobs$", "POST"))
+    assert any("optional checks fail" in s and "docs" in s for s in spec["next_steps"])
+
+
+def test_a_failing_required_check_still_goes_to_the_debugger(fake_github: FakeGitHub, drv: Driver) -> None:
+    """Required `test` fails while optional `docs` passes: a debugger round, as before."""
+    repo = _pr(fake_github, [("test", "failure"), ("docs", "success")])
+    repo.protect("main", ["test"])
+    spec = drv.call(START).spec
+    assert ("need_agent", ["test"]) == (spec["status"], [f["check_name"] for f in spec["failures"]])
+
+
+def test_protection_the_token_may_not_read_falls_back_to_every_check_visibly(fake_github: FakeGitHub,
+                                                                            drv: Driver) -> None:
+    """403 on branch protection: every check counts (the failing `docs` goes to the debugger) and
+    the printed spec says so, naming the refusal."""
+    repo = _pr(fake_github, [("test", "success"), ("docs", "failure")])
+    repo.add_ruleset(["main"], ["test"])
+    fake_github.refuse(r"/protection/required_status_checks$", method="GET")
+    spec = drv.call(START).spec
+    note = spec["required_checks"]["note"]
+    assert ("need_agent", ["docs"], "every_check") == (
+        spec["status"], [f["check_name"] for f in spec["failures"]], spec["required_checks"]["source"])
+    assert "branch protection: 403" in note and "every check counts" in note
+
+
+def test_babysit_setting_treats_optional_checks_as_required(fake_github: FakeGitHub, drv: Driver) -> None:
+    """ORCHESTRATOR_CI_OPTIONAL_CHECKS=babysit: the optional `docs` failure is debugged."""
+    repo = _pr(fake_github, [("test", "success"), ("docs", "failure")])
+    repo.protect("main", ["test"])
+    spec = drv.call(START, {"ORCHESTRATOR_CI_OPTIONAL_CHECKS": "babysit"}).spec
+    assert ("need_agent", ["docs"]) == (spec["status"], [f["check_name"] for f in spec["failures"]])
+
+
+def test_a_bad_optional_checks_setting_is_refused(fake_github: FakeGitHub, drv: Driver) -> None:
+    """An unknown ORCHESTRATOR_CI_OPTIONAL_CHECKS value is a clear error naming both values."""
+    _pr(fake_github, [("test", "success")])
+    call = drv.call(START, {"ORCHESTRATOR_CI_OPTIONAL_CHECKS": "maybe"})
+    assert ("error", True) == (call.spec["status"], "babysit" in call.spec["error"]["hint"])
