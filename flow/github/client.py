@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import github
 import requests
 from github import Auth, Github
+from github.Requester import Requester
 from pydantic import BaseModel, ConfigDict
 
 from flow.github.checks import api_url as checked_api_url
@@ -184,7 +185,8 @@ def rate_limit_of(status: int, headers: Mapping[str, Any], data: Any,
 
     GitHub's documented order: a `retry-after` header names the wait; else
     `x-ratelimit-remaining: 0` means the primary budget is spent until `x-ratelimit-reset`;
-    else a 403/429 saying "secondary rate limit" (budget left) means wait at least a minute.
+    else a 403/429 whose message is a secondary-limit one (`is_secondary_message`; budget
+    left) means wait at least a minute.
     """
     if status not in (403, 429):
         return None
@@ -192,7 +194,7 @@ def rate_limit_of(status: int, headers: Mapping[str, Any], data: Any,
     h = {k.lower(): str(v) for k, v in headers.items()}
     message = str(data.get("message", "")) if isinstance(data, dict) else ""
     remaining = h.get("x-ratelimit-remaining")
-    secondary = "secondary rate limit" in message.lower()
+    secondary = is_secondary_message(message)
     if "retry-after" in h:
         # Headers are data: garbage or an absurd wait falls back to a minute, never raises.
         after = header_seconds(h["retry-after"])
@@ -207,6 +209,17 @@ def rate_limit_of(status: int, headers: Mapping[str, Any], data: Any,
     if secondary or status == 429 or "rate limit" in message.lower():
         return now + SECONDARY_MIN_WAIT, "secondary", None
     return None
+
+
+def is_secondary_message(message: str) -> bool:
+    """Whether GitHub's error message is a secondary-limit one, by PyGithub's own test
+    (`Requester.isSecondaryRateLimitError`: "You have exceeded a secondary rate limit...",
+    "... Please wait a few minutes before you try again.", "... Please retry your request again
+    later.", the old "abuse detection" wordings included), widened to those wordings followed by
+    GitHub's "If you reach out to GitHub Support..." tail, which PyGithub's suffix test misses."""
+    lower = message.lower()
+    return (Requester.isSecondaryRateLimitError(message) or "secondary rate limit" in lower
+            or "abuse detection mechanism" in lower)
 
 
 def _seconds(env: Mapping[str, str], name: str, minimum: float) -> float | None:

@@ -221,3 +221,17 @@ def test_statuses_past_one_page_are_all_read(fake_github: FakeGitHub, drv: Drive
     repo.add_status(HEAD, "ctx-last", "pending")
     spec = drv.call(START).spec
     assert ("schedule_cron", "waiting_for_ci") == (spec["status"], spec["ci_phase"])
+
+
+@pytest.mark.parametrize("wording", ["abuse", "content"])
+def test_older_secondary_limit_wordings_wait_instead_of_asking(fake_github: FakeGitHub, drv: Driver,
+                                                              wording: str) -> None:
+    """A 403 "abuse detection ... Please wait a few minutes" / "... Please retry your request again
+    later." without retry-after is a secondary limit (PyGithub's reading): sleep a minute, ask no one."""
+    repo = _pr(fake_github)
+    repo.add_run(repo.workflows[0], HEAD, jobs=[("test", None)])
+    spec = drv.call(START).spec
+    fake_github.secondary_limit(r"/pulls/1$", wording=wording)
+    limited = _resume(drv, spec).spec
+    assert ("schedule_cron", "rate_limited", "*/1 * * * *") == (
+        limited["status"], limited["ci_phase"], limited["on_complete"]["cron_interval"])

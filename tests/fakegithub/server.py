@@ -67,6 +67,16 @@ DOCS = "https://docs.github.com/rest"
 SECONDARY_MESSAGE = ("You have exceeded a secondary rate limit. Please wait a few minutes "
                      "before you try again. If you reach out to GitHub Support for help, please "
                      "include the request ID ABCD:1234.")
+# The older wordings GitHub still answers with (its REST docs before 2022, and what clients
+# such as PyGithub's Requester.isSecondaryRateLimitError and go-github's tests recognise):
+# neither names a "rate limit".
+SECONDARY_WORDINGS = {
+    "current": SECONDARY_MESSAGE,
+    "abuse": ("You have triggered an abuse detection mechanism. Please wait a few minutes "
+              "before you try again."),
+    "content": ("You have triggered an abuse detection mechanism and have been temporarily "
+                "blocked from content creation. Please retry your request again later."),
+}
 
 
 @dataclass
@@ -138,12 +148,13 @@ class FakeGitHub:
         return self.fault(path_regex, status, times=None, method=method, message=message)
 
     def secondary_limit(self, path_regex: str = ".*", *, times: int | None = 1,
-                        retry_after: int | None = None, status: int = 403) -> Fault:
+                        retry_after: int | None = None, status: int = 403,
+                        wording: str = "current", method: str | None = None) -> Fault:
         """GitHub's secondary rate limit: 403 (or 429) while budget remains; `retry-after` only
-        when GitHub names the wait."""
+        when GitHub names the wait; `wording` one of SECONDARY_WORDINGS."""
         headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
-        return self.fault(path_regex, status, times=times, message=SECONDARY_MESSAGE,
-                          headers=headers)
+        return self.fault(path_regex, status, times=times, message=SECONDARY_WORDINGS[wording],
+                          headers=headers, method=method)
 
     def timeout(self, path_regex: str, seconds: float, *, times: int | None = 1,
                 method: str | None = None) -> Fault:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from flow.github.client import DEFAULT_API, ClientSettings, GitHubClient, connect
+from flow.github.client import DEFAULT_API, ClientSettings, GitHubClient, connect, rate_limit_of
 from flow.github.errors import (
     BadSetting, GitHubRequestFailed, GitHubUnavailable, MissingToken, RateLimited, UnknownRepo,
 )
 from flow.github.reads import get_pull
 from tests.fakegithub import FakeGitHub
+from tests.fakegithub.server import ADMIN_RIGHTS, SECONDARY_WORDINGS
 
 
 @pytest.mark.parametrize("env, expected", [
@@ -112,3 +113,13 @@ def test_tick_on_unknown_repo_names_the_repo(client: GitHubClient, fake_github: 
     from flow.github.reads import read_tick
     with pytest.raises(UnknownRepo):
         read_tick(client, "octo/missing", 1)
+
+
+@pytest.mark.parametrize(("message", "kind"), [
+    (SECONDARY_WORDINGS["current"], "secondary"), (SECONDARY_WORDINGS["abuse"], "secondary"),
+    (SECONDARY_WORDINGS["content"], "secondary"),
+    ("Resource not accessible by personal access token", None), (ADMIN_RIGHTS, None)])
+def test_secondary_wordings_are_limits_and_refusals_are_not(message: str, kind: str | None) -> None:
+    """Every wording PyGithub reads as a secondary limit waits a minute; a permission 403 is no limit."""
+    got = rate_limit_of(403, {"X-RateLimit-Remaining": "4999"}, {"message": message}, now=1000.0)
+    assert ((1060.0, kind, None) if kind else None) == got

@@ -79,6 +79,27 @@ def test_refused_comment_post_can_be_stopped_without_losing_the_queue(fake_githu
     assert ("done", "not_published", before) == (done["status"], done["outcome"], _queue_text(queue))
 
 
+@pytest.mark.parametrize("wording", ["abuse", "content"])
+def test_a_secondary_limit_on_the_comment_post_waits(fake_github: FakeGitHub, queue: Driver,
+                                                     wording: str) -> None:
+    """An older secondary-limit wording (no "rate limit" in it) on the batch comment's POST: the
+    batch sleeps and then posts once; no question about the token's permission."""
+    fake_github.secondary_limit(rf"/repos/{TRACK}/issues/1/comments$", wording=wording, method="POST")
+    spec = queue.call(["--review-queue"]).spec
+    for task in spec["tasks"]:
+        number = int(task["pr_key"].rsplit("#", 1)[1])
+        Path(task["feed_file"]).write_text(json.dumps(
+            {"agent_name": "reviewer", "pr": number, "verdict": "approve", "summary": "ok"}))
+        spec = queue.shell(task["feed_command"]).spec
+    assert ("schedule_cron", "github_rate_limited") == (spec["status"], spec["github_wait"]["code"])
+    state = Path(spec["workspace"]) / "flow_state.json"
+    raw = json.loads(state.read_text())
+    raw["data"]["github"]["until"] = "2000-01-01T00:00:00+00:00"
+    state.write_text(json.dumps(raw))
+    done = queue.shell(spec["resume_command"]).spec
+    assert ("done", 1) == (done["status"], fake_github.count(rf"/repos/{TRACK}/issues/1/comments$", "POST") - 1)
+
+
 @pytest.mark.parametrize("bad", [{}, {"results": []}, {"failed": True}])
 def test_codex_batch_result_must_match_its_schema(fake_github: FakeGitHub, queue: Driver,
                                                   bad: dict[str, Any]) -> None:
