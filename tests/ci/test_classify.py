@@ -108,7 +108,7 @@ SCENARIOS: list[tuple[Callable[[Repo], None], dict[str, str], bool]] = [
     (infra_summary, {"external-ci": "infra"}, False),
     (flaky, {"test": "flaky"}, False),
     (ignored_and_green, {"test": "green", "docs": "ignored", "bench": "ignored"}, True),
-    (status_failure, {"ci/jenkins": "regression"}, False),
+    (status_failure, {"ci/jenkins": "external"}, False),
     (awaiting_approval, {"pull": "pending"}, False),
     (nothing_yet, {"(no checks yet)": "pending"}, False),
     (unknown_conclusion, {"new-thing": "regression"}, False),

@@ -514,3 +514,17 @@ def test_the_tick_after_the_flows_rerun_waits_on_a_stale_runs_listing(
     assert [("GET", "check-runs", 304)] == after  # the runs listing came from the cache
     again = drv.call(["--flow", spec["flow_id"], "--resume"]).spec
     assert ("schedule_cron", "waiting_for_ci") == (again["status"], again["ci_phase"])
+
+
+@pytest.mark.parametrize("context", ["codecov/patch", "EasyCLA"])
+def test_a_red_status_without_a_workflow_run_stops_with_needs_attention(fake_github: FakeGitHub,
+                                                                       drv: Driver, context: str) -> None:
+    """Every job green, a failing commit status from outside Actions: needs_attention naming it,
+    no debugger round (nothing here can read its log or re-run it)."""
+    repo, _ = _pr(fake_github)
+    _green(repo, HEAD)
+    repo.add_status(HEAD, context, "failure", "coverage dropped")
+    spec = drv.call(START).spec
+    assert ("done", "needs_attention", [context], 0) == (
+        spec["status"], spec["outcome"], [f["check_name"] for f in spec["still_failing"]], spec["fix_rounds"])
+    assert "no workflow run" in spec["reason"]

@@ -7,8 +7,11 @@ check. Precedence for a red check, first match wins:
 1. flaky        an earlier attempt of the same check on the same sha passed
 2. infra        the check's summary or its log matches a known infra pattern
 3. broken_trunk the same check also fails at the merge base
-4. infra        the log was read and holds no failure lines
-5. regression   everything else, including a red check whose log could not be read
+4. external     a commit status (codecov, EasyCLA, Jenkins) or another app's check run, with
+                no workflow run behind it: no job log to read, nothing to re-run; decide stops
+                with needs_attention (the ci seed's decide rule 5)
+5. infra        the log was read and holds no failure lines
+6. regression   everything else, including a red Actions job whose log could not be read
                 (an unknown is handed to the debugger, never read as green)
 
 Non-red checks: not completed -> pending; conclusion in `blocked` -> pending (waiting
@@ -28,8 +31,9 @@ from flow.github.models import CheckState, CommitChecks
 from flow.workflows.ci.logs import LogExcerpt
 from flow.workflows.ci.patterns import Patterns
 
-Category = Literal["green", "ignored", "pending", "regression", "broken_trunk", "infra", "flaky"]
-RED: tuple[Category, ...] = ("regression", "broken_trunk", "infra", "flaky")
+Category = Literal["green", "ignored", "pending", "regression", "broken_trunk", "infra", "flaky",
+                   "external"]
+RED: tuple[Category, ...] = ("regression", "broken_trunk", "infra", "flaky", "external")
 
 
 class CheckVerdict(BaseModel):
@@ -104,6 +108,10 @@ def classify_check(check: CheckState, head: CommitChecks, base: CommitChecks | N
         b.key == check.key and b.status == "completed" and b.conclusion in groups.failed for b in base.checks
     ):
         return v("broken_trunk", f"the same check also fails at the merge base {base.sha[:12]}", log)
+    if check.run_id is None and (check.kind == "status" or check.app != "github-actions"):
+        what = "commit status" if check.kind == "status" else f"check run of the app {check.app!r}"
+        return v("external", f"a failing {what} with no workflow run: no log to read and "
+                             f"nothing to re-run from here; see its details_url", log)
     if log is not None and log.failure_lines == 0:
         return v("infra", "the log holds no failure lines", log)
     if log is None and check in checks_needing_logs(head, patterns):

@@ -237,7 +237,7 @@ def decide(result: TickClassification, runs: list[WorkflowRunState], pull: PullI
                         reason=f"{len(pending) + len(waiting_runs)} check(s) still running "
                                f"on {head_sha[:12]}")
 
-    red = [v for v in result.verdicts if v.category in ("broken_trunk", "infra", "flaky")]
+    red = [v for v in result.verdicts if v.category in ("broken_trunk", "infra", "flaky", "external")]
     if red:
         return Decision(action="stop", ci_phase="needs_attention", reason=(
             "checks fail for reasons a code fix here cannot address"),
@@ -262,6 +262,8 @@ def _why(red: list[CheckVerdict], reruns: dict[int, Rerun]) -> str:
         done = reruns.get(v.check.run_id) if v.check.run_id is not None else None
         if v.category == "broken_trunk":
             parts.append(f"{name}: also fails at the merge base (broken trunk)")
+        elif v.category == "external":
+            parts.append(f"{name}: {v.reason}")
         elif done is not None and done.refused:
             parts.append(f"{name}: GitHub refused to re-run run {done.run_id} "
                          f"({done.refused}); someone with write access must re-run it")
