@@ -13,6 +13,7 @@ snapshot models) stays cheap. Modules:
 - `trouble`   what a step does when GitHub says no: sleep (limits, outages) or ask a person
 - `cache`     the on-disk ETag cache for conditional requests
 - `reads`     find the PR, read a head commit's checks, statuses and workflow runs
+- `merged`    one rule for "merged": `merged_at`, or closed with a merge bot's `Merged` label
 - `required`  which checks the base branch requires (protection + rules), or the fallback
 - `actions`   job logs (raw; the ci workflow trims them), re-run failed jobs, comments,
               labels, mark ready

@@ -261,3 +261,16 @@ def test_apply_says_what_changed_and_where(drive: Driver, tmp_path: Path, rulese
     else:
         assert ("unchanged", False, 0) == (done["outcome"], done["changed"], done["lines_added"])
         assert "Nothing changed" in steps
+
+
+def test_a_pr_merged_with_the_merge_button_is_harvested(drive: Driver, fake_github: FakeGitHub) -> None:
+    """One rule for merged (shared with the review queue): merged_at set and no `Merged` label
+    counts, as the bot's label does; a PR closed unmerged without the label does not."""
+    pull(fake_github, 7, "[Test] merged by the button", labels=())
+    fake_github.repo(REPO).pulls[7].merge()
+    pull(fake_github, 8, "[Test] closed unmerged", labels=())
+    for n in (7, 8):
+        root = inline(fake_github, n, f"ROOT{n}: keep it on CPU", "reviewer")
+        inline(fake_github, n, f"REPLY{n}: done", AUTHOR, reply_to=root)
+    tasks, done = harvest_to_done(drive)
+    assert ("drafted", [7]) == (done["outcome"], done["prs"])

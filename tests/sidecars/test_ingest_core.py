@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flow.workflows.ingest.findings import add_section, parse
+from flow.github.merged import is_merged
 from flow.workflows.ingest.harvest import bot_summaries, is_candidate, replied_threads
 from flow.workflows.ingest.model import Comment, PrFeedback, Proposal
 
@@ -41,8 +42,16 @@ def test_bot_summaries_skip_people_and_processed() -> None:
     ("KarhouTam", "[Test] x", ["merged"], False),
 ])
 def test_is_candidate(login: str, title: str, labels: list[str], expected: bool) -> None:
-    """Author, the [Test] title prefix and the Merged label are all required."""
+    """Author, the [Test] title prefix and merged (here: the bot's Merged label) are all required."""
     assert expected == is_candidate("KarhouTam", login, title, labels)
+
+
+@pytest.mark.parametrize(("state", "merged_at", "labels", "expected"), [
+    ("closed", "2026-01-01T00:00:00Z", [], True), ("closed", None, ["Merged"], True),
+    ("closed", None, [], False), ("open", None, ["Merged"], False)])
+def test_one_rule_for_merged(state: str, merged_at: str | None, labels: list[str], expected: bool) -> None:
+    """merged_at set, or closed with the merge bot's Merged label; a label on an open PR is not."""
+    assert expected == is_merged(state, merged_at, labels)
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -257,3 +257,19 @@ def test_comment_posted_once_after_a_kill_and_resume(gh: FakeGitHub, tmp_path: P
         assert ("done", 1) == (spec["status"], len(_comments(gh))), (n, when, spec)
         assert [] == (ws / "pr_needs_review.txt").read_text().splitlines()
     assert posted_before_kill >= 1, "no kill fell between the post and its save"
+
+
+def test_a_pr_the_merge_bot_closed_with_the_merged_label_is_merged(gh: FakeGitHub, tmp_path: Path) -> None:
+    """One rule for merged (shared with ingest): the bot's `Merged` label on a closed PR and
+    GitHub's merged_at both read 已合并 (merged); a PR closed unmerged stays 已关闭 (closed)."""
+    pull(gh, 1, ["test/test_ops.py"])
+    pull(gh, 2, ["test/test_nn.py"])
+    gh.repo(UPSTREAM).bot_merge(2)
+    pull(gh, 3, ["test/test_a.py"], merged=True)
+    pull(gh, 4, ["test/test_b.py"], state="closed")
+    drv = _driver(tmp_path / "ws", ["1", "2", "3", "4"])
+    spec = drv.call(["--review-queue", "--harness", "claude"]).spec
+    for task in spec["tasks"]:
+        spec = _feed(drv, task, _review(task))
+    (body,) = _comments(gh)
+    assert ("done", 2, 1) == (spec["status"], body.count("已合并 (merged)"), body.count("已关闭 (closed)"))

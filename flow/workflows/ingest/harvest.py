@@ -5,8 +5,9 @@ PyGithub adapter (``harvest``) so it can be tested on plain data. The cursor liv
 ``<root>/ingest/state.json``, apart from any flow's ``flow_state.json``: it outlives the daily
 harvest flows and records, per PR, the comment ids already turned into findings.
 
-Merged means: closed with the ``Merged`` label (PyTorch merges through its bot, which closes
-the PR and labels it; GitHub's own ``merged`` flag stays false).
+Merged means what ``flow.github.merged.is_merged`` says, the rule the review queue uses too:
+``merged_at`` set (GitHub's merge button), or closed with the ``Merged`` label (PyTorch merges
+through its bot, which closes the PR and labels it; GitHub's own ``merged_at`` stays null).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from flow.core.errors import OrchestratorError
+from flow.github.merged import is_merged
 from flow.workflows.ingest.model import Comment, Cursor, PrFeedback, Thread
 
 TITLE_PREFIX = "[Test]"
-MERGED_LABEL = "Merged"
 SUMMARY_BOT = "claude[bot]"
 MAX_PULLS = 300  # closed PRs scanned per harvest, newest update first
 
@@ -29,9 +30,10 @@ class CursorError(OrchestratorError):
     exit_code = 4
 
 
-def is_candidate(author: str, login: str, title: str, labels: Iterable[str]) -> bool:
-    """A PR by ``author`` whose title starts with ``[Test]`` and that carries ``Merged``."""
-    return login == author and title.startswith(TITLE_PREFIX) and MERGED_LABEL in set(labels)
+def is_candidate(author: str, login: str, title: str, labels: Iterable[str],
+                 merged_at: str | None = None, state: str = "closed") -> bool:
+    """A merged PR (``is_merged``) by ``author`` whose title starts with ``[Test]``."""
+    return login == author and title.startswith(TITLE_PREFIX) and is_merged(state, merged_at, labels)
 
 
 def replied_threads(comments: list[Comment], parents: dict[int, int | None],
@@ -97,7 +99,8 @@ def harvest(client: Any, repo: str, author: str, cursor: Cursor,
         login = (pull.get("user") or {}).get("login") or ""
         title = pull.get("title") or ""
         labels = [lb.get("name", "") for lb in pull.get("labels") or []]
-        if not is_candidate(author, login, title, labels):
+        if not is_candidate(author, login, title, labels, pull.get("merged_at"),
+                            pull.get("state") or "closed"):
             continue
         number = pull["number"]
         done = set(cursor.of(repo, number).processed)

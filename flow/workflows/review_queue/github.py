@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from flow.github.errors import (
     BadSetting, GitHubError, GitHubRequestFailed, GitHubUnavailable, MissingToken, RateLimited,
 )
+from flow.github.merged import is_merged
 from flow.workflows.review_queue.queue import FetchFailed, PRMeta, PRRef
 
 
@@ -38,6 +39,9 @@ def connect(settings: Mapping[str, str], access: Any = None) -> Any:
 def fetcher(client: Any) -> Any:
     """``fetch(ref) -> PRMeta`` for ``review_core.select``.
 
+    Merged is ``flow.github.merged.is_merged`` (``merged_at``, or a merge bot's ``Merged``
+    label on the closed PR), the rule ingest harvests by.
+
     A failure that concerns one PR (404: gone or unreadable; 422) raises ``FetchFailed``: that
     PR is skipped and stays pending. A failure that concerns every PR (rate limit, outage,
     refused token or permission) propagates as the flow.github error, so the step sleeps or
@@ -50,11 +54,12 @@ def fetcher(client: Any) -> Any:
             files = client.call(lambda: [f.filename for f in pull.get_files()],
                                 what=f"repos/{ref.repo}/pulls/{ref.number}/files")
             user = pull.user
+            labels = [lb.name for lb in pull.labels or []]  # in the PR's own answer: no request
             return PRMeta(repo=ref.repo, number=ref.number, url=pull.html_url or "",
                           title=pull.title or "", body=pull.body or "",
                           author=(user.login if user is not None else "") or "ghost",
                           state="closed" if pull.state == "closed" else "open",
-                          merged=bool(pull.merged), files=files)
+                          merged=is_merged(pull.state, pull.merged_at, labels), files=files)
         except (RateLimited, GitHubUnavailable, MissingToken, BadSetting):
             raise
         except GitHubRequestFailed as exc:
