@@ -185,6 +185,11 @@ class Pull:
         self.files.append(f)
         return f
 
+    def delete_review_comment(self, comment_id: int) -> None:
+        """Delete one review comment, as GitHub does: its replies stay, their
+        `in_reply_to_id` still naming the deleted root."""
+        self.review_comments = [c for c in self.review_comments if c.id != comment_id]
+
     def add_review_comment(self, body: str, login: str, *, reply_to: int | None = None,
                            path: str = "README.md", line: int | None = 1,
                            at: str = FIXED_TIME) -> ReviewComment:

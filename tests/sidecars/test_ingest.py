@@ -274,3 +274,16 @@ def test_a_pr_merged_with_the_merge_button_is_harvested(drive: Driver, fake_gith
         inline(fake_github, n, f"REPLY{n}: done", AUTHOR, reply_to=root)
     tasks, done = harvest_to_done(drive)
     assert ("drafted", [7]) == (done["outcome"], done["prs"])
+
+
+def test_a_reply_whose_thread_root_was_deleted_is_kept(drive: Driver, fake_github: FakeGitHub) -> None:
+    """The root review comment deleted, its reply left: the reply is harvested, and the prompt
+    says the thread's first comment is gone."""
+    pull(fake_github, 9, "[Test] root deleted")
+    root = inline(fake_github, 9, "GONE: the reviewer's comment", "reviewer")
+    inline(fake_github, 9, "ORPHAN: yes, moved it to the CPU class", AUTHOR, reply_to=root)
+    fake_github.repo(REPO).pulls[9].delete_review_comment(root)
+    tasks, done = harvest_to_done(drive)
+    prompt = tasks[0]["prompt"]
+    assert ("drafted", [9], True, False) == (done["outcome"], done["prs"], "ORPHAN:" in prompt, "GONE:" in prompt)
+    assert f"id {root}, was deleted" in prompt

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flow.workflows.ingest.findings import add_section, parse
 from flow.github.merged import is_merged
+from flow.workflows.ingest.findings import add_section, parse
 from flow.workflows.ingest.harvest import bot_summaries, is_candidate, replied_threads
 from flow.workflows.ingest.model import Comment, PrFeedback, Proposal
 
@@ -20,12 +20,15 @@ def _c(cid: int, author: str = "reviewer") -> Comment:
     ({1: None, 2: 1}, {1, 2}, []),                           # all processed
     ({1: None, 2: 1, 3: 1}, {1, 2}, [(1, [2, 3])]),         # a new reply brings the thread back
     ({1: None}, set(), []),
+    ({2: 1, 3: 1}, set(), [(1, [2, 3])]),                    # root 1 deleted: replies kept
+    ({2: 1}, {2}, []),                                       # ... unless already processed
 ])
 def test_replied_threads(parents: dict[int, int | None], processed: set[int],
                          threads: list[tuple[int, list[int]]]) -> None:
-    """Only threads with a reply and an unprocessed comment are kept, whole."""
+    """Only threads with a reply and an unprocessed comment are kept, whole; a deleted root's
+    replies are a thread of their own (root None, root_id its id)."""
     got = replied_threads([_c(i) for i in parents], parents, processed)
-    assert threads == [(t.root.id, [r.id for r in t.replies]) for t in got]
+    assert threads == [(t.root.id if t.root else t.root_id, [r.id for r in t.replies]) for t in got]
 
 
 def test_bot_summaries_skip_people_and_processed() -> None:

@@ -105,7 +105,9 @@ def feedback_text(pr: PrFeedback) -> str:
     """The harvested comments of ``pr`` as plain text (to be fenced as untrusted data)."""
     out: list[str] = []
     for t in pr.threads:
-        out.append(f"Inline thread on {t.root.path}:{t.root.line}")
+        gone = "" if t.root is not None else (
+            f" (its first comment, id {t.root_id}, was deleted on GitHub; only the replies remain)")
+        out.append(f"Inline thread on {t.where}{gone}")
         out += [f"  [comment {c.id}] {c.author} at {c.updated_at}:\n    "
                 + c.body.replace("\n", "\n    ") for c in t.comments()]
     for c in pr.summaries:

@@ -42,7 +42,9 @@ def replied_threads(comments: list[Comment], parents: dict[int, int | None],
 
     ``parents`` maps a comment id to its ``in_reply_to_id`` (GitHub points every reply at
     the thread's root). A thread whose every comment was processed is skipped; otherwise the
-    whole thread is returned, so the agent sees the new reply with its context.
+    whole thread is returned, so the agent sees the new reply with its context. Replies whose
+    root was deleted (their ``in_reply_to_id`` names no listed comment) are kept as a thread
+    with ``root=None`` and ``root_id`` set: the reply is often where the lesson is.
     """
     by_id = {c.id: c for c in comments}
     threads: list[Thread] = []
@@ -56,6 +58,15 @@ def replied_threads(comments: list[Comment], parents: dict[int, int | None],
         if ids <= processed:
             continue
         threads.append(Thread(root=by_id[c.id], replies=replies))
+    orphans: dict[int, list[Comment]] = {}
+    for c in comments:
+        parent = parents.get(c.id)
+        if parent is not None and parent not in by_id:
+            orphans.setdefault(parent, []).append(c)
+    for root_id, replies in sorted(orphans.items()):
+        replies.sort(key=lambda r: r.id)
+        if not {r.id for r in replies} <= processed:
+            threads.append(Thread(root=None, root_id=root_id, replies=replies))
     return threads
 
 

@@ -32,15 +32,25 @@ class Comment(BaseModel):
 
 
 class Thread(BaseModel):
-    """An inline review thread: the root comment and its replies (at least one)."""
+    """An inline review thread: the root comment and its replies (at least one).
+
+    `root` is None when the thread's first comment was deleted: GitHub keeps the replies, each
+    still pointing at the gone root by `in_reply_to_id` (kept here as `root_id`)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    root: Comment
+    root: Comment | None
     replies: list[Comment]
+    root_id: int | None = None  # the deleted root's id, when `root` is None
 
     def comments(self) -> list[Comment]:
-        return [self.root, *self.replies]
+        return [*([self.root] if self.root is not None else []), *self.replies]
+
+    @property
+    def where(self) -> str:
+        """path:line of the thread (a reply carries its thread's, as on GitHub)."""
+        first = self.root or self.replies[0]
+        return f"{first.path}:{first.line}"
 
 
 class PrFeedback(BaseModel):
