@@ -237,10 +237,18 @@ def cron_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands, rea
     env_note = ""
     if isinstance(access, dict) and not access.get("token_file"):
         env_note = ("This flow found its GitHub token in the environment; a crontab line runs "
-                    "without it. To run user_cron_line, restart the flow with "
+                    "without it, so no user_cron_line is printed (it would fail with 'no GitHub "
+                    "token' on every firing). Polling from this session works as it is. For a "
+                    "crontab line, restart the flow with "
                     "ORCHESTRATOR_GITHUB_TOKEN_FILE=/abs/path/to/a/file/holding/the/token.")
     oc = _adapter(cmds.harness).cron_on_complete(cmds.resume(), cron_interval, poll_seconds,
                                                   shipped_skill(skill), log_file, job, env_note)
+    if env_note and oc.get("user_cron_line"):
+        # A line that can only fail ("no GitHub token" in cron.log on every firing) is not
+        # printed: the spec says plainly what cron needs instead.
+        oc["user_cron_line"] = None
+        oc["user_cron_line_missing"] = env_note
+        extra = {**extra, "cron_warning": env_note}
     return envelope(state, root, "schedule_cron", cmds.harness, workspace, reason=reason,
                     cron_job_id=job["cron_job_id"], interval_changed=job["interval_changed"],
                     on_complete=oc, resume_command=cmds.resume(), **extra)

@@ -110,10 +110,15 @@ def _last_json(text: str) -> dict[str, Any]:
 
 
 def test_codex_note_says_when_the_crontab_line_has_no_token_source(fake_github: FakeGitHub, drv: Driver) -> None:
-    """A flow started with the token only in the environment says how to make the line work."""
+    """A flow started with the token only in the environment prints no crontab line that would
+    fail under cron; the start says plainly that cron needs ORCHESTRATOR_GITHUB_TOKEN_FILE."""
     _pending(fake_github)
     spec = drv.call([*START, "--harness", "codex"]).spec
-    assert "ORCHESTRATOR_GITHUB_TOKEN_FILE" in spec["on_complete"]["note"]
+    oc = spec["on_complete"]
+    assert (None, True, True, True) == (
+        oc["user_cron_line"], "ORCHESTRATOR_GITHUB_TOKEN_FILE" in oc["note"],
+        "ORCHESTRATOR_GITHUB_TOKEN_FILE" in oc["user_cron_line_missing"],
+        "ORCHESTRATOR_GITHUB_TOKEN_FILE" in spec["cron_warning"])
 
 
 def test_a_later_tick_keeps_the_api_url_of_the_start(fake_github: FakeGitHub, drv: Driver) -> None:
