@@ -187,9 +187,9 @@ def workflow_run(base: str, r: Repo, run: WorkflowRun, status: str, conclusion: 
         "cancel_url": f"{url}/cancel", "rerun_url": f"{url}/rerun",
         "workflow_url": f"{base}/repos/{r.full_name}/actions/workflows/{run.workflow.id}",
         # Like GitHub, runs from forks carry no pull_requests: consumers must match on head_sha.
-        "pull_requests": [], "check_suite_id": run.check_suite_id, "created_at": FIXED_TIME,
-        "updated_at": FIXED_TIME,
-        "run_started_at": FIXED_TIME, "repository": repo(base, r), "head_repository": repo(base, r),
+        "pull_requests": [], "check_suite_id": run.check_suite_id, "created_at": run.created_at,
+        "updated_at": run.created_at,
+        "run_started_at": run.created_at, "repository": repo(base, r), "head_repository": repo(base, r),
     }
 
 

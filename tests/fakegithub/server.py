@@ -18,6 +18,17 @@ Documents it follows (read for this fake; shapes in `render.py`, checked by `sch
 - docs.github.com "Download job logs for a workflow run" / "Download an artifact": a 302 to a
   short-lived URL on another host (here a second server on `localhost`), fetched without the
   token.
+- Times: runs and comments are created at `state.stamp()` (the wall clock, each later than
+  the one before, whole seconds with "Z", as api.github.com writes them), never one fixed
+  time for all, so time windows ("the run created after my comment") are tested with real
+  order. Check runs, workflows, artifacts and PRs keep a fixed time (nothing reads theirs).
+- Branch protection and rulesets (REST description: `protected-branch-required-status-check`,
+  `repository-rule-detailed`): `GET .../branches/{b}/protection/required_status_checks`
+  answers 404 "Branch not protected" without protection; `GET .../rules/branches/{b}` lists
+  the active rules (here only `required_status_checks`) as a bare paginated list.
+- Secondary limits in every wording GitHub has used (`SECONDARY_WORDINGS`); a deleted review
+  comment's replies keep their `in_reply_to_id`; a PR a merge bot landed is closed with the
+  `Merged` label and `merged_at` null (`Repo.bot_merge`, PyTorch's pytorchmergebot).
 - The "Rerun Test" gateway of radixark/miles (`.github/workflows/comment-ci-command.yml`,
   `.github/workflows/scripts/comment_ci_command.py`, `.github/workflows/run-ci-file.yml`):
   see `state.RerunGateway`.

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import itertools
+import threading
 import zipfile
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,6 +25,22 @@ FIXED_TIME = "2026-01-01T00:00:00Z"
 def next_id() -> int:
     """Return a fresh id, unique across every object of every fake server."""
     return next(_ids)
+
+
+_clock_lock = threading.Lock()
+_last_stamp = [datetime(2000, 1, 1, tzinfo=timezone.utc)]
+
+
+def stamp() -> str:
+    """A creation time as GitHub writes it (UTC, whole seconds, "Z"): the wall clock, moved one
+    second past the last stamp when it would repeat it, so that each run and comment is created
+    after the one before it, as on GitHub (where the time windows that find "the run after my
+    comment" depend on it)."""
+    with _clock_lock:
+        now = datetime.now(timezone.utc).replace(microsecond=0)
+        now = max(now, _last_stamp[0] + timedelta(seconds=1))
+        _last_stamp[0] = now
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -102,6 +120,7 @@ class WorkflowRun:
     run_number: int = 1
     display_title: str = ""  # GitHub's run-name (empty: the head commit's message, "commit")
     check_suite_id: int = field(default_factory=next_id)  # never the run id, as on GitHub
+    created_at: str = field(default_factory=stamp)  # when it was created (stamp: increasing)
 
     def add_artifact(self, name: str, files: dict[str, bytes]) -> Artifact:
         """Attach an artifact whose zip holds `files` (path -> bytes)."""
@@ -271,11 +290,14 @@ class Repo:
         self.pulls[number] = pull
         return pull
 
-    def add_comment(self, number: int, body: str, login: str = "bot", *, at: str = FIXED_TIME) -> dict:
+    def add_comment(self, number: int, body: str, login: str = "bot", *, at: str | None = None) -> dict:
         """Post a conversation comment on issue or PR `number`; returns the stored record.
 
-        Records hold data only (id, body, login, times); render.issue_comment adds GitHub's shape.
+        `at` defaults to a fresh `stamp()` (each comment later than the one before, as on
+        GitHub). Records hold data only (id, body, login, times); render.issue_comment adds
+        GitHub's shape.
         """
+        at = at or stamp()
         comment = {"id": next_id(), "body": body, "login": login, "created_at": at, "updated_at": at}
         self.comments.setdefault(number, []).append(comment)
         if self.gateway is not None:

@@ -119,3 +119,51 @@ def test_closed_pull_is_listed_unmerged(client: GitHubClient, fake_github: FakeG
     listed = ([p.number for p in gh_repo.get_pulls(state="open")],
               [(p.number, p.merged) for p in gh_repo.get_pulls(state="closed")])
     assert ([1], [(2, False)]) == listed
+
+
+def _json(fake: FakeGitHub, path: str) -> tuple[int, object]:
+    resp = requests.get(fake.base_url + path, headers={"Authorization": f"token {fake.token}"}, timeout=5)
+    return resp.status_code, resp.json()
+
+
+def test_runs_and_comments_are_created_in_order(fake_github: FakeGitHub, scenario) -> None:  # noqa: ANN001
+    """Each run and comment gets its own creation time, later than the one before (GitHub's
+    format, whole seconds and Z), never one fixed time for all."""
+    repo, wf, run = scenario
+    comment = repo.add_comment(4, "/rerun-test test/x.py", "alice")
+    later = repo.add_run(wf, SHA)
+    _, first = _json(fake_github, f"/repos/octo/proj/actions/runs/{run.id}")
+    _, second = _json(fake_github, f"/repos/octo/proj/actions/runs/{later.id}")
+    stamps = [first["created_at"], comment["created_at"], second["created_at"]]  # type: ignore[index]
+    assert (stamps, True) == (sorted(set(stamps)), all(s.endswith("Z") and len(s) == 20 for s in stamps))
+
+
+def test_protection_and_rules_answer_as_github_does(fake_github: FakeGitHub, scenario) -> None:  # noqa: ANN001
+    """No protection: 404 "Branch not protected"; protected: contexts and checks agree; the
+    rules list holds a required_status_checks rule naming its contexts."""
+    repo, _, _ = scenario
+    bare = _json(fake_github, "/repos/octo/proj/branches/main/protection/required_status_checks")
+    repo.protect("main", ["test"])
+    repo.add_ruleset(["main"], ["lint"])
+    _, prot = _json(fake_github, "/repos/octo/proj/branches/main/protection/required_status_checks")
+    _, rules = _json(fake_github, "/repos/octo/proj/rules/branches/main")
+    assert ((404, "Branch not protected"), ["test"], [{"context": "test", "app_id": None}],
+            [("required_status_checks", [{"context": "lint"}])]) == (
+        (bare[0], bare[1]["message"]), prot["contexts"], prot["checks"],  # type: ignore[index]
+        [(r["type"], r["parameters"]["required_status_checks"]) for r in rules])  # type: ignore[index,union-attr]
+
+
+def test_a_deleted_roots_reply_and_a_bot_merge(fake_github: FakeGitHub, scenario) -> None:  # noqa: ANN001
+    """A reply outlives its deleted root, still pointing at it; a bot-merged PR is closed, has
+    merged_at null and the Merged label."""
+    repo, _, _ = scenario
+    pull = repo.pulls[4]
+    root = pull.add_review_comment("root", "bob")
+    reply = pull.add_review_comment("reply", "alice", reply_to=root.id)
+    pull.delete_review_comment(root.id)
+    _, comments = _json(fake_github, "/repos/octo/proj/pulls/4/comments")
+    repo.bot_merge(4)
+    _, merged = _json(fake_github, "/repos/octo/proj/pulls/4")
+    assert ([(reply.id, root.id)], "closed", None, ["Merged"]) == (
+        [(c["id"], c["in_reply_to_id"]) for c in comments],  # type: ignore[index,union-attr]
+        merged["state"], merged["merged_at"], [lb["name"] for lb in merged["labels"]])  # type: ignore[index]
