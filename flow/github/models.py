@@ -84,6 +84,7 @@ class RequiredChecks(_Frozen):
     """The checks the base branch requires; `source` "every_check" is the fallback."""
 
     branch: str
+    sha: str = ""  # the head commit this reading was made for
     source: Literal["branch_rules", "every_check"]
     contexts: list[str] = Field(default_factory=list)  # sorted; empty for every_check
     note: str = ""  # why every check counts (a refusal, or nothing configured)

@@ -35,9 +35,10 @@ def _refused(err: GitHubRequestFailed) -> bool:
 
 
 def read_required(client: GitHubClient, repo: str, branch: str,
-                  cache: ETagCache | None = None) -> RequiredChecks:
+                  cache: ETagCache | None = None, sha: str = "") -> RequiredChecks:
     """The required checks of `branch` (protection and rules), or the visible fallback.
 
+    `sha` is the head commit the reading is for (kept so a flow knows when to read again).
     Raises only what a read raises besides a 403/404 refusal (RateLimited, GitHubUnavailable,
     other GitHubRequestFailed), so a rate limit still makes the tick wait.
     """
@@ -73,15 +74,15 @@ def read_required(client: GitHubClient, repo: str, branch: str,
         refusals.append(f"repository rules: {err.status} {err.reason}")
     cache.save()
     if refusals:
-        return RequiredChecks(branch=branch, source="every_check", requests=requests, note=(
+        return RequiredChecks(branch=branch, sha=sha, source="every_check", requests=requests, note=(
             f"GitHub would not show which checks {branch!r} requires ({'; '.join(refusals)}): "
             f"every check counts as required. A token that may read branch protection "
             f"(admin, or Administration: read) lets the flow tell required from optional checks"))
     if not contexts:
-        return RequiredChecks(branch=branch, source="every_check", requests=requests, note=(
+        return RequiredChecks(branch=branch, sha=sha, source="every_check", requests=requests, note=(
             f"neither branch protection nor the repository rules of {branch!r} require a "
             f"check: every check counts as required"))
-    return RequiredChecks(branch=branch, source="branch_rules", contexts=sorted(contexts),
+    return RequiredChecks(branch=branch, sha=sha, source="branch_rules", contexts=sorted(contexts),
                           requests=requests)
 
 

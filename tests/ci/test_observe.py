@@ -20,10 +20,10 @@ def _pr(fake: FakeGitHub) -> Repo:
     return repo
 
 
-def test_an_unchanged_pending_pr_costs_seven_requests_and_still_waits(client: GitHubClient, fake_github: FakeGitHub,
+def test_an_unchanged_pending_pr_costs_five_requests_and_still_waits(client: GitHubClient, fake_github: FakeGitHub,
                                                                      tmp_path: Path) -> None:
-    """300 check runs, 5 running: the second tick is PR + 3 pages + statuses, all 304, plus the
-    base branch's protection (404 "Branch not protected") and rules (304), same verdicts."""
+    """300 check runs, 5 running: the second tick is PR + 3 pages + statuses, all 304, same
+    verdicts; the required checks read by the first tick for this head are reused."""
     repo = _pr(fake_github)
     for w in range(10):
         run = repo.add_run(repo.add_workflow(f"wf{w}", f".github/workflows/wf{w}.yml"), HEAD)
@@ -33,9 +33,9 @@ def test_an_unchanged_pending_pr_costs_seven_requests_and_still_waits(client: Gi
     cache = tmp_path / "c.json"
     first = observe(client, "octo/proj", 1, cache)
     fake_github.reset_log()
-    second = observe(client, "octo/proj", 1, cache)
-    assert (7, [304] * 5 + [404, 304], 0) == (
-        second.requests, [r.status for r in fake_github.requests], fake_github.count("/actions/runs$"))
+    second = observe(client, "octo/proj", 1, cache, known_required=first.required)
+    assert (5, {304}, 0) == (second.requests, {r.status for r in fake_github.requests},
+                             fake_github.count("/actions/runs$"))
     assert (first.classification, first.head) == (second.classification, second.head.model_copy(
         update={"requests": first.head.requests}))
     assert {"pending": 5, "green": 296} == {c: len(second.classification.of(c)) for c in ("pending", "green")}

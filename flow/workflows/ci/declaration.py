@@ -203,19 +203,24 @@ def monitor(ctx: Any) -> Any:
 
 
 def _monitor(ctx: Any, d: CiData) -> Any:
-    from flow.workflows.ci.observe import observe
+    from flow.workflows.ci.observe import observe, refresh_required
 
     now = datetime.now(timezone.utc)
-    obs = observe(_client(d.access, ctx.settings), d.repo, d.number, ctx.path(CACHE),
+    client = _client(d.access, ctx.settings)
+    obs = observe(client, d.repo, d.number, ctx.path(CACHE),
                   awaiting_head=d.awaiting.from_sha if d.awaiting is not None else None,
-                  babysit_optional=d.babysit_optional)
+                  babysit_optional=d.babysit_optional, known_required=d.required)
     d.head_sha = obs.pull.head_sha
-    if obs.required is not None:
-        d.required = obs.required
-        if obs.required.note:
-            ctx.log(f"required checks: {obs.required.note}")
     d.pr_url = obs.pull.html_url or d.pr_url
     decision: Decision = decide(obs.classification, obs.head.runs, obs.pull, d, now)
+    if decision.action not in ("wait", "closed") and obs.required_reused:
+        # The kept reading of the required checks decided an action: read them again first.
+        obs = refresh_required(client, d.repo, obs, ctx.path(CACHE), d.babysit_optional)
+        decision = decide(obs.classification, obs.head.runs, obs.pull, d, now)
+    if obs.required is not None:
+        if obs.required != d.required and obs.required.note:
+            ctx.log(f"required checks: {obs.required.note}")
+        d.required = obs.required
     if d.awaiting is not None and decision.ci_phase != "waiting_for_push":
         d.awaiting = None  # the head moved: a new round starts on it
     ctx.log(f"{decision.action}: {decision.reason}")

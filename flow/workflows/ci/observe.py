@@ -7,14 +7,17 @@ The IO composition the CI workflow's tick step calls; every decision is in
 Cost of a tick, every request conditional (ETag; a 304 costs no rate limit):
 1 (the PR) and nothing more when the PR is closed or merged, or when its head is still
 `awaiting_head` (the commit the debugger pushed a fix from: decide waits on the PR alone).
-Otherwise + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100) + 2 (the base branch's
-required checks: protection and rules, flow.github.required), where the runs
+Otherwise + ceil(check runs / 100) + 1 (statuses) + ceil(runs / 100), where the runs
 listing costs 0 when every check-runs page and the statuses answered 304, something is
 still pending and every unfinished run has a pending job (see
 flow.github.reads.read_commit_checks): an unchanged pending PR with 300 check runs costs
-1 + 3 + 1 + 2 = 7. Only when a check is red: the merge base (1), the merge base's checks (same
+1 + 3 + 1 = 5. Only when a check is red: the merge base (1), the merge base's checks (same
 formula) and, once per failed job, its log (302 + download; trimmed excerpts of finished
-jobs are cached, since a finished job's log never changes).
+jobs are cached, since a finished job's log never changes). The base branch's required
+checks (protection and rules, flow.github.required: 2 requests) are read once per head
+commit and kept in the flow (`known_required`); a tick whose decision acts (anything but
+wait) reads them again first (`refresh_required`), so nothing ends or is debugged on a stale
+reading.
 """
 
 from __future__ import annotations
@@ -48,11 +51,14 @@ class Observation(BaseModel):
     checks_read: bool = True  # False: the tick stopped at the PR (closed, or awaiting a push)
     required: RequiredChecks | None = None  # None when the checks were not read
     optional_failing: list[CheckVerdict] = []  # red optional checks: reported, not acted on
+    every_check: TickClassification | None = None  # before the split (for a re-read)
+    required_reused: bool = False  # `required` is the flow's kept reading, not read now
 
 
 def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | None,
             patterns: Patterns | None = None, awaiting_head: str | None = None,
-            babysit_optional: bool = False) -> Observation:
+            babysit_optional: bool = False,
+            known_required: RequiredChecks | None = None) -> Observation:
     """Read and classify PR `number`'s head commit. Raises flow.github errors (RateLimited, ...).
 
     A job log that cannot be fetched (expired link, 404) is left out: classify then
@@ -97,13 +103,30 @@ def observe(client: GitHubClient, repo: str, number: int, cache_path: Path | Non
                 continue
             logs[check.id] = excerpt  # type: ignore[index]
             cache.remember(key, excerpt.model_dump())
-    required = read_required(client, repo, pull.base_ref, cache)
+    reuse = (known_required is not None and known_required.branch == pull.base_ref
+             and known_required.sha == pull.head_sha)
+    required = known_required if reuse else read_required(client, repo, pull.base_ref, cache,
+                                                          pull.head_sha)
     cache.save()
-    result, optional = split(classify_tick(head, base=base, logs=logs, patterns=patterns),
-                             required, babysit_optional)
+    every = classify_tick(head, base=base, logs=logs, patterns=patterns)
+    result, optional = split(every, required, babysit_optional)
     return Observation(pull=pull, head=head, merge_base_sha=base_sha, classification=result,
                        requests=_count(client) - before, required=required,
-                       optional_failing=optional)
+                       optional_failing=optional, every_check=every, required_reused=reuse)
+
+
+def refresh_required(client: GitHubClient, repo: str, obs: Observation, cache_path: Path | None,
+                     babysit_optional: bool = False) -> Observation:
+    """`obs` with the required checks read now (when they were the flow's kept reading)."""
+    if not obs.required_reused or obs.every_check is None:
+        return obs
+    cache = ETagCache(cache_path)
+    before = _count(client)
+    required = read_required(client, repo, obs.pull.base_ref, cache, obs.pull.head_sha)
+    result, optional = split(obs.every_check, required, babysit_optional)
+    return obs.model_copy(update={"classification": result, "required": required,
+                                  "optional_failing": optional, "required_reused": False,
+                                  "requests": obs.requests + _count(client) - before})
 
 
 def _count(client: GitHubClient) -> int:
