@@ -94,3 +94,18 @@ def test_a_bad_optional_checks_setting_is_refused(fake_github: FakeGitHub, drv: 
     _pr(fake_github, [("test", "success")])
     call = drv.call(START, {"ORCHESTRATOR_CI_OPTIONAL_CHECKS": "maybe"})
     assert ("error", True) == (call.spec["status"], "babysit" in call.spec["error"]["hint"])
+
+
+def test_a_kept_reading_is_read_again_before_the_flow_acts(fake_github: FakeGitHub, drv: Driver) -> None:
+    """The required checks are read once per head, then kept; when protection gains a check
+    while `test` finishes, the tick that would end green reads them again and waits instead."""
+    repo = _pr(fake_github, [("test", None)])
+    repo.protect("main", ["test"])
+    first = drv.call(START).spec
+    repo.protect("main", ["test", "ci/lint"])
+    repo.jobs_of(repo.runs[-1])[0].complete("success")
+    fake_github.reset_log()
+    second = _resume(drv, first)
+    assert ("schedule_cron", ["ci/lint", "test"], 1) == (
+        second["status"], second["required_checks"]["contexts"],
+        fake_github.count(r"/protection/required_status_checks$"))
