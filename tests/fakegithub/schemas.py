@@ -111,6 +111,21 @@ ARTIFACT = _schema("id node_id name size_in_bytes url archive_download_url expir
 BASIC_ERROR = _schema("", {"message": "string", "documentation_url": "string", "status": "string"})
 
 
+STATUS_CHECK_CONFIG = _schema("context app_id", {"context": "string", "app_id": "integer|null"})
+REQUIRED_STATUS_CHECKS = _schema(  # protected-branch-required-status-check
+    "contexts checks", {"url": "string", "enforcement_level": "string", "contexts": "array",
+                        "checks": "array", "contexts_url": "string", "strict": "boolean"},
+    checks=STATUS_CHECK_CONFIG)
+RULE_STATUS_CHECK = _schema("context", {"context": "string", "integration_id": "integer"})
+RULE_PARAMETERS = _schema(  # repository-rule-required-status-checks.parameters
+    "required_status_checks strict_required_status_checks_policy",
+    {"required_status_checks": "array", "strict_required_status_checks_policy": "boolean",
+     "do_not_enforce_on_create": "boolean"}, required_status_checks=RULE_STATUS_CHECK)
+BRANCH_RULE = _schema(  # repository-rule-detailed, the required_status_checks variant
+    "type", {"type": "string", "parameters": "object", "ruleset_source_type": "string",
+             "ruleset_source": "string", "ruleset_id": "integer"}, parameters=RULE_PARAMETERS)
+
+
 def _listing(key: str, item: Schema) -> Schema:
     return _schema(f"total_count {key}", {"total_count": "integer", key: "array"}, **{key: item})
 
@@ -136,6 +151,8 @@ ENDPOINTS: dict[str, tuple[str, Schema]] = {
     "actions.list-repo-workflows": ("object", _listing("workflows", WORKFLOW)),
     "actions.list-workflow-run-artifacts": ("object", _listing("artifacts", ARTIFACT)),
     "actions.re-run-workflow-failed-jobs": ("empty", _schema("", {})),
+    "repos.get-status-checks-protection": ("object", REQUIRED_STATUS_CHECKS),
+    "repos.get-branch-rules": ("array", BRANCH_RULE),
     "error": ("object", BASIC_ERROR),
 }
 

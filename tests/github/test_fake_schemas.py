@@ -29,6 +29,8 @@ def world(fake_github: FakeGitHub) -> dict[str, Any]:
     run = repo.add_run(wf, SHA, jobs=[("build", "success"), ("test", "failure")])
     run.add_artifact("w", {"x.whl": b"w"})
     repo.add_status(SHA, "ci/legacy", "success")
+    repo.protect("main", ["test"])
+    repo.add_ruleset(["main"], ["build"])
     return {"repo": repo, "run": run, "root": root, "job": repo.jobs_of(run)[0]}
 
 
@@ -54,6 +56,8 @@ CASES = [  # (endpoint, method, path template)
     ("actions.get-job-for-workflow-run", "GET", "/repos/octo/proj/actions/jobs/{job}"),
     ("actions.list-repo-workflows", "GET", "/repos/octo/proj/actions/workflows"),
     ("actions.list-workflow-run-artifacts", "GET", "/repos/octo/proj/actions/runs/{run}/artifacts"),
+    ("repos.get-status-checks-protection", "GET", "/repos/octo/proj/branches/main/protection/required_status_checks"),
+    ("repos.get-branch-rules", "GET", "/repos/octo/proj/rules/branches/main"),
     ("error", "GET", "/repos/octo/missing"),
     ("issues.create-comment", "POST", "/repos/octo/proj/issues/4/comments"),
     ("issues.add-labels", "POST", "/repos/octo/proj/issues/4/labels"),
