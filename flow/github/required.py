@@ -3,7 +3,8 @@ repository rules, read the way GitHub's REST description gives them.
 
 - ``GET /repos/{o}/{r}/branches/{b}/protection/required_status_checks``: the protection's
   required checks (``contexts``, and ``checks[].context``). GitHub answers 404 with the
-  message "Branch not protected" when the branch has no protection; reading protection
+  message "Branch not protected" when the branch has no protection ("Required status checks
+  not enabled" when its protection requires none); reading protection
   needs admin rights, so a token without them gets 403 or 404 "Not Found".
 - ``GET /repos/{o}/{r}/rules/branches/{b}``: every active rule of every ruleset that applies
   to the branch (readable with read access); a rule of type ``required_status_checks``
@@ -27,7 +28,9 @@ from flow.github.errors import GitHubRequestFailed
 from flow.github.models import RequiredChecks
 from flow.github.reads import get_cached, get_conditional
 
-NOT_PROTECTED = "branch not protected"
+# 404s that say "nothing required here", not "you may not look": no protection at all, or a
+# protection that requires no status check.
+NOT_REQUIRED = ("branch not protected", "required status checks not enabled")
 
 
 def _refused(err: GitHubRequestFailed) -> bool:
@@ -57,7 +60,7 @@ def read_required(client: GitHubClient, repo: str, branch: str,
     except GitHubRequestFailed as err:
         if not _refused(err):
             raise
-        if NOT_PROTECTED not in err.reason.lower():
+        if err.status != 404 or not any(m in err.reason.lower() for m in NOT_REQUIRED):
             refusals.append(f"branch protection: {err.status} {err.reason}")
     try:
         rules, n = _rules(client, cache, repo, quoted)

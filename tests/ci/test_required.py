@@ -109,3 +109,15 @@ def test_a_kept_reading_is_read_again_before_the_flow_acts(fake_github: FakeGitH
     assert ("schedule_cron", ["ci/lint", "test"], 1) == (
         second["status"], second["required_checks"]["contexts"],
         fake_github.count(r"/protection/required_status_checks$"))
+
+
+def test_protection_without_required_checks_is_no_refusal(fake_github: FakeGitHub, drv: Driver) -> None:
+    """404 "Required status checks not enabled" (protected, nothing required there): the rules'
+    checks decide, and no fallback is announced."""
+    repo = _pr(fake_github, [("test", "success"), ("docs", "failure")])
+    repo.add_ruleset(["main"], ["test"])
+    fake_github.fault(r"/protection/required_status_checks$", 404, times=None, method="GET",
+                      message="Required status checks not enabled")
+    spec = drv.call(START).spec
+    assert ("done", "all_green", "branch_rules", None) == (
+        spec["status"], spec["outcome"], spec["required_checks"]["source"], spec["required_checks"]["note"])
