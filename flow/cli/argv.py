@@ -151,7 +151,7 @@ EXAMPLES: dict[str | None, str] = {
     "graph": f"{PROG} graph reproduce --format svg --flow reproduce/ID",
     "serve": f"{PROG} serve --port 8765",
     "demo": f"{PROG} demo refactor",
-    "start": f"{PROG} start reproduce --command 'pytest t.py::test_x'",
+    "start": f"{PROG} start review-queue",
 }
 SEED_FLAGS = {"--ci-check": "ci-check", "--ingest-feedback": "ingest", "--apply-ingest": "ingest",
               "--review-queue": "review-queue"}
