@@ -51,17 +51,19 @@ def feed(task: dict[str, Any], content: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build(root: Path) -> dict[str, str]:
-    """The flows the dashboard tests look at, by role -> flow id."""
+def build(root: Path, hostile: bool = True) -> dict[str, str]:
+    """The flows the dashboard tests look at, by role -> flow id (``hostile``: with the two
+    flows carrying hostile text)."""
     flows: dict[str, str] = {}
     main = call(root, "reproduce", "--profile", "local", "--source-dir",
                 str(ROOT / "examples" / "calc"), "--command", MAIN_JOB)
     assert ("done", "REPRODUCED") == (main["status"], main.get("outcome")), main
     flows["main"] = main["flow_id"]
-    hostile_cmd = call(root, "reproduce", "--profile", "local", "--source-dir",
-                       str(ROOT / "examples" / "calc"), "--command",
-                       f"pytest tests/test_calc.py::test_add -k '{HOSTILE_NOTE}'")
-    flows["hostile_command"] = hostile_cmd["flow_id"]
+    if hostile:
+        hostile_cmd = call(root, "reproduce", "--profile", "local", "--source-dir",
+                           str(ROOT / "examples" / "calc"), "--command",
+                           f"pytest tests/test_calc.py::test_add -k '{HOSTILE_NOTE}'")
+        flows["hostile_command"] = hostile_cmd["flow_id"]
     toy = call(root, "start", "toy", "ship")
     for task in toy["tasks"]:
         spec = feed(task, {"ok": True, "value": 2})
@@ -71,6 +73,8 @@ def build(root: Path) -> dict[str, str]:
     waiting = call(root, "start", "notes", "pending")
     assert "need_agent" == waiting["status"], waiting
     flows["agent"] = waiting["flow_id"]
+    if not hostile:
+        return flows
     hostile = call(root, "start", "notes", "hostile")
     done = feed(hostile["tasks"][0], {"note": f"{HOSTILE_NOTE} token {FAKE_TOKEN}",
                                       "link": HOSTILE_LINK})
