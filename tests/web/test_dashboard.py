@@ -189,7 +189,7 @@ def test_no_secret_is_rendered(served: tuple[str, dict[str, Any]],
     url, _ = served
     root, flows = real_flows
     texts = []
-    for path in ["", f"flow/{flows['hostile']}", f"parts/flows"]:
+    for path in ["", f"flow/{flows['hostile']}", "parts/flows"]:
         page.goto(url + path)
         texts.append(page.content())
     assert (True, [False, False, False], True) == (
