@@ -461,3 +461,19 @@ def test_graph_of_a_flow_of_another_workflow_is_refused(tmp_path: Path) -> None:
     code, spec = _run(tmp_path, "graph", "reproduce", "--flow", "toy/pic")
     assert (2, "usage", True) == (code, spec["error"]["code"],
                                   "graph toy --flow toy/pic" in spec["error"]["hint"])
+
+
+def test_resume_and_feed_import_nothing_of_the_dashboard_or_graphviz(tmp_path: Path) -> None:
+    """--resume and --feed never import the web page's stack nor the graphviz binding."""
+    drv = Driver(tmp_path, TOY)
+    spec = drv.call(["start", "toy", "quick"]).spec
+    task = spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
+    base = ["--workspace", str(tmp_path), "--flow", "toy/quick"]
+    heavy = {"flow.web", "starlette", "uvicorn", "jinja2", "graphviz", "playwright"}
+    found = {}
+    for argv in ([*base, "--resume"], [*base, "--feed", "coder", "--feed-file", task["feed_file"]]):
+        mods = _modules_after(argv, drv.env)
+        found[argv[-1]] = sorted(m for m in mods if m.split(".")[0] in heavy
+                                 or m.startswith("flow.web"))
+    assert {"--resume": [], task["feed_file"]: []} == found
