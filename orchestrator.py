@@ -90,11 +90,40 @@ def main(argv: list[str] | None = None) -> int:
     fast = _fast_resume(argv)
     if fast is not None:
         return fast
+    if "serve" in argv:  # the dashboard: prints its URL as one JSON object, then serves
+        from flow.cli.argv import command_of
+
+        if command_of(argv)[0] == "serve" and not ({"-h", "--help"} & set(argv)):
+            return _serve(argv)
     result, code = respond(argv)
     if isinstance(result, str):
         sys.stdout.write(result)
         return code
+    if sys.stdout.isatty():  # a person reads: --help and graph as text (unless --json)
+        from flow.cli.person import text_for, wants_text
+
+        text = text_for(argv, result) if wants_text(argv, True) else None
+        if text is not None:
+            sys.stdout.write(text)
+            return code
     return _emit(result, code)
+
+
+def _serve(argv: list[str]) -> int:
+    """``serve``: parse like any call (errors are one JSON object), then run the web page."""
+    harness = _harness(None)
+    root = workspace_root(_flag(argv, "--workspace"))
+    try:
+        from flow.cli.argv import parse
+
+        args, _ = parse(argv)
+        harness = _harness(args.harness)
+        root = workspace_root(args.workspace)
+        from flow.web.server import serve
+
+        return serve(root, args.host or "127.0.0.1", args.port or 0, harness, _emit)
+    except OrchestratorError as err:
+        return _emit(_error(err, root, harness), err.exit_code)
 
 
 def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:

@@ -279,7 +279,7 @@ def test_a_flag_of_another_command_is_refused(argv: list[str]) -> None:
 
 @pytest.mark.parametrize("command", [None, "reproduce", "refactor", "ci-check", "affected-tests",
                                      "ci-targeted", "review-queue", "ingest", "status", "schema",
-                                     "graph", "demo", "start"])
+                                     "graph", "serve", "demo", "start"])
 def test_every_flag_of_every_command_is_described(command: str | None) -> None:
     """Each command's --help describes every flag and positional it takes."""
     from flow.cli.argv import parser_for
@@ -340,3 +340,140 @@ def test_status_table_has_a_works_on_column(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
                           capture_output=True, text=True, env=drv.env, timeout=60)
     assert "WORKS ON" in proc.stdout.splitlines()[0]
+
+
+def _on_a_terminal(ws: Path, *argv: str) -> tuple[int, str]:
+    """Run orchestrator.py with stdout on a pseudo-terminal, as a person's shell does."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(ws), *argv],
+                            stdout=follower, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            env={**os.environ, **TOY})
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closes with the child
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return proc.wait(timeout=60), b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("command", [None, "reproduce", "graph", "serve", "status"])
+def test_help_on_a_terminal_is_plain_text_with_flags_and_an_example(tmp_path: Path,
+                                                                    command: str | None) -> None:
+    """On a terminal --help prints the usage as text (not JSON): every flag, an example."""
+    from flow.cli.argv import EXAMPLES, parser_for
+
+    code, text = _on_a_terminal(tmp_path, *([command] if command else []), "--help")
+    flags = [o for a in parser_for(command)._actions for o in a.option_strings
+             if o.startswith("--")]
+    assert (0, False, [], True) == (code, text.lstrip().startswith("{"),
+                                    [f for f in flags if f not in text],
+                                    f"example:\n  {EXAMPLES[command]}" in text)
+
+
+def test_json_forces_the_json_object_on_a_terminal(tmp_path: Path) -> None:
+    """--json keeps the contract's one JSON object even on a terminal."""
+    code, text = _on_a_terminal(tmp_path, "reproduce", "--help", "--json")
+    spec = json.loads(text)
+    assert (0, "done", True) == (code, spec["status"], "--command" in spec["usage"])
+
+
+@pytest.mark.parametrize("command", [None, "reproduce", "refactor", "ci-check", "affected-tests",
+                                     "ci-targeted", "review-queue", "ingest", "status", "schema",
+                                     "graph", "serve", "demo", "start"])
+def test_every_help_example_parses_as_its_command(command: str | None) -> None:
+    """The example each --help shows is a command line the parser accepts, for that command."""
+    import shlex
+
+    from flow.cli.argv import EXAMPLES, parse
+
+    args, _ = parse(shlex.split(EXAMPLES[command])[1:])
+    assert (command or "reproduce") == args.command
+
+
+def test_graph_on_a_terminal_prints_mermaid_text(tmp_path: Path) -> None:
+    """graph WORKFLOW on a terminal prints the Mermaid source itself, piped it is JSON."""
+    code, text = _on_a_terminal(tmp_path, "graph", "toy")
+    _, spec = _run(tmp_path, "graph", "toy")
+    assert (0, spec["mermaid"] + "\n") == (code, text)
+
+
+def _toy_at_review(ws: Path) -> None:
+    drv = Driver(ws, TOY)
+    spec = drv.call(["start", "toy", "pic"]).spec
+    for task in spec["tasks"]:
+        Path(task["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
+        spec = drv.call(["--flow", "toy/pic", "--feed", "coder", "--feed-file",
+                         task["feed_file"]]).spec
+    assert "review" == spec["phase"]
+
+
+@pytest.mark.parametrize("fmt,magic", [("svg", b"<?xml"), ("png", b"\x89PNG")])
+def test_graph_draws_a_picture_with_graphviz(tmp_path: Path, fmt: str, magic: bytes) -> None:
+    """--format svg|png writes a picture drawn by Graphviz's dot and names it in the object."""
+    code, spec = _run(tmp_path, "graph", "toy", "--format", fmt)
+    picture = Path(spec["picture"])
+    assert (0, tmp_path / "graphs" / f"toy.{fmt}", magic) == (
+        code, picture, picture.read_bytes()[:len(magic)])
+
+
+def test_graph_of_a_flow_highlights_its_state_and_path(tmp_path: Path) -> None:
+    """--flow draws the flow's phase active (red) and the states it went through as taken."""
+    import re
+
+    _toy_at_review(tmp_path)
+    out = tmp_path / "pic.svg"
+    code, spec = _run(tmp_path, "graph", "toy", "--flow", "toy/pic", "--format", "svg",
+                      "--output", str(out))
+    svg = out.read_text()
+    fill = dict(re.findall(r"<title>(\w+)</title>\s*<path fill=\"(\w+)\"", svg))
+    assert (0, "review", ["prepare", "work", "review"], "darksalmon",
+            ["azure", "azure"], "white", "Class review s_active" in spec["mermaid"]) == (
+        code, spec["current"], spec["path"], fill["review"], [fill["prepare"], fill["work"]],
+        fill["approve"], True)
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["graph", "toy", "--output", "x.svg"], "usage"),
+    (["graph", "toy", "--flow", "toy/none"], "flow_not_found"),
+    (["graph", "toy", "--format", "gif"], "usage"),
+    (["serve", "--port", "70000"], "usage"),
+])
+def test_bad_graph_and_serve_input_is_one_json_error(tmp_path: Path, argv: list[str],
+                                                     code: str) -> None:
+    """Bad graph/serve flags answer with a JSON error, a hint and exit 2."""
+    exit_code, spec = _run(tmp_path, *argv)
+    assert (2, "error", code, True) == (exit_code, spec["status"], spec["error"]["code"],
+                                        bool(spec["error"]["hint"]))
+
+
+def test_graph_of_a_flow_of_another_workflow_is_refused(tmp_path: Path) -> None:
+    """graph reproduce --flow toy/... names the flow's own workflow in the hint."""
+    _toy_at_review(tmp_path)
+    code, spec = _run(tmp_path, "graph", "reproduce", "--flow", "toy/pic")
+    assert (2, "usage", True) == (code, spec["error"]["code"],
+                                  "graph toy --flow toy/pic" in spec["error"]["hint"])
+
+
+def test_resume_and_feed_import_nothing_of_the_dashboard_or_graphviz(tmp_path: Path) -> None:
+    """--resume and --feed never import the web page's stack nor the graphviz binding."""
+    drv = Driver(tmp_path, TOY)
+    spec = drv.call(["start", "toy", "quick"]).spec
+    task = spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
+    base = ["--workspace", str(tmp_path), "--flow", "toy/quick"]
+    heavy = {"flow.web", "starlette", "uvicorn", "jinja2", "graphviz", "playwright"}
+    found = {}
+    for argv in ([*base, "--resume"], [*base, "--feed", "coder", "--feed-file", task["feed_file"]]):
+        mods = _modules_after(argv, drv.env)
+        found[argv[-1]] = sorted(m for m in mods if m.split(".")[0] in heavy
+                                 or m.startswith("flow.web"))
+    assert {"--resume": [], task["feed_file"]: []} == found

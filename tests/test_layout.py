@@ -120,11 +120,11 @@ def test_no_shipped_module_is_in_an_import_circle() -> None:
 # adapter knows no workflow; a workflow knows no front end. (prefix of the importer ->
 # prefixes it must not import)
 LAYERS = {
-    "flow.core": ("flow.workflows", "flow.cli", "flow.mcp", "flow.github", "orchestrator"),
-    "workspace": ("flow.workflows", "flow.cli", "flow.mcp", "flow.github", "orchestrator"),
-    "agents": ("flow.workflows", "flow.cli", "flow.mcp", "flow.github", "orchestrator"),
-    "flow.github": ("flow.workflows", "flow.cli", "flow.mcp", "orchestrator"),
-    "flow.workflows": ("flow.cli", "flow.mcp", "orchestrator"),
+    "flow.core": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "flow.github", "orchestrator"),
+    "workspace": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "flow.github", "orchestrator"),
+    "agents": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "flow.github", "orchestrator"),
+    "flow.github": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "orchestrator"),
+    "flow.workflows": ("flow.cli", "flow.mcp", "flow.web", "orchestrator"),
 }
 
 

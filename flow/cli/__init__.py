@@ -4,7 +4,8 @@
 - ``main``     dispatch: start, resume, feed or answer a flow under its lock
 - ``status``   every flow of a workspace at a glance
 - ``schemas``  the JSON schemas of specs and feeds (``schema NAME``)
-- ``graph``    a workflow's state machine as a diagram (``graph NAME``)
+- ``graph``    a workflow's state machine as Mermaid text or a Graphviz picture (``graph NAME``)
+- ``person``   what a terminal shows instead of the JSON object (help text, Mermaid text)
 - ``demo``     the bundled demos, driven as a harness would
 
 Nothing is imported here.

@@ -4,8 +4,8 @@
 ``--ci-check``, a bare test FILE meaning ``refactor FILE``, or ``--flow ID`` alone), parses the
 arguments with that command's parser only (a flag of another command is refused), and returns
 a namespace holding every known option (absent ones as their default), so ``flow.cli.main.run``
-reads ``args.X`` for any flag. ``help_text(argv)`` is the usage of the command named, or the
-list of commands. Flags are declared once, as data, in ``FLAGS``; ``COMMANDS`` says which
+reads ``args.X`` for any flag. ``parser_for(command).format_help()`` is the usage of that
+command (its flags, their defaults, one example from ``EXAMPLES``), or the list of commands. Flags are declared once, as data, in ``FLAGS``; ``COMMANDS`` says which
 flags each command takes.
 """
 
@@ -89,6 +89,14 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                                    "the CI runners the plan needs"}),
     "include_worktree": (("--include-worktree",), {"action": "store_true", "help": "trace the "
                          "uncommitted changes too (untracked files included)"}),
+    "format": (("--format",), {"choices": ["mermaid", "svg", "png"], "help": "mermaid: the "
+               "diagram's text; svg or png: a picture drawn by Graphviz (default: mermaid)"}),
+    "output": (("--output",), {"metavar": "PATH", "help": "where to write the svg or png "
+               "(default: <workspace>/graphs/<workflow>[.<flow>].<format>)"}),
+    "host": (("--host",), {"metavar": "ADDRESS", "help": "the address to listen on (default: "
+             "127.0.0.1, this machine only)"}),
+    "port": (("--port",), {"type": int, "metavar": "N", "help": "the port to listen on "
+             "(default: 0, a free port the system picks; the URL is printed)"}),
 }
 FLOW = ["flow", "resume", "restart", "feed", "feed_file", "answer"]
 REPRODUCE = ["repro_command", "command_file", "stage", "ci_commit", "source_dir", "ci_repo",
@@ -115,12 +123,35 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
     "status": ("list the flows of the workspace and what each works on", None, ["json"]),
     "schema": ("list the JSON schemas, or print one (a feed: WORKFLOW.FEED)",
                ("name", "?", "the schema to print (omit to list them)"), []),
-    "graph": ("draw a workflow's state machine as Mermaid",
-              ("workflow", "?", "the workflow to draw"), []),
+    "graph": ("draw a workflow's state machine (Mermaid text, or an svg/png picture), with a "
+              "flow's current state and path when --flow is given",
+              ("workflow", "?", "the workflow to draw"), ["flow", "format", "output", "json"]),
+    "serve": ("a read-only web page of every flow in the workspace (Ctrl-C stops it)",
+              None, ["host", "port"]),
     "demo": ("run a built-in example to its end (demo refactor)",
              ("name", "?", "the demo to run: refactor"), []),
     "start": ("start any registered workflow by name (plugins too)",
               ("words", "*", "WORKFLOW [ARGS...]"), FLOW),
+}
+# command -> one example a person can copy (the top level's is under None)
+EXAMPLES: dict[str | None, str] = {
+    None: f"{PROG} reproduce --profile local --source-dir examples/calc --command "
+          "'pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction'",
+    "reproduce": f"{PROG} reproduce --profile local --source-dir examples/calc --command "
+                 "'pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction'",
+    "refactor": f"{PROG} refactor test/test_ops.py --pytorch-dir ~/pytorch",
+    "ci-check": f"{PROG} ci-check --pr-number 1234 --repo pytorch/pytorch",
+    "affected-tests": f"{PROG} affected-tests --base origin/main --json",
+    "ci-targeted": f"{PROG} ci-targeted --base origin/main --pr-number 1234 --repo "
+                   "pytorch/pytorch",
+    "review-queue": f"{PROG} review-queue --limit 4",
+    "ingest": f"{PROG} ingest --repo pytorch/pytorch",
+    "status": f"{PROG} status",
+    "schema": f"{PROG} schema refactor.coder",
+    "graph": f"{PROG} graph reproduce --format svg --flow reproduce/ID",
+    "serve": f"{PROG} serve --port 8765",
+    "demo": f"{PROG} demo refactor",
+    "start": f"{PROG} start review-queue",
 }
 SEED_FLAGS = {"--ci-check": "ci-check", "--ingest-feedback": "ingest", "--apply-ingest": "ingest",
               "--review-queue": "review-queue"}
@@ -183,17 +214,21 @@ def parser_for(command: str | None) -> argparse.ArgumentParser:
                     description="The orchestrator: every call prints one JSON object. "
                                 f"Run '{PROG} COMMAND --help' for a command's flags.",
                     epilog="commands:\n" + "\n".join(f"  {name:<15} {desc}" for name, (desc, _, _)
-                                                     in COMMANDS.items()),
+                                                     in COMMANDS.items())
+                           + f"\n\nexample:\n  {EXAMPLES[None]}",
                     formatter_class=argparse.RawDescriptionHelpFormatter)
         names = FLOW
     else:
         desc, positional, names = COMMANDS[command]
-        p = _Parser(prog=f"{PROG} {command}", add_help=False, description=desc)
+        p = _Parser(prog=f"{PROG} {command}", add_help=False, description=desc,
+                    epilog=f"example:\n  {EXAMPLES[command]}",
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
         if positional is not None:
             name, nargs, text = positional
             p.add_argument(name, nargs=nargs, help=text)
     p.add_argument("-h", "--help", action="store_true",
-                   help="print this text as the 'usage' field of one JSON object")
+                   help="print this help: plain text on a terminal, else one JSON "
+                        "object with the text in 'usage' (--json forces that)")
     g = p.add_argument_group("every call")
     for name in TOP_FLAGS:
         opts, kwargs = FLAGS[name]

@@ -1,22 +1,96 @@
-"""``orchestrator.py graph WORKFLOW``: a workflow's state machine as a diagram."""
+"""``orchestrator.py graph WORKFLOW``: a workflow's state machine as a diagram.
+
+Drawn by transitions' own diagram support from the same declaration the engine runs
+(``Workflow.diagram``): Mermaid text by default, or an svg/png picture through transitions'
+graphviz engine and the Graphviz ``dot`` program. With ``--flow ID`` the flow's current state
+is drawn active and the steps its history took are drawn as taken.
+"""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
-from flow.core.errors import UsageError
+from flow.core.errors import OrchestratorError, UsageError
 from flow.workflows import registry
 
+PICTURES = ("svg", "png")
 
-def graph_command(words: list[str], root: Path, harness: str) -> dict[str, Any]:
-    """``graph WORKFLOW``: the state machine as Mermaid text, drawn from the same declaration
-    the engine runs, with its states and terminal states."""
+
+def graph_command(args: argparse.Namespace, words: list[str], root: Path,
+                  harness: str) -> dict[str, Any]:
+    """``graph WORKFLOW [--format F] [--flow ID] [--output PATH]``: the diagram, and for a
+    picture the file it was written to (``picture``)."""
     from flow.core.render import envelope
 
     if len(words) < 2:
         raise UsageError("graph needs a workflow name", f"one of: {', '.join(registry.names())}")
     wf = registry.load(words[1]).WORKFLOW
-    return {**envelope(None, root, "done", harness), "workflow": wf.name,
-            "mermaid": wf.mermaid(), "states": list(wf.states),
-            "terminal": sorted(wf.terminal)}
+    current, path = (None, []) if not args.flow else flow_path(root, args.flow, wf.name)
+    out: dict[str, Any] = {**envelope(None, root, "done", harness), "workflow": wf.name,
+                           "mermaid": wf.mermaid(current, path), "states": list(wf.states),
+                           "terminal": sorted(wf.terminal)}
+    if args.flow:
+        out.update(flow_id=args.flow, current=current, path=path)
+    fmt = args.format or "mermaid"
+    out["format"] = fmt
+    if fmt in PICTURES:
+        target = Path(args.output) if args.output else default_output(root, wf.name, args.flow,
+                                                                      fmt)
+        data = picture(wf, fmt, current, path)
+        from workspace.atomic import write_atomic
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, data)
+        out.update(picture=str(target.resolve()), bytes=len(data))
+    elif args.output:
+        raise UsageError("--output is for --format svg or png",
+                         "drop --output (Mermaid text is printed), or add --format svg")
+    return out
+
+
+def default_output(root: Path, workflow: str, flow_id: str | None, fmt: str) -> Path:
+    """``<workspace>/graphs/<workflow>[.<flow id, slashes as '+'>].<fmt>``."""
+    name = workflow if not flow_id else f"{workflow}.{flow_id.replace('/', '+')}"
+    return root / "graphs" / f"{name}.{fmt}"
+
+
+def flow_path(root: Path, flow_id: str, workflow: str) -> tuple[str, list[str]]:
+    """A flow's current state and the states it went through, from its saved history."""
+    from workspace.paths import check_flow_id
+    from workspace.store import FlowStore
+
+    store = FlowStore(root, check_flow_id(flow_id))
+    if not store.exists():
+        from flow.core.errors import FlowNotFound
+
+        raise FlowNotFound(f"no flow {flow_id!r} in workspace {str(root)!r}",
+                           "run 'orchestrator.py status' to list the flows, or check --workspace")
+    state = store.load()
+    if state.workflow != workflow:
+        raise UsageError(f"flow {flow_id!r} belongs to workflow {state.workflow!r}",
+                         f"run 'orchestrator.py graph {state.workflow} --flow {flow_id}'")
+    return state.phase, states_taken(state.history, state.phase)
+
+
+def states_taken(history: list[dict[str, Any]], phase: str) -> list[str]:
+    """The states in the order the history entered them (``from`` of the first step, then
+    each ``to``); a flow with no step yet is at its one state."""
+    steps = [h for h in history if isinstance(h, dict) and h.get("to")]
+    if not steps:
+        return [phase]
+    return [str(steps[0].get("from") or steps[0]["to"]), *(str(h["to"]) for h in steps)]
+
+
+def picture(wf: Any, fmt: str, current: str | None, path: list[str]) -> bytes:
+    """The diagram as svg or png bytes, rendered by Graphviz's ``dot``."""
+    import graphviz
+
+    try:
+        return bytes(wf.diagram("graphviz", current, path).pipe(format=fmt))
+    except graphviz.ExecutableNotFound:
+        raise OrchestratorError(
+            "drawing a picture needs the Graphviz programs ('dot' is not on PATH)",
+            "install them (Debian: apt-get install graphviz), or use --format mermaid",
+            code="graphviz_missing") from None

@@ -60,7 +60,10 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> di
     if command == "graph":
         from flow.cli.graph import graph_command
 
-        return graph_command(words, root, harness)
+        return graph_command(args, words, root, harness)
+    if command == "serve":
+        raise UsageError("serve runs only from the command line (it serves until stopped)",
+                         "run 'orchestrator.py serve' in a terminal")
     if command == "affected-tests":
         from flow.workflows.targeted.affected import affected_tests_command
 

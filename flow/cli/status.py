@@ -105,7 +105,7 @@ def _age(stamp: Any) -> int | None:
         return None
 
 
-def _human_age(seconds: int | None) -> str:
+def human_age(seconds: int | None) -> str:
     if seconds is None:
         return "?"
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -130,13 +130,13 @@ def table(rows: list[dict[str, Any]], root: Path) -> str:
             note = "needs a person"
         elif r.get("jobs"):
             job = r["jobs"][0]
-            note = (f"job {job['id']} running {_human_age(int(job['elapsed_s'] or 0))}: "
+            note = (f"job {job['id']} running {human_age(int(job['elapsed_s'] or 0))}: "
                     f"{job['last_line']}")
         else:
             note = "waiting for tasks" if r.get("pending") else "ready to resume"
         lines.append((r["flow_id"], r.get("subject") or "-", str(r.get("workflow")),
                       str(r.get("phase")),
-                      str(len(r.get("pending") or [])), _human_age(r.get("age_seconds")),
+                      str(len(r.get("pending") or [])), human_age(r.get("age_seconds")),
                       note[:100]))
     widths = [max(len(row[i]) for row in lines) for i in range(len(head) - 1)]
     out = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1]

@@ -7,11 +7,11 @@ diagram ``orchestrator.py graph`` prints; ``problems()`` finds unreachable state
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flow.core.errors import WorkflowBug
+from flow.core.errors import OrchestratorError, WorkflowBug
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -77,24 +77,54 @@ class Workflow:
             ) from exc
         return str(model.state)  # type: ignore[attr-defined]
 
-    def mermaid(self, current: str | None = None) -> str:
+    def mermaid(self, current: str | None = None, path: Sequence[str] = ()) -> str:
         """The state diagram as Mermaid text, drawn by transitions from this declaration."""
+        return str(self.diagram("mermaid", current, path).draw(None))
+
+    def diagram(self, engine: str, current: str | None = None, path: Sequence[str] = ()) -> Any:
+        """The state diagram drawn by transitions' own diagram support (``engine``: ``graphviz``
+        for a ``graphviz.Digraph``, ``mermaid`` for its Mermaid text builder), the same states
+        and transitions the engine runs. ``current`` is styled active; ``path`` (the states a
+        flow went through, in order) styles each declared step between them as taken. Without
+        ``current`` the initial state is the active one, as transitions draws a new machine.
+
+        transitions falls back to Mermaid quietly when the ``graphviz`` binding is missing;
+        that is refused here with how to install it, so a picture is never Mermaid in disguise.
+        """
         from transitions.extensions import GraphMachine
+
+        if engine == "graphviz":
+            try:
+                import graphviz  # noqa: F401  (transitions' graphviz engine needs the binding)
+            except ImportError:
+                raise OrchestratorError(
+                    "drawing a picture needs the 'graphviz' Python binding",
+                    "pip install graphviz (and the Graphviz programs: apt-get install graphviz)",
+                    code="graphviz_missing") from None
 
         class _Model:
             pass
 
         model = _Model()
-        GraphMachine(
+        machine = GraphMachine(
             model=model,
             states=list(self.states),
             transitions=[{"trigger": t, "source": s, "dest": d} for t, s, d in self.transitions],
-            initial=current or self.initial,
+            initial=self.initial,
             auto_transitions=False,
-            graph_engine="mermaid",
+            graph_engine=engine,
             title=self.name,
         )
-        return str(model.get_graph().draw(None))  # type: ignore[attr-defined]
+        graph = machine.model_graphs[id(model)]
+        if current is not None:  # transitions styled the initial state active; a flow is elsewhere
+            graph.reset_styling()
+        declared = {(s, d) for _, s, d in self.transitions}
+        for src, dst in zip(path, path[1:]):
+            if (src, dst) in declared:
+                graph.set_previous_transition(src, dst)
+        if current is not None:
+            graph.set_node_style(current, "active")
+        return graph.get_graph(title=self.name)
 
     def problems(self) -> list[str]:
         """Declaration errors: unknown states, unreachable states, dead ends, missing steps."""

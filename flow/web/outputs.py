@@ -1,0 +1,95 @@
+"""A flow's outputs as the dashboard shows them, read from its folder.
+
+- a reproduce verdict (``verdict.json``): the verdict, its stage and its ``refined_command``;
+- a batch's buckets (``report.json``): each entry's id, command and bucket, grouped;
+- a refactor's ``final_summary.md`` and the diff of the refactored file against the copy
+  the flow kept of it before its first edit (``original/``);
+- the CI rounds of a ``ci-check`` flow (``data.fix_history``);
+- the flow's ``result`` object itself, as JSON.
+
+Only files inside the flow's folder are opened, but for the refactor diff: its right-hand
+side is the file the flow refactored, named by the flow's own state (``data.file``), never
+by the request. Every text is shown escaped by the templates and with secrets masked.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from workspace.jsonio import loads
+
+MAX_TEXT = 200_000  # characters of one file shown
+
+
+def outputs(root: Path, folder: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """The outputs present for this flow (absent ones are left out)."""
+    out: dict[str, Any] = {}
+    verdict = _json(folder / "verdict.json")
+    if isinstance(verdict, dict) and verdict.get("verdict"):
+        out["verdict"] = {k: verdict.get(k) for k in ("verdict", "stage", "refined_command",
+                                                       "rerun_after_fix", "flaky", "attempts",
+                                                       "failures", "base")}
+    report = _json(folder / "report.json")
+    if isinstance(report, dict) and isinstance(report.get("rows"), list):
+        out["buckets"] = buckets(report)
+    summary = _text(folder / "final_summary.md")
+    if summary is not None:
+        out["summary"] = summary
+    diff = refactor_diff(folder, raw.get("data"))
+    if diff:
+        out["diff"] = diff
+    rounds = (raw.get("data") or {}).get("fix_history") if isinstance(raw.get("data"),
+                                                                      dict) else None
+    if isinstance(rounds, list) and rounds:
+        out["ci_rounds"] = [r for r in rounds if isinstance(r, dict)]
+    if raw.get("result") is not None:
+        out["result"] = json.dumps(raw["result"], indent=2, sort_keys=True, default=str)
+    return out
+
+
+def buckets(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The batch's rows grouped by bucket, in the order the buckets first appear."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in report["rows"]:
+        if not isinstance(row, dict):
+            continue
+        verdict = row.get("verdict") if isinstance(row.get("verdict"), dict) else {}
+        groups.setdefault(str(row.get("bucket")), []).append(
+            {"id": row.get("id"), "command": row.get("command"), "note": row.get("note"),
+             "refined_command": verdict.get("refined_command")})
+    return [{"bucket": name, "rows": rows} for name, rows in groups.items()]
+
+
+def refactor_diff(folder: Path, data: Any) -> str:
+    """The unified diff from ``original/<name>`` to the refactored file, or ''."""
+    if not isinstance(data, dict) or not isinstance(data.get("file"), str):
+        return ""
+    target = Path(data["file"])
+    before = _text(folder / "original" / target.name)
+    after = _text(target) if target.is_absolute() else None
+    if before is None or after is None or before == after:
+        return ""
+    label = str(data.get("rel") or target.name)
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True),
+                                        after.splitlines(keepends=True),
+                                        f"a/{label}", f"b/{label}"))
+
+
+def _text(path: Path) -> str | None:
+    try:
+        if not path.is_file():
+            return None
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            return fh.read(MAX_TEXT)
+    except OSError:
+        return None
+
+
+def _json(path: Path) -> Any:
+    try:
+        return loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,168 @@
+"""What the dashboard shows, read from a workspace without changing it.
+
+``flow_rows`` is the list page: one row per flow, the same fields ``orchestrator.py status``
+lists (``flow.cli.status.collect``) plus a one-word ``state`` to filter on. ``flow_page`` is
+one flow's page: its phase and the path its history took, the audit trail as a timeline, the
+pending tasks with their prompts and feed commands, running jobs with the log's tail, and
+its outputs (``flow.web.outputs``). Files are read only when they resolve inside the
+workspace (``inside``); nothing here writes, locks or runs anything.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from workspace.jsonio import loads
+from workspace.paths import STATE_FILE
+
+STATES = ("error", "done", "person", "job", "agent", "ready", "unreadable")
+TIMELINE_MAX = 300
+LOG_LINES = 20
+
+
+def inside(root: Path, path: Path | str) -> Path | None:
+    """``path`` resolved (links followed) if it lies inside ``root``, else None."""
+    try:
+        real = Path(path).resolve()
+        real.relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return real
+
+
+def state_of(row: dict[str, Any]) -> str:
+    """One word for what a flow waits on: error, done, person, job, agent, ready, unreadable."""
+    if row.get("unreadable"):
+        return "unreadable"
+    if row.get("last_error"):
+        return "error"
+    if row.get("finished"):
+        return "done"
+    if row.get("question"):
+        return "person"
+    if row.get("jobs"):
+        return "job"
+    return "agent" if row.get("pending") else "ready"
+
+
+def flow_rows(root: Path) -> list[dict[str, Any]]:
+    """Every flow of the workspace, as ``status`` lists them, with ``state`` and ``age``."""
+    from flow.cli.status import human_age, collect
+
+    rows = collect(root)
+    for row in rows:
+        row["state"] = state_of(row)
+        row["age"] = human_age(row.get("age_seconds"))
+    return rows
+
+
+def flow_dir(root: Path, flow_id: str) -> Path | None:
+    """The folder of flow ``flow_id`` if it is a safe id naming a flow inside ``root``."""
+    from flow.core.errors import UsageError
+    from workspace.paths import check_flow_id
+
+    try:
+        check_flow_id(flow_id)
+    except UsageError:
+        return None
+    folder = inside(root, root / flow_id)
+    if folder is None or not (folder / STATE_FILE).is_file():
+        return None
+    return folder
+
+
+def read_state(folder: Path) -> dict[str, Any] | None:
+    try:
+        raw = loads((folder / STATE_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def flow_page(root: Path, flow_id: str) -> dict[str, Any] | None:
+    """Everything one flow's page shows, or None when there is no such flow."""
+    from flow.cli.graph import states_taken
+    from flow.web.outputs import outputs
+
+    folder = flow_dir(root, flow_id)
+    if folder is None:
+        return None
+    raw = read_state(folder)
+    row = next((r for r in flow_rows(root) if r["flow_id"] == flow_id),
+               {"flow_id": flow_id, "state": "unreadable"})
+    if raw is None:
+        return {"row": row, "raw": None, "timeline": timeline(folder), "tasks": [], "jobs": [],
+                "outputs": {}, "path": []}
+    history = [h for h in raw.get("history") or [] if isinstance(h, dict)]
+    return {"row": row, "raw": raw, "timeline": timeline(folder),
+            "path": states_taken(history, str(raw.get("phase"))),
+            "question": raw.get("question"), "tasks": pending_tasks(folder, raw),
+            "jobs": running_jobs(root, raw), "outputs": outputs(root, folder, raw)}
+
+
+def timeline(folder: Path) -> list[dict[str, Any]]:
+    """The audit trail, oldest first (the last ``TIMELINE_MAX`` records; torn lines skipped)."""
+    out: list[dict[str, Any]] = []
+    try:
+        lines = (folder / "audit.jsonl").read_bytes().splitlines()[-TIMELINE_MAX:]
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            rec = loads(line)
+        except ValueError:
+            continue
+        if not isinstance(rec, dict):
+            continue
+        known = {"at", "event", "phase", "to", "trigger", "revision"}
+        out.append({"at": rec.get("at"), "event": rec.get("event"),
+                    "phase": rec.get("to") or rec.get("phase"), "trigger": rec.get("trigger"),
+                    "details": ", ".join(f"{k}={v}" for k, v in rec.items()
+                                         if k not in known)})
+    return out
+
+
+def pending_tasks(folder: Path, raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pending tasks with their prompt; the feed command is the one last printed for them
+    (the spec cache), since the page never renders a spec itself."""
+    printed: dict[str, dict[str, Any]] = {}
+    try:
+        cache = loads((folder / ".last_spec.json").read_bytes())
+        for t in (cache.get("spec") or {}).get("tasks") or []:
+            if isinstance(t, dict) and t.get("task_id"):
+                printed[str(t["task_id"])] = t
+    except (OSError, ValueError, AttributeError):
+        pass
+    out = []
+    for task in raw.get("tasks") or []:
+        if not isinstance(task, dict) or task.get("status") != "pending":
+            continue
+        shown = printed.get(str(task.get("task_id")), {})
+        out.append({"task_id": task.get("task_id"), "role": task.get("role"),
+                    "method": task.get("method"), "phase": task.get("phase"),
+                    "prompt": task.get("prompt") or shown.get("command") or "",
+                    "feed_file": task.get("feed_file"),
+                    "feed_command": shown.get("feed_command")})
+    return out
+
+
+def running_jobs(root: Path, raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """Background jobs without a result: elapsed seconds and the log's last lines (secrets
+    masked by ``log_tail``; a log outside the workspace is not read)."""
+    from flow.core.proc import log_tail
+
+    out = []
+    now = time.time()
+    for job in (raw.get("jobs") or {}).values():
+        if not isinstance(job, dict) or job.get("result") is not None:
+            continue
+        log = inside(root, str(job.get("log_file") or ""))
+        started = job.get("started_at")
+        out.append({"id": job.get("job_id"), "phase": job.get("phase"),
+                    "elapsed_s": round(now - started) if isinstance(started, float) else None,
+                    "timeout_s": job.get("timeout_s"),
+                    "tail": log_tail(log, LOG_LINES) if log is not None else [],
+                    "log_inside": log is not None})
+    return out

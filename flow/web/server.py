@@ -1,0 +1,70 @@
+"""``orchestrator.py serve``: bind, print the URL as one JSON object, serve until stopped.
+
+The socket is bound before anything is printed (127.0.0.1 and a port the system picks unless
+``--host``/``--port`` say otherwise), so the printed URL is already listening; uvicorn then
+serves ``flow.web.app`` on that very socket. Its own log goes to stderr; stdout holds the one
+JSON object of the harness contract. Ctrl-C (SIGINT) or SIGTERM stops it with exit 0.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flow.core.errors import UsageError
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port`` 0: one the system picks)."""
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a port number", "give 0 to 65535 (0: any free)")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise UsageError(f"--host {host!r} is not an address here: {exc}",
+                         "use 127.0.0.1 (this machine only), or an address of this machine"
+                         ) from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}",
+                         "pick another --port, or leave it out for a free one") from None
+    sock.listen(128)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def serve(root: Path, host: str, port: int, harness: str,
+          emit: Callable[[Any], int]) -> int:
+    """Serve the dashboard of workspace ``root``; prints the URL first (``emit``)."""
+    import uvicorn
+
+    from flow.core.render import envelope
+    from flow.web.app import create_app
+
+    sock = bind(host, port)
+    url = url_of(sock)
+    emit({**envelope(None, root, "done", harness), "serving": True, "url": url,
+          "read_only": True,
+          "next_steps": [f"open {url} in a browser; Ctrl-C stops the server"]})
+    config = uvicorn.Config(create_app(root.resolve()), log_level="warning", access_log=False,
+                            lifespan="off")
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    return 0

@@ -1,0 +1,1 @@
+"""The dashboard's static files: ``style.css`` and ``app.js`` (polling, filters, copy)."""

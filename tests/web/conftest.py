@@ -1,0 +1,78 @@
+"""The dashboard's test set-up: a workspace of real flows, ``orchestrator.py serve`` over it,
+and Debian's headless Chromium driven by Playwright (``executable_path``; no browser is
+downloaded). Without Chromium the tests are skipped with the reason on a developer's
+machine and fail under CI (``CI`` set), where ``.ci/run`` installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web.workspace import build, serving
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
+def chromium_path() -> str | None:
+    """The system Chromium (``ORCHESTRATOR_TEST_CHROMIUM`` overrides the search)."""
+    given = os.environ.get("ORCHESTRATOR_TEST_CHROMIUM")
+    if given:
+        return given
+    return next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
+
+
+def _need(what: str, hint: str) -> None:
+    message = f"{what} is missing: {hint}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need("playwright", "pip install -e '.[test]'")
+    path = chromium_path()
+    if path is None:
+        _need("Chromium", "apt-get install -y chromium")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, headless=True,
+                               args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def real_flows(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A workspace holding the README's main job and flows waiting on an agent and a person,
+    plus hostile text from a feed and from a command line."""
+    root = tmp_path_factory.mktemp("dashboard") / "agent_space"
+    return root, build(root)
+
+
+@pytest.fixture(scope="session")
+def served(real_flows: tuple[Path, dict[str, str]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    root, _ = real_flows
+    from tests.web.workspace import FAKE_TOKEN
+
+    with serving(root, GITHUB_TOKEN=FAKE_TOKEN) as live:
+        yield live
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page that records every dialog (an alert would mean a script of the data ran)."""
+    context = browser.new_context()
+    pg = context.new_page()
+    pg.dialogs = []  # type: ignore[attr-defined]
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
+    yield pg
+    context.close()
