@@ -33,6 +33,7 @@ def _verify_report(ctx: Any) -> Any:
     from flow.workflows.refactor.verify import VerifyInput, verify as run_verify
 
     report = plan(ctx)
+    _label_classes(ctx, report)
     inp = VerifyInput(
         path=ctx.data.rel, before=original(ctx).read_text(encoding="utf-8"),
         after=Path(ctx.data.file).read_text(encoding="utf-8"), plan=report,
@@ -43,9 +44,113 @@ def _verify_report(ctx: Any) -> Any:
         sentinel_names={d.name: list_sentinels(d) for d in sentinel_dirs(ctx)},
         before_assessment=assessment(ctx))
     result = run_verify(inp)
+    if "lint" in inp.checks:
+        result = _with_test_linter(ctx, inp.before, inp.after, result)
     if "test_count" in inp.checks:
         result = _with_collect(ctx, report, result)
     return _apply_waivers(ctx, result, inp.after)
+
+
+def _label_classes(ctx: Any, report: AnalystReport) -> None:
+    """The hw_classification codemod on the file as the coder left it (every verify round:
+    classes the coder created get theirs too); its edits are counted under HW001."""
+    from flow.workflows.refactor.hwcodemod import label_classes
+    from flow.workflows.refactor.imports import sort_imports, usort_config
+    from flow.workflows.refactor.summary import AppliedRule
+    from workspace.atomic import write_atomic
+
+    if not _wants_labels(ctx):
+        return
+    file = Path(ctx.data.file)
+    text = file.read_text(encoding="utf-8")
+    result = label_classes(text, report.labels())
+    if not result.changed:
+        return
+    code = sort_imports(original(ctx).read_text(encoding="utf-8"), result.code, usort_config(file))
+    write_atomic(file, code.encode("utf-8"))
+    for change in result.changes:
+        _note(ctx, f"HW001 {change.description}")
+    rule = next((r for r in ctx.data.applied if r.rule_id == "HW001"), None)
+    if rule is None:
+        rule = AppliedRule(rule_id="HW001", title="Declare hw_classification on every test class",
+                           by="codemod")
+        ctx.data.applied.append(rule)
+    rule.changes += len(result.changes)
+
+
+def _wants_labels(ctx: Any) -> bool:
+    """Whether this PyTorch knows ``HardwareClassification``: the checkout has the test linter
+    or the enum in its common_utils.py, or the test interpreter's torch has it (asked once
+    per flow). An older PyTorch has neither: a label would make the file fail to import."""
+    from flow.workflows.refactor.hwclass import COMMON_UTILS
+    from flow.workflows.refactor.testlinter import checkout_linter
+
+    if ctx.data.hw_enum is None:
+        repo = Path(ctx.data.repo)
+        source = repo / (COMMON_UTILS.replace(".", "/") + ".py")
+        if checkout_linter(repo) is not None or (
+                source.is_file() and "class HardwareClassification" in source.read_text(encoding="utf-8", errors="replace")):
+            ctx.data.hw_enum = True
+        else:
+            from flow.core import proc
+            from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
+
+            probe = proc.capture([_python(ctx), "-c", HW_ENUM_PROBE], env=ctx.settings, timeout=300)
+            ctx.data.hw_enum = probe.code == 0 and probe.text.strip().endswith("yes")
+            if not ctx.data.hw_enum:
+                _note(ctx, f"hw_classification not written: neither the checkout nor the torch of "
+                           f"{_python(ctx)} has HardwareClassification (torch 2.14.1 and later have it)")
+    return bool(ctx.data.hw_enum)
+
+
+def _with_test_linter(ctx: Any, before: str, after: str, result: Any) -> Any:
+    """PyTorch's TEST_LINTER (the checkout's script, else the built-in rules) and the
+    checkout's line length for the changed lines, as checks of the hard gate."""
+    from flow.workflows.refactor.testlinter import (
+        builtin, checkout_linter, line_length, max_line_length, take_out_of_allowlist,
+    )
+
+    from flow.workflows.refactor.findings import CheckResult
+
+    repo = Path(ctx.data.repo)
+    linter = checkout_linter(repo)
+    longs = line_length(before, after, ctx.data.rel, max_line_length(repo))
+    if linter is None and not _wants_labels(ctx):
+        ctx.data.linter = "none: this PyTorch predates HardwareClassification and TEST_LINTER"
+        skipped = CheckResult(name="test_linter", passed=True, errors=0, warnings=0,
+                              skipped="the checkout has no tools/linter/adapters/test_linter.py and "
+                                      "its torch has no HardwareClassification")
+        return result.model_copy(update={"findings": [*result.findings, *longs],
+                                         "checks": [*result.checks, skipped, summarise("line_length", longs)]})
+    if linter is None:
+        found = builtin(after, ctx.data.rel)
+        ctx.data.linter = "built-in TEST_LINTER rules (the checkout has no tools/linter/adapters/test_linter.py)"
+    else:
+        if take_out_of_allowlist(repo, ctx.data.rel):
+            _note(ctx, f"{ctx.data.rel} taken out of tools/linter/adapters/test_linter_allowlist.json")
+        found = _run_checkout_linter(ctx, linter)
+        ctx.data.linter = f"the checkout's {linter.relative_to(repo).as_posix()} (run by {_python(ctx)})"
+    return result.model_copy(update={
+        "findings": [*result.findings, *found, *longs],
+        "checks": [*result.checks, summarise("test_linter", found), summarise("line_length", longs)]})
+
+
+def _run_checkout_linter(ctx: Any, linter: Path) -> list[Any]:
+    """``python tools/linter/adapters/test_linter.py FILE`` in the checkout; its JSON lines as
+    findings. A run that could not finish, or exited non-zero with no message, is an error
+    finding: never read as a clean file."""
+    from flow.core import proc
+    from flow.workflows.refactor.findings import Finding
+    from flow.workflows.refactor.testlinter import read_messages
+
+    res = proc.capture([_python(ctx), str(linter), ctx.data.file], cwd=ctx.data.repo, timeout=300)
+    found = read_messages(res.text, ctx.data.rel)
+    if res.timed_out or res.too_big or (res.code != 0 and not found):
+        return [Finding(check="test_linter", code="TEST_LINTER[not_run]", severity="error",
+                        file=ctx.data.rel, line=0,
+                        message=f"the checkout's test linter did not run: {res.problem}; "
+                                "make it runnable with the test interpreter (ORCHESTRATOR_PYTHON)")]
+    return found
 
 
 def _apply_waivers(ctx: Any, result: Any, after: str) -> Any:

@@ -264,9 +264,32 @@ def _sentinel_notes(ctx: Any) -> list[str]:
             if (Path(folder) / name).exists()]
 
 
+def changed(ctx: Any) -> bool:
+    """Whether the run changed anything: the file's text, or a codemod's edit elsewhere
+    (DecorateInfo entries, sentinel files)."""
+    from flow.workflows.refactor.mechanical import original
+
+    if Path(ctx.data.file).read_text(encoding="utf-8") != original(ctx).read_text(encoding="utf-8"):
+        return True
+    return any(r.changes for r in ctx.data.applied if r.by == "codemod" and r.rule_id in ("TR009", "TR010"))
+
+
+def _pr(ctx: Any) -> Any:
+    from flow.workflows.refactor.prtext import PrInput, class_rows
+
+    checks = {c.name: c for c in ctx.data.checks}
+    lint = checks.get("test_linter")
+    return PrInput(rel=ctx.data.rel, classes=class_rows(Path(ctx.data.file).read_text(encoding="utf-8")),
+                   linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
+                   hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note,
+                   local_tests=ctx.data.local_tests, devices=list(ctx.data.test_devices or []))
+
+
 def write_summary(ctx: Any) -> Path:
     report = plan(ctx)
-    summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field,
+    unchanged = not changed(ctx)
+    summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field, unchanged=unchanged,
+                           pr=None if unchanged else _pr(ctx), judged_by=ctx.data.linter,
                            moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
                            local_tests=ctx.data.local_tests, notes=[*ctx.data.notes, *_sentinel_notes(ctx)],
