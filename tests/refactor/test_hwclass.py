@@ -198,3 +198,27 @@ def test_linter_output_keeps_severity_and_line_and_skips_logs() -> None:
                                      "description": "d"}) + "\n"
     assert [(7, "TEST_LINTER[x]", "warning")] == [(f.line, f.code, f.severity) for f in read_messages(out, "p")]
 
+
+
+def test_lint_flags_only_cpu_moves_plain_class_devices_and_device_apis() -> None:
+    """@onlyCPU in a device class (L011), CUDA gates / hard-coded devices in a plain class (L012), and
+    torch.cuda calls in widened tests (L014: an accelerator twin, or none) are errors."""
+    from flow.workflows.refactor.lint import lint
+
+    found = [(f.code, f.line) for f in lint(assess_source(read(HW / "device_idioms.py"), "t.py"))
+             if f.code in ("L011", "L012", "L014")]
+    messages = {f.code + str(f.line): f.message for f in lint(assess_source(read(HW / "device_idioms.py"), "t.py"))}
+    assert ([("L012", 19), ("L012", 22), ("L011", 27), ("L014", 34), ("L014", 37)], True, True) == (
+        sorted(found, key=lambda x: x[1]), "use torch.accelerator.synchronize" in messages["L01434"],
+        "keep the test in a class of that device" in messages["L01437"])
+
+
+def test_the_device_api_codemod_renames_same_call_apis_only_in_widened_tests() -> None:
+    """torch.cuda.synchronize() becomes torch.accelerator.synchronize() under @onlyAccelerator; a
+    device-specific API and tests that are not widened are left alone."""
+    from flow.workflows.refactor.hwcodemod import rename_device_apis
+
+    result = rename_device_apis(read(HW / "device_idioms.py"))
+    assert ([("HW002", 34)], True, True) == (
+        [(c.rule_id, c.line) for c in result.changes], "torch.accelerator.synchronize()" in result.code,
+        "torch.cuda.get_device_capability()" in result.code)

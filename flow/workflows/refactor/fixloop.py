@@ -52,30 +52,45 @@ def _verify_report(ctx: Any) -> Any:
 
 
 def _label_classes(ctx: Any, report: AnalystReport) -> None:
-    """The hw_classification codemod on the file as the coder left it (every verify round:
-    classes the coder created get theirs too); its edits are counted under HW001."""
-    from flow.workflows.refactor.hwcodemod import label_classes
+    """The verify-time codemods on the file as the coder left it (every verify round, so
+    classes the coder created are covered too): HW001 writes the plan's hw_classification
+    where this PyTorch knows the enum, HW002 renames same-call CUDA APIs in tests that run on
+    every accelerator. Each rule's edits are counted in the summary."""
+    from flow.workflows.refactor.errors import SourceSyntaxError
+    from flow.workflows.refactor.hwcodemod import label_classes, rename_device_apis
     from flow.workflows.refactor.imports import sort_imports, usort_config
-    from flow.workflows.refactor.summary import AppliedRule
     from workspace.atomic import write_atomic
 
-    if not _wants_labels(ctx):
-        return
     file = Path(ctx.data.file)
     text = file.read_text(encoding="utf-8")
-    result = label_classes(text, report.labels())
-    if not result.changed:
+    try:
+        results = [rename_device_apis(text)]
+        if _wants_labels(ctx):
+            results.append(label_classes(results[0].code, report.labels()))
+    except (SyntaxError, SourceSyntaxError):
+        return  # the syntax check reports it
+    if not any(r.changed for r in results):
         return
-    code = sort_imports(original(ctx).read_text(encoding="utf-8"), result.code, usort_config(file))
+    code = results[-1].code
+    if len(results) > 1 and results[1].changed:
+        code = sort_imports(original(ctx).read_text(encoding="utf-8"), code, usort_config(file))
     write_atomic(file, code.encode("utf-8"))
-    for change in result.changes:
-        _note(ctx, f"HW001 {change.description}")
-    rule = next((r for r in ctx.data.applied if r.rule_id == "HW001"), None)
+    titles = {"HW001": "Declare hw_classification on every test class",
+              "HW002": "Same-call CUDA APIs to torch.accelerator in tests run on every accelerator"}
+    for result in results:
+        for change in result.changes:
+            _note(ctx, f"{change.rule_id} {change.description}")
+            _count(ctx, change.rule_id, titles[change.rule_id])
+
+
+def _count(ctx: Any, rule_id: str, title: str) -> None:
+    from flow.workflows.refactor.summary import AppliedRule
+
+    rule = next((r for r in ctx.data.applied if r.rule_id == rule_id), None)
     if rule is None:
-        rule = AppliedRule(rule_id="HW001", title="Declare hw_classification on every test class",
-                           by="codemod")
+        rule = AppliedRule(rule_id=rule_id, title=title, by="codemod")
         ctx.data.applied.append(rule)
-    rule.changes += len(result.changes)
+    rule.changes += 1
 
 
 def _wants_labels(ctx: Any) -> bool:

@@ -146,3 +146,63 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
 
     return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString))
+
+
+def rename_device_apis(code: str) -> CodemodResult:
+    """In tests that run on every accelerator (a class declaring ACCELERATOR, or a test with
+    ``@onlyAccelerator``), rewrite the catalogue's same-call CUDA APIs to their
+    ``torch.accelerator`` names (``torch.cuda.synchronize()`` -> ``torch.accelerator.synchronize()``).
+    Other catalogued calls are left to the coder (lint L014). Idempotent."""
+    import libcst as cst
+
+    from flow.workflows.refactor.deviceapis import rename
+    from flow.workflows.refactor.hwclass import declared
+
+    table = rename()
+    tree = ast.parse(code)
+    wide_classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef) and declared(n) == "ACCELERATOR"}
+    changes: list[Change] = []
+
+    def name_of(node: cst.BaseExpression) -> str:
+        return cst.helpers.get_full_name_for_node(node) or ""
+
+    class Renamer(cst.CSTTransformer):
+        METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
+
+        def __init__(self) -> None:
+            self.cls: list[str] = []
+            self.wide = 0
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            self.cls.append(node.name.value)
+
+        def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+            self.cls.pop()
+            return updated
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            decos = {name_of(d.decorator).rsplit(".", 1)[-1] for d in node.decorators}
+            in_wide = bool(self.cls) and self.cls[-1] in wide_classes
+            if node.name.value.startswith("test") and (in_wide or "onlyAccelerator" in decos):
+                self.wide += 1
+
+        def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+            decos = {name_of(d.decorator).rsplit(".", 1)[-1] for d in original.decorators}
+            in_wide = bool(self.cls) and self.cls[-1] in wide_classes
+            if original.name.value.startswith("test") and (in_wide or "onlyAccelerator" in decos):
+                self.wide -= 1
+            return updated
+
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+            if self.wide <= 0:
+                return updated
+            new = table.get(name_of(original))
+            if new is None:
+                return updated
+            line = self.get_metadata(cst.metadata.PositionProvider, original).start.line
+            changes.append(Change(rule_id="HW002", line=line, description=f"{name_of(original)} -> {new}"))
+            return cst.parse_expression(new)
+
+    wrapper = cst.metadata.MetadataWrapper(cst.parse_module(code))
+    out = wrapper.visit(Renamer())
+    return CodemodResult(code=out.code if changes else code, changes=changes)
