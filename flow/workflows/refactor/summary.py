@@ -33,6 +33,8 @@ class AppliedRule(BaseModel):
     title: str
     by: str  # "codemod" or an agent name ("coder")
     changes: int = 0
+    #: for an agent's rule: lines the file gained or lost while the rule was worked on (None: not measured)
+    changed_lines: int | None = None
 
 
 class DeferredFailure(BaseModel):
@@ -107,7 +109,10 @@ def render_summary(s: SummaryInput) -> str:
             else f"- `{r.rule_id}` {r.title} (nothing to change)" for r in codemods] or ["None."]
     agents = [r for r in s.rules if r.by != "codemod"]
     out += ["", "## Rules applied by agents", ""]
-    out += [f"- `{r.rule_id}` {r.title} (applied by the {r.by}, accepted by the checker)" for r in agents] or ["None."]
+    out += [f"- `{r.rule_id}` {r.title} (applied by the {r.by}, accepted by the checker)" if r.changed_lines is None
+            else f"- `{r.rule_id}` {r.title} (the {r.by} changed no line: nothing to apply)" if r.changed_lines == 0
+            else f"- `{r.rule_id}` {r.title} (applied by the {r.by}: {r.changed_lines} lines changed, accepted by the checker)"
+            for r in agents] or ["None."]
     out += ["", "## Checks", ""]
     if s.checks:
         out += ["| Check | Result | Errors | Warnings |", "|---|---|---|---|"]
