@@ -106,3 +106,25 @@ def test_notes_appear_once() -> None:
     """A note recorded twice (a step re-run) is listed once."""
     text = render_summary(_input(notes=["lint-gate-3: carried on by a person's decision"] * 2))
     assert 1 == text.count("lint-gate-3: carried on")
+
+
+def test_an_agent_rule_is_applied_only_where_it_changed_lines() -> None:
+    """A coder's rule that changed no line says so; one that did names how many lines, and by whom."""
+    text = render_summary(_input(rules=[
+        AppliedRule(rule_id="TR006", title="hard-coded devices", by="coder", changed_lines=0),
+        AppliedRule(rule_id="TR004", title="device-agnostic class", by="coder", changed_lines=7)]))
+    assert ["- `TR006` hard-coded devices (the coder changed no line: nothing to apply)",
+            "- `TR004` device-agnostic class (applied by the coder: 7 lines changed, accepted by the checker)"] == [
+        line for line in text.splitlines() if line.startswith("- `TR00")]
+
+
+def test_an_unchanged_run_proposes_no_pr_and_a_changed_one_opens_with_the_pr() -> None:
+    """`unchanged` says so and has no PR step; otherwise the summary starts with the PR description."""
+    from flow.workflows.refactor.prtext import PrInput
+
+    unchanged = render_summary(_input(unchanged=True, pr=PrInput(rel="test/test_small_ops.py")))
+    changed = render_summary(_input(pr=PrInput(rel="test/test_small_ops.py")))
+    assert (True, False, True, True) == (
+        "None: nothing changed." in unchanged, "open a PR" in unchanged,
+        "### [Testcase Refactoring] Decouple test/test_small_ops.py from CUDA-specific" in changed,
+        'open a PR titled "[Testcase Refactoring] Decouple test/test_small_ops.py from CUDA-specific"' in changed)

@@ -17,7 +17,14 @@ Modules, each a function of its inputs returning typed results:
 - ``interpreter`` which Python runs the tests (the checkout's environment when found)
 - ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
-- ``summary``    phase 7: ``final_summary.md``
+- ``summary``    phase 7: ``final_summary.md``; ``prtext`` the PR description it opens with
+- ``hwclass``    PyTorch's HardwareClassification: strategies -> labels, a class read as TEST_LINTER does
+- ``hwcodemod``  the verify-time codemods: HW001 (``hw_classification`` labels, the merged import),
+  HW002 (same-call CUDA APIs to ``torch.accelerator``)
+- ``deviceapis`` the device API catalog (``reference/refactor/device_apis.json``) and a test's calls into it
+- ``testlinter`` TEST_LINTER's documented rules built in, the checkout's script's output, its
+  allowlist, the checkout's line length; ``linting`` runs them (and the codemods) in verify
+- ``hwruns``     phase 6.5: the ``--hw-classification`` runs and their counts
 - ``declaration`` the engine wiring; its steps are ``steps`` (phases 1-4), ``fixloop`` (5-6:
   verify, review, fix rounds) and ``gates`` (6.5-7: the local test gate, the summary)
 

@@ -1,6 +1,9 @@
 """Phase 2, Analyze: the analyst's report (``analyst_report.json``) and its check.
 
-The analyst classifies every test into one of three strategies with a target class.
+The analyst classifies every test into one of three strategies with a target class, and
+labels every class of the planned file with a PyTorch ``HardwareClassification``
+(``class_labels``; the strategies map onto the labels: cpu_only -> GENERIC,
+device_agnostic -> ACCELERATOR, device_specific -> CPU/CUDA/MPS/XPU).
 ``check_report(report, assessment)`` returns the problems that make a report unusable
 (empty list: usable); the engine sends them back to the analyst within its retry bound.
 """
@@ -59,6 +62,16 @@ class SkipNote(BaseModel):
     note: str = ""
 
 
+class ClassLabel(BaseModel):
+    """One class of the planned file and the hardware classification it declares."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    hw_classification: Literal["GENERIC", "ACCELERATOR", "CPU", "CUDA", "MPS", "XPU"]
+    reason: str = ""
+
+
 class AnalystReport(BaseModel):
     """The analyst's ``analyst_report.json``."""
 
@@ -66,6 +79,7 @@ class AnalystReport(BaseModel):
 
     file: str
     classifications: list[Classification]
+    class_labels: list[ClassLabel] = Field(default_factory=list)
     stale_imports: list[StaleImport] = Field(default_factory=list)
     skip_decorator_notes: list[SkipNote] = Field(default_factory=list)
     summary: str = ""
@@ -73,6 +87,19 @@ class AnalystReport(BaseModel):
     def by_test(self) -> dict[str, Classification]:
         """Classifications keyed by ``Class.test`` (the last wins if duplicated)."""
         return {c.test: c for c in self.classifications}
+
+    def labels(self) -> dict[str, str]:
+        """Each class's hardware classification: the analyst's label, else the one its strategy
+        implies when that is a single label (cpu_only -> GENERIC, device_agnostic ->
+        ACCELERATOR); a device_specific class without a label is left to its ``only_for``."""
+        from flow.workflows.refactor.hwclass import labels_for
+
+        out = {c.name: c.hw_classification for c in self.class_labels}
+        for target, strategy in self.target_strategies().items():
+            allowed = labels_for(strategy)
+            if target not in out and len(allowed) == 1:
+                out[target] = next(iter(allowed))
+        return out
 
     def target_strategies(self) -> dict[str, Strategy]:
         """Each target class's strategy (the first classification naming it decides)."""
@@ -150,6 +177,22 @@ def check_report(report: AnalystReport, assessment: Assessment) -> list[str]:
             problems.append(
                 f"target class {target!r} mixes strategies {sorted(kinds)}; one class holds one strategy"
             )
+    from flow.workflows.refactor.hwclass import labels_for
+
+    targets = {c.target_class: c.strategy for c in report.classifications}
+    known_classes = {c.name for c in assessment.classes} | set(targets)
+    seen_labels: set[str] = set()
+    for label in report.class_labels:
+        if label.name in seen_labels:
+            problems.append(f"class {label.name!r} is labelled twice in class_labels; keep one label")
+        seen_labels.add(label.name)
+        if label.name not in known_classes:
+            problems.append(f"class_labels names {label.name!r}, which is neither a class of the file "
+                            "nor a target_class; label the classes of the planned file")
+        elif label.name in targets and label.hw_classification not in labels_for(targets[label.name]):
+            allowed = "/".join(sorted(labels_for(targets[label.name])))
+            problems.append(f"class {label.name!r} is labelled {label.hw_classification} but its tests are "
+                            f"{targets[label.name]}; label it {allowed} or change the strategy")
     if report.file and not (assessment.path.endswith(report.file) or report.file.endswith(assessment.path)):
         problems.append(f"report is about {report.file!r} but the assessment is of {assessment.path!r}")
     return problems

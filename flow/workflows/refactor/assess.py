@@ -17,6 +17,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from flow.workflows.astnames import dotted
+from flow.workflows.refactor.deviceapis import scan_calls
 from flow.workflows.refactor.devices import DEVICE_STRING, GATE_NAMES, scan
 from flow.workflows.refactor.errors import SourceSyntaxError
 
@@ -70,6 +71,8 @@ class TestInfo(_Model):
     takes_device: bool
     device_literals: list[DeviceLiteral]
     gates: list[Gate]
+    #: calls into the device API catalog (``flow.workflows.refactor.deviceapis``): value is the name
+    device_apis: list[DeviceLiteral] = []
 
     def decorator_names(self) -> set[str]:
         """Return the last dotted part of every decorator name (``unittest.skipIf`` -> ``skipIf``)."""
@@ -211,6 +214,7 @@ def _class(node: ast.ClassDef, instantiations: list[Instantiation], lines: list[
                     takes_device=_takes_device(item),
                     device_literals=literals,
                     gates=gates,
+                    device_apis=[DeviceLiteral(value=v, line=n) for v, n in scan_calls(item.body)] if suspect else [],
                 )
             )
         elif item.name in ("setUp", "setUpClass") and suspect:

@@ -72,10 +72,15 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
 
 def finalize(ctx: Any) -> Any:
     path = gates.write_summary(ctx)
+    if not gates.changed(ctx):
+        return Done({"outcome": "unchanged", "summary_path": str(path),
+                     "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)},
+                    [f"Nothing changed in {ctx.data.file}: there is no PR to open (see {path})."])
     return Done({"outcome": "refactored", "summary_path": str(path),
                  "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)},
                 [f"Review the changes to {ctx.data.file} and {path}.",
-                 "Create the PR by hand: a branch, a commit, push, and a draft PR.",
+                 "Create the PR by hand (one file per PR): a branch, a commit, push, and a PR "
+                 f"with the title and description at the top of {path}.",
                  f"Then say 'look after the CI' or run: {ctx.cmds.cli('--ci-check')}"])
 
 

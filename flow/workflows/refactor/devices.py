@@ -132,3 +132,7 @@ def scan(nodes: list[ast.stmt] | list[ast.expr]) -> tuple[list[tuple[str, int]],
             gates.append(("flag", sub.id, sub.lineno))
     literals.sort(key=lambda lit: lit[1])
     return literals, gates
+
+
+#: The public name of the device-kind branch test (used by ``deviceapis``).
+is_device_check = _is_device_check

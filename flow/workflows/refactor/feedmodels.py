@@ -154,6 +154,10 @@ class RefactorData(BaseModel):
     sentinel_notes: list[tuple[str, str, str]] = Field(default_factory=list)  # (folder, name, reason)
     deferred: list[DeferredFailure] = Field(default_factory=list)
     local_tests: str = ""
+    hw_enum: bool | None = None  # whether this PyTorch knows HardwareClassification (asked once)
+    hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests under --hw-classification
+    hw_note: str = ""  # why the --hw-classification runs did not happen
+    linter: str = ""  # which TEST_LINTER judged the file (the checkout's script or the built-in rules)
     checks: list[CheckResult] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     # The gates (escalation keys) a person chose to carry on past; the summary's next step.

@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 Severity = Literal["error", "warning", "info"]
+#: The checks whose errors form verify's hard gate (routed to the coder in fix rounds).
+GATE_CHECKS = frozenset({"lint", "test_linter", "line_length"})
 
 
 class Finding(BaseModel):
@@ -57,8 +59,9 @@ class VerificationReport(BaseModel):
         return all(c.passed for c in self.checks)
 
     def lint_errors(self) -> list[Finding]:
-        """Error-severity lint findings: the workflow's hard gate routes these to the coder."""
-        return [f for f in self.findings if f.check == "lint" and f.severity == "error"]
+        """Error-severity lint findings (the project's L-codes, PyTorch's TEST_LINTER, the
+        checkout's line length): the workflow's hard gate routes these to the coder."""
+        return [f for f in self.findings if f.check in GATE_CHECKS and f.severity == "error"]
 
 
 def summarise(name: str, findings: list[Finding]) -> CheckResult:

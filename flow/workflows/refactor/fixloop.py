@@ -21,6 +21,7 @@ from flow.workflows.refactor.analysis import AnalystReport
 from flow.workflows.refactor.fields import field_profile
 from flow.workflows.refactor.findings import summarise
 from flow.workflows.refactor.gates import _escalate, _has_torch, _note, _python
+from flow.workflows.refactor.linting import label_classes, with_test_linter
 from flow.workflows.refactor.mechanical import cmi_files, external_files, original, sentinel_dirs
 from flow.workflows.refactor.rules import load_catalogue
 from flow.workflows.refactor.steps import MAX_ROUNDS, assessment, common, plan
@@ -33,6 +34,7 @@ def _verify_report(ctx: Any) -> Any:
     from flow.workflows.refactor.verify import VerifyInput, verify as run_verify
 
     report = plan(ctx)
+    label_classes(ctx, report)
     inp = VerifyInput(
         path=ctx.data.rel, before=original(ctx).read_text(encoding="utf-8"),
         after=Path(ctx.data.file).read_text(encoding="utf-8"), plan=report,
@@ -43,6 +45,8 @@ def _verify_report(ctx: Any) -> Any:
         sentinel_names={d.name: list_sentinels(d) for d in sentinel_dirs(ctx)},
         before_assessment=assessment(ctx))
     result = run_verify(inp)
+    if "lint" in inp.checks:
+        result = with_test_linter(ctx, inp.before, inp.after, result)
     if "test_count" in inp.checks:
         result = _with_collect(ctx, report, result)
     return _apply_waivers(ctx, result, inp.after)

@@ -207,17 +207,71 @@ def test(ctx: Any) -> Any:
              for d, r in results.items() for n in r.FAIL + r.ERROR]
     failing = [n for n in dict.fromkeys(named) if n not in deferred]
     if not failing:
+        _hw_runs(ctx, file)
         return Go("tested")
     if ctx.data.test_rounds >= MAX_ROUNDS:
         # Soft fail: keep what is still failing (real JUnit ids) as deferred and finish.
         ctx.data.deferred += [DeferredFailure(test_name=n, reason=f"still failing after {MAX_ROUNDS} rounds")
                               for n in failing]
         _note(ctx, f"local test gate soft-failed after {MAX_ROUNDS} rounds")
+        _hw_runs(ctx, file)
         return Go("tested")
     ctx.data.test_rounds += 1
     ctx.data.retries["test"] = ctx.data.test_rounds
     ctx.data.test_failing = failing
     return _ask_verdicts(ctx, [])
+
+
+def _hw_check(ctx: Any, check: Any) -> None:
+    ctx.data.checks = [c for c in ctx.data.checks if c.name != "hw_classification"] + [check]
+
+
+def _hw_runs(ctx: Any, file: Path) -> None:
+    """``python FILE --hw-classification LABEL`` for each label the final file declares, side
+    by side as jobs; the check ``hw_classification`` passes when every test is accounted for
+    (none unclassified, the labels' counts adding up to the whole file) and the declared
+    labels are the plan's. A torch without the flag makes the check ``skipped`` with that
+    reason, never a pass."""
+    from flow.workflows.refactor.findings import CheckResult
+    from flow.workflows.refactor.hwruns import HwRunError, account, hw_argv, read_run
+    from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
+    from flow.workflows.refactor.prtext import class_rows
+
+    def skipped(why: str) -> None:
+        ctx.data.hw_note = why
+        _hw_check(ctx, CheckResult(name="hw_classification", passed=True, errors=0, warnings=0, skipped=why))
+
+    probe = proc.capture([_python(ctx), "-c", HW_ENUM_PROBE], env=ctx.settings, timeout=300)
+    if not (probe.code == 0 and probe.text.strip().endswith("yes")):
+        return skipped(f"the torch of {_python(ctx)} has no HardwareClassification "
+                       "(--hw-classification needs torch 2.14.1 or later)")
+    rows = class_rows(file.read_text(encoding="utf-8"))
+    labels = sorted({r.hw_classification for r in rows if r.hw_classification})
+    if not labels:
+        return skipped("no class of the file declares hw_classification")
+    timeout, _ = test_settings(ctx.settings)
+    jobs = [dict(key=f"hw-r{ctx.data.test_rounds}-{label}", argv=hw_argv(_python(ctx), file, label),
+                 cwd=file.parent, env=ctx.settings, timeout=timeout,
+                 log_name=f"logs/hw_classification_r{ctx.data.test_rounds}_{label}.log") for label in labels]
+    for job in jobs:
+        ctx.start_job(**job)
+    problems: list[str] = []
+    runs = []
+    for label, job in zip(labels, jobs):
+        res = ctx.job(**job)
+        try:
+            runs.append(read_run(label, res.code, res.output))
+        except HwRunError as exc:
+            problems.append(exc.message)
+    problems += account(runs)
+    planned = plan(ctx).labels()
+    for row in rows:
+        if row.name in planned and row.hw_classification != planned[row.name]:
+            problems.append(f"{row.name} declares {row.hw_classification} but the plan labels it {planned[row.name]}")
+    ctx.data.hw_counts = {r.label: r.passed for r in runs}
+    for p in problems:
+        _note(ctx, f"--hw-classification: {p}")
+    _hw_check(ctx, CheckResult(name="hw_classification", passed=not problems, errors=len(problems), warnings=0))
 
 
 def _local_tests(ctx: Any, file: Path, device: str) -> Any:
@@ -264,9 +318,32 @@ def _sentinel_notes(ctx: Any) -> list[str]:
             if (Path(folder) / name).exists()]
 
 
+def changed(ctx: Any) -> bool:
+    """Whether the run changed anything: the file's text, or a codemod's edit elsewhere
+    (DecorateInfo entries, sentinel files)."""
+    from flow.workflows.refactor.mechanical import original
+
+    if Path(ctx.data.file).read_text(encoding="utf-8") != original(ctx).read_text(encoding="utf-8"):
+        return True
+    return any(r.changes for r in ctx.data.applied if r.by == "codemod" and r.rule_id in ("TR009", "TR010"))
+
+
+def _pr(ctx: Any) -> Any:
+    from flow.workflows.refactor.prtext import PrInput, class_rows
+
+    checks = {c.name: c for c in ctx.data.checks}
+    lint = checks.get("test_linter")
+    return PrInput(rel=ctx.data.rel, classes=class_rows(Path(ctx.data.file).read_text(encoding="utf-8")),
+                   linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
+                   hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note,
+                   local_tests=ctx.data.local_tests, devices=list(ctx.data.test_devices or []))
+
+
 def write_summary(ctx: Any) -> Path:
     report = plan(ctx)
-    summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field,
+    unchanged = not changed(ctx)
+    summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field, unchanged=unchanged,
+                           pr=None if unchanged else _pr(ctx), judged_by=ctx.data.linter,
                            moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
                            local_tests=ctx.data.local_tests, notes=[*ctx.data.notes, *_sentinel_notes(ctx)],

@@ -59,3 +59,13 @@ TORCH_PROBE = ("import importlib.util, importlib.metadata, os, sys\n"
                "try: v = importlib.metadata.version('torch')\n"
                "except importlib.metadata.PackageNotFoundError: v = 'unknown version'\n"
                "print(v, 'at', os.path.dirname(spec.origin or ''))\n")
+
+#: Whether the interpreter's torch has ``HardwareClassification`` (torch 2.14.1 and later),
+#: read from common_utils.py's text without importing torch: prints "yes" or "no".
+HW_ENUM_PROBE = ("import importlib.util, os, sys\n"
+                 "spec = importlib.util.find_spec('torch')\n"
+                 "if spec is None: sys.exit(1)\n"
+                 "p = os.path.join(os.path.dirname(spec.origin or ''), 'testing', '_internal', 'common_utils.py')\n"
+                 "try: text = open(p, encoding='utf-8').read()\n"
+                 "except OSError: text = ''\n"
+                 "print('yes' if 'class HardwareClassification' in text else 'no')\n")

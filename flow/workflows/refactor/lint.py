@@ -8,6 +8,13 @@ L002 device-class test without ``device``         L007 availability gate in a de
 L003 plain-class test taking ``device``            L008 restriction redundant under only_for
 L004 ``@onlyCUDA`` / ``@onlyOn`` left              L009 device-specific class without only_for
 L005 ``@onlyNativeDeviceTypes(And)`` left          L010 instantiation of an unknown / twice-instantiated class
+L011 ``@onlyCPU``/``@onlyMPS``/``@onlyXPU`` in a device class without only_for (move the test)
+L012 CUDA-gated test or hard-coded device in a plain class (the plan must move it, or dispute)
+L014 a test widened to every accelerator calling a device API (``deviceapis``'s catalog)
+
+TEST_LINTER forbids every ``@only*`` but ``@onlyAccelerator`` in an ACCELERATOR class, so
+``@onlyNativeDeviceTypes`` goes for that reason (it excludes non-native device types, it is
+not redundant) and an ``@onlyCPU`` test moves to a class of its own classification.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from flow.workflows.refactor.findings import Finding, Severity
 RESTRICTIONS = frozenset({"onlyCUDA", "onlyOn"})
 NATIVE = frozenset({"onlyNativeDeviceTypes", "onlyNativeDeviceTypesAnd"})
 REDUNDANT_UNDER_ONLY_FOR = frozenset({"onlyCUDA", "onlyOn", "onlyAccelerator", "onlyNativeDeviceTypes"})
+ONE_DEVICE = {"onlyCPU": "cpu", "onlyMPS": "mps", "onlyXPU": "xpu"}
 
 
 def _f(path: str, code: str, severity: Severity, line: int, message: str) -> Finding:
@@ -61,6 +69,32 @@ def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> lis
                 out.append(_f(p, "L005", "error", d.line, f"@{short} on {cls.name}.{t.name} is redundant; remove it"))
             if only_for and short in REDUNDANT_UNDER_ONLY_FOR and short not in RESTRICTIONS | NATIVE:
                 out.append(_f(p, "L008", "warning", d.line, f"@{short} on {cls.name}.{t.name} is redundant: the class is only_for a device"))
+        shorts = t.decorator_names()
+        if insts and not only_for:
+            for d in t.decorators:
+                short = d.name.rsplit(".", 1)[-1]
+                if short in ONE_DEVICE:
+                    dev = ONE_DEVICE[short]
+                    out.append(_f(p, "L011", "error", t.start,
+                                  f"@{short} on {cls.name}.{t.name} in a class instantiated for every device; move it "
+                                  f"to a class of its own ({cls.name}{dev.upper()}, hw_classification "
+                                  f"{dev.upper()}, only_for=\"{dev}\"), or to a GENERIC class if the device does not matter"))
+        widened = (insts and not only_for) or "onlyAccelerator" in shorts
+        if widened:
+            from flow.workflows.refactor.deviceapis import advice
+
+            for api in t.device_apis:
+                kind, todo = advice(api.value)
+                out.append(_f(p, "L014", "error", api.line,
+                              f"{api.value} in {cls.name}.{t.name}, which runs on every accelerator: {todo}"
+                              + (" (hw_classification CUDA, only_for=\"cuda\")" if kind == "device_specific" else "")))
+        if not insts and (t.device_literals or [g for g in t.gates if g.kind == "flag" or "cuda" in g.text]):
+            where = (t.device_literals[0].line if t.device_literals else t.gates[0].line)
+            what = (f"hard-coded device {t.device_literals[0].value!r}" if t.device_literals
+                    else f"{t.gates[0].text} gate")
+            out.append(_f(p, "L012", "error", where,
+                          f"{what} in {cls.name}.{t.name} of a plain (GENERIC) class: plan it into a device class "
+                          "(device_agnostic or device_specific), or dispute it with the reason it must stay"))
         if insts:
             for lit in t.device_literals:
                 out.append(_f(p, "L006", "error", lit.line,

@@ -125,6 +125,7 @@ def distribute(ctx: Any) -> Any:
     ctx.write_json("coder_tasks.json", [t.model_dump(mode="json") for t in tasks])
     ctx.data.applied = apply_mechanical(ctx, [t for t in tasks if t.mechanical], report, before)
     ctx.data.agent_rules = [t.rule_id for t in tasks if not t.mechanical]
+    ctx.write_text("rule_base/0.py", Path(ctx.data.file).read_text(encoding="utf-8"))
     return Go("distributed")
 
 
@@ -149,6 +150,24 @@ def _coder_task(ctx: Any, task: CoderTask, key: str, feedback: str) -> Task:
     return Task(key=key, role="coder", feed="coder", prompt=prompt,
                 follow_up=ctx.data.rule_index > 0 or ctx.data.rule_fixes > 0,
                 extra={"rule_id": task.rule_id})
+
+
+def _changed_since_last_rule(ctx: Any) -> int:
+    """Lines added or removed in the file since the last accepted rule (or since distribute):
+    the summary lists a coder's rule as applied only where it changed lines. Rule ``i`` counts
+    from ``rule_base/<i>.py`` (the file when rule ``i - 1`` was accepted, or after distribute)
+    and writes ``rule_base/<i + 1>.py`` once, so a step run again after a crash counts the same."""
+    import difflib
+
+    i = ctx.data.rule_index
+    base_path = ctx.path(f"rule_base/{i}.py")
+    now = Path(ctx.data.file).read_text(encoding="utf-8")
+    base = base_path.read_text(encoding="utf-8") if base_path.exists() else original(ctx).read_text(encoding="utf-8")
+    changed = sum(1 for line in difflib.unified_diff(base.splitlines(), now.splitlines(), lineterm="", n=0)
+                  if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    if not ctx.path(f"rule_base/{i + 1}.py").exists():
+        ctx.write_text(f"rule_base/{i + 1}.py", now)
+    return changed
 
 
 def code(ctx: Any) -> Any:
@@ -216,7 +235,8 @@ def code(ctx: Any) -> Any:
                 ctx.data.retries[rid] = ctx.data.retries.get(rid, 0) + 1
                 continue
         ctx.data.tests_moved += coder.tests_moved
-        ctx.data.applied.append(AppliedRule(rule_id=rid, title=task.title, by="coder"))
+        ctx.data.applied.append(AppliedRule(rule_id=rid, title=task.title, by="coder",
+                                            changed_lines=_changed_since_last_rule(ctx)))
         ctx.data.rule_index += 1
         ctx.data.rule_fixes, ctx.data.rule_fix_limit = 0, MAX_ROUNDS
     return Go("coded")

@@ -1,4 +1,9 @@
-"""Phase 7, Finalize: render ``final_summary.md`` from typed inputs. Pure; never raises."""
+"""Phase 7, Finalize: render ``final_summary.md`` from typed inputs. Pure; never raises.
+
+With ``pr`` set, the summary opens with the pull request description
+(``flow.workflows.refactor.prtext``); a run that changed nothing (``unchanged``) says so and
+proposes no PR.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flow.workflows.refactor.analysis import TestMove
 from flow.workflows.refactor.findings import CheckResult
+from flow.workflows.refactor.prtext import PrInput, render_pr, title
 
 
 class MovedTests(BaseModel):
@@ -27,6 +33,8 @@ class AppliedRule(BaseModel):
     title: str
     by: str  # "codemod" or an agent name ("coder")
     changes: int = 0
+    #: for an agent's rule: lines the file gained or lost while the rule was worked on (None: not measured)
+    changed_lines: int | None = None
 
 
 class DeferredFailure(BaseModel):
@@ -59,6 +67,9 @@ class SummaryInput(BaseModel):
     # The absolute, quoted command that starts CI monitoring (from the flow's Commands); required,
     # as a relative default would print a command that does not run from the reader's directory.
     ci_check_command: str
+    pr: PrInput | None = None  # the PR description that opens the summary
+    unchanged: bool = False  # the run changed no line: no PR to propose
+    judged_by: str = ""  # which TEST_LINTER judged the file
 
 
 def moved_tests(moves: list[TestMove]) -> list[MovedTests]:
@@ -78,6 +89,13 @@ def _cell(text: str) -> str:
 def render_summary(s: SummaryInput) -> str:
     """Return the Markdown summary for ``s``."""
     out = [f"# Refactoring summary: `{s.file}`", "", f"Field: **{s.field}**", ""]
+    if s.unchanged:
+        out += ["**Unchanged**: the refactor changed no line of the file or of the files that "
+                "refer to it; there is no PR to open.", ""]
+    elif s.pr is not None:
+        out += ["## Pull request description", "", *render_pr(s.pr), ""]
+    if s.judged_by:
+        out += [f"Judged by: {s.judged_by}.", ""]
     out += ["## Tests moved", ""]
     if s.moves:
         out += ["| From | To | Tests |", "|---|---|---|"]
@@ -91,7 +109,10 @@ def render_summary(s: SummaryInput) -> str:
             else f"- `{r.rule_id}` {r.title} (nothing to change)" for r in codemods] or ["None."]
     agents = [r for r in s.rules if r.by != "codemod"]
     out += ["", "## Rules applied by agents", ""]
-    out += [f"- `{r.rule_id}` {r.title} (applied by the {r.by}, accepted by the checker)" for r in agents] or ["None."]
+    out += [f"- `{r.rule_id}` {r.title} (applied by the {r.by}, accepted by the checker)" if r.changed_lines is None
+            else f"- `{r.rule_id}` {r.title} (the {r.by} changed no line: nothing to apply)" if r.changed_lines == 0
+            else f"- `{r.rule_id}` {r.title} (applied by the {r.by}: {r.changed_lines} lines changed, accepted by the checker)"
+            for r in agents] or ["None."]
     out += ["", "## Checks", ""]
     if s.checks:
         out += ["| Check | Result | Errors | Warnings |", "|---|---|---|---|"]
@@ -107,11 +128,17 @@ def render_summary(s: SummaryInput) -> str:
     out += [f"- `{d.test_name}`: {d.reason}" for d in s.deferred] or ["None."]
     out += ["", "## Decisions and notes", ""]
     out += [f"- {_cell(n)}" for n in dict.fromkeys(s.notes)] or ["None."]
+    if s.unchanged:
+        return "\n".join([*out, "", "## Next steps", "", "None: nothing changed."]) + "\n"
+    first = "1. Review the diff, then create a branch, commit and push it, and open a draft PR."
+    if s.pr is not None:
+        first = (f"1. Review the diff, then create a branch, commit and push it (this one file), and "
+                 f"open a PR titled \"{title(s.pr.rel)}\" with the description above.")
     out += [
         "",
         "## Next steps",
         "",
-        "1. Review the diff, then create a branch, commit and push it, and open a draft PR.",
+        first,
         f"2. Start CI monitoring: say \"look after the CI\" or run "
         f"`{s.ci_check_command}` (add `--pr-number N` to skip detecting the PR).",
     ]

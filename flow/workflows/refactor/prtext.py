@@ -1,0 +1,94 @@
+"""The pull request a refactor proposes (seed phase 7, "Finalize"), in the form PyTorch's
+test-refactoring initiative uses: title ``[Testcase Refactoring] Decouple <file> from
+CUDA-specific``, "Part of pytorch/pytorch#185590", the ``module: tests/graph`` label request,
+a table of classes with their classification and test counts, the test plan (the linter
+command and the ``--hw-classification`` runs with their counts) and what did not run.
+One file per PR. Pure; never raises for a file that parses (``class_rows`` returns [] else).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flow.workflows.refactor.hwclass import declared, is_test_class
+
+TRACKING = "pytorch/pytorch#185590"
+LABEL = "module: tests/graph"
+
+
+class ClassRow(BaseModel):
+    """One test class of the final file: its label (None: none declared) and its test count."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    hw_classification: str | None
+    tests: int
+
+
+class PrInput(BaseModel):
+    """What the PR description says."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rel: str  # the file, relative to the checkout
+    classes: list[ClassRow] = Field(default_factory=list)
+    linter: str = ""  # which TEST_LINTER judged the file
+    linter_passed: bool | None = None  # None: it did not run
+    hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests run under it
+    hw_note: str = ""  # why the --hw-classification runs did not happen, if they did not
+    local_tests: str = ""
+    devices: list[str] = Field(default_factory=list)
+
+
+def class_rows(text: str) -> list[ClassRow]:
+    """Every top-level class defining ``test_*``, with its declared label and test count."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    return [ClassRow(name=n.name, hw_classification=declared(n),
+                     tests=sum(1 for s in n.body if isinstance(s, ast.FunctionDef) and s.name.startswith("test_")))
+            for n in tree.body if isinstance(n, ast.ClassDef) and is_test_class(n)]
+
+
+def title(rel: str) -> str:
+    """``[Testcase Refactoring] Decouple test/nn/test_dropout.py from CUDA-specific``."""
+    return f"[Testcase Refactoring] Decouple {rel} from CUDA-specific"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_pr(p: PrInput) -> list[str]:
+    """The PR description as Markdown lines, its title first."""
+    out = [f"### {title(p.rel)}", "", f"Part of {TRACKING}.", "",
+           f"Label request: `{LABEL}`.", "",
+           f"This PR migrates `{p.rel}` (one file) to the hardware classification that "
+           "TEST_LINTER checks: every test class declares `hw_classification`, and its "
+           "instantiation, `device` parameters and `@only*` decorators follow that label.", ""]
+    out += ["| Class | hw_classification | Tests |", "|---|---|---|"]
+    out += [f"| {_cell(c.name)} | {c.hw_classification or 'none declared'} | {c.tests} |" for c in p.classes]
+    total = sum(c.tests for c in p.classes)
+    out += [f"| total | | {total} |", "", "Test plan:", "", "```"]
+    out.append(f"python tools/linter/adapters/test_linter.py {p.rel}")
+    for label in sorted(p.hw_counts):
+        out.append(f"python {p.rel} --hw-classification {label}   # {p.hw_counts[label]} tests")
+    out += ["```", ""]
+    verdict = {True: "no message", False: "messages remain (see Checks)", None: "not run"}[p.linter_passed]
+    out.append(f"- TEST_LINTER ({_cell(p.linter or 'not run')}): {verdict}.")
+    if p.hw_counts:
+        counted = sum(p.hw_counts.values())
+        out.append(f"- `--hw-classification` runs: {counted} of {total} tests accounted for.")
+    else:
+        out.append(f"- `--hw-classification` runs: not run ({_cell(p.hw_note or 'no torch with the flag')}).")
+    if p.local_tests:
+        out.append(f"- Local tests: {_cell(p.local_tests)}.")
+    accel = [d for d in p.devices if d != "cpu"]
+    if not accel:
+        out.append("- Not run here: the accelerator tests (this machine has no accelerator; "
+                   "ACCELERATOR and device-specific classes ran on CPU only or were skipped). CI runs them.")
+    return out
