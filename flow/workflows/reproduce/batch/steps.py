@@ -35,7 +35,8 @@ from flow.workflows.reproduce.stage3 import steps as stage3_steps
 from flow.workflows.reproduce.unskip.steps import unskip
 from flow.workflows.reproduce.verdict.models import VERDICT_ADAPTER, NoReproducer, Stage
 
-_PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
+_PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, cwd_rule=None, pytest_args=None,
+                  rerun_done=False,
                   pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
                   ci_env={}, bypass=None, unskipped=None, restore_kept=None,
                   attempt_counts=None, last_exit=None, skipped_exit=None)
