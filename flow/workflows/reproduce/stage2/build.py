@@ -5,7 +5,10 @@
 
 Installs ``--source`` into a fresh venv ``<work>/venv`` made from ``--python`` (the
 project's own interpreter, ``ORCHESTRATOR_REPRODUCE_PYTHON``; default this one), with
-the project's build backend (PEP 517, through pip):
+the project's build backend, through the target interpreter's own pip (``<venv python>
+-m pip``: the stock pip ``ensurepip`` gives that interpreter, or offline the lent
+environment's; so a Python 3.6 or 3.7 project works too, where ``pip --python`` would need
+pip 22.3):
 
 - editable (``pip install -e``) where the project allows it, so a fix made in the tree
   takes effect without a rebuild; when the editable install fails, a built wheel is
@@ -15,7 +18,9 @@ the project's build backend (PEP 517, through pip):
   dependencies) and pytest from pip's configured index;
 - ``--offline``: no index, no isolation: the build backend, the dependencies and the
   test tools are lent by ``--python``'s environment through a ``.pth`` placed *after* the
-  venv's own site-packages (the freshly installed project wins over a copy there).
+  venv's own site-packages (the freshly installed project wins over a copy there). A
+  setuptools project then needs ``wheel`` (or setuptools 70.1+) there: checked first, and
+  a missing one is said with the command that installs it.
 
 With ``--commit`` (the seed's one ci_commit fallback) the source's repository is cloned
 into ``<work>/src`` and detached at that commit first. Exit 0 means the venv is ready;
@@ -97,13 +102,19 @@ def build(source: Path, work: Path, python: str = sys.executable, *, offline: bo
         shutil.rmtree(work / sub, ignore_errors=True)
     _run([python, "-m", "venv", "--without-pip", str(venv)])
     venv_python = str(venv / "bin" / "python")
+    if not offline:  # the interpreter's own stock pip (offline: the lent environment's)
+        _run([venv_python, "-m", "ensurepip", "--default-pip"])
     if offline:
         purelib = _run([venv_python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                        capture=True).strip().splitlines()[-1]
         lent = _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                     capture=True).strip().splitlines()[-1]
         Path(purelib, TOOLS_PTH).write_text(f"{lent}\n")
-    pip = [python, "-m", "pip", "--python", venv_python, "install"]
+        missing = offline_backend_gap(venv_python, source)
+        if missing:
+            raise BuildFailed(f"{missing}: install it into {python}'s environment "
+                              f"({python} -m pip install wheel), or build without --offline")
+    pip = [venv_python, "-m", "pip", "install"]
     flags = ["--no-deps", "--no-index", "--no-build-isolation"] if offline else []
     target = _target(source, extras or [])
     kind = "wheel"
@@ -118,6 +129,37 @@ def build(source: Path, work: Path, python: str = sys.executable, *, offline: bo
     if not offline:
         _run([*pip, "pytest"])
     return Path(venv_python), kind
+
+
+_BDIST_WHEEL_CHECK = """\
+import importlib.util, sys
+have = importlib.util.find_spec("wheel") is not None
+try:
+    import setuptools.command.bdist_wheel  # setuptools 70.1+ carries its own
+    have = True
+except ImportError:
+    pass
+print("ok" if have else "missing")
+"""
+
+
+def offline_backend_gap(venv_python: str, source: Path) -> str | None:
+    """What an offline (no-isolation) setuptools build lacks: ``wheel`` (``invalid command
+    'bdist_wheel'``) when neither it nor a setuptools with its own bdist_wheel is lent;
+    None when nothing is missing or the project builds with another backend."""
+    backend = ""
+    try:
+        import tomllib
+
+        backend = tomllib.loads((source / "pyproject.toml").read_text()).get(
+            "build-system", {}).get("build-backend", "")
+    except (OSError, ValueError):
+        backend = ""
+    if backend and not backend.startswith("setuptools"):
+        return None
+    out = _run([venv_python, "-c", _BDIST_WHEEL_CHECK], capture=True).strip().splitlines()
+    return ("the offline build of a setuptools project needs the 'wheel' package "
+            "(invalid command 'bdist_wheel' otherwise)") if out and out[-1] == "missing" else None
 
 
 def main(argv: list[str] | None = None) -> int:
