@@ -19,8 +19,8 @@ pip 22.3):
 - ``--offline``: no index, no isolation: the build backend, the dependencies and the
   test tools are lent by ``--python``'s environment through a ``.pth`` placed *after* the
   venv's own site-packages (the freshly installed project wins over a copy there). A
-  setuptools project then needs ``wheel`` (or setuptools 70.1+) there: checked first, and
-  a missing one is said with the command that installs it.
+  setuptools project built as a wheel then needs ``wheel`` (or setuptools 70.1+) there:
+  when that is what failed, the error says so and names the command that adds it.
 
 With ``--commit`` (the seed's one ci_commit fallback) the source's repository is cloned
 into ``<work>/src`` and detached at that commit first. Exit 0 means the venv is ready;
@@ -110,10 +110,6 @@ def build(source: Path, work: Path, python: str = sys.executable, *, offline: bo
         lent = _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                     capture=True).strip().splitlines()[-1]
         Path(purelib, TOOLS_PTH).write_text(f"{lent}\n")
-        missing = offline_backend_gap(venv_python, source)
-        if missing:
-            raise BuildFailed(f"{missing}: install it into {python}'s environment "
-                              f"({python} -m pip install wheel), or build without --offline")
     pip = [venv_python, "-m", "pip", "install"]
     flags = ["--no-deps", "--no-index", "--no-build-isolation"] if offline else []
     target = _target(source, extras or [])
@@ -125,41 +121,23 @@ def build(source: Path, work: Path, python: str = sys.executable, *, offline: bo
         except BuildFailed as exc:
             print(f"editable install failed, installing a built wheel instead:\n{exc}", flush=True)
     if kind == "wheel":
-        _run([*pip, *flags, target])
+        try:
+            _run([*pip, *flags, target])
+        except BuildFailed as exc:
+            raise BuildFailed(wheel_hint(str(exc), python) if offline else str(exc)) from exc
     if not offline:
         _run([*pip, "pytest"])
     return Path(venv_python), kind
 
 
-_BDIST_WHEEL_CHECK = """\
-import importlib.util, sys
-have = importlib.util.find_spec("wheel") is not None
-try:
-    import setuptools.command.bdist_wheel  # setuptools 70.1+ carries its own
-    have = True
-except ImportError:
-    pass
-print("ok" if have else "missing")
-"""
-
-
-def offline_backend_gap(venv_python: str, source: Path) -> str | None:
-    """What an offline (no-isolation) setuptools build lacks: ``wheel`` (``invalid command
-    'bdist_wheel'``) when neither it nor a setuptools with its own bdist_wheel is lent;
-    None when nothing is missing or the project builds with another backend."""
-    backend = ""
-    try:
-        import tomllib
-
-        backend = tomllib.loads((source / "pyproject.toml").read_text()).get(
-            "build-system", {}).get("build-backend", "")
-    except (OSError, ValueError):
-        backend = ""
-    if backend and not backend.startswith("setuptools"):
-        return None
-    out = _run([venv_python, "-c", _BDIST_WHEEL_CHECK], capture=True).strip().splitlines()
-    return ("the offline build of a setuptools project needs the 'wheel' package "
-            "(invalid command 'bdist_wheel' otherwise)") if out and out[-1] == "missing" else None
+def wheel_hint(error: str, python: str) -> str:
+    """The build error, with how to mend it when an offline (no-isolation) setuptools
+    build lacked ``wheel`` (``invalid command 'bdist_wheel'``: setuptools before 70.1
+    needs it, and the lent environment has none)."""
+    if "bdist_wheel" not in error:
+        return error
+    return (f"{error}\nthe offline build of a setuptools project needs the 'wheel' package in "
+            f"{python}'s environment: {python} -m pip install wheel (or build without --offline)")
 
 
 def main(argv: list[str] | None = None) -> int:
