@@ -163,3 +163,47 @@ def test_stage2_build_with_python37_stock_pip(tmp_path: Path) -> None:
                               capture_output=True, text=True, cwd="/")
     assert (True, 0, str(src / "shoebox" / "__init__.py")) == (
         no_option.returncode != 0, code, imported.stdout.strip())
+
+
+def test_refined_command_outside_a_tree_survives_the_workspace(tmp_path: Path) -> None:
+    """A reproducer run outside any tree cds to a fresh ``mktemp -d``, not the flow's
+    scratch dir: with the workspace deleted it still exits with the reproducer's own code."""
+    call = Driver(tmp_path / "ws").call(["reproduce", "--profile", "local", "--stage", "nightly",
+                                         "--command", 'python -c "raise SystemExit(3)"'])
+    assert call.spec is not None, call.stderr
+    refined = call.spec["verdict"]["refined_command"]
+    shutil.rmtree(tmp_path / "ws")
+    assert (True, 3) == (refined.startswith('cd "$(mktemp -d)" && '), _fresh_shell(refined))
+
+
+@pytest.mark.parametrize("files, expected", [
+    ({"pyproject.toml": '[project]\nname = "one"\n'}, "one"),
+    ({"setup.cfg": "[metadata]\nname = two\n", "setup.py": "from setuptools import setup\nsetup()\n"}, "two"),
+    ({"setup.py": "from setuptools import setup\nsetup(name='three', version='1')\n"}, "three"),
+    ({"setup.py": "from setuptools import setup\nsetup(name=NAME)\n"}, None),
+], ids=["pyproject", "setup.cfg", "setup.py", "computed"])
+def test_project_name_of_every_kind_of_project(tmp_path: Path, files: dict[str, str],
+                                                expected: str | None) -> None:
+    """The declared name comes from pyproject.toml, setup.cfg or a literal in setup.py; a
+    computed name is None (the installed metadata names it then)."""
+    from flow.workflows.reproduce.verdict.environment import project_name
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert expected == project_name(str(tmp_path))
+
+
+def test_cannot_verify_next_steps_say_what_passed_and_offline() -> None:
+    """CANNOT_VERIFY at stage 3 says stages 1 and 2 passed; a local source-build venv
+    missing a module points at ORCHESTRATOR_REPRODUCE_OFFLINE=1."""
+    from types import SimpleNamespace
+
+    from flow.workflows.reproduce.verdict.models import CannotVerify, Stage
+    from flow.workflows.reproduce.verdict.report import _cannot_verify_steps
+
+    ctx = SimpleNamespace(data=SimpleNamespace(profile="local"), settings={})
+    ci = _cannot_verify_steps(ctx, CannotVerify(stage=Stage.CI_ENV, blocker="no GitHub token"))
+    build = _cannot_verify_steps(ctx, CannotVerify(
+        stage=Stage.SOURCE_BUILD, blocker="missing dependency: ModuleNotFoundError: No module named 'x'"))
+    assert (True, True) == ("stages nightly and source_build ran and the test passed" in ci[0],
+                            "ORCHESTRATOR_REPRODUCE_OFFLINE=1" in build[0])
