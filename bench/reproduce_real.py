@@ -22,8 +22,14 @@ environment (``--venvs DIR/bip-<project>/bin/python``, given as
    printed, and the median over the runs whose direct run took under a second.
 
 Prints one line per bug and a JSON summary; ``--json FILE`` writes every figure.
-Nothing here reaches the network: clones, venvs and the dataset are prepared beforehand
-(see the README's reproduce section for the commands used).
+Nothing here reaches the network: clones, venvs and the dataset are prepared beforehand:
+
+    git clone <BugsInPy> /tmp/bip; git clone <project> /tmp/bench/<project>
+    python3.8 -m venv /work/venvs/bip-<project>   # ansible: python3.6
+    /work/venvs/bip-<project>/bin/pip install <the bug's requirements.txt pins>
+    /work/venvs/bip-<project>/bin/pip install --no-deps -e /tmp/bench/<project>  # ansible, sanic
+
+(figures and the bugs used: the README's Performance table).
 
 Usage: python bench/reproduce_real.py --bugsinpy /tmp/bip --repos /tmp/bench
            --venvs /work/venvs fastapi:1,2,3 scrapy:1,2 ...

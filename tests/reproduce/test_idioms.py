@@ -207,3 +207,26 @@ def test_cannot_verify_next_steps_say_what_passed_and_offline() -> None:
         stage=Stage.SOURCE_BUILD, blocker="missing dependency: ModuleNotFoundError: No module named 'x'"))
     assert (True, True) == ("stages nightly and source_build ran and the test passed" in ci[0],
                             "ORCHESTRATOR_REPRODUCE_OFFLINE=1" in build[0])
+
+
+def test_legacy_develop_install_is_found_by_its_egg_info(tmp_path: Path) -> None:
+    """A ``setup.py develop`` install (old pip: an .egg-info in the tree, the tree on
+    sys.path through a .pth, no direct_url.json) is identified as the tree's editable
+    install, whatever name the setup.py computes."""
+    from flow.workflows.reproduce.verdict import environment as envinfo
+
+    src = _copy(tmp_path, "shoebox")
+    (src / "setup.py").write_text("from setuptools import setup\nNAME = 'shoe' + 'box'\n"
+                                  "setup(name=NAME, version='1.0', packages=['shoebox'])\n")
+    egg = src / "shoebox.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: shoebox\nVersion: 1.0\n")
+    (egg / "top_level.txt").write_text("shoebox\n")
+    py = _venv_lending_tools(tmp_path)
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "easy-install.pth").write_text(f"{src}\n")
+    out = subprocess.run(envinfo.probe_argv(str(py), ["pytest"], str(src)), capture_output=True,
+                         text=True, cwd="/").stdout
+    env = envinfo.read_probe(str(py), out, envinfo.project_name(str(src)), ["pytest"], None)
+    assert ("shoebox", "1.0", "editable") == (env.project, env.project_version, env.project_install)

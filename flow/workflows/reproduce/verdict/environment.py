@@ -66,6 +66,15 @@ def probe(names, tree=None):
             url = str(data.get("url") or "")
             if url.startswith("file://") and os.path.realpath(url[7:]) == real:
                 out["tree_dists"].append(info(dist))
+                continue
+            # a legacy ``setup.py develop`` install: its .egg-info lives in the tree
+            where = getattr(dist, "_path", None)
+            if where is not None and str(where).endswith(".egg-info"):
+                home = os.path.realpath(os.path.dirname(str(where)))
+                if home == real or os.path.dirname(home) == real:
+                    found = info(dist)
+                    found["editable"], found["url"] = True, "file://" + real
+                    out["tree_dists"].append(found)
     return out
 """
 _PROBE = _PROBE_FN + "import json, sys\nprint(json.dumps(probe(sys.argv[2:], sys.argv[1] or None)))\n"
