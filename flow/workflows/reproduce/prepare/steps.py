@@ -66,18 +66,18 @@ def project_probe(ctx: Any, profile: Profile, python: str) -> str:
     verdict reuses it."""
     from flow.workflows.reproduce.verdict import environment as envinfo
 
+    where = ctx.data.tree or ctx.data.source_dir
     kept = ctx.data.project_probe
-    if kept and kept.get("python") == python:
+    if kept and kept.get("python") == python and kept.get("tree") == (where or ""):
         return kept["output"]
     project = profile.project or envinfo.project_name(ctx.data.source_dir)
     packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
-    where = ctx.data.source_dir or ctx.data.tree
     if envinfo.is_this_interpreter(python):
         output = envinfo.probe_here(packages, where)
     else:
         _, output = runner.query(envinfo.probe_argv(python, packages, where), cwd=scratch(ctx),
                                  env=runner.clean_env(ctx.settings))
-    ctx.data.project_probe = {"python": python, "output": output}
+    ctx.data.project_probe = {"python": python, "tree": where or "", "output": output}
     return output
 
 
@@ -87,7 +87,7 @@ def shadowed_install(ctx: Any, profile: Profile) -> str | None:
     from flow.workflows.reproduce.verdict import environment as envinfo
     from flow.workflows.reproduce.verdict.environment import TreeState
 
-    python = interpreter(ctx)
+    python = ctx.data.python or interpreter(ctx)
     project = profile.project or envinfo.project_name(ctx.data.source_dir)
     output = project_probe(ctx, profile, python)
     env = envinfo.read_probe(python, output, project, [], TreeState(path=ctx.data.tree, git=False))
