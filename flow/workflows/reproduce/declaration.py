@@ -52,6 +52,10 @@ class ReproData(BaseModel):
     current_stage: str = "nightly"
     tree: str | None = None
     cwd: str | None = None
+    cwd_rule: str | None = None        # which working-directory rule chose ``cwd``
+    # the project probe of the Stage 1 interpreter (environment.probe_argv's output), read
+    # by prepare's shadow check and reused by the verdict's environment
+    project_probe: dict[str, str] | None = None
     pytest_args: list[str] | None = None
     # ORCHESTRATOR_REPRODUCE_PYTHON resolved once at start (None in a state saved before
     # it was recorded: ``context.interpreter`` resolves it from the settings then)

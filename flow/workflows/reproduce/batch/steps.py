@@ -35,7 +35,8 @@ from flow.workflows.reproduce.stage3 import steps as stage3_steps
 from flow.workflows.reproduce.unskip.steps import unskip
 from flow.workflows.reproduce.verdict.models import VERDICT_ADAPTER, NoReproducer, Stage
 
-_PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, pytest_args=None, rerun_done=False,
+_PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, cwd_rule=None, pytest_args=None,
+                  rerun_done=False,
                   pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
                   ci_env={}, bypass=None, unskipped=None, restore_kept=None,
                   attempt_counts=None, last_exit=None, skipped_exit=None)
@@ -255,11 +256,16 @@ def _rerun(ctx: Any, stage: Stage, ids: list[str], when_done: str) -> Go:
     _load(ctx, item)
     ctx.data.current_stage = stage.value
     profile, rep = profile_of(ctx), reproducer(ctx)
-    ctx.data.tree = ctx.data.batch_tree if rep.needs_tree or ctx.data.source_dir else None
+    tree = ctx.data.batch_tree
+    if stage is Stage.SOURCE_BUILD and profile.source_build.kind == "venv" and ctx.data.fallback_ok:
+        from flow.workflows.reproduce.stage2.steps import fallback_tree
+
+        tree = fallback_tree(ctx)  # the build's clone at ci_commit: the tree the entry runs in
+    ctx.data.tree = tree if rep.needs_tree or ctx.data.source_dir else None
+    ctx.data.python, ctx.data.path_head = ctx.data.batch_python, ctx.data.batch_path_head
     problem = place(ctx, profile, rep)
     if problem:
         return _settle(ctx, item, blocked(ctx, stage, problem))
-    ctx.data.python, ctx.data.path_head = ctx.data.batch_python, ctx.data.batch_path_head
     if stage is Stage.CI_ENV:
         stage3_steps.fold(ctx, profile, rep)
     decision = decide(ctx, profile, stage, f"{item.id}/{stage.value}")

@@ -1,7 +1,10 @@
 """Prepare's rules (seed: "Prepare" and Stage 1 "Working directory"): the collect-only
-decision, and where the reproducer runs: never inside a tree whose package would shadow the
-installed one under test, a bare node id resolved against the tree, torch-xpu-ops tests
-from their own folder. Pure: no IO beyond looking at paths.
+decision, and where the reproducer runs: where the user's command expects to run (the
+project tree, for the ``local`` profile), and outside the tree only when the tree would
+shadow the installed package under test (a profile's ``import_package``, such as torch, or
+a detected non-editable install of the project); a bare node id resolved against the tree,
+torch-xpu-ops tests from their own folder. Every choice names the rule that made it.
+Pure: no IO beyond looking at paths.
 """
 from __future__ import annotations
 
@@ -68,10 +71,30 @@ class CwdChoice(BaseModel):
 XPU_OPS_SUBDIR = "third_party/torch-xpu-ops/test/xpu"
 
 
+RULE_IN_TREE = "the project tree, where the command expects to run (local profile)"
+
+
+def _apply_cds(start: str, cds: list[str], fallback: str) -> str:
+    cwd = start
+    for step in cds:
+        if "$" in step or "`" in step or step == "-":
+            cwd = fallback  # cannot be resolved here: stay somewhere safe
+            continue
+        cwd = posixpath.normpath(posixpath.join(cwd, step))
+    return cwd
+
+
 def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str | None,
-               xpu_ops_subdir: str = XPU_OPS_SUBDIR) -> CwdChoice:
+               xpu_ops_subdir: str = XPU_OPS_SUBDIR, in_tree: bool = False,
+               shadowed: str | None = None) -> CwdChoice:
     """Where to run the reproducer (seed: Working directory).
 
+    - ``in_tree`` (the ``local`` profile, whose tree is the user's project; not for a
+      shell block, which does its own setup in scratch): the tree,
+      with the command's own cds applied on top of it, targets as written; unless the
+      tree would shadow the package under test: ``package``'s folder is at the tree's
+      root, or ``shadowed`` (the caller's finding: the project is installed non-editable
+      and the tree's root holds its import package) says so; then the rules below;
     - pytest target under ``test/xpu/``: ``<tree>/<xpu_ops_subdir>``, target made relative
       to it (the tests' relative sys.path appends resolve only there);
     - other repo-relative pytest targets: made absolute under ``tree``, run from ``scratch``;
@@ -96,12 +119,19 @@ def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str 
         rep = rep.model_copy(update={
             "pytest_args": [resolved.get(a, a) for a in rep.pytest_args],
             "pytest_targets": [resolved.get(t, t) for t in rep.pytest_targets]})
+    own = shadowing_package(tree, package) if tree and package else None
+    if in_tree and tree and own is None and not shadowed and not rep.setup:
+        return CwdChoice(cwd=_apply_cds(tree, rep.cd, tree), pytest_args=rep.pytest_args,
+                         rule=RULE_IN_TREE)
+    why = (f"; left the tree: {shadowed}" if shadowed else
+           f"; left the tree: its {own.name}/ would shadow the installed {package}"
+           if in_tree and own is not None else "")
     if rep.form is Form.PYTEST and rep.needs_tree and tree and not rep.cd:
-        rewritten, rule, cwd = [], "repo-relative target made absolute, run outside the tree", scratch
+        rewritten, rule, cwd = [], "repo-relative target made absolute, run outside the tree" + why, scratch
         xpu_targets = [t for t in rep.pytest_targets if t.startswith("test/xpu/")]
         if xpu_targets:
             cwd = posixpath.join(tree, xpu_ops_subdir)
-            rule = "torch-xpu-ops test: run from its test/xpu dir"
+            rule = "torch-xpu-ops test: run from its test/xpu dir" + why
         for arg in rep.pytest_args:
             path = arg.split("::")[0]
             if arg in rep.pytest_targets and (path.endswith(".py") or "/" in path) \
@@ -111,13 +141,8 @@ def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str 
             rewritten.append(arg)
         choice = CwdChoice(cwd=cwd, pytest_args=rewritten, rule=rule)
     else:
-        cwd = scratch
-        for step in rep.cd:
-            if "$" in step or "`" in step or step == "-":
-                cwd = scratch  # cannot be resolved here: stay somewhere safe
-                continue
-            cwd = posixpath.normpath(posixpath.join(cwd, step))
-        choice = CwdChoice(cwd=cwd, rule="outside any source tree")
+        choice = CwdChoice(cwd=_apply_cds(scratch, rep.cd, scratch),
+                           rule="outside any source tree" + why)
     shadow = shadowing_package(choice.cwd, package) if package else None
     if shadow is not None:
         raise InTreeImportTrap(

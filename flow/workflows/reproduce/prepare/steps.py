@@ -60,19 +60,63 @@ def prepare(ctx: Any) -> Any:
     return Go("prepared")
 
 
+def project_probe(ctx: Any, profile: Profile, python: str) -> str:
+    """The environment probe of ``python`` for the project and the profile's packages (one
+    child run, or none for this interpreter), kept in ``ctx.data.project_probe`` so the
+    verdict reuses it."""
+    from flow.workflows.reproduce.verdict import environment as envinfo
+
+    where = ctx.data.tree or ctx.data.source_dir
+    kept = ctx.data.project_probe
+    if kept and kept.get("python") == python and kept.get("tree") == (where or ""):
+        return kept["output"]
+    project = profile.project or envinfo.project_name(ctx.data.source_dir)
+    packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
+    if envinfo.is_this_interpreter(python):
+        output = envinfo.probe_here(packages, where)
+    else:
+        _, output = runner.query(envinfo.probe_argv(python, packages, where), cwd=scratch(ctx),
+                                 env=runner.clean_env(ctx.settings))
+    ctx.data.project_probe = {"python": python, "tree": where or "", "output": output}
+    return output
+
+
+def shadowed_install(ctx: Any, profile: Profile) -> str | None:
+    """Why running in the tree would test the tree instead of the installed copy (the
+    project installed non-editable, its import package at the tree's root), or None."""
+    from flow.workflows.reproduce.verdict import environment as envinfo
+    from flow.workflows.reproduce.verdict.environment import TreeState
+
+    python = ctx.data.python or interpreter(ctx)
+    project = profile.project or envinfo.project_name(ctx.data.source_dir)
+    output = project_probe(ctx, profile, python)
+    env = envinfo.read_probe(python, output, project, [], TreeState(path=ctx.data.tree, git=False))
+    names = envinfo.shadowing_imports(env)
+    if not names:
+        return None
+    return (f"{env.project} {env.project_version} is installed non-editable (from "
+            f"{env.project_origin}) and the tree's {', '.join(n + '/' for n in names)} would "
+            "shadow it")
+
+
 def place(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
-    """Set ``cwd`` and ``pytest_args`` for the tree in ``ctx.data.tree`` (the seed's cwd
-    rules, never inside a tree); returns a blocker or None. Touches no file."""
+    """Set ``cwd``, ``pytest_args`` and ``cwd_rule`` for the tree in ``ctx.data.tree``
+    (the seed's cwd rules: the local profile runs in the project tree unless the tree
+    would shadow the installed package under test); returns a blocker or None. Touches
+    no file."""
     from flow.workflows.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
     from flow.workflows.reproduce.prepare.rules import choose_cwd
 
+    in_tree = profile.tree is None and bool(ctx.data.tree) and not rep.setup
+    shadowed = shadowed_install(ctx, profile) if in_tree else None
     try:
         choice = choose_cwd(rep, scratch=scratch(ctx), tree=ctx.data.tree,
-                            package=profile.import_package,
+                            package=profile.import_package, in_tree=in_tree, shadowed=shadowed,
                             **({"xpu_ops_subdir": profile.xpu_ops_subdir} if profile.xpu_ops_subdir else {}))
     except (InTreeImportTrap, UnresolvedNodeId) as exc:
         return str(exc)
     ctx.data.cwd = choice.cwd
+    ctx.data.cwd_rule = choice.rule
     ctx.data.pytest_args = choice.pytest_args if choice.pytest_args is not None else rep.pytest_args
     return None
 

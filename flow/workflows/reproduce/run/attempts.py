@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from flow.core.outcome import Go
-from flow.workflows.reproduce.context import blocked, launcher, profile_of, reproducer, run_timeout
+from flow.workflows.reproduce.context import (
+    blocked, launcher, profile_of, reproducer, run_timeout, scratch,
+)
 from flow.workflows.reproduce.profiles import Profile
 from flow.workflows.reproduce.run import runner
 from flow.workflows.reproduce.run.decision import Decision, Next, RerunWithoutSkip, StageMode
@@ -23,7 +25,11 @@ def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
     """One run of the reproducer; ``aligned`` adds what Stage 3 folded from the CI job log."""
     rep = reproducer(ctx)
     align = ctx.data.ci_env if aligned else {}
+    # a run "outside any source tree" in the flow's empty scratch dir: refined_command cds
+    # to a fresh temp dir instead, so it still runs once the workspace is gone
+    fresh = ctx.data.cwd == scratch(ctx) and not rep.setup
     return runner.exercise(rep, cwd=ctx.data.cwd, pytest_args=ctx.data.pytest_args,
+                           fresh_cwd=fresh,
                            settings=ctx.settings, log=ctx.path(f"logs/{label}.log"),
                            failure_pattern=ctx.data.failure_pattern,
                            markers=tuple(profile.skip_markers), python=ctx.data.python,

@@ -40,6 +40,9 @@ class PytestCounts(BaseModel):
     xfailed: int = 0
     xpassed: int = 0
     skip_reasons: list[str] = []
+    # the first line of each error (setup, fixture, teardown or collection): no test body
+    # failed there, so these are not reproductions by themselves
+    error_lines: list[str] = []
 
 
 # Reasons torch's XPU markers print (common_utils.skipIfXpu, common_device_type.skipXPU).
@@ -107,6 +110,7 @@ def parse_junit(xml_text: str) -> PytestCounts:
             counts.failed += 1
         elif "error" in children:
             counts.errors += 1
+            counts.error_lines.append(_error_line(case, children["error"]))
         elif "skipped" in children:
             node = children["skipped"]
             if node.get("type") == "pytest.xfail":
@@ -119,6 +123,24 @@ def parse_junit(xml_text: str) -> PytestCounts:
     return counts
 
 
+def _error_line(case: ET.Element, node: ET.Element) -> str:
+    """``<test id>: <first line of the error>`` of a JUnit ``<error>`` (pytest writes
+    ``failed on setup with "..."`` or ``collection failure`` as its message and the
+    traceback as its text: the last ``E   `` line of the text says what went wrong)."""
+    name = "::".join(filter(None, [case.get("classname", ""), case.get("name", "")]))
+    message = (node.get("message") or "").strip().splitlines()
+    text = node.text or ""
+    raised = [l[1:].strip() for l in text.splitlines() if l.startswith("E ")]
+    first = raised[0] if raised else (message[0] if message else _last_line(text))
+    phase = message[0] if message else "error"
+    if first != phase:
+        first = f"{phase}: {first}"
+    return f"{name}: {first}"[:400]
+
+
+_ERROR_LINE = re.compile(r"^ERROR (\S+)(?: - (.*))?$", re.M)
+
+
 def parse_summary(output: str) -> PytestCounts:
     """Counts from pytest's final ``=== N failed, M passed in Xs ===`` line and -rs lines."""
     counts = PytestCounts()
@@ -129,6 +151,7 @@ def parse_summary(output: str) -> PytestCounts:
             if key in PytestCounts.model_fields and key != "skip_reasons":
                 setattr(counts, key, int(number))
     counts.skip_reasons = _SKIP_LINE.findall(output)
+    counts.error_lines = [f"{node}: {why}" if why else node for node, why in _ERROR_LINE.findall(output)]
     return counts
 
 
@@ -155,7 +178,9 @@ def interpret_pytest(exit_code: int, output: str, junit_xml: str | None = None,
     """Pytest rules: FAILED or xfailed -> FAILED (unless the output shows an infra cause and
     not the given failure pattern: a missing device is not the bug); all skipped by an XPU marker ->
     SKIPPED_XPU_MARKER; other all-skipped -> BLOCKED (environmental skip); PASSED -> PASSED;
-    nothing ran -> COLLECTED_ZERO; errors with an infra cause -> BLOCKED.
+    nothing ran -> COLLECTED_ZERO; errors in setup, fixtures, teardown or collection with no
+    failure in a test body -> BLOCKED with the first error's line (FAILED only when the
+    given failure pattern is in the output).
     ``decorators`` are the names on the target test (``skipmarker.decorator_names``), or
     a function giving them, called only when every test was skipped."""
     counts = parse_junit(junit_xml) if junit_xml else parse_summary(output)
@@ -172,10 +197,19 @@ def interpret_pytest(exit_code: int, output: str, junit_xml: str | None = None,
         return RunOutcome(kind=Outcome.FAILED,
                           detail=f"{counts.failed} failed, {counts.xfailed} xfailed")
     if counts.errors:
+        # no test body failed: every error is in setup, a fixture, teardown or collection
+        # (seed: "Do NOT report REPRODUCED on a setup or infra failure"), unless the
+        # caller's failure pattern shows it is the bug
+        if failure_pattern and failure_pattern in output:
+            return RunOutcome(kind=Outcome.FAILED, detail=(
+                f"{counts.errors} error(s) outside the test body, matched {failure_pattern!r}"))
         cause = infra_blocker(output)
         if cause:
             return RunOutcome(kind=Outcome.BLOCKED, detail=cause)
-        return RunOutcome(kind=Outcome.FAILED, detail=f"{counts.errors} error(s)")
+        first = counts.error_lines[0] if counts.error_lines else _last_line(output)
+        return RunOutcome(kind=Outcome.BLOCKED, detail=(
+            f"{counts.errors} error(s) in setup or collection, no test body ran to a failure: "
+            f"{first}"))
     if counts.passed or counts.xpassed:
         return RunOutcome(kind=Outcome.PASSED, detail=f"{counts.passed} passed")
     reasons = counts.skip_reasons

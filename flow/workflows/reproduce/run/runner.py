@@ -26,7 +26,7 @@ from flow.workflows.reproduce.reproducer.forms import Reproducer
 from flow.workflows.reproduce.run.interpret import (
     Outcome, RunOutcome, collect_only, interpret_command, interpret_pytest, setup_blocker,
 )
-from flow.workflows.reproduce.verdict.refined_command import render
+from flow.workflows.reproduce.verdict.refined_command import FRESH_DIR, render
 
 DEFAULT_TIMEOUT = 1800.0
 
@@ -164,7 +164,7 @@ def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
              key: str = "run", python: str | None = None, bin_dir: str | None = None,
              extra_env: dict[str, str] | None = None, pytest_timeout: int | None = None,
              exitfirst: bool = False, bypass: str | None = None,
-             activate: str | None = None) -> Exercise:
+             activate: str | None = None, fresh_cwd: bool = False) -> Exercise:
     """Render the refined command and run it exactly as a caller will: ``bash -c`` in a
     clean environment (``clean_env``), through ``launch`` with ``timeout``; interpret it
     per form. A timed-out or lost run is BLOCKED with ``timed out after N s`` and the
@@ -172,8 +172,10 @@ def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
 
     Pytest runs get ``-rs --junitxml`` appended for the interpretation only (they change
     no outcome); the refined command returned is the contract's string. ``pytest_timeout``
-    is the ``--timeout`` a CI job log asked for (a pytest-timeout flag in the command)."""
-    refined = render(rep, cwd=cwd, env=extra_env, sv=rep.step_is_pytest, timeout=pytest_timeout,
+    is the ``--timeout`` a CI job log asked for (a pytest-timeout flag in the command).
+    ``fresh_cwd``: ``cwd`` is an empty scratch dir; the command cds to a fresh ``mktemp -d``
+    instead (the seed's "cd $(mktemp -d)"), so it does not depend on the workspace."""
+    refined = render(rep, cwd=FRESH_DIR if fresh_cwd else cwd, env=extra_env, sv=rep.step_is_pytest, timeout=pytest_timeout,
                      exitfirst=exitfirst, pytest_args=pytest_args, python=python,
                      pytest_flags=pytest_flags(rep, bypass) if rep.step_is_pytest else None,
                      bin_dir=bin_dir, activate=activate)

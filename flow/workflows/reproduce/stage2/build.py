@@ -5,7 +5,10 @@
 
 Installs ``--source`` into a fresh venv ``<work>/venv`` made from ``--python`` (the
 project's own interpreter, ``ORCHESTRATOR_REPRODUCE_PYTHON``; default this one), with
-the project's build backend (PEP 517, through pip):
+the project's build backend, through the target interpreter's own pip (``<venv python>
+-m pip``: the stock pip ``ensurepip`` gives that interpreter, or offline the lent
+environment's; so a Python 3.6 or 3.7 project works too, where ``pip --python`` would need
+pip 22.3):
 
 - editable (``pip install -e``) where the project allows it, so a fix made in the tree
   takes effect without a rebuild; when the editable install fails, a built wheel is
@@ -15,7 +18,9 @@ the project's build backend (PEP 517, through pip):
   dependencies) and pytest from pip's configured index;
 - ``--offline``: no index, no isolation: the build backend, the dependencies and the
   test tools are lent by ``--python``'s environment through a ``.pth`` placed *after* the
-  venv's own site-packages (the freshly installed project wins over a copy there).
+  venv's own site-packages (the freshly installed project wins over a copy there). A
+  setuptools project built as a wheel then needs ``wheel`` (or setuptools 70.1+) there:
+  when that is what failed, the error says so and names the command that adds it.
 
 With ``--commit`` (the seed's one ci_commit fallback) the source's repository is cloned
 into ``<work>/src`` and detached at that commit first. Exit 0 means the venv is ready;
@@ -97,13 +102,15 @@ def build(source: Path, work: Path, python: str = sys.executable, *, offline: bo
         shutil.rmtree(work / sub, ignore_errors=True)
     _run([python, "-m", "venv", "--without-pip", str(venv)])
     venv_python = str(venv / "bin" / "python")
+    if not offline:  # the interpreter's own stock pip (offline: the lent environment's)
+        _run([venv_python, "-m", "ensurepip", "--default-pip"])
     if offline:
         purelib = _run([venv_python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                        capture=True).strip().splitlines()[-1]
         lent = _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                     capture=True).strip().splitlines()[-1]
         Path(purelib, TOOLS_PTH).write_text(f"{lent}\n")
-    pip = [python, "-m", "pip", "--python", venv_python, "install"]
+    pip = [venv_python, "-m", "pip", "install"]
     flags = ["--no-deps", "--no-index", "--no-build-isolation"] if offline else []
     target = _target(source, extras or [])
     kind = "wheel"
@@ -114,10 +121,23 @@ def build(source: Path, work: Path, python: str = sys.executable, *, offline: bo
         except BuildFailed as exc:
             print(f"editable install failed, installing a built wheel instead:\n{exc}", flush=True)
     if kind == "wheel":
-        _run([*pip, *flags, target])
+        try:
+            _run([*pip, *flags, target])
+        except BuildFailed as exc:
+            raise BuildFailed(wheel_hint(str(exc), python) if offline else str(exc)) from exc
     if not offline:
         _run([*pip, "pytest"])
     return Path(venv_python), kind
+
+
+def wheel_hint(error: str, python: str) -> str:
+    """The build error, with how to mend it when an offline (no-isolation) setuptools
+    build lacked ``wheel`` (``invalid command 'bdist_wheel'``: setuptools before 70.1
+    needs it, and the lent environment has none)."""
+    if "bdist_wheel" not in error:
+        return error
+    return (f"{error}\nthe offline build of a setuptools project needs the 'wheel' package in "
+            f"{python}'s environment: {python} -m pip install wheel (or build without --offline)")
 
 
 def main(argv: list[str] | None = None) -> int:

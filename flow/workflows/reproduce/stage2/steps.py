@@ -74,6 +74,10 @@ def stage2(ctx: Any) -> Any:
     pending = source_build(ctx, profile)
     if pending is not None:
         return pending
+    if profile.source_build.kind == "venv":
+        problem = replace_for_build(ctx, profile)
+        if problem:
+            return blocked(ctx, Stage.SOURCE_BUILD, problem)
     return act(ctx, decide(ctx, profile, Stage.SOURCE_BUILD, "stage2"))
 
 
@@ -113,4 +117,25 @@ def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
     if profile.source_build.kind == "venv":
         ctx.data.python = str((ctx.dir / "build/venv/bin/python"))
         ctx.data.path_head = str((ctx.dir / "build/venv/bin"))
+        if ctx.data.fallback_ok:  # built from the clone at ci_commit: the run uses that tree
+            ctx.data.tree = fallback_tree(ctx)
     return None
+
+
+def fallback_tree(ctx: Any) -> str:
+    """The source dir's place inside the build's clone at ci_commit (``build.py
+    --commit``: ``<work>/src/<the source dir's path in its repository>``)."""
+    from flow.workflows.reproduce.run import runner
+
+    _, prefix = runner.query(["git", "-C", ctx.data.source_dir, "rev-parse", "--show-prefix"])
+    return str(Path(ctx.path("build")) / "src" / prefix.strip()).rstrip("/")
+
+
+def replace_for_build(ctx: Any, profile: Profile) -> str | None:
+    """Choose the working directory again for the built environment (its interpreter may
+    hold a non-editable copy that the tree would shadow, and a ci_commit fallback runs in
+    the clone); a blocker or None."""
+    from flow.workflows.reproduce.context import reproducer
+    from flow.workflows.reproduce.prepare.steps import place
+
+    return place(ctx, profile, reproducer(ctx))

@@ -1,17 +1,23 @@
-"""What a verdict says about where it was reached: the interpreter, the versions of the
-project under test and of the packages the profile names, and the source tree's state
+"""What a verdict says about where it was reached: the interpreter, the project under test
+(identified from installed metadata for every kind of project: pyproject.toml, setup.cfg or
+setup.py), the versions of the packages the profile names, and the source tree's state
 (HEAD plus a hash of the uncommitted changes).
 
-``probe_argv`` is one child run of the stage's interpreter printing JSON; ``read_probe``
-turns its output into an ``Environment`` (never raises: an unreadable probe gives the
-interpreter alone). ``tree_state`` reads git through argument lists given to ``run``.
+``probe_argv`` is one child run of the stage's interpreter printing JSON: the named
+distributions, and every distribution whose ``direct_url.json`` points at the tree (an
+editable or a non-editable install of it, whatever its name); ``read_probe`` turns its
+output into an ``Environment`` (never raises: an unreadable probe gives the interpreter
+alone). ``tree_state`` reads git through argument lists given to ``run``.
 ``rerun_after_fix`` says what a fix-verifier must run before ``refined_command``.
 """
 from __future__ import annotations
 
+import ast
+import configparser
 import hashlib
 import json
 import shlex
+import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -22,32 +28,64 @@ from pydantic import BaseModel, ConfigDict
 Install = Literal["editable", "installed", "not installed"]
 
 _PROBE_FN = """\
-def probe(names):
-    import json, platform, sys, importlib.metadata as m
+def probe(names, tree=None):
+    import json, os, platform, sys
+    try:
+        import importlib.metadata as m
+    except ImportError:  # Python < 3.8: the backport, when the environment has it
+        import importlib_metadata as m
     out = {"interpreter": sys.executable, "python_version": platform.python_version(),
-           "prefix": sys.prefix, "packages": {}}
-    for name in names:
-        try:
-            dist = m.distribution(name)
-        except m.PackageNotFoundError:
-            continue
+           "prefix": sys.prefix, "packages": {}, "tree_dists": []}
+    real = os.path.realpath(tree) if tree else None
+
+    def info(dist):
         url = dist.read_text("direct_url.json") or "{}"
         try:
-            editable = bool(json.loads(url).get("dir_info", {}).get("editable"))
+            data = json.loads(url)
         except ValueError:
-            editable = False
-        out["packages"][name] = {"version": dist.version, "editable": editable}
+            data = {}
+        top = (dist.read_text("top_level.txt") or "").split()
+        if not top:
+            top = sorted({str(f).split("/")[0].split(".")[0] for f in (dist.files or [])
+                          if str(f).endswith(".py") and "/" in str(f)
+                          and not str(f).split("/")[0].endswith((".dist-info", ".egg-info"))})
+        return {"name": dist.metadata["Name"], "version": dist.version,
+                "editable": bool(data.get("dir_info", {}).get("editable")),
+                "url": data.get("url"), "top_level": top}
+    for name in names:
+        try:
+            out["packages"][name] = info(m.distribution(name))
+        except m.PackageNotFoundError:
+            continue
+    if real:
+        for dist in m.distributions():
+            try:
+                data = json.loads(dist.read_text("direct_url.json") or "{}")
+            except ValueError:
+                continue
+            url = str(data.get("url") or "")
+            if url.startswith("file://") and os.path.realpath(url[7:]) == real:
+                out["tree_dists"].append(info(dist))
+                continue
+            # a legacy ``setup.py develop`` install: its .egg-info lives in the tree
+            where = getattr(dist, "_path", None)
+            if where is not None and str(where).endswith(".egg-info"):
+                home = os.path.realpath(os.path.dirname(str(where)))
+                if home == real or os.path.dirname(home) == real:
+                    found = info(dist)
+                    found["editable"], found["url"] = True, "file://" + real
+                    out["tree_dists"].append(found)
     return out
 """
-_PROBE = _PROBE_FN + "import json, sys\nprint(json.dumps(probe(sys.argv[1:])))\n"
+_PROBE = _PROBE_FN + "import json, sys\nprint(json.dumps(probe(sys.argv[2:], sys.argv[1] or None)))\n"
 
 
-def probe_here(packages: list[str]) -> str:
+def probe_here(packages: list[str], tree: str | None = None) -> str:
     """The probe's output, computed in this process (for the orchestrator's own
     interpreter: no child interpreter to start)."""
     space: dict = {}
     exec(compile(_PROBE_FN, "<envinfo probe>", "exec"), space)  # noqa: S102 (our own code)
-    return json.dumps(space["probe"](packages))
+    return json.dumps(space["probe"](packages, tree))
 
 
 def is_this_interpreter(python: str) -> bool:
@@ -89,18 +127,40 @@ class Environment(BaseModel):
     project: str | None = None
     project_version: str | None = None
     project_install: Install | None = None
+    # where the installed copy came from: "the tree", another folder or URL, or "an index
+    # (no direct_url.json)"; None when not installed
+    project_origin: str | None = None
+    # the installed copy's top-level import names (what an in-tree folder would shadow)
+    project_imports: list[str] = []
     packages: dict[str, str] = {}
     tree: TreeState | None = None
 
 
-def probe_argv(python: str, packages: list[str]) -> list[str]:
+def probe_argv(python: str, packages: list[str], tree: str | None = None) -> list[str]:
     """One run of ``python`` printing the JSON ``read_probe`` reads."""
-    return [python, "-c", _PROBE, *packages]
+    return [python, "-c", _PROBE, tree or "", *packages]
+
+
+def _normal(name: str) -> str:
+    """A distribution name as PEP 503 compares it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _origin(dist: dict, tree_path: str | None) -> str:
+    url = dist.get("url")
+    if not url:
+        return "an index (no direct_url.json)"
+    if tree_path and url.startswith("file://") and \
+            Path(url[7:]).resolve() == Path(tree_path).resolve():
+        return "the tree"
+    return str(url)
 
 
 def read_probe(python: str, output: str, project: str | None, packages: list[str],
                tree: TreeState | None) -> Environment:
-    """The Environment from the probe's output (the JSON line is searched from the end)."""
+    """The Environment from the probe's output (the JSON line is searched from the end).
+    The project is the distribution installed from the tree when there is one (its
+    ``direct_url.json`` names the tree), else the named ``project``."""
     found: dict = {}
     for line in reversed(output.splitlines()):
         try:
@@ -111,7 +171,14 @@ def read_probe(python: str, output: str, project: str | None, packages: list[str
             found = value
             break
     dists = found.get("packages", {})
-    proj = dists.get(project) if project else None
+    from_tree = found.get("tree_dists") or []
+    proj = None
+    if project:
+        proj = next((d for n, d in dists.items() if _normal(n) == _normal(project)), None)
+        proj = next((d for d in from_tree if _normal(d["name"]) == _normal(project)), proj)
+    if proj is None and len(from_tree) == 1:
+        proj = from_tree[0]
+        project = proj["name"]
     install: Install | None = None
     if project:
         install = ("not installed" if proj is None
@@ -119,20 +186,61 @@ def read_probe(python: str, output: str, project: str | None, packages: list[str
     return Environment(
         interpreter=python, python_version=found.get("python_version"), project=project,
         project_version=proj.get("version") if proj else None, project_install=install,
+        project_origin=_origin(proj, tree.path if tree else None) if proj else None,
+        project_imports=list(proj.get("top_level") or []) if proj else [],
         packages={n: d["version"] for n, d in dists.items() if n in packages},
         tree=tree)
 
 
+def _setup_py_name(text: str) -> str | None:
+    """The literal ``name=`` of a ``setup(...)`` call in a setup.py (None when it is
+    computed, which needs the installed metadata to know)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup":
+            for kw in node.keywords:
+                if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    return kw.value.value
+    return None
+
+
 def project_name(source_dir: str | None) -> str | None:
-    """``[project].name`` of the source dir's pyproject.toml (None when absent)."""
+    """The distribution name the source dir declares: pyproject.toml's ``[project].name``,
+    else setup.cfg's ``[metadata] name``, else a literal ``name=`` in setup.py (None when
+    none says; the installed metadata may still know it, see ``read_probe``)."""
     if not source_dir:
         return None
-    path = Path(source_dir) / "pyproject.toml"
+    root = Path(source_dir)
     try:
-        name = tomllib.loads(path.read_text()).get("project", {}).get("name")
+        name = tomllib.loads((root / "pyproject.toml").read_text()).get("project", {}).get("name")
     except (OSError, tomllib.TOMLDecodeError):
-        return None
+        name = None
+    if not name:
+        cfg = configparser.ConfigParser(interpolation=None)
+        try:
+            cfg.read(root / "setup.cfg")
+            name = cfg.get("metadata", "name", fallback=None)
+        except configparser.Error:
+            name = None
+    if not name:
+        try:
+            name = _setup_py_name((root / "setup.py").read_text(errors="replace"))
+        except OSError:
+            name = None
     return str(name) if name else None
+
+
+def shadowing_imports(env: Environment) -> list[str]:
+    """The installed non-editable copy's import names that the tree's root also holds:
+    running from the tree would import those from the tree, not the copy under test."""
+    if env.project_install != "installed" or env.tree is None:
+        return []
+    root = Path(env.tree.path)
+    return [name for name in env.project_imports
+            if (root / name / "__init__.py").is_file() or (root / f"{name}.py").is_file()]
 
 
 def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeState:
@@ -171,6 +279,12 @@ def rerun_after_fix(env: Environment, source_dir: str | None, build_note: str | 
     if build_note:
         return build_note
     if env.project_install == "installed" and source_dir:
-        return (f"{shlex.quote(env.interpreter)} -m pip install --no-deps --force-reinstall "
-                f"{shlex.quote(source_dir)}")
+        return reinstall_command(env.interpreter, source_dir)
     return ""
+
+
+def reinstall_command(python: str, source_dir: str) -> str:
+    """The target interpreter's own pip (``<python> -m pip``, which every pip has; ``pip
+    --python`` needs pip 22.3) reinstalling a non-editable copy of the tree."""
+    return " ".join(shlex.quote(w) for w in [python, "-m", "pip", "install", "--no-deps",
+                                              "--force-reinstall", source_dir])

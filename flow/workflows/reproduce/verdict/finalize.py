@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from flow.workflows.reproduce.context import interpreter, profile_of, scratch
+from flow.workflows.reproduce.context import interpreter, profile_of
 from flow.workflows.reproduce.profiles import Profile
 from flow.workflows.reproduce.run import runner
 from flow.workflows.reproduce.verdict.models import NotReproduced, Stage
@@ -27,8 +27,10 @@ def finalize(ctx: Any, verdict: Any) -> Any:
     counts = ctx.data.attempt_counts or {"attempts": 1, "failures": 1}
     if isinstance(verdict, NotReproduced):
         return verdict.model_copy(update={"environment": env.model_dump(mode="json"),
+                                          "cwd_rule": ctx.data.cwd_rule,
                                           "attempts": counts["attempts"]})
-    update: dict[str, Any] = {"environment": env.model_dump(mode="json")}
+    update: dict[str, Any] = {"environment": env.model_dump(mode="json"),
+                              "cwd_rule": ctx.data.cwd_rule}
     if profile.tree is None and ctx.data.source_dir and verdict.base == "origin/main" \
             and verdict.stage != Stage.CI_ENV:
         update["base"] = env.tree.head if env.tree and env.tree.git and env.tree.head else WORKING_TREE
@@ -46,22 +48,26 @@ def finalize(ctx: Any, verdict: Any) -> Any:
 
 
 def describe_environment(ctx: Any, profile: Profile) -> Any:
-    """``envinfo.Environment`` of the stage's interpreter and the source tree."""
+    """``envinfo.Environment`` of the stage's interpreter and the tree the run used (the
+    project identified from installed metadata; prepare's probe reused when it was of
+    this interpreter). When the installed copy is not the tree, a note says so."""
+    from flow.workflows.reproduce.prepare.steps import project_probe
     from flow.workflows.reproduce.verdict import environment as envinfo
 
     python = ctx.data.python or interpreter(ctx)
     project = profile.project or envinfo.project_name(ctx.data.source_dir)
     packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
-    if envinfo.is_this_interpreter(python):
-        output = envinfo.probe_here(packages)
-    else:
-        _, output = runner.query(envinfo.probe_argv(python, packages), cwd=scratch(ctx),
-                                 env=runner.clean_env(ctx.settings))
-    where = ctx.data.source_dir or ctx.data.tree
+    output = project_probe(ctx, profile, python)
+    where = ctx.data.tree or ctx.data.source_dir
     tree = None
     if where:
         tree = envinfo.tree_state(where, lambda argv: runner.query(argv, env=ctx.settings))
     env = envinfo.read_probe(python, output, project, packages, tree)
+    if env.project_install == "installed" and env.project_origin != "the tree" and where:
+        note = (f"{env.project} {env.project_version} is installed from {env.project_origin}, "
+                f"not from the tree {where}; a fix in the tree is not seen by that copy")
+        if note not in ctx.data.notes:
+            ctx.data.notes.append(note)
     if not ctx.data.installed_versions:
         ctx.data.installed_versions = {n: v for n, v in env.packages.items()
                                        if n in profile.nightly.packages}
@@ -74,12 +80,21 @@ def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:
 
     built_elsewhere = profile.source_build.kind == "skill" or profile.nightly.kind == "index"
     note = profile.source_build.rerun_after_fix if built_elsewhere else None
-    if note is None and env.project_install == "installed" and ctx.data.source_dir:
-        ours = str(ctx.dir) in env.interpreter  # a venv of this flow has no pip of its own
-        pip = ([sys.executable, "-m", "pip", "--python", env.interpreter] if ours
-               else [env.interpreter, "-m", "pip"])
+    if note is None and env.project_install == "installed" and ctx.data.source_dir \
+            and str(ctx.dir) in env.interpreter and not _has_pip(env.interpreter):
+        # a CI-wheel venv of this flow has no pip of its own: the orchestrator's pip
+        # (22.3 or later, it has --python) installs into it
         import shlex
 
-        return " ".join(shlex.quote(w) for w in [*pip, "install", "--no-deps",
-                                                  "--force-reinstall", ctx.data.source_dir])
+        return " ".join(shlex.quote(w) for w in [
+            sys.executable, "-m", "pip", "--python", env.interpreter, "install", "--no-deps",
+            "--force-reinstall", ctx.data.source_dir])
     return envinfo.rerun_after_fix(env, ctx.data.source_dir, note or None)
+
+
+def _has_pip(python: str) -> bool:
+    """The venv of ``python`` has pip in its own site-packages."""
+    from pathlib import Path
+
+    prefix = Path(python).parent.parent
+    return any(prefix.glob("lib/python*/site-packages/pip/__init__.py"))

@@ -4,7 +4,8 @@
 ``stage``/``base``/``refined_command``/``checked_stages``/``reason``/``blocker`` are the
 seed's. Beyond the seed (what a fix-verifier needs), all optional so a verdict of an older flow still
 loads: ``environment`` (interpreter, versions, tree state), ``rerun_after_fix``,
-``self_check`` (refined_command run by itself in a clean shell), ``unskipped`` (the skip
+``self_check`` (refined_command run by itself in a clean shell), ``cwd_rule`` (which
+working-directory rule chose the folder refined_command cds to), ``unskipped`` (the skip
 marker taken off or bypassed), and ``attempts``/``failures``/``flaky``/``failure_rate``
 (``--repeat``). Other context (CI image reference, notes) travels beside the verdict in
 ``VerdictReport``.
@@ -83,6 +84,7 @@ class Reproduced(_Verdict):
     base: str = ORIGIN_MAIN
     refined_command: str = Field(min_length=1)
     environment: dict[str, Any] | None = None   # envinfo.Environment, dumped
+    cwd_rule: str | None = None                 # which working-directory rule chose the cd
     rerun_after_fix: str | None = None          # "" = nothing to run before refined_command
     self_check: SelfCheck | None = None
     unskipped: Unskipped | None = None
@@ -108,6 +110,7 @@ class NotReproduced(_Verdict):
     checked_stages: list[Stage]
     reason: str = Field(min_length=1)
     environment: dict[str, Any] | None = None
+    cwd_rule: str | None = None
     attempts: int = 1
 
     @field_validator("checked_stages")

@@ -87,6 +87,11 @@ def is_bare_python(word: str) -> bool:
     return "/" not in word and re.match(r"^python(\d+(\.\d+)?)?$", word) is not None
 
 
+# ``cwd`` meaning "a fresh empty directory": rendered as ``cd "$(mktemp -d)"`` (seed,
+# Working directory), so the command does not depend on a workspace that may be gone
+FRESH_DIR = "$(mktemp -d)"
+
+
 def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | None = None,
            sv: bool = False, timeout: int | None = None, exitfirst: bool = False,
            pytest_args: list[str] | None = None, python: str | None = None,
@@ -145,7 +150,8 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
         prefix = " ".join(filter(None, [f'PATH={shlex.quote(bin_dir or "")}:"$PATH"', prefix]))
     command = f"{prefix} {body}" if prefix else body
     command = f"{exports} && {command}" if exports else command
-    command = f"cd {shlex.quote(cwd)} && {command}" if cwd else command
+    where = '"$(mktemp -d)"' if cwd == FRESH_DIR else shlex.quote(cwd or "")
+    command = f"cd {where} && {command}" if cwd else command
     return f"{activate} && {command}" if activate else command
 
 

@@ -32,9 +32,32 @@ def _reproduced_steps(verdict: Any) -> list[str]:
     return steps
 
 
+def _cannot_verify_steps(ctx: Any, verdict: Any) -> list[str]:
+    """What the caller does with CANNOT_VERIFY: what already passed when Stage 3 could not
+    run (it is reached only when Stages 1 and 2 passed), and ORCHESTRATOR_REPRODUCE_OFFLINE=1
+    when the local source-build venv lacked a module the tests import."""
+    if getattr(verdict, "verdict", "") != "CANNOT_VERIFY":
+        return []
+    steps = []
+    if verdict.stage == "ci_env":
+        steps.append("stages nightly and source_build ran and the test passed in both; only "
+                     "the CI-environment alignment (stage 3) could not run: " + verdict.blocker)
+    if verdict.stage == "source_build" and "missing dependency" in verdict.blocker \
+            and ctx.data.profile == "local" and ctx.settings.get("ORCHESTRATOR_REPRODUCE_OFFLINE") != "1":
+        steps.append("the source-build venv lacks a module the tests import (a test dependency "
+                     "the project does not declare?): re-run with ORCHESTRATOR_REPRODUCE_OFFLINE=1 "
+                     "(the project's environment lends its packages) or name the extra with "
+                     "--test-extras")
+    return steps + ["fix the blocker, then re-run with --restart"]
+
+
 def finish(ctx: Any) -> Any:
     """Write verdict.json and report.json; Done with outcome, verdict and report."""
     verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
+    if getattr(verdict, "verdict", "") == "CANNOT_VERIFY" and verdict.stage == "ci_env":
+        passed = "stages nightly and source_build passed (the test did not fail there)"
+        if passed not in ctx.data.notes:
+            ctx.data.notes.append(passed)
     report = VerdictReport(verdict=verdict, installed_versions=ctx.data.installed_versions,
                            ci_image=ctx.data.ci_image, notes=ctx.data.notes)
     from datetime import datetime, timezone
@@ -49,7 +72,7 @@ def finish(ctx: Any) -> Any:
         "REPRODUCED": _reproduced_steps(verdict),
         "NOT_REPRODUCED": ["report to the user (or triage) that the failure no longer reproduces"],
         "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
-        "CANNOT_VERIFY": ["fix the blocker, then re-run with --restart"],
+        "CANNOT_VERIFY": _cannot_verify_steps(ctx, verdict),
     }[verdict.verdict]
     return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
                  "verdict_path": str(ctx.path("verdict.json")), "reuse_key": ctx.flow_id},

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The reproduce workflow on real bugs of real projects, at the buggy and at the fixed commit.
+
+Bugs come from the BugsInPy dataset (github:soarsmu/BugsInPy): each bug folder's
+``bug.info`` names the buggy and the fixed commit and the test file(s), ``run_test.sh`` the
+failing test command (its first line is used). The buggy tree is checked out the way
+BugsInPy does it: the buggy commit with the fix commit's test file(s) on top.
+
+Per bug, in the project's own clone (``--repos DIR/<project>``) and with the project's
+environment (``--venvs DIR/bip-<project>/bin/python``, given as
+``ORCHESTRATOR_REPRODUCE_PYTHON``):
+
+1. ground truth: the command run directly in the tree (venv bin first on PATH), at the
+   buggy and at the fixed commit; a bug counts when it fails at the first and passes at
+   the second;
+2. ``orchestrator.py reproduce --profile local --stage nightly --source-dir TREE
+   --command CMD`` into a fresh workspace, at both commits: the right pair is REPRODUCED
+   then NOT_REPRODUCED;
+3. the buggy run's ``refined_command`` in a fresh shell (``env -i PATH=/usr/bin:/bin bash
+   -c``): usable when it fails at the buggy commit and passes once the fix is checked out;
+4. overhead: the reproduce call's wall time over the direct run's, per run; the median is
+   printed, and the median over the runs whose direct run took under a second.
+
+Prints one line per bug and a JSON summary; ``--json FILE`` writes every figure.
+Nothing here reaches the network: clones, venvs and the dataset are prepared beforehand:
+
+    git clone <BugsInPy> /tmp/bip; git clone <project> /tmp/bench/<project>
+    python3.8 -m venv /work/venvs/bip-<project>   # ansible: python3.6
+    /work/venvs/bip-<project>/bin/pip install <the bug's requirements.txt pins>
+    /work/venvs/bip-<project>/bin/pip install --no-deps -e /tmp/bench/<project>  # ansible, sanic
+
+(figures and the bugs used: the README's Performance table).
+
+Usage: python bench/reproduce_real.py --bugsinpy /tmp/bip --repos /tmp/bench
+           --venvs /work/venvs fastapi:1,2,3 scrapy:1,2 ...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 600
+
+
+def bug_info(bugsinpy: Path, project: str, bug: int) -> dict[str, str]:
+    """bug.info's keys, and ``command``: run_test.sh's first command (UTF-16 or UTF-8)."""
+    folder = bugsinpy / "projects" / project / "bugs" / str(bug)
+    info = dict(re.findall(r'(\w+)="([^"]*)"', (folder / "bug.info").read_text()))
+    raw = (folder / "run_test.sh").read_bytes()
+    text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode()
+    lines = [l.strip() for l in text.replace("\r", "").splitlines() if l.strip()]
+    info["command"] = lines[0]
+    return info
+
+
+def git(tree: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True)
+
+
+def checkout(tree: Path, info: dict[str, str], which: str) -> None:
+    """The buggy commit with the fix's test files on top (BugsInPy's checkout), or the
+    fixed commit. Untracked build outputs (egg-info of an editable install) are kept."""
+    git(tree, "checkout", "-qf", info["fixed_commit_id"])
+    git(tree, "clean", "-fdq", "-e", "*.egg-info", "-e", "*.so")
+    if which == "buggy":
+        git(tree, "checkout", "-qf", info["buggy_commit_id"])
+        tests = [t for t in info.get("test_file", "").split(";") if t]
+        if tests:
+            git(tree, "checkout", info["fixed_commit_id"], "--", *tests)
+
+
+def timed(argv: list[str] | str, *, cwd: Path | str, env: dict[str, str],
+          shell: bool = False) -> tuple[int, float, str]:
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, cwd=cwd, env=env, shell=shell, capture_output=True,
+                              text=True, timeout=TIMEOUT)
+        code, out = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired:
+        code, out = 124, "timed out"
+    return code, time.perf_counter() - started, out
+
+
+def direct(tree: Path, python: str, command: str) -> tuple[int, float]:
+    """The bug's command as a person runs it: in the tree, the project's venv first on PATH."""
+    env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+    code, took, _ = timed(["bash", "-c", command], cwd=tree, env=env)
+    return code, took
+
+
+def reproduce(tree: Path, python: str, command: str, workspace: Path) -> tuple[dict, float]:
+    """One fresh reproduce call; (its verdict, wall seconds)."""
+    env = {**os.environ, "ORCHESTRATOR_REPRODUCE_PYTHON": python,
+           "PYTHONPATH": str(ROOT)}
+    code, took, out = timed(["python3" if not os.environ.get("BENCH_PY") else os.environ["BENCH_PY"],
+                             str(ROOT / "orchestrator.py"), "--workspace", str(workspace),
+                             "reproduce", "--profile", "local", "--stage", "nightly",
+                             "--source-dir", str(tree), "--command", command], cwd=ROOT, env=env)
+    try:
+        spec = json.loads(out[out.index("{"):]) if "{" in out else {}
+    except ValueError:
+        spec = {}
+    verdict = spec.get("verdict") or {"verdict": f"no verdict (exit {code})", "tail": out[-300:]}
+    return verdict, took
+
+
+def fresh_shell(refined: str) -> int:
+    code, _, _ = timed(["env", "-i", "PATH=/usr/bin:/bin", "bash", "-c", refined], cwd="/",
+                       env={"PATH": "/usr/bin:/bin"})
+    return code
+
+
+def one_bug(args: argparse.Namespace, project: str, bug: int, base: Path) -> dict:
+    info = bug_info(Path(args.bugsinpy), project, bug)
+    tree = Path(args.repos) / project
+    python = str(Path(args.venvs) / f"bip-{project}" / "bin" / "python")
+    command = info["command"]
+    row: dict = {"project": project, "bug": bug, "command": command}
+    checkout(tree, info, "buggy")
+    row["direct_buggy"], t_buggy = direct(tree, python, command)
+    v_buggy, f_buggy = reproduce(tree, python, command, base / f"{project}-{bug}-buggy")
+    refined = v_buggy.get("refined_command")
+    row["refined_buggy_exit"] = fresh_shell(refined) if refined else None
+    checkout(tree, info, "fixed")
+    row["direct_fixed"], t_fixed = direct(tree, python, command)
+    v_fixed, f_fixed = reproduce(tree, python, command, base / f"{project}-{bug}-fixed")
+    row["refined_fixed_exit"] = fresh_shell(refined) if refined else None
+    row["verdicts"] = [v_buggy.get("verdict"), v_fixed.get("verdict")]
+    row["blockers"] = [v.get("blocker") for v in (v_buggy, v_fixed) if v.get("blocker")]
+    row["cwd_rule"] = v_buggy.get("cwd_rule")
+    env = v_buggy.get("environment") or {}
+    row["project_identity"] = [env.get("project"), env.get("project_install")]
+    row["refined_command"] = refined
+    row["counts"] = row["direct_buggy"] != 0 and row["direct_fixed"] == 0
+    row["right_pair"] = row["verdicts"] == ["REPRODUCED", "NOT_REPRODUCED"]
+    row["usable_refined"] = bool(refined) and row["refined_buggy_exit"] not in (0, None) \
+        and row["refined_fixed_exit"] == 0
+    row["timings"] = [[t_buggy, f_buggy], [t_fixed, f_fixed]]
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bugsinpy", required=True)
+    parser.add_argument("--repos", required=True)
+    parser.add_argument("--venvs", required=True)
+    parser.add_argument("--json")
+    parser.add_argument("bugs", nargs="+", help="project:1,2,3")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in args.bugs:
+            project, ids = spec.split(":")
+            for bug in [int(i) for i in ids.split(",") if i]:
+                row = one_bug(args, project, bug, Path(tmp))
+                rows.append(row)
+                print(f"{project}-{bug}: direct {row['direct_buggy']}/{row['direct_fixed']} "
+                      f"verdicts {row['verdicts']} refined {row['refined_buggy_exit']}/"
+                      f"{row['refined_fixed_exit']} {row['blockers'][:1]}", flush=True)
+    counted = [r for r in rows if r["counts"]]
+    ratios = [f / d for r in rows for d, f in r["timings"] if d > 0]
+    fast = [f / d for r in rows for d, f in r["timings"] if 0 < d < 1.0]
+    summary = {
+        "bugs": len(rows), "projects": sorted({r["project"] for r in rows}),
+        "fail_then_pass_directly": len(counted),
+        "right_pairs": sum(r["right_pair"] for r in counted),
+        "usable_refined_commands": sum(r["usable_refined"] for r in counted),
+        "wrong": [f"{r['project']}-{r['bug']}: {r['verdicts']} {r['blockers'][:1]}"
+                  for r in counted if not (r["right_pair"] and r["usable_refined"])],
+        "not_counted": [f"{r['project']}-{r['bug']}: direct exits {r['direct_buggy']}/"
+                        f"{r['direct_fixed']}" for r in rows if not r["counts"]],
+        "median_overhead": round(statistics.median(ratios), 3) if ratios else None,
+        "median_overhead_under_1s": round(statistics.median(fast), 3) if fast else None,
+        "runs_under_1s": len(fast),
+    }
+    print(json.dumps(summary, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

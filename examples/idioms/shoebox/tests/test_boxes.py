@@ -1,0 +1,5 @@
+from shoebox import boxes
+
+
+def test_partial_box_counts():
+    assert boxes(5, 2) == 3
