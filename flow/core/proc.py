@@ -27,6 +27,7 @@ job beyond the call's life.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import selectors
@@ -123,15 +124,22 @@ def child_env(base: Mapping[str, str] | None = None, *, allow: Iterable[str] = (
               deny: Iterable[str] = ()) -> dict[str, str]:
     """``base`` (default: this process's environment) without secrets.
 
-    Secrets are ``GITHUB_TOKEN``, ``GH_TOKEN`` and every name matching ``*TOKEN*``,
-    ``*SECRET*`` or ``*PASSWORD*`` (case-insensitive), plus the patterns in ``deny`` and in
-    ``ORCHESTRATOR_SECRET_ENV`` (comma-separated). Names in ``allow`` or in
-    ``ORCHESTRATOR_PASS_ENV`` are let through (a profile that needs one says so).
+    Secrets are the names ``flow.core.redact.SECRET_PATTERNS`` matches (``*TOKEN*``,
+    ``*SECRET*``, ``*PASSWORD*``, ``*KEY*``, ``*CREDENTIAL*``, ...; case-insensitive), plus
+    the patterns in ``deny`` and in ``ORCHESTRATOR_SECRET_ENV`` (comma-separated). Names in
+    ``allow`` or matching ``ORCHESTRATOR_PASS_ENV`` (comma-separated names or patterns) are let
+    through (a profile that needs one says so).
     """
     env = dict(os.environ if base is None else base)
     deny = [*deny, *secret_patterns(os.environ.get(SECRETS_ENV))]
     allowed = {*allow, *secret_patterns(os.environ.get(PASS_ENV))}
-    return {k: v for k, v in env.items() if k in allowed or not is_secret(k, deny)}
+    return {k: v for k, v in env.items() if _allowed(k, allowed) or not is_secret(k, deny)}
+
+
+def _allowed(name: str, allowed: set[str]) -> bool:
+    """Whether ``name`` is one of ``allowed`` or matches one of its patterns (``AWS_*``)."""
+    return name in allowed or any(fnmatch.fnmatchcase(name.upper(), a.upper()) for a in allowed
+                                  if any(c in a for c in "*?["))
 
 
 def shell(block: str) -> list[str]:

@@ -1,10 +1,12 @@
 """What counts as a secret and how it is kept out of sight.
 
 The names: ``GITHUB_TOKEN``, ``GH_TOKEN`` and every setting matching ``*TOKEN*``,
-``*SECRET*`` or ``*PASSWORD*`` (case-insensitive), plus the patterns in
-``ORCHESTRATOR_SECRET_ENV``; ``ORCHESTRATOR_PASS_ENV`` names the ones a child may be let
-see. The runner (``flow.core.proc``) keeps them out of children's environments and masks
-the let-through ones in logs; ``redact`` takes token shapes and the values of the secret
+``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*KEY*`` (``ANTHROPIC_API_KEY``,
+``AWS_ACCESS_KEY_ID``) or ``*CREDENTIAL*`` (case-insensitive), plus the patterns
+in ``ORCHESTRATOR_SECRET_ENV``; ``ORCHESTRATOR_PASS_ENV`` (comma-separated names or
+patterns) names the ones a child may be let see, e.g. ``ORCHESTRATOR_PASS_ENV=GPG_KEY``.
+The runner (``flow.core.proc``) keeps them out of children's environments and masks the
+let-through ones in logs; ``redact`` takes token shapes and the values of the secret
 settings out of fetched text and child output, so a token echoed in a CI log, an API answer
 or a job's log is never stored or printed. Standard library only.
 """
@@ -18,7 +20,8 @@ from collections.abc import Iterable, Mapping
 
 SECRETS_ENV = "ORCHESTRATOR_SECRET_ENV"
 PASS_ENV = "ORCHESTRATOR_PASS_ENV"
-SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*")
+SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
+                   "*KEY*", "*CREDENTIAL*")
 MASK_MIN = 8  # a shorter secret value would mask ordinary words
 MASK = "***"  # what a secret is shown as (here and in the runner's logs)
 
