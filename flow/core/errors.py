@@ -25,9 +25,13 @@ class OrchestratorError(Exception):
         self.details = details
 
     def to_json(self) -> dict[str, Any]:
+        """The error as JSON, secrets masked (``flow.core.redact``): a message may quote a
+        library's exception text, which may quote a token."""
+        from flow.core.redact import redact_tree
+
         out: dict[str, Any] = {"code": self.code, "message": self.message, "hint": self.hint}
         out.update(self.details)
-        return out
+        return dict(redact_tree(out))
 
 
 class UsageError(OrchestratorError):

@@ -9,18 +9,16 @@ the open descriptor (no race between check and read) that it is a regular file n
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from flow.core.boundedfile import UnreadableFile, read_regular
 from flow.core.errors import FeedRejected, SettingError
 from workspace.jsonio import loads
 
 ENV_MAX_FEED = "ORCHESTRATOR_MAX_FEED_BYTES"
 DEFAULT_MAX_FEED = 8 * 1024 * 1024
-_CHUNK = 1 << 20
 
 
 def max_feed_bytes(settings: Mapping[str, str]) -> int:
@@ -41,25 +39,17 @@ def read_feed(path: Path, limit: int) -> dict[str, Any]:
     """The JSON object in ``path``; ``FeedRejected`` for anything else (code says what)."""
     where = str(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise FeedRejected(f"cannot read feed file {where!r}: {exc.strerror or exc}",
+        raw = read_regular(path, limit)
+    except UnreadableFile as exc:
+        if exc.kind == "too_large":
+            raise _too_large(where, exc.size, limit) from None
+        if exc.kind == "not_regular":
+            raise FeedRejected(f"feed file {where!r} {exc.reason}",
+                               "write the result JSON to a plain file (the task's feed_file)",
+                               code="feed_not_regular") from None
+        raise FeedRejected(f"feed file {where!r} {exc.reason}",
                            "write the result JSON to the task's feed_file first",
                            code="feed_missing") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise FeedRejected(f"feed file {where!r} is not a regular file "
-                               f"({_kind(info.st_mode)})",
-                               "write the result JSON to a plain file (the task's feed_file)",
-                               code="feed_not_regular")
-        if info.st_size > limit:
-            raise _too_large(where, info.st_size, limit)
-        raw = _read_at_most(fd, limit + 1)
-    finally:
-        os.close(fd)
-    if len(raw) > limit:  # the file grew while we read it
-        raise _too_large(where, len(raw), limit)
     if not raw.strip():
         raise FeedRejected(f"feed file {where!r} is empty",
                            "an empty result never counts; write the result JSON object",
@@ -75,30 +65,9 @@ def read_feed(path: Path, limit: int) -> dict[str, Any]:
     return content
 
 
-def _read_at_most(fd: int, size: int) -> bytes:
-    parts: list[bytes] = []
-    left = size
-    while left > 0:
-        chunk = os.read(fd, min(left, _CHUNK))
-        if not chunk:
-            break
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
-
-
 def _too_large(where: str, size: int, limit: int) -> FeedRejected:
     return FeedRejected(f"feed file {where!r} holds {size} bytes, more than the limit of "
                         f"{limit} ({ENV_MAX_FEED})",
                         "a result is a small JSON object: put long text (logs, diffs) in a "
                         f"file under the workspace and name its path, or raise {ENV_MAX_FEED}",
                         code="feed_too_large", size=size, limit=limit)
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a plain file"
