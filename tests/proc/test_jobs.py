@@ -229,3 +229,22 @@ def test_a_harness_giving_up_on_a_call_ends_its_foreground_children(tmp_path: Pa
     cli.send_signal(signal.SIGTERM)
     assert -signal.SIGTERM == cli.wait(10)
     assert _gone(pidfile.read_text())
+
+
+def test_refeeding_an_applied_result_while_its_job_runs_changes_nothing(tmp_path: Path) -> None:
+    """A re-feed of the applied result, once the job it started has ended, answers the same
+    'waiting' spec and leaves the state as it was; only --resume takes the flow on to done."""
+    drv = Driver(tmp_path, {"ORCHESTRATOR_PLUGINS": "tests.proc.feedjobflow",
+                            "FEEDJOB_SCRIPT": "import time; time.sleep(1.5); print('ran')",
+                            "ORCHESTRATOR_FOREGROUND_S": "0.3"})
+    task = drv.call(["start", "feedjob", "r"]).spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps({"value": 3}))
+    feed = ["--flow", "feedjob/r", "--feed", task["feed_as"], "--feed-file", task["feed_file"]]
+    waiting = drv.call(feed).spec
+    assert waiting is not None and "waiting" == waiting["status"]
+    time.sleep(3)  # the job has ended by now
+    state = tmp_path / "feedjob" / "r" / "flow_state.json"
+    before = state.read_bytes()
+    again = drv.call(feed).spec
+    assert again is not None and ("waiting", before) == (again["status"], state.read_bytes())
+    assert "done" == _until_done(drv, "feedjob/r")["status"]
