@@ -9,6 +9,7 @@ the open descriptor (no race between check and read) that it is a regular file n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,11 @@ def read_feed(path: Path, limit: int) -> dict[str, Any]:
     except ValueError as exc:
         raise FeedRejected(f"feed file {where!r} is not valid JSON: {exc}",
                            "write one JSON object", code="feed_malformed") from None
+    duplicate = _duplicate_key(raw)
+    if duplicate is not None:
+        raise FeedRejected(f"feed file {where!r} names the key {duplicate!r} twice in one "
+                           "object", "write each key once: which one counts would be a guess",
+                           code="feed_duplicate_key", key=duplicate)
     if not isinstance(content, dict):
         raise FeedRejected(f"feed file {where!r} holds a {type(content).__name__}, "
                            f"not a JSON object", "write one JSON object", code="feed_malformed")
@@ -71,3 +77,20 @@ def _too_large(where: str, size: int, limit: int) -> FeedRejected:
                         "a result is a small JSON object: put long text (logs, diffs) in a "
                         f"file under the workspace and name its path, or raise {ENV_MAX_FEED}",
                         code="feed_too_large", size=size, limit=limit)
+
+
+def _duplicate_key(raw: bytes) -> str | None:
+    """The first key named twice in one object of ``raw`` (valid JSON), else None. orjson
+    keeps the last silently; the standard parser's pairs hook sees every pair."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return dict(items)
+
+    json.loads(raw, object_pairs_hook=pairs)
+    return found[0] if found else None

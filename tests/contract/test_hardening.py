@@ -301,3 +301,16 @@ def test_status_of_a_workspace_that_is_a_file(tmp_path: Path) -> None:
     plain.write_text("x")
     code, out = call(["--workspace", str(plain), "status", "--json"])
     assert (4, "workspace_not_a_folder") == (code, out["error"]["code"])
+
+
+def test_a_feed_naming_a_key_twice_is_refused_and_changes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """{"ok": true, "ok": false, ...} (even nested) is feed_duplicate_key, state untouched."""
+    monkeypatch.setenv("ORCHESTRATOR_PLUGINS", TOY_PLUGIN)
+    spec = start_toy(tmp_path, "dup")
+    state = tmp_path / spec["flow_id"] / "flow_state.json"
+    before = state.read_bytes()
+    for text in ('{"ok": true, "value": 1, "ok": false}', '{"ok": true, "value": 1, '
+                 '"extra": {"a": 1, "a": 2}}'):
+        code, got = feed(tmp_path, spec, spec["tasks"][0], text)
+        assert (2, "feed_duplicate_key", before) == (code, got["error"]["code"], state.read_bytes())
