@@ -392,9 +392,34 @@ def pump(child: subprocess.Popen[bytes], sinks: Mapping[IO[bytes], Callable[[byt
     return why
 
 
+# git run on a checkout we did not make reads that checkout's .git/config: a core.fsmonitor
+# command, a hooks path, an external diff or a pager named there would run with our rights.
+GIT_GUARD = ("-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=",
+             "-c", "core.pager=cat", "-c", "core.sshCommand=ssh", "-c", "protocol.ext.allow=never")
+GIT_ENV_DROP = ("GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_SSH_COMMAND", "GIT_CONFIG_PARAMETERS",
+                "GIT_CONFIG_COUNT", "GIT_ASKPASS", "SSH_ASKPASS")
+
+
+def guarded(argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """``argv`` and ``env`` as run. A ``git`` child gets ``GIT_GUARD`` first (no fsmonitor,
+    no hooks, no external diff or pager from the repository's config), never prompts
+    (``GIT_TERMINAL_PROMPT=0``), takes no optional lock, and loses the settings that would
+    run a command of the environment's choosing (``GIT_ENV_DROP``). Every other child is
+    left as it is. Filter and textconv drivers a checkout names stay its own to run; the
+    queries we run (status, diff, rev-parse, merge-base) are documented in the README."""
+    args, child = list(argv), dict(env)
+    if args and Path(args[0]).name == "git":
+        args = [args[0], *GIT_GUARD, *args[1:]]
+        for name in GIT_ENV_DROP:
+            child.pop(name, None)
+        child.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    return args, child
+
+
 def spawn(argv: Sequence[str], *, cwd: str | Path | None, env: Mapping[str, str],
           stdin: str | None, merge: bool = True) -> subprocess.Popen[bytes]:
-    child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), start_new_session=True,
+    args, child_vars = guarded(argv, env)
+    child = subprocess.Popen(args, cwd=cwd, env=child_vars, start_new_session=True,
                              stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                              stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT if merge else subprocess.PIPE)
