@@ -335,7 +335,13 @@ class Engine:
         (JSON types as they are: ``1`` is no boolean, ``"3"`` no number); a ``task_id`` in it
         must name the task fed. Every refusal is audited; none touches the state.
         """
-        path = Path(feed_path).expanduser().resolve()
+        try:
+            path = Path(feed_path).expanduser().resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before 3.13)
+            raise self._refuse(FeedRejected(
+                f"feed file {feed_path!r} cannot be resolved: {exc}",
+                "write the result JSON to the task's feed_file (a plain file, not a link loop)",
+                code="feed_missing", task_id=None)) from None
         try:
             content = read_feed(path, max_feed_bytes(self.settings))
         except FeedRejected as err:

@@ -148,6 +148,7 @@ def environment_fault(exc: OSError) -> OrchestratorError | None:
     if name not in _FAULTS:
         return None
     code, what, hint = _FAULTS[name]
-    where = f" at {exc.filename!r}" if exc.filename else ""
+    # an int filename is a descriptor (os.fstat, os.write), which names nothing to a reader
+    where = f" at {exc.filename!r}" if isinstance(exc.filename, (str, bytes)) else ""
     return EnvironmentFault(f"{what}{where}: {exc.strerror or exc}", hint, code=code,
                             errno=name)
