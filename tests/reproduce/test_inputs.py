@@ -90,3 +90,13 @@ def test_a_batch_entry_ci_repo_is_owner_name(repo: str, ok: bool) -> None:
     """An entry's ci_repo is pytorch, torch-xpu-ops or a full OWNER/NAME ('..' is no name)."""
     (item,) = parse_batch(json.dumps([{"command": CMD, "ci_repo": repo}]))
     assert ok == isinstance(item, BatchEntry)
+
+
+def test_a_profile_nested_100000_deep_is_a_clear_refusal(tmp_path: Path) -> None:
+    """A TOML profile nested 100,000 deep is refused with a message (exit 2), not a traceback."""
+    profile = tmp_path / "deep.toml"
+    profile.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    code, spec = call(["--workspace", str(tmp_path / "ws"), "reproduce", "--profile",
+                       str(profile), "--source-dir", str(CALC), "--command", CMD])
+    error = spec["error"]
+    assert isinstance(error, dict) and (2, True) == (code, "nested too deep" in error["message"])
