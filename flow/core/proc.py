@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -416,6 +417,36 @@ def guarded(argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dic
     return args, child
 
 
+# Every child of ``run`` carries this setting, a fresh value per run: a descendant that left
+# the process group (fork, setsid, fork) still inherits it, and is found by it in /proc.
+MARK_ENV = "ORCHESTRATOR_RUN_MARK"
+
+
+def end_marked(mark: str) -> list[int]:
+    """SIGKILL every process (of this user) whose environment holds ``MARK_ENV=mark``; the
+    pids ended. Reads /proc (Linux); elsewhere none is found and the process group alone
+    bounds a run."""
+    needle = f"{MARK_ENV}={mark}".encode()
+    ended: list[int] = []
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        return ended
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                ended.append(int(entry.name))
+            except OSError:
+                continue
+    return sorted(ended)
+
+
 def spawn(argv: Sequence[str], *, cwd: str | Path | None, env: Mapping[str, str],
           stdin: str | None, merge: bool = True) -> subprocess.Popen[bytes]:
     args, child_vars = guarded(argv, env)
@@ -451,8 +482,9 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     out = CappedLog(log, cap_bytes(), head,
                     mask=[scrubbed[k].encode() for k in secret_names(scrubbed)])
     started = time.monotonic()
+    mark = uuid.uuid4().hex
     try:
-        child = spawn(argv, cwd=cwd, env=scrubbed, stdin=stdin)
+        child = spawn(argv, cwd=cwd, env={**scrubbed, MARK_ENV: mark}, stdin=stdin)
     except OSError as exc:
         reason = f"{argv[0]}: cannot be started: {exc.strerror or exc}\n"
         out.write(reason.encode())
@@ -468,6 +500,11 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     reason = ""
     if timed_out:
         reason = f"\n[timed out after {limit:.0f} s: the process group was ended]\n"
+    escaped = end_marked(mark)
+    if escaped:
+        reason += (f"\n[{len(escaped)} process(es) that left the run's process group (a daemon: "
+                   f"fork, setsid, fork) were ended with it: pids {' '.join(map(str, escaped))}]\n")
+    if reason:
         with open(log, "ab") as fh:
             fh.write(reason.encode())
     return Result(code=TIMED_OUT if timed_out else child.returncode, log=log,
@@ -592,7 +629,9 @@ def supervise(spec_path: Path) -> int:
         raise KeyboardInterrupt
 
     try:
-        child = spawn(argv, cwd=spec.get("cwd"), env=os.environ, stdin=spec.get("stdin"))
+        mark = uuid.uuid4().hex  # the job's mark: descendants that escape its group carry it
+        child = spawn(argv, cwd=spec.get("cwd"), env={**os.environ, MARK_ENV: mark},
+                      stdin=spec.get("stdin"))
     except OSError as exc:
         reason = f"{argv[0]}: cannot be started: {exc.strerror or exc}\n"
         out.write(reason.encode())
@@ -614,6 +653,10 @@ def supervise(spec_path: Path) -> int:
         reason = f"\n[timed out after {float(spec['timeout']):.0f} s: the process group was ended]\n"
     elif stopping:
         reason = f"\n[the job was stopped by signal {stopping[0]}]\n"
+    escaped = end_marked(mark)
+    if escaped:
+        reason += (f"\n[{len(escaped)} process(es) that left the job's process group were "
+                   f"ended with it: pids {' '.join(map(str, escaped))}]\n")
     if reason:
         with open(log, "ab") as fh:
             fh.write(reason.encode())

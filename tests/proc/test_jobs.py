@@ -248,3 +248,23 @@ def test_refeeding_an_applied_result_while_its_job_runs_changes_nothing(tmp_path
     again = drv.call(feed).spec
     assert again is not None and ("waiting", before) == (again["status"], state.read_bytes())
     assert "done" == _until_done(drv, "feedjob/r")["status"]
+
+
+def test_a_job_child_that_daemonizes_is_ended_with_the_job(tmp_path: Path) -> None:
+    """A background job's child that forks, calls setsid and forks again is ended when the
+    job ends, and the job's log says which pids escaped."""
+    pid_file = tmp_path / "daemon.pid"
+    script = ("import os, time\n"
+              "if os.fork() == 0:\n"
+              "    os.setsid()\n"
+              "    if os.fork() == 0:\n"
+              f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+              "        time.sleep(60)\n"
+              "    os._exit(0)\n"
+              "time.sleep(0.5)\n")
+    drv = _driver(tmp_path, script)
+    drv.call(["start", "jobs", "d"])
+    spec = _until_done(drv, "jobs/d")
+    daemon = pid_file.read_text()
+    assert ("done", True) == (spec["status"], _gone(daemon))
+    assert f"pids {daemon}" in (tmp_path / "jobs" / "d" / "logs" / "main.log").read_text()
