@@ -158,6 +158,8 @@ def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:
 
 
 def _error(err: OrchestratorError, root: Path, harness: str) -> dict[str, Any]:
+    """The error's spec, every string in it with secrets masked (``redact_tree``)."""
+    from flow.core.redact import redact_tree
     from flow.core.render import error_spec
 
     spec = error_spec(err, root, harness, getattr(err, "state", None),
@@ -165,20 +167,24 @@ def _error(err: OrchestratorError, root: Path, harness: str) -> dict[str, Any]:
     for key in ("flow_id", "workflow"):  # known even when the state is not (busy, corrupt)
         if spec.get(key) is None and getattr(err, key, None):
             spec[key] = getattr(err, key)
-    return spec
+    return dict(redact_tree(spec))
 
 
 def _bug(exc: BaseException, root: Path, harness: str) -> tuple[dict[str, Any], int]:
+    """A bug's one JSON object (exit 1); it and the traceback on stderr with secrets masked."""
     import traceback
 
-    traceback.print_exc(file=sys.stderr)
-    return ({"schema_version": 1, "status": "error", "workflow": None,
-             "flow_id": None, "phase": None, "harness": harness,
-             "workspace": str(root),
-             "error": {"code": "bug", "message": f"{type(exc).__name__}: {exc}",
-                       "hint": "this is a bug in the orchestrator; the traceback "
-                               "is on stderr; please report it"},
-             "message": f"{type(exc).__name__}: {exc}"}, 1)
+    from flow.core.redact import redact, redact_tree
+
+    sys.stderr.write(redact(traceback.format_exc()))
+    spec = {"schema_version": 1, "status": "error", "workflow": None,
+            "flow_id": None, "phase": None, "harness": harness,
+            "workspace": str(root),
+            "error": {"code": "bug", "message": f"{type(exc).__name__}: {exc}",
+                      "hint": "this is a bug in the orchestrator; the traceback "
+                              "is on stderr; please report it"},
+            "message": f"{type(exc).__name__}: {exc}"}
+    return dict(redact_tree(spec)), 1
 
 
 if __name__ == "__main__":

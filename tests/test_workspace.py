@@ -216,3 +216,23 @@ def test_a_line_appended_after_a_torn_line_stays_whole(tmp_path: Path) -> None:
     log.write_bytes(b'{"a": 1}\n{"torn"')
     append_line(log, b'{"b": 2}')
     assert [b'{"a": 1}', b'{"torn"', b'{"b": 2}'] == log.read_bytes().splitlines()
+
+
+def test_temporary_files_of_a_killed_write_are_swept_on_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `.flow_state.json.*.tmp` older than a minute in the flow folder is removed when the
+    state is loaded; a fresh one (a write in progress) is kept."""
+    import os
+    import time
+
+    from tests.contract.inproc import start_toy
+
+    monkeypatch.setenv("ORCHESTRATOR_PLUGINS", "tests.contract.toyflow")
+    spec = start_toy(tmp_path, "sweep")
+    folder = tmp_path / spec["flow_id"]
+    old, fresh = folder / ".flow_state.json.abc123.tmp", folder / ".flow_state.json.def456.tmp"
+    old.write_text("{")
+    fresh.write_text("{")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    FlowStore(tmp_path, spec["flow_id"]).load()
+    assert (False, True) == (old.exists(), fresh.exists())

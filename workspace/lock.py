@@ -11,7 +11,7 @@ from types import TracebackType
 
 from filelock import FileLock, Timeout
 
-from flow.core.errors import Busy, SettingError
+from flow.core.errors import Busy, EnvironmentFault, SettingError
 from workspace.atomic import read_nofollow, refuse_symlink, write_nofollow
 from workspace.jsonio import dumps, loads
 
@@ -35,7 +35,13 @@ class FlowLock:
     def __enter__(self) -> FlowLock:
         deadline = time.monotonic() + self.timeout
         while True:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except FileNotFoundError as exc:  # /proc/1/x: a parent that takes no folder
+                raise EnvironmentFault(
+                    f"the flow folder {str(self.folder)!r} cannot be made: {exc.strerror}",
+                    "point --workspace (or ORCHESTRATOR_WORKSPACE) at a folder you can write",
+                    code="workspace_unusable") from None
             # filelock opens .lock with O_TRUNC, following links: a planted link is refused.
             refuse_symlink(self.path)
             before = _identity(self.folder)

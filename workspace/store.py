@@ -8,6 +8,7 @@ file stays where it is.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,29 @@ class FlowStore:
                 "check the path and its permissions",
             ) from exc
 
+    def sweep_tmp(self, older_than_s: float = 60.0) -> list[str]:
+        """Remove the temporary files a killed atomic write left in the flow folder
+        (``.<name>.<random>.tmp``, see ``workspace.atomic``) once older than ``older_than_s``
+        (a write in progress lasts milliseconds); the names removed. Never follows a link."""
+        import time as _time
+
+        removed: list[str] = []
+        try:
+            entries = list(os.scandir(self.dir))
+        except OSError:
+            return removed
+        for entry in entries:
+            if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+                continue
+            try:
+                if (entry.is_file(follow_symlinks=False)
+                        and _time.time() - entry.stat(follow_symlinks=False).st_mtime > older_than_s):
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+            except OSError:
+                continue
+        return removed
+
     def load(self) -> FlowState:
         """Load, migrate and validate the state; raise ``StateLoadError`` and keep the file."""
         from pydantic import ValidationError
@@ -62,6 +86,7 @@ class FlowStore:
         from flow.core.state import SCHEMA_VERSION, FlowState
         from workspace.migrations import migrate
 
+        self.sweep_tmp()
         data = self.read_bytes()
         source = str(self.state_path)
         try:

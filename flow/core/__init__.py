@@ -5,6 +5,7 @@
 - ``outcome``   what a step returns: ``Go``, ``Ask`` (tasks), ``Human``, ``Sleep``, ``Done``
 - ``state``     the persisted state of one flow (``flow_state.json``)
 - ``feeds``     the base models of fed results; ``feedfile`` the bounded feed-file reader
+- ``boundedfile`` reading a file someone else names: regular, bounded, never blocking
 - ``engine``    the driver: runs steps, emits tasks, applies feeds and answers, saves
 - ``render``    the JSON specs a harness follows; ``commands`` the absolute commands in them
 - ``jobs``      background jobs a flow owns beyond one call

@@ -20,6 +20,7 @@ from flow.core.feedfile import max_feed_bytes, read_feed
 from flow.core.outcome import Ask, Done, Go, Human, Sleep, Task
 from flow.core.state import FlowState, Question, TaskRecord
 from flow.core.workflow import Workflow
+from workspace.atomic import write_atomic
 from workspace.jsonio import digest, dumps, loads
 from workspace.paths import is_inside, safe_name
 from workspace.store import FlowStore, now_iso
@@ -334,7 +335,13 @@ class Engine:
         (JSON types as they are: ``1`` is no boolean, ``"3"`` no number); a ``task_id`` in it
         must name the task fed. Every refusal is audited; none touches the state.
         """
-        path = Path(feed_path).expanduser().resolve()
+        try:
+            path = Path(feed_path).expanduser().resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before 3.13)
+            raise self._refuse(FeedRejected(
+                f"feed file {feed_path!r} cannot be resolved: {exc}",
+                "write the result JSON to the task's feed_file (a plain file, not a link loop)",
+                code="feed_missing", task_id=None)) from None
         try:
             content = read_feed(path, max_feed_bytes(self.settings))
         except FeedRejected as err:
@@ -346,7 +353,7 @@ class Engine:
         if task.status == "applied":
             if task.result_digest == digest(payload):
                 self.store.audit("feed_duplicate", task_id=task.task_id)
-                return self.advance()
+                return self._unchanged()
             raise self._refuse(FeedRejected(
                 f"task {task.task_id!r} was already applied with different content",
                 "a result cannot be changed once applied; if this is the answer to a newer "
@@ -372,6 +379,10 @@ class Engine:
                 f"fix the fields and feed again; the expected schema: "
                 f"{self.cmds.schema(f'{self.wf.name}.{task.feed}')}",
                 code="invalid_feed", task_id=task.task_id, field_errors=errors[:50])) from None
+        if path != Path(task.feed_file):
+            # Fed by task_id from a file of its own (the MCP server's): the task's feed_file
+            # keeps the trail of a file feed, written under the lock this call holds.
+            write_atomic(Path(task.feed_file), dumps(payload))
         task.status = "applied"
         task.result = result.model_dump(mode="json")
         task.result_digest = digest(payload)
@@ -379,6 +390,23 @@ class Engine:
         if agent_id:
             self.state.agents[task.role] = agent_id
         self._save("fed", task_id=task.task_id, role=task.role)
+        return self.advance()
+
+    def _unchanged(self) -> dict[str, Any]:
+        """The current spec, no step run: a re-feed of an applied result changes nothing, so
+        a background job it waits on is not polled (that is ``--resume``'s work). The spec
+        cached from exactly the state on disk is it, or the ``waiting`` spec of a job of this
+        visit with no recorded result; without either, ``advance`` renders it."""
+        state = self.state
+        if not state.pending():
+            spec = self.store.cached_spec()
+            if spec is not None and spec.get("harness") == self.cmds.harness:
+                return spec
+            running = [j for j in state.jobs.values() if j.result is None
+                       and (j.phase, j.visit) == (state.phase, state.visit)]
+            if running and state.result is None and not state.aborted:
+                return render.job_spec(state, self.store.root, self.store.dir, self.cmds,
+                                       running[0])
         return self.advance()
 
     def _match(self, path: Path, content: dict[str, Any]) -> TaskRecord:

@@ -25,9 +25,13 @@ class OrchestratorError(Exception):
         self.details = details
 
     def to_json(self) -> dict[str, Any]:
+        """The error as JSON, secrets masked (``flow.core.redact``): a message may quote a
+        library's exception text, which may quote a token."""
+        from flow.core.redact import redact_tree
+
         out: dict[str, Any] = {"code": self.code, "message": self.message, "hint": self.hint}
         out.update(self.details)
-        return out
+        return dict(redact_tree(out))
 
 
 class UsageError(OrchestratorError):
@@ -144,6 +148,7 @@ def environment_fault(exc: OSError) -> OrchestratorError | None:
     if name not in _FAULTS:
         return None
     code, what, hint = _FAULTS[name]
-    where = f" at {exc.filename!r}" if exc.filename else ""
+    # an int filename is a descriptor (os.fstat, os.write), which names nothing to a reader
+    where = f" at {exc.filename!r}" if isinstance(exc.filename, (str, bytes)) else ""
     return EnvironmentFault(f"{what}{where}: {exc.strerror or exc}", hint, code=code,
                             errno=name)

@@ -9,18 +9,17 @@ the open descriptor (no race between check and read) that it is a regular file n
 
 from __future__ import annotations
 
-import os
-import stat
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from flow.core.boundedfile import UnreadableFile, read_regular
 from flow.core.errors import FeedRejected, SettingError
 from workspace.jsonio import loads
 
 ENV_MAX_FEED = "ORCHESTRATOR_MAX_FEED_BYTES"
 DEFAULT_MAX_FEED = 8 * 1024 * 1024
-_CHUNK = 1 << 20
 
 
 def max_feed_bytes(settings: Mapping[str, str]) -> int:
@@ -41,25 +40,17 @@ def read_feed(path: Path, limit: int) -> dict[str, Any]:
     """The JSON object in ``path``; ``FeedRejected`` for anything else (code says what)."""
     where = str(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise FeedRejected(f"cannot read feed file {where!r}: {exc.strerror or exc}",
+        raw = read_regular(path, limit)
+    except UnreadableFile as exc:
+        if exc.kind == "too_large":
+            raise _too_large(where, exc.size, limit) from None
+        if exc.kind == "not_regular":
+            raise FeedRejected(f"feed file {where!r} {exc.reason}",
+                               "write the result JSON to a plain file (the task's feed_file)",
+                               code="feed_not_regular") from None
+        raise FeedRejected(f"feed file {where!r} {exc.reason}",
                            "write the result JSON to the task's feed_file first",
                            code="feed_missing") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise FeedRejected(f"feed file {where!r} is not a regular file "
-                               f"({_kind(info.st_mode)})",
-                               "write the result JSON to a plain file (the task's feed_file)",
-                               code="feed_not_regular")
-        if info.st_size > limit:
-            raise _too_large(where, info.st_size, limit)
-        raw = _read_at_most(fd, limit + 1)
-    finally:
-        os.close(fd)
-    if len(raw) > limit:  # the file grew while we read it
-        raise _too_large(where, len(raw), limit)
     if not raw.strip():
         raise FeedRejected(f"feed file {where!r} is empty",
                            "an empty result never counts; write the result JSON object",
@@ -69,22 +60,15 @@ def read_feed(path: Path, limit: int) -> dict[str, Any]:
     except ValueError as exc:
         raise FeedRejected(f"feed file {where!r} is not valid JSON: {exc}",
                            "write one JSON object", code="feed_malformed") from None
+    duplicate = _duplicate_key(raw)
+    if duplicate is not None:
+        raise FeedRejected(f"feed file {where!r} names the key {duplicate!r} twice in one "
+                           "object", "write each key once: which one counts would be a guess",
+                           code="feed_duplicate_key", key=duplicate)
     if not isinstance(content, dict):
         raise FeedRejected(f"feed file {where!r} holds a {type(content).__name__}, "
                            f"not a JSON object", "write one JSON object", code="feed_malformed")
     return content
-
-
-def _read_at_most(fd: int, size: int) -> bytes:
-    parts: list[bytes] = []
-    left = size
-    while left > 0:
-        chunk = os.read(fd, min(left, _CHUNK))
-        if not chunk:
-            break
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
 
 
 def _too_large(where: str, size: int, limit: int) -> FeedRejected:
@@ -95,10 +79,18 @@ def _too_large(where: str, size: int, limit: int) -> FeedRejected:
                         code="feed_too_large", size=size, limit=limit)
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a plain file"
+def _duplicate_key(raw: bytes) -> str | None:
+    """The first key named twice in one object of ``raw`` (valid JSON), else None. orjson
+    keeps the last silently; the standard parser's pairs hook sees every pair."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return dict(items)
+
+    json.loads(raw, object_pairs_hook=pairs)
+    return found[0] if found else None

@@ -27,6 +27,7 @@ job beyond the call's life.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import selectors
@@ -35,6 +36,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -123,15 +125,22 @@ def child_env(base: Mapping[str, str] | None = None, *, allow: Iterable[str] = (
               deny: Iterable[str] = ()) -> dict[str, str]:
     """``base`` (default: this process's environment) without secrets.
 
-    Secrets are ``GITHUB_TOKEN``, ``GH_TOKEN`` and every name matching ``*TOKEN*``,
-    ``*SECRET*`` or ``*PASSWORD*`` (case-insensitive), plus the patterns in ``deny`` and in
-    ``ORCHESTRATOR_SECRET_ENV`` (comma-separated). Names in ``allow`` or in
-    ``ORCHESTRATOR_PASS_ENV`` are let through (a profile that needs one says so).
+    Secrets are the names ``flow.core.redact.SECRET_PATTERNS`` matches (``*TOKEN*``,
+    ``*SECRET*``, ``*PASSWORD*``, ``*KEY*``, ``*CREDENTIAL*``, ...; case-insensitive), plus
+    the patterns in ``deny`` and in ``ORCHESTRATOR_SECRET_ENV`` (comma-separated). Names in
+    ``allow`` or matching ``ORCHESTRATOR_PASS_ENV`` (comma-separated names or patterns) are let
+    through (a profile that needs one says so).
     """
     env = dict(os.environ if base is None else base)
     deny = [*deny, *secret_patterns(os.environ.get(SECRETS_ENV))]
     allowed = {*allow, *secret_patterns(os.environ.get(PASS_ENV))}
-    return {k: v for k, v in env.items() if k in allowed or not is_secret(k, deny)}
+    return {k: v for k, v in env.items() if _allowed(k, allowed) or not is_secret(k, deny)}
+
+
+def _allowed(name: str, allowed: set[str]) -> bool:
+    """Whether ``name`` is one of ``allowed`` or matches one of its patterns (``AWS_*``)."""
+    return name in allowed or any(fnmatch.fnmatchcase(name.upper(), a.upper()) for a in allowed
+                                  if any(c in a for c in "*?["))
 
 
 def shell(block: str) -> list[str]:
@@ -384,9 +393,64 @@ def pump(child: subprocess.Popen[bytes], sinks: Mapping[IO[bytes], Callable[[byt
     return why
 
 
+# git run on a checkout we did not make reads that checkout's .git/config: a core.fsmonitor
+# command, a hooks path, an external diff or a pager named there would run with our rights.
+GIT_GUARD = ("-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=",
+             "-c", "core.pager=cat", "-c", "core.sshCommand=ssh", "-c", "protocol.ext.allow=never")
+GIT_ENV_DROP = ("GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_SSH_COMMAND", "GIT_CONFIG_PARAMETERS",
+                "GIT_CONFIG_COUNT", "GIT_ASKPASS", "SSH_ASKPASS")
+
+
+def guarded(argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """``argv`` and ``env`` as run. A ``git`` child gets ``GIT_GUARD`` first (no fsmonitor,
+    no hooks, no external diff or pager from the repository's config), never prompts
+    (``GIT_TERMINAL_PROMPT=0``), takes no optional lock, and loses the settings that would
+    run a command of the environment's choosing (``GIT_ENV_DROP``). Every other child is
+    left as it is. Filter and textconv drivers a checkout names stay its own to run; the
+    queries we run (status, diff, rev-parse, merge-base) are documented in the README."""
+    args, child = list(argv), dict(env)
+    if args and Path(args[0]).name == "git":
+        args = [args[0], *GIT_GUARD, *args[1:]]
+        for name in GIT_ENV_DROP:
+            child.pop(name, None)
+        child.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    return args, child
+
+
+# Every child of ``run`` carries this setting, a fresh value per run: a descendant that left
+# the process group (fork, setsid, fork) still inherits it, and is found by it in /proc.
+MARK_ENV = "ORCHESTRATOR_RUN_MARK"
+
+
+def end_marked(mark: str) -> list[int]:
+    """SIGKILL every process (of this user) whose environment holds ``MARK_ENV=mark``; the
+    pids ended. Reads /proc (Linux); elsewhere none is found and the process group alone
+    bounds a run."""
+    needle = f"{MARK_ENV}={mark}".encode()
+    ended: list[int] = []
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        return ended
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                ended.append(int(entry.name))
+            except OSError:
+                continue
+    return sorted(ended)
+
+
 def spawn(argv: Sequence[str], *, cwd: str | Path | None, env: Mapping[str, str],
           stdin: str | None, merge: bool = True) -> subprocess.Popen[bytes]:
-    child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), start_new_session=True,
+    args, child_vars = guarded(argv, env)
+    child = subprocess.Popen(args, cwd=cwd, env=child_vars, start_new_session=True,
                              stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                              stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT if merge else subprocess.PIPE)
@@ -418,8 +482,9 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     out = CappedLog(log, cap_bytes(), head,
                     mask=[scrubbed[k].encode() for k in secret_names(scrubbed)])
     started = time.monotonic()
+    mark = uuid.uuid4().hex
     try:
-        child = spawn(argv, cwd=cwd, env=scrubbed, stdin=stdin)
+        child = spawn(argv, cwd=cwd, env={**scrubbed, MARK_ENV: mark}, stdin=stdin)
     except OSError as exc:
         reason = f"{argv[0]}: cannot be started: {exc.strerror or exc}\n"
         out.write(reason.encode())
@@ -435,6 +500,11 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     reason = ""
     if timed_out:
         reason = f"\n[timed out after {limit:.0f} s: the process group was ended]\n"
+    escaped = end_marked(mark)
+    if escaped:
+        reason += (f"\n[{len(escaped)} process(es) that left the run's process group (a daemon: "
+                   f"fork, setsid, fork) were ended with it: pids {' '.join(map(str, escaped))}]\n")
+    if reason:
         with open(log, "ab") as fh:
             fh.write(reason.encode())
     return Result(code=TIMED_OUT if timed_out else child.returncode, log=log,
@@ -559,7 +629,9 @@ def supervise(spec_path: Path) -> int:
         raise KeyboardInterrupt
 
     try:
-        child = spawn(argv, cwd=spec.get("cwd"), env=os.environ, stdin=spec.get("stdin"))
+        mark = uuid.uuid4().hex  # the job's mark: descendants that escape its group carry it
+        child = spawn(argv, cwd=spec.get("cwd"), env={**os.environ, MARK_ENV: mark},
+                      stdin=spec.get("stdin"))
     except OSError as exc:
         reason = f"{argv[0]}: cannot be started: {exc.strerror or exc}\n"
         out.write(reason.encode())
@@ -581,6 +653,10 @@ def supervise(spec_path: Path) -> int:
         reason = f"\n[timed out after {float(spec['timeout']):.0f} s: the process group was ended]\n"
     elif stopping:
         reason = f"\n[the job was stopped by signal {stopping[0]}]\n"
+    escaped = end_marked(mark)
+    if escaped:
+        reason += (f"\n[{len(escaped)} process(es) that left the job's process group were "
+                   f"ended with it: pids {' '.join(map(str, escaped))}]\n")
     if reason:
         with open(log, "ab") as fh:
             fh.write(reason.encode())

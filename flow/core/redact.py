@@ -1,10 +1,12 @@
 """What counts as a secret and how it is kept out of sight.
 
 The names: ``GITHUB_TOKEN``, ``GH_TOKEN`` and every setting matching ``*TOKEN*``,
-``*SECRET*`` or ``*PASSWORD*`` (case-insensitive), plus the patterns in
-``ORCHESTRATOR_SECRET_ENV``; ``ORCHESTRATOR_PASS_ENV`` names the ones a child may be let
-see. The runner (``flow.core.proc``) keeps them out of children's environments and masks
-the let-through ones in logs; ``redact`` takes token shapes and the values of the secret
+``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*KEY*`` (``ANTHROPIC_API_KEY``,
+``AWS_ACCESS_KEY_ID``) or ``*CREDENTIAL*`` (case-insensitive), plus the patterns
+in ``ORCHESTRATOR_SECRET_ENV``; ``ORCHESTRATOR_PASS_ENV`` (comma-separated names or
+patterns) names the ones a child may be let see, e.g. ``ORCHESTRATOR_PASS_ENV=GPG_KEY``.
+The runner (``flow.core.proc``) keeps them out of children's environments and masks the
+let-through ones in logs; ``redact`` takes token shapes and the values of the secret
 settings out of fetched text and child output, so a token echoed in a CI log, an API answer
 or a job's log is never stored or printed. Standard library only.
 """
@@ -15,10 +17,12 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 SECRETS_ENV = "ORCHESTRATOR_SECRET_ENV"
 PASS_ENV = "ORCHESTRATOR_PASS_ENV"
-SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*")
+SECRET_PATTERNS = ("GITHUB_TOKEN", "GH_TOKEN", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
+                   "*KEY*", "*CREDENTIAL*")
 MASK_MIN = 8  # a shorter secret value would mask ordinary words
 MASK = "***"  # what a secret is shown as (here and in the runner's logs)
 
@@ -52,8 +56,37 @@ def secret_names(env: Mapping[str, str]) -> list[str]:
 
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     """``text`` with token-shaped strings and the values of the secret settings in ``env``
-    (default: this process's; ``secret_names``) replaced by ``***``."""
-    env = os.environ if env is None else env
-    for value in sorted({env[k] for k in secret_names(env)}, key=len, reverse=True):
+    (default: this process's; ``secret_names``) replaced by ``***``. A value is masked as it
+    is, stripped of surrounding whitespace, and as ``repr`` writes it (an HTTP library's
+    error quotes a header value holding a ``\r`` so)."""
+    return _mask(text, _values(os.environ if env is None else env))
+
+
+def redact_tree(obj: Any, env: Mapping[str, str] | None = None) -> Any:
+    """``obj`` (JSON-like: dicts, lists, strings) with every string ``redact``-ed; used on
+    every error on its way out (output, error file, MCP answer)."""
+    values = _values(os.environ if env is None else env)
+
+    def walk(o: Any) -> Any:
+        if isinstance(o, str):
+            return _mask(o, values)
+        if isinstance(o, dict):
+            return {k: walk(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [walk(v) for v in o]
+        return o
+    return walk(obj)
+
+
+def _values(env: Mapping[str, str]) -> list[str]:
+    forms: set[str] = set()
+    for key in secret_names(env):
+        value = env[key]
+        forms.update(f for f in (value, value.strip(), repr(value)[1:-1]) if len(f) >= MASK_MIN)
+    return sorted(forms, key=len, reverse=True)
+
+
+def _mask(text: str, values: Iterable[str]) -> str:
+    for value in values:
         text = text.replace(value, MASK)
     return _SHAPES.sub(MASK, text)

@@ -33,7 +33,7 @@ from flow.github.errors import (
     BadSetting, GitHubRequestFailed, GitHubUnavailable, LinkExpired, MissingToken, RateLimited,
     UnknownRepo, utc_from_epoch,
 )
-from flow.github.token import read_token_file
+from flow.github.token import clean_token, read_token_file
 
 DEFAULT_API = "https://api.github.com"
 API_ENV = "ORCHESTRATOR_GITHUB_API"
@@ -256,14 +256,19 @@ def connect(api_url: str | None = None, token: str | None = None, *,
     flow.github.token.read_token_file). Without `settings`, the backoff comes from
     $ORCHESTRATOR_GITHUB_BACKOFF when set. Makes no request. Raises MissingToken when no
     token is found, BadSetting when the backoff is not a number of seconds or the token file
-    cannot be read.
+    cannot be read, BadToken (naming where the token came from, never its value) when the
+    token holds a control character or a space inside; whitespace around it is stripped.
     """
     env = os.environ if env is None else env
-    token = token or next((env[k] for k in TOKEN_ENVS if env.get(k)), None)
+    source = "the token argument" if token else ""
+    if not token:
+        source, token = next(((k, env[k]) for k in TOKEN_ENVS if env.get(k, "").strip()),
+                             ("", None))
     if not token and token_file:
-        token = read_token_file(token_file)
+        source, token = f"the token file {token_file!r}", read_token_file(token_file)
     if not token:
         raise MissingToken(token_file)
+    token = clean_token(token, source)  # before PyGithub or requests ever see it
     url = checked_api_url(api_url or env.get(API_ENV) or DEFAULT_API, API_ENV)
     s = settings or _settings_from(env)
     gh = Github(

@@ -1,25 +1,58 @@
 """The GitHub token file a user names once (``ORCHESTRATOR_GITHUB_TOKEN_FILE``): what it may
-hold and how it is read. The value is never logged or stored; ``access`` records the path,
-``client`` reads the token through it on each tick. Imports no PyGithub.
+hold and how it is read, and what a token may be. The value is never logged or stored;
+``access`` records the path, ``client`` reads the token through it on each tick. The file is
+read as feed files are (``flow.core.boundedfile``): a regular file of at most
+``TOKEN_FILE_MAX`` bytes, opened non-blocking, so ``/dev/zero`` or a FIFO is refused, not read
+forever. A token is checked before any request (``clean_token``): surrounding whitespace (a
+stray ``\r`` from a Windows-edited file) is stripped, and one that still holds a control
+character or a space is refused without showing it, since requests would otherwise quote it
+whole in an ``InvalidHeader`` message. Imports no PyGithub.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from flow.github.errors import BadSetting
+from flow.core.boundedfile import UnreadableFile, read_regular
+from flow.github.errors import BadSetting, GitHubError
 
 TOKEN_FILE_ENV = "ORCHESTRATOR_GITHUB_TOKEN_FILE"
 _TOKEN_KEYS = ("GITHUB_TOKEN", "GH_TOKEN")
+TOKEN_FILE_MAX = 64 * 1024  # a token file holds a line or a few; anything larger is not one
+
+
+class BadToken(BadSetting):
+    """A token that cannot go into an HTTP header (a control character or a space inside)."""
+
+    code = "github_bad_token"
+
+    def __init__(self, source: str) -> None:
+        GitHubError.__init__(  # BadSetting's own message would quote the value
+            self,
+            f"the GitHub token from {source} holds a control character or a space inside it "
+            "(the value is not shown)",
+            f"write the token again without line breaks or spaces inside (check {source} for a "
+            "pasted \\r or a second line), then re-run",
+            setting=source,
+        )
+
+
+def clean_token(token: str, source: str) -> str:
+    """``token`` without surrounding whitespace; ``BadToken`` when a control character or a
+    space is left inside (it could never be sent, and an HTTP library would echo it)."""
+    value = token.strip()
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in value):
+        raise BadToken(source)
+    return value
 
 
 def read_token_file(path: str) -> str | None:
     """The token the file holds (a bare token line, or GITHUB_TOKEN= / GH_TOKEN= lines), or
     None when it holds none. BadSetting when it cannot be read. The value is never logged."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadSetting(TOKEN_FILE_ENV, path, f"a readable file ({exc.strerror or exc})") from None
+        text = read_regular(path, TOKEN_FILE_MAX).decode("utf-8")
+    except UnreadableFile as exc:
+        raise BadSetting(TOKEN_FILE_ENV, path, f"a readable token file (it {exc.reason})") from None
+    except UnicodeDecodeError:
+        raise BadSetting(TOKEN_FILE_ENV, path, "a UTF-8 text file") from None
     bare: str | None = None
     for line in text.splitlines():
         line = line.strip()

@@ -118,7 +118,9 @@ class InFlight:
         try:
             call.reply = await anyio.to_thread.run_sync(fn)
         except Exception as exc:
-            traceback.print_exc(file=sys.stderr)
+            from flow.core.redact import redact
+
+            sys.stderr.write(redact(traceback.format_exc()))  # secrets masked, as in the CLI
             call.reply = self._crash(exc)
         finally:
             call.done.set()

@@ -5,11 +5,12 @@
 tool answers exactly the JSON object and exit code the same command line would: same locks,
 same validation, same flow ids; a flow started here can be resumed from the CLI and the reverse.
 
-``feed`` writes the result to the task's ``feed_file`` itself and feeds that file, so the
-flow's audit trail and feeds folder are those of a file feed. A result for a task that was
-already applied never overwrites the applied task's file: it goes through a scratch file
-naming the ``task_id`` (removed afterwards), and the engine answers as for any re-feed
-(same content: the current spec; other content: ``already_applied``).
+``feed`` writes the result to a file of the call's own (``feeds/.mcp-feed-*.json``, naming
+the ``task_id``, removed afterwards) and feeds that file; the engine reads and applies it
+under the flow's lock and copies the applied result to the task's ``feed_file``, so the
+trail is a file feed's. Two clients feeding different results at once never overwrite each
+other's file: the first applies, the second gets the CLI's refusal (``already_applied``); a
+re-feed answers as for any (same content: the current spec).
 """
 
 from __future__ import annotations
@@ -86,20 +87,22 @@ class Caller:
                                            else "none is pending; call resume"),
                 code="stale_feed", pending_task_ids=pending), inp.harness)
         named = inp.result.get("task_id", inp.task_id)
-        if named != inp.task_id:
+        if isinstance(named, str) and named != inp.task_id:
             return self.error(FeedRejected(
                 f"the result names task_id {named!r} but is fed to task {inp.task_id!r}",
                 "remove task_id from the result or feed it to the task it names",
                 code="foreign_feed"), inp.harness)
-        argv = ["--flow", inp.flow_id, "--feed", str(task["role"])]
-        if task.get("status") == "pending":
-            path = Path(str(task["feed_file"]))
-            _write(path, inp.result)
-            return self._call([*argv, f"--feed-file={path}"], inp.harness)
-        scratch = store.feeds_dir / f".mcp-refeed-{uuid.uuid4().hex}.json"
-        _write(scratch, {**inp.result, "task_id": inp.task_id})
+        # The result goes to a file of this call's own (never the task's shared feed_file,
+        # which a second client could overwrite before this one's feed takes the lock); the
+        # CLI reads and applies it under the flow's lock, so of two clients feeding different
+        # results the second gets the CLI's refusal (already_applied). task_id names the
+        # task; one that is not a string is left for the CLI to refuse (bad_task_id).
+        content = inp.result if "task_id" in inp.result else {**inp.result, "task_id": inp.task_id}
+        scratch = store.feeds_dir / f".mcp-feed-{uuid.uuid4().hex}.json"
+        _write(scratch, content)
         try:
-            return self._call([*argv, f"--feed-file={scratch}"], inp.harness)
+            return self._call(["--flow", inp.flow_id, "--feed", str(task["role"]),
+                               f"--feed-file={scratch}"], inp.harness)
         finally:
             scratch.unlink(missing_ok=True)
 

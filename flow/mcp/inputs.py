@@ -219,4 +219,52 @@ def input_schema(tool: str) -> dict[str, Any]:
         schema.setdefault("$defs", {}).update(shared.get("$defs", {}))
         schema["properties"]["result"]["anyOf"] = [
             {**refs[(m, "validation")], "description": f"feed_schema {n}"} for n, m in feeds]
+    _type_properties(schema, schema.get("$defs", {}))
     return schema
+
+
+def _type_properties(node: Any, defs: dict[str, Any]) -> None:
+    """Give every property schema a ``type`` of its own (pydantic leaves it off a union of
+    models or a ``$ref``): a client that reads only ``type`` (the MCP Inspector sends an
+    untyped argument as a string) then sends ``args`` as an object."""
+    if isinstance(node, list):
+        for item in node:
+            _type_properties(item, defs)
+        return
+    if not isinstance(node, dict):
+        return
+    for prop in (node.get("properties") or {}).values():
+        if isinstance(prop, dict) and "type" not in prop:
+            types = _types_of(prop, defs, 0)
+            if types:
+                prop["type"] = types[0] if len(types) == 1 else types
+    for key, value in node.items():
+        if key != "properties":
+            _type_properties(value, defs)
+        else:
+            for prop in value.values():
+                _type_properties(prop, defs)
+
+
+def _types_of(schema: Any, defs: dict[str, Any], depth: int) -> list[str]:
+    """The JSON types ``schema`` admits, through ``$ref`` / ``anyOf`` / ``oneOf`` / ``enum``
+    (empty when unknown: then no ``type`` is claimed)."""
+    if not isinstance(schema, dict) or depth > 8:
+        return []
+    if isinstance(schema.get("type"), str):
+        return [schema["type"]]
+    if isinstance(schema.get("type"), list):
+        return list(schema["type"])
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _types_of(defs.get(ref.rsplit("/", 1)[1]), defs, depth + 1)
+    alternatives = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(alternatives, list):
+        found: list[str] = []
+        for alt in alternatives:
+            kinds = _types_of(alt, defs, depth + 1)
+            if not kinds:
+                return []
+            found += [k for k in kinds if k not in found]
+        return found
+    return []

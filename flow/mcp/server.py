@@ -36,6 +36,7 @@ from flow.core.errors import OrchestratorError, UsageError
 from flow.mcp import resources
 from flow.mcp.budget import BUDGET_ENV, POLL_AFTER_S, InFlight, Progress, budget_s
 from flow.mcp.calls import Caller, Reply, Respond
+from flow.mcp.wire import Answering
 from flow.mcp.inputs import (
     TOOLS, AnswerInput, FeedInput, ResumeInput, SchemaInput, StartInput, input_schema,
 )
@@ -241,7 +242,9 @@ def serve(argv: list[str], respond: Respond) -> int:
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            # a line that is no JSON-RPC message gets its error answer (flow.mcp.wire)
+            await server.run(Answering(read_stream, write_stream), write_stream,
+                             server.create_initialization_options())
 
     anyio.run(main)
     return 0

@@ -301,3 +301,36 @@ def test_status_of_a_workspace_that_is_a_file(tmp_path: Path) -> None:
     plain.write_text("x")
     code, out = call(["--workspace", str(plain), "status", "--json"])
     assert (4, "workspace_not_a_folder") == (code, out["error"]["code"])
+
+
+def test_a_feed_naming_a_key_twice_is_refused_and_changes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """{"ok": true, "ok": false, ...} (even nested) is feed_duplicate_key, state untouched."""
+    monkeypatch.setenv("ORCHESTRATOR_PLUGINS", TOY_PLUGIN)
+    spec = start_toy(tmp_path, "dup")
+    state = tmp_path / spec["flow_id"] / "flow_state.json"
+    before = state.read_bytes()
+    for text in ('{"ok": true, "value": 1, "ok": false}', '{"ok": true, "value": 1, '
+                 '"extra": {"a": 1, "a": 2}}'):
+        code, got = feed(tmp_path, spec, spec["tasks"][0], text)
+        assert (2, "feed_duplicate_key", before) == (code, got["error"]["code"], state.read_bytes())
+
+
+def test_a_symlink_loop_as_feed_file_is_refused_and_audited(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--feed-file naming a symlink loop: feed_missing (exit 2), an audit record, no traceback."""
+    monkeypatch.setenv("ORCHESTRATOR_PLUGINS", TOY_PLUGIN)
+    spec = start_toy(tmp_path, "loop")
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    code, got = feed(tmp_path, spec, spec["tasks"][0], None, str(tmp_path / "a"))
+    last = json.loads((tmp_path / spec["flow_id"] / "audit.jsonl").read_text().splitlines()[-1])
+    assert (2, "feed_missing", "feed_refused", "feed_missing") == (
+        code, got["error"]["code"], last.get("event"), last.get("code"))
+
+
+def test_a_workspace_under_proc_is_a_clear_refusal(tmp_path: Path) -> None:
+    """--workspace /proc/1/wsx (a folder that cannot be made) is an error with exit 4, not a bug."""
+    code, got = call(["--workspace", "/proc/1/wsx", "reproduce", "--command", "pytest t.py",
+                      "--source-dir", str(ROOT / "examples" / "calc")])
+    assert (4, "workspace_unusable") == (code, got["error"]["code"])

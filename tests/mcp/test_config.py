@@ -38,7 +38,8 @@ def _server(where: str) -> dict[str, Any]:
 def test_each_configuration_starts_a_server_with_the_six_tools(where: str, tmp_path: Path) -> None:
     """Each set-up's arguments start orchestrator.py mcp with the six tools."""
     server = _server(where)
-    fill = {"${CLAUDE_PLUGIN_ROOT}": str(ROOT), "/abs/skill-orchestrator": str(ROOT),
+    fill = {"${CLAUDE_PLUGIN_ROOT}": str(ROOT), "${CLAUDE_PROJECT_DIR:-.}": str(ROOT),
+            "/abs/skill-orchestrator": str(ROOT),
             "/abs/agent_space": str(tmp_path)}
     args = list(server["args"])
     for placeholder, value in fill.items():
@@ -65,3 +66,13 @@ def test_the_plugin_ships_the_skill_that_says_when_to_prefer_the_tools() -> None
     plugin = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())
     skill = ROOT / plugin["skills"] / "skill-orchestrator" / "SKILL.md"
     assert "prefer them" in skill.read_text()
+
+
+def test_the_project_config_names_absolute_paths_and_the_plugin_its_author() -> None:
+    """.mcp.json's command and script sit under ${CLAUDE_PROJECT_DIR} (absolute whatever
+    directory Claude Code starts in); plugin.json names an author."""
+    server = _server(".mcp.json")
+    plugin = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())
+    assert (True, True, True) == (server["command"].startswith("${CLAUDE_PROJECT_DIR"),
+                                  server["args"][0].startswith("${CLAUDE_PROJECT_DIR"),
+                                  bool(plugin["author"]["name"]))

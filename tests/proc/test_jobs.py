@@ -229,3 +229,42 @@ def test_a_harness_giving_up_on_a_call_ends_its_foreground_children(tmp_path: Pa
     cli.send_signal(signal.SIGTERM)
     assert -signal.SIGTERM == cli.wait(10)
     assert _gone(pidfile.read_text())
+
+
+def test_refeeding_an_applied_result_while_its_job_runs_changes_nothing(tmp_path: Path) -> None:
+    """A re-feed of the applied result, once the job it started has ended, answers the same
+    'waiting' spec and leaves the state as it was; only --resume takes the flow on to done."""
+    drv = Driver(tmp_path, {"ORCHESTRATOR_PLUGINS": "tests.proc.feedjobflow",
+                            "FEEDJOB_SCRIPT": "import time; time.sleep(1.5); print('ran')",
+                            "ORCHESTRATOR_FOREGROUND_S": "0.3"})
+    task = drv.call(["start", "feedjob", "r"]).spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps({"value": 3}))
+    feed = ["--flow", "feedjob/r", "--feed", task["feed_as"], "--feed-file", task["feed_file"]]
+    waiting = drv.call(feed).spec
+    assert waiting is not None and "waiting" == waiting["status"]
+    time.sleep(3)  # the job has ended by now
+    state = tmp_path / "feedjob" / "r" / "flow_state.json"
+    before = state.read_bytes()
+    again = drv.call(feed).spec
+    assert again is not None and ("waiting", before) == (again["status"], state.read_bytes())
+    assert "done" == _until_done(drv, "feedjob/r")["status"]
+
+
+def test_a_job_child_that_daemonizes_is_ended_with_the_job(tmp_path: Path) -> None:
+    """A background job's child that forks, calls setsid and forks again is ended when the
+    job ends, and the job's log says which pids escaped."""
+    pid_file = tmp_path / "daemon.pid"
+    script = ("import os, time\n"
+              "if os.fork() == 0:\n"
+              "    os.setsid()\n"
+              "    if os.fork() == 0:\n"
+              f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+              "        time.sleep(60)\n"
+              "    os._exit(0)\n"
+              "time.sleep(0.5)\n")
+    drv = _driver(tmp_path, script)
+    drv.call(["start", "jobs", "d"])
+    spec = _until_done(drv, "jobs/d")
+    daemon = pid_file.read_text()
+    assert ("done", True) == (spec["status"], _gone(daemon))
+    assert f"pids {daemon}" in (tmp_path / "jobs" / "d" / "logs" / "main.log").read_text()

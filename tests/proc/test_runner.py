@@ -161,3 +161,21 @@ def test_a_bad_foreground_budget_is_a_usage_error(tmp_path: Path) -> None:
     assert call.spec is not None
     assert (2, "usage") == (call.code, call.spec["error"]["code"])
     assert "ninety" in call.spec["error"]["message"] and call.spec["error"]["hint"]
+
+
+def test_a_child_that_daemonizes_is_ended_with_the_run_and_named(tmp_path: Path) -> None:
+    """A child that forks, calls setsid and forks again (leaving the process group) is found
+    by its environment mark when the run ends, killed, and the result's reason says so."""
+    pid_file = tmp_path / "daemon.pid"
+    script = ("import os, time, sys\n"
+              "if os.fork() == 0:\n"
+              "    os.setsid()\n"
+              "    if os.fork() == 0:\n"
+              f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+              "        time.sleep(60)\n"
+              "    os._exit(0)\n"
+              "time.sleep(0.5)\n")
+    res = proc.run([sys.executable, "-c", script], log=tmp_path / "l.log", timeout=30)
+    daemon = pid_file.read_text()
+    assert (0, True, True) == (res.code, gone(daemon), f"pids {daemon}" in res.reason)
+    assert "left the run's process group" in (tmp_path / "l.log").read_text()

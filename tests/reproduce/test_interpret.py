@@ -126,3 +126,22 @@ def test_setup_step_failure_is_blocker() -> None:
 def test_no_output_is_never_passed() -> None:
     """A pytest run with no readable result and a non-zero exit is not PASSED."""
     assert Outcome.BLOCKED == interpret_pytest(3, "INTERNALERROR> boom").kind
+
+
+@pytest.mark.parametrize("code", [-9, 137])
+def test_a_run_killed_by_sigkill_is_blocked_naming_the_signal(code: int) -> None:
+    """A reproducer ended by SIGKILL (the OOM killer) is CANNOT_VERIFY naming SIGKILL, for a
+    pytest run with a failure counted and for a plain command alike."""
+    from flow.workflows.reproduce.run.interpret import interpret_command
+
+    out = "1 failed in 2.0s\nKilled\n"
+    got = [interpret_pytest(code, out), interpret_command(code, "Killed\n", None)]
+    assert [Outcome.BLOCKED, Outcome.BLOCKED] == [g.kind for g in got]
+    assert all("killed by SIGKILL" in g.detail for g in got)
+
+
+def test_a_signal_death_showing_the_failure_pattern_still_reproduces() -> None:
+    """A run ended by a signal whose output shows the failure pattern counts as FAILED."""
+    from flow.workflows.reproduce.run.interpret import interpret_command
+
+    assert Outcome.FAILED == interpret_command(-11, "Segmentation fault in op\n", "Segmentation").kind

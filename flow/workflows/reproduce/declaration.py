@@ -107,34 +107,80 @@ class BuildResult(Feed):
     detail: str = ""
 
 
+def _read_input(flag: str, raw: str, limit: int, what: str) -> tuple[Path, str]:
+    """The path and UTF-8 text of the file a flag names; WorkflowInputError saying what it is
+    when it is missing, no regular file (a FIFO, /dev/zero, a folder), too large or binary."""
+    from flow.core.boundedfile import UnreadableFile, read_regular
+
+    path = Path(raw).expanduser()
+    try:
+        data = read_regular(path, limit)
+    except UnreadableFile as exc:
+        raise WorkflowInputError(f"{flag} {str(path)!r} {exc.reason}", f"pass {what}") from None
+    try:
+        return path, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WorkflowInputError(f"{flag} {str(path)!r} is not UTF-8 text (a binary file?)",
+                                 f"pass {what}") from None
+
+
+def _bounded(opts: dict[str, Any]) -> tuple[int, float | None]:
+    """--repeat (1 to MAX_REPEAT) and --timeout (a finite number of seconds, above 0, at
+    most MAX_TIMEOUT_S); WorkflowInputError quoting a value out of bounds."""
+    import math
+
+    from flow.workflows.reproduce.batch.entries import MAX_REPEAT, MAX_TIMEOUT_S
+
+    repeat = opts.get("repeat")
+    if repeat is not None and not 1 <= int(repeat) <= MAX_REPEAT:
+        raise WorkflowInputError(f"--repeat {repeat} is out of bounds",
+                                 f"pass a whole number from 1 to {MAX_REPEAT}")
+    timeout = opts.get("timeout")
+    if timeout is not None and not (math.isfinite(float(timeout))
+                                    and 0 < float(timeout) <= MAX_TIMEOUT_S):
+        raise WorkflowInputError(f"--timeout {timeout} is not a number of seconds above 0",
+                                 f"pass seconds from above 0 to {MAX_TIMEOUT_S:g}")
+    return int(repeat or 1), (float(timeout) if timeout is not None else None)
+
+
 def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
-    """The normalised inputs; the flow id hashes them."""
+    """The normalised inputs; the flow id hashes them. WorkflowInputError for a command or
+    batch file that is not a readable regular text file, a batch past its size limit, a
+    --source-dir that is no folder, a --ci-repo that is no OWNER/NAME, or a --repeat /
+    --timeout out of bounds."""
+    from flow.workflows.reproduce.batch.entries import MAX_BATCH_BYTES, is_repo
+
     command = opts.get("repro_command")
     if opts.get("command_file"):
-        path = Path(opts["command_file"]).expanduser()
-        if not path.is_file():
-            raise WorkflowInputError(f"--command-file {str(path)!r} does not exist",
-                                     "pass the path of a file holding the reproducer block")
-        command = path.read_text()
-    batch = None
+        _, command = _read_input("--command-file", opts["command_file"], 1 << 20,
+                                 "the path of a file holding the reproducer block")
+    batch = batch_text = None
     if opts.get("batch"):
-        path = Path(opts["batch"]).expanduser()
-        if not path.is_file():
-            raise WorkflowInputError(f"--batch {str(path)!r} does not exist",
-                                     "pass a JSON, JSON-lines or one-command-per-line file")
+        path, batch_text = _read_input("--batch", opts["batch"], MAX_BATCH_BYTES,
+                                       "a JSON, JSON-lines or one-command-per-line file "
+                                       f"of at most {MAX_BATCH_BYTES} bytes")
         batch = str(path.resolve())
     profile = opts.get("profile") or "local"
     source = opts.get("source_dir")
     if source:
-        source = str(Path(source).expanduser().resolve())
+        found = Path(source).expanduser().resolve()
+        if not found.is_dir():
+            raise WorkflowInputError(
+                f"--source-dir {source!r} is {'a file' if found.exists() else 'missing'}, "
+                "not a folder", "pass the folder of the source checkout")
+        source = str(found)
+    ci_repo = opts.get("ci_repo")
+    if ci_repo and ci_repo not in ("pytorch", "torch-xpu-ops") and not is_repo(ci_repo):
+        raise WorkflowInputError(f"--ci-repo {ci_repo!r} is not OWNER/NAME",
+                                 "pass pytorch, torch-xpu-ops or an OWNER/NAME such as o/r")
+    repeat, timeout = _bounded(opts)
     return {"command": command, "stage": opts.get("stage") or "auto",
             "ci_commit": opts.get("ci_commit"), "source_dir": source,
-            "ci_repo": opts.get("ci_repo"), "failure_pattern": opts.get("failure_pattern"),
+            "ci_repo": ci_repo, "failure_pattern": opts.get("failure_pattern"),
             "profile": profile, "batch_file": batch,
-            "repeat": int(opts.get("repeat") or 1),
-            "timeout": float(opts["timeout"]) if opts.get("timeout") else None,
+            "repeat": repeat, "timeout": timeout,
             "test_extras": [e for e in (opts.get("test_extras") or "").split(",") if e],
-            "batch_text": Path(batch).read_text() if batch else None}
+            "batch_text": batch_text}
 
 
 def locate(opts: dict[str, Any], root: Path) -> str:
@@ -176,7 +222,14 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
         except ReproducerParseError as exc:
             raise WorkflowInputError(f"the reproducer cannot be split into commands: {exc}",
                                      "close the open quote or here-doc and run again") from None
-    inputs.pop("batch_text")
+    batch_text = inputs.pop("batch_text")
+    if batch_text is not None:
+        from flow.workflows.reproduce.batch.entries import BatchRefused, parse_batch
+
+        try:
+            parse_batch(batch_text)
+        except BatchRefused as exc:
+            raise WorkflowInputError(str(exc), "split the batch into smaller files") from None
     data = ReproData(**inputs, reproduce_python=context.reproduce_python(settings))
     from flow.workflows.reproduce.verdict.reuse import earlier_runs
 

@@ -148,10 +148,17 @@ def load_profile(name_or_path: str = DEFAULT_PROFILE, overrides: dict[str, Any] 
         known = sorted(p.stem for p in profile_dir.glob("*.toml"))
         raise ProfileError(f"no reproduce profile {name_or_path!r}; known: {known}",
                            profile=str(name_or_path))
-    try:
-        data = tomllib.loads(path.read_text())
+    from flow.core.boundedfile import UnreadableFile, read_regular
+
+    try:  # a profile is a small text file: bounded, and never nested past what parses
+        data = tomllib.loads(read_regular(path, 1 << 20).decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path} is not valid TOML: {exc}; fix the file", profile=str(path)) from exc
+    except (UnreadableFile, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{path} cannot be read as a profile: {exc}", profile=str(path)) from None
+    except RecursionError:
+        raise ProfileError(f"{path} is nested too deep to read; a profile is a few flat tables",
+                           profile=str(path)) from None
     for dotted, value in (overrides or {}).items():
         _apply(data, dotted, value, str(path))
     try:

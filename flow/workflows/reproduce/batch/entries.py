@@ -20,26 +20,48 @@ does not stop the batch: it becomes an ``invalid`` row. Buckets:
 from __future__ import annotations
 
 import json
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from flow.workflows.reproduce.verdict.models import (
     CannotVerify, NoReproducer, NotReproduced, Reproduced, Verdict,
 )
 
 
+MAX_ENTRIES = 2000          # entries of one batch (each is a full reproduce run)
+MAX_BATCH_BYTES = 4 << 20   # a batch file larger is refused before it is parsed
+MAX_TIMEOUT_S = 86400.0     # --timeout / an entry's timeout, seconds
+MAX_REPEAT = 100            # --repeat / an entry's repeat
+# OWNER/NAME as GitHub spells them; "." and ".." are no name (they would leave /repos/).
+REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?\Z)[A-Za-z0-9_.-]{1,100}")
+
+
+def is_repo(value: str) -> bool:
+    """Whether ``value`` is a full OWNER/NAME (a full match: no trailing newline)."""
+    return REPO_RE.fullmatch(value) is not None
+
+
 class BatchEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")   # names the entry's log folder
+    # names the entry's log folder: no leading dot ("." and ".." would leave logs/)
+    id: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}$")
     command: str = Field(min_length=1)
     failure_pattern: str | None = None
-    ci_repo: str | None = Field(default=None, pattern=r"^(pytorch|torch-xpu-ops|[\w.\-]+/[\w.\-]+)$")
+    ci_repo: str | None = None
     stage: Literal["auto", "nightly"] = "auto"
-    repeat: int | None = Field(default=None, ge=1, le=100)
-    timeout: float | None = Field(default=None, gt=0)
+    repeat: int | None = Field(default=None, ge=1, le=MAX_REPEAT)
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+
+    @field_validator("ci_repo")
+    @classmethod
+    def _repo(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("pytorch", "torch-xpu-ops") and not is_repo(value):
+            raise ValueError("not pytorch, torch-xpu-ops or an OWNER/NAME")
+        return value
 
 
 class InvalidEntry(BaseModel):
@@ -76,9 +98,25 @@ def _entry(raw: object, index: int) -> BatchEntry | InvalidEntry:
         return InvalidEntry(id=str(data.get("id", fallback_id)), error=fields)
 
 
+class BatchRefused(ValueError):
+    """A batch file that is refused as a whole (too many entries, nested past parsing)."""
+
+
 def parse_batch(text: str) -> list[BatchEntry | InvalidEntry]:
     """Entries of a batch file, in order. Never raises on bad entries (they come back as
-    InvalidEntry); an id used twice makes the later entries invalid (resume keys on ids)."""
+    InvalidEntry); an id used twice makes the later entries invalid (resume keys on ids).
+    ``BatchRefused`` for more than ``MAX_ENTRIES`` entries or JSON nested too deep to parse."""
+    try:
+        items = _parse(text)
+    except RecursionError:
+        raise BatchRefused("the batch file's JSON is nested too deep to read") from None
+    if len(items) > MAX_ENTRIES:
+        raise BatchRefused(f"the batch file holds {len(items)} entries, more than the limit "
+                           f"of {MAX_ENTRIES}")
+    return _unique(items)
+
+
+def _parse(text: str) -> list[BatchEntry | InvalidEntry]:
     stripped = text.strip()
     items: list[BatchEntry | InvalidEntry] = []
     if stripped.startswith(("[", "{")):
@@ -97,7 +135,11 @@ def parse_batch(text: str) -> list[BatchEntry | InvalidEntry]:
     else:
         lines = [l.strip() for l in stripped.splitlines()]
         commands = [l for l in lines if l and not l.startswith("#")]
-        items = [_entry({"command": c}, i) for i, c in enumerate(commands)]
+        items = [_entry({"command": c}, i) for i, c in enumerate(commands[:MAX_ENTRIES + 1])]
+    return items
+
+
+def _unique(items: list[BatchEntry | InvalidEntry]) -> list[BatchEntry | InvalidEntry]:
     seen: set[str] = set()
     out: list[BatchEntry | InvalidEntry] = []
     for item in items:

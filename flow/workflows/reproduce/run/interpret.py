@@ -171,6 +171,29 @@ def is_xpu_skip(reasons: list[str], decorators: list[str],
             or any(_XPU_SKIP_REASON.search(r) for r in reasons))
 
 
+def signal_death(exit_code: int) -> str | None:
+    """The signal that ended a run (``SIGKILL``: what the OOM killer sends), from a negative
+    exit code (the child itself) or 129-192 (a shell reporting 128 + N), else None."""
+    import signal
+
+    number = -exit_code if exit_code < 0 else exit_code - 128 if 128 < exit_code <= 192 else 0
+    try:
+        return signal.Signals(number).name if number else None
+    except ValueError:
+        return f"signal {number}"
+
+
+def _killed(exit_code: int, output: str, failure_pattern: str | None) -> RunOutcome | None:
+    """BLOCKED (CANNOT_VERIFY) naming the signal for a run a signal ended, unless the output
+    shows the given failure pattern: a killed run (out of memory, a person) proves no bug."""
+    name = signal_death(exit_code)
+    if name is None or (failure_pattern and failure_pattern in output):
+        return None
+    return RunOutcome(kind=Outcome.BLOCKED, detail=(
+        f"the run was killed by {name} (exit {exit_code}"
+        f"{', out of memory?' if name == 'SIGKILL' else ''}): {_last_line(output)}"))
+
+
 def interpret_pytest(exit_code: int, output: str, junit_xml: str | None = None,
                      decorators: list[str] | Callable[[], list[str]] | None = None,
                      markers: tuple[str, ...] = DEFAULT_XPU_SKIP_MARKERS,
@@ -183,6 +206,9 @@ def interpret_pytest(exit_code: int, output: str, junit_xml: str | None = None,
     given failure pattern is in the output).
     ``decorators`` are the names on the target test (``skipmarker.decorator_names``), or
     a function giving them, called only when every test was skipped."""
+    killed = _killed(exit_code, output, failure_pattern)
+    if killed is not None:
+        return killed
     counts = parse_junit(junit_xml) if junit_xml else parse_summary(output)
     ran = counts.passed + counts.failed + counts.errors + counts.skipped + counts.xfailed + counts.xpassed
     if ran == 0:
@@ -227,6 +253,9 @@ def interpret_command(exit_code: int, output: str, failure_pattern: str | None) 
     counts as FAILED (the caller had nothing more specific to match)."""
     if exit_code == 0:
         return RunOutcome(kind=Outcome.PASSED, detail="exit 0")
+    killed = _killed(exit_code, output, failure_pattern)
+    if killed is not None:
+        return killed
     if failure_pattern and failure_pattern in output:
         return RunOutcome(kind=Outcome.FAILED, detail=f"exit {exit_code}, matched {failure_pattern!r}")
     cause = infra_blocker(output)
