@@ -22,6 +22,9 @@ PROG = "orchestrator.py"
 FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "workspace": (("--workspace",), {"metavar": "DIR", "help": "workspace root (default: "
                                      "$ORCHESTRATOR_WORKSPACE, then ./agent_space)"}),
+    "store": (("--store",), {"metavar": "DIR|URL", "help": "where flows live: a folder (the "
+                             "workspace, the default) or postgresql://USER@HOST:PORT/DB for a "
+                             "fleet (default: $ORCHESTRATOR_STORE); sticky"}),
     "harness": (("--harness",), {"choices": ["claude", "codex"], "help": "the harness that drives "
                                  "the flow; sticky (default: $ORCHESTRATOR_HARNESS, "
                                  "$PYTORCH_TEST_REFACTOR_HARNESS, then claude)"}),
@@ -89,6 +92,11 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                                    "the CI runners the plan needs"}),
     "include_worktree": (("--include-worktree",), {"action": "store_true", "help": "trace the "
                          "uncommitted changes too (untracked files included)"}),
+    "campaign": (("--campaign",), {"metavar": "NAME", "help": "share the work with a fleet: "
+                                   "claim the next free item of campaign NAME (defined by "
+                                   "this command's items) in the PostgreSQL --store"}),
+    "items": (("--items",), {"metavar": "FILE", "help": "the campaign's items: a JSON list of "
+                             '{"id": ..., "argv": [start words of a flow]}'}),
 }
 FLOW = ["flow", "resume", "restart", "feed", "feed_file", "answer"]
 REPRODUCE = ["repro_command", "command_file", "stage", "ci_commit", "source_dir", "ci_repo",
@@ -98,10 +106,11 @@ TARGETED = ["base", "depth", "hub_limit", "repo_dir", "profile"]
 # command -> (one-line description, positional (name, nargs, help) or None, flag names)
 COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] = {
     "reproduce": ("reproduce a failing test or script: nightly wheel, source build, CI env",
-                  None, [*FLOW, *REPRODUCE]),
+                  None, [*FLOW, *REPRODUCE, "campaign"]),
     "refactor": ("refactor a PyTorch test file (the seed's bare FILE works too)",
-                 ("file", None, "the test file, relative to --pytorch-dir or absolute"),
-                 [*FLOW, "source_dir"]),
+                 ("file", "?", "the test file, relative to --pytorch-dir or absolute (with "
+                  "--campaign: default every allowlisted test file of the checkout)"),
+                 [*FLOW, "source_dir", "campaign"]),
     "ci-check": ("watch a PR's CI and debug its failures (the seed's --ci-check)",
                  None, [*FLOW, "ci_check", "pr_number", "repo", "repo_dir", "mark_ready"]),
     "affected-tests": ("list the tests a change can affect (no flow, no GitHub)",
@@ -112,7 +121,10 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
                      None, [*FLOW, "review_queue", "repo", "limit", "profile"]),
     "ingest": ("turn reviewer feedback into ruleset findings; --apply-ingest applies them",
                None, [*FLOW, "ingest_feedback", "apply_ingest", "repo"]),
-    "status": ("list the flows of the workspace and what each works on", None, ["json"]),
+    "status": ("list the flows of the workspace and what each works on", None,
+               ["json", "campaign"]),
+    "campaign": ("work on a campaign's next item (many harnesses, one PostgreSQL --store)",
+                 ("name", "?", "the campaign"), ["items"]),
     "schema": ("list the JSON schemas, or print one (a feed: WORKFLOW.FEED)",
                ("name", "?", "the schema to print (omit to list them)"), []),
     "graph": ("draw a workflow's state machine as Mermaid",
@@ -124,7 +136,7 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
 }
 SEED_FLAGS = {"--ci-check": "ci-check", "--ingest-feedback": "ingest", "--apply-ingest": "ingest",
               "--review-queue": "review-queue"}
-TOP_FLAGS = ["workspace", "harness"]
+TOP_FLAGS = ["workspace", "store", "harness"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -22,7 +22,8 @@ from flow.core.state import FlowState, Question, TaskRecord
 from flow.core.workflow import Workflow
 from workspace.jsonio import digest, dumps, loads
 from workspace.paths import is_inside, safe_name
-from workspace.store import FlowStore, now_iso
+from workspace.interface import StateStore
+from workspace.store import now_iso
 
 if TYPE_CHECKING:
     from flow.core.proc import Result
@@ -145,7 +146,7 @@ class Ctx:
 class Engine:
     """Drives one flow of one workflow. Callers hold the flow lock around every method."""
 
-    def __init__(self, workflow: Workflow, store: FlowStore, state: FlowState, cmds: Commands,
+    def __init__(self, workflow: Workflow, store: StateStore, state: FlowState, cmds: Commands,
                  settings: Mapping[str, str] | None = None) -> None:
         self.wf = workflow
         self.store = store
@@ -158,7 +159,7 @@ class Engine:
     # -- construction -----------------------------------------------------------------
 
     @classmethod
-    def create(cls, workflow: Workflow, store: FlowStore, data: BaseModel, cmds: Commands,
+    def create(cls, workflow: Workflow, store: StateStore, data: BaseModel, cmds: Commands,
                settings: Mapping[str, str] | None = None) -> Engine:
         """A new flow at the workflow's initial state, saved before anything runs."""
         stamp = now_iso()
@@ -183,7 +184,7 @@ class Engine:
         current = dumps(self.state.model_dump(mode="json"))
         if current == self._saved:
             return
-        # The audit record is committed inside the state file (see FlowStore.save).
+        # The audit record is committed inside the state file (see the store's save).
         self._saved = self.store.save(self.state, event, phase=self.state.phase, **fields)
 
     # -- the driver ---------------------------------------------------------------------
