@@ -97,11 +97,12 @@ def ensure_schema(conn: Any, url: str, known: int = SCHEMA_VERSION) -> int:
 def _version(conn: Any) -> int | None:
     import psycopg
 
-    try:
-        with conn.transaction():
-            row = conn.execute("SELECT value FROM orchestrator_meta "
-                               "WHERE key = 'schema_version'").fetchone()
+    try:  # a plain autocommit read: no transaction of its own on the hot path
+        row = conn.execute("SELECT value FROM orchestrator_meta "
+                           "WHERE key = 'schema_version'").fetchone()
     except psycopg.errors.UndefinedTable:
+        if not conn.autocommit:
+            conn.rollback()
         return None
     return int(row[0]) if row else None
 

@@ -128,13 +128,18 @@ class PgFlowStore(FlowStore):
             except psycopg.OperationalError as exc:
                 # The session dropped (server restart, network): this caller's advisory lock
                 # went with it. Take it again and write only if nobody held it in between.
-                if attempt == 2 or not self._relock():
+                again = "down" if attempt == 2 else self._relock()
+                if again == "fenced":
+                    raise self._fenced(None) from None
+                if again == "down":
                     raise unavailable(self.url, exc, "saving the state") from None
             except psycopg.Error as exc:
                 raise unavailable(self.url, exc, "saving the state") from None
 
-    def _relock(self) -> bool:
-        """After a lost session: the lock again, without waiting, if the fence is still ours."""
+    def _relock(self) -> str:
+        """After a lost session: the lock again, without waiting, if the fence is still ours
+        ("ok"); "fenced" if another caller holds it or took it since; "down" if the store
+        cannot be reached."""
         import psycopg
 
         from workspace.pgconn import connect, drop
@@ -145,15 +150,15 @@ class PgFlowStore(FlowStore):
             got = conn.execute("SELECT pg_try_advisory_lock(%s)",
                                (lock_key(self.flow_id),)).fetchone()[0]
             if not got:
-                return False
+                return "fenced"
             row = conn.execute("SELECT fence FROM locks WHERE flow_id = %s",
                                (self.flow_id,)).fetchone()
             if row is None or row[0] != self.fence:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(self.flow_id),))
-                return False
-            return True
+                return "fenced"
+            return "ok"
         except (psycopg.Error, OrchestratorError):
-            return False
+            return "down"
 
     def _fenced(self, current: int | None) -> Fenced:
         return Fenced(

@@ -56,9 +56,13 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
             from flow.cli.fleet import campaign_status
 
             return campaign_status(args.campaign, url, root, harness, as_json=args.json)
+        if url is not None:
+            from flow.cli.fleet import store_status
+
+            return store_status(url, root, harness, as_json=args.json)
         from flow.cli.status import status
 
-        return status(root, harness, as_json=args.json, url=url)
+        return status(root, harness, as_json=args.json)
     if command == "campaign" or args.campaign:
         return _campaign(args, words, root, harness, script, url)
     if command == "schema":

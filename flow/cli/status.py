@@ -149,18 +149,13 @@ def table(rows: list[dict[str, Any]], root: Path | str) -> str:
 
 
 def status(root: Path, harness: str, *, as_json: bool,
-           url: str | None = None) -> dict[str, Any] | str:
-    """Every flow of the file store under ``root``, or of the PostgreSQL store at ``url``."""
-    if url is None:
+           rows: list[dict[str, Any]] | None = None,
+           where: str | None = None) -> dict[str, Any] | str:
+    """Every flow of the file store under ``root`` (or the ``rows`` of another store)."""
+    if rows is None:
         rows = collect(root)
-    else:
-        from flow.cli.fleet import collect_store
-
-        rows = collect_store(url)
     if not as_json:
-        from workspace.pgerrors import mask_url
-
-        return table(rows, root if url is None else mask_url(url))
+        return table(rows, where or root)
     from flow.core.render import envelope
 
     return {**envelope(None, root, "done", harness), "flows": rows}
