@@ -40,6 +40,8 @@ def _final_revision(ws: Path, store: Any) -> int:
 
 def _final_state(ws: Path, store: Any) -> dict[str, Any]:
     text = store.state_bytes(ws, _live_flow(ws, store)).decode()
+    for url in store.env(ws).values():  # printed commands name each workspace's own database
+        text = text.replace(url, "<store>")
     raw = json.loads(text.replace(str(ws), "<ws>"))
     for key in ("revision", "created_at", "updated_at", "audit_record"):
         raw.pop(key)
