@@ -1,5 +1,5 @@
 """The contract suite runs against both stores: ``store`` is the file store or a real
-PostgreSQL store (``tests.store.plugin``'s cluster, a database per workspace)."""
+PostgreSQL store (the cluster of ``tests.store.plugin``, a database per workspace)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from tests.contract.stores import FileStoreView, PgStoreView
-from tests.store.plugin import pg_cluster, pg_url  # noqa: F401
 
 
 @pytest.fixture(params=["file", "postgres"])
