@@ -1,7 +1,8 @@
 """pytest fixtures for the PostgreSQL store: one real cluster per test session (per xdist
 worker), a fresh database per test (``pg_url``), and ``pg_cluster`` for the fault tests that
 restart it. Without ``initdb``/``pg_ctl`` the tests that need them are skipped, saying why
-(``.ci/run`` installs Debian's ``postgresql`` package, so CI runs them)."""
+(``.ci/run`` installs Debian's ``postgresql`` package; under CI, ``CI=true``, a missing
+server fails the tests instead of skipping them)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ _names = itertools.count(1)
 def pg_cluster() -> Iterator[Cluster]:
     why = available()
     if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no PostgreSQL in CI: {why}")
         pytest.skip(f"no PostgreSQL here: {why}")
     cluster = Cluster().start()
     try:
