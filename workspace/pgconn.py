@@ -18,12 +18,13 @@ if TYPE_CHECKING:
 
 ENV_CONNECT_TIMEOUT = "ORCHESTRATOR_STORE_CONNECT_TIMEOUT"
 
-_CONNECTIONS: dict[str, Any] = {}
+_CONNECTIONS: dict[tuple[int, str], Any] = {}  # (pid, url): a forked child opens its own
 
 
 def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
     """This process's connection to ``url`` (autocommit; transactions are explicit)."""
-    conn = None if fresh else _CONNECTIONS.get(url)
+    key = (os.getpid(), url)
+    conn = None if fresh else _CONNECTIONS.get(key)
     if conn is not None and not conn.closed and not conn.broken:
         return conn
     import psycopg
@@ -35,13 +36,13 @@ def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
     except (psycopg.Error, ValueError) as exc:
         raise unavailable(url, exc, "connecting") from None
     ensure_schema(conn, url)
-    _CONNECTIONS[url] = conn
+    _CONNECTIONS[key] = conn
     return conn
 
 
 def drop(url: str) -> None:
     """Forget (and close) this process's connection to ``url``."""
-    conn = _CONNECTIONS.pop(url, None)
+    conn = _CONNECTIONS.pop((os.getpid(), url), None)
     if conn is not None:
         try:
             conn.close()

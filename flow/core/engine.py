@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from flow.core import render
 from flow.core.commands import Commands
-from flow.core.errors import AnswerRejected, FeedRejected, WorkflowBug
+from flow.core.errors import AnswerRejected, FeedRejected, OrchestratorError, WorkflowBug
 from flow.core.feedfile import max_feed_bytes, read_feed
 from flow.core.outcome import Ask, Done, Go, Human, Sleep, Task
 from flow.core.state import FlowState, Question, TaskRecord
@@ -412,12 +412,15 @@ class Engine:
         return found[0]
 
     def _refuse(self, err: FeedRejected) -> FeedRejected:
-        """Audit a refused feed (best effort: a full disk must not hide the refusal)."""
+        """Audit a refused feed (best effort: a full disk or a store gone away must not hide
+        the refusal)."""
         try:
             self.store.audit("feed_refused", code=err.code, message=err.message[:500],
                              task_id=err.details.get("task_id"))
         except OSError as exc:
             err.details["audited"] = f"no: {exc.strerror or exc}"
+        except OrchestratorError as exc:  # the PostgreSQL store could not be reached
+            err.details["audited"] = f"no: {exc.message}"
         return err
 
     def answer(self, value: str) -> dict[str, Any]:
