@@ -58,7 +58,7 @@ def _fast_resume(argv: list[str]) -> int | None:
     opts: dict[str, str] = {}
     it = iter(argv)
     for arg in it:
-        if arg in {"--flow", "--workspace", "--harness"}:
+        if arg in {"--flow", "--workspace", "--harness", "--store"}:
             value = next(it, None)
             if value is None:
                 return None
@@ -67,13 +67,14 @@ def _fast_resume(argv: list[str]) -> int | None:
             return None  # anything else (a feed, an answer, a command) takes the full path
     if "--resume" not in argv or "--flow" not in opts:
         return None
-    from workspace.store import FlowStore
+    from workspace.selection import open_store, store_url, workspace_for
 
     try:
-        store = FlowStore(workspace_root(opts.get("--workspace")), opts["--flow"])
+        root = workspace_for(opts.get("--store"), opts.get("--workspace"), os.environ)
+        store = open_store(root, opts["--flow"], store_url(opts.get("--store"), os.environ))
+        spec = store.cached_spec()
     except OrchestratorError:
         return None
-    spec = store.cached_spec()
     if spec is None or spec.get("status") not in {"waiting", "need_human", "done"}:
         return None
     if spec.get("harness") != opts.get("--harness", spec.get("harness")):
@@ -136,7 +137,9 @@ def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:
 
         args, parser = parse(argv)
         harness = _harness(args.harness)
-        root = workspace_root(args.workspace)
+        from workspace.selection import workspace_for
+
+        root = workspace_for(args.store, args.workspace, os.environ)
         if args.help:  # one JSON object like every call, the usage text inside it
             from flow.core.render import envelope
 

@@ -1,11 +1,11 @@
-"""Shared pytest set-up: the fake GitHub server fixture is available to every test, and no
-test may leave a foreground budget running in its worker."""
+"""Shared pytest set-up: the fake GitHub server and the PostgreSQL cluster fixtures are
+available to every test, and no test may leave a foreground budget running in its worker."""
 
 from collections.abc import Iterator
 
 import pytest
 
-pytest_plugins = ["tests.fakegithub.plugin"]
+pytest_plugins = ["tests.fakegithub.plugin", "tests.store.plugin"]
 
 
 @pytest.fixture(autouse=True)

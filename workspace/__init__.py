@@ -1,0 +1,15 @@
+"""Where flows live (the state store):
+
+- ``interface``  the store interface the engine and the command line use
+- ``store``      the file store: one flow's folder (state, audit log, spec cache, logs)
+- ``lock``       the file store's per-flow lock
+- ``selection``  which store a call uses (``--store`` / ``ORCHESTRATOR_STORE``)
+- ``pgstore``    the PostgreSQL store: state, audit, spec cache and lock in a database
+- ``pgconn``     one connection per process to it; ``pgschema`` its versioned schema;
+                 ``pgerrors`` its URL rules and errors
+- ``campaign``   campaigns: items split among workers by leases in the PostgreSQL store
+- ``paths``, ``atomic``, ``jsonio``, ``migrations``  where files are, atomic writes, JSON,
+                 migrations of the state's shape
+
+Nothing is imported here.
+"""

@@ -1,8 +1,9 @@
-"""One flow's folder on disk: its state, audit log, spec cache and logs.
+"""One flow's folder on disk: its state, audit log, spec cache and logs (the file store).
 
 Reads are cheap (orjson only); pydantic validation happens in ``load``. Every write is atomic.
 A state file that fails to load is never replaced: ``load`` raises ``StateLoadError`` and the
-file stays where it is.
+file stays where it is. ``FlowStore`` implements ``workspace.interface.StateStore``; the
+PostgreSQL store (``workspace.pgstore``) parses state with the same ``parse_state``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +21,8 @@ from workspace.atomic import (
 )
 from workspace.jsonio import dumps, loads
 from workspace.paths import AUDIT_FILE, SPEC_CACHE, STATE_FILE, flow_dir
+
+ERROR_FILE = ".last_error.json"
 
 if TYPE_CHECKING:
     from flow.core.state import FlowState
@@ -43,6 +47,7 @@ class FlowStore:
         self.spec_path = self.dir / SPEC_CACHE
         self.feeds_dir = self.dir / "feeds"
         self.logs_dir = self.dir / "logs"
+        self.source = str(self.state_path)
 
     def exists(self) -> bool:
         return self.state_path.exists()
@@ -81,33 +86,8 @@ class FlowStore:
 
     def load(self) -> FlowState:
         """Load, migrate and validate the state; raise ``StateLoadError`` and keep the file."""
-        from pydantic import ValidationError
-
-        from flow.core.state import SCHEMA_VERSION, FlowState
-        from workspace.migrations import migrate
-
         self.sweep_tmp()
-        data = self.read_bytes()
-        source = str(self.state_path)
-        try:
-            raw = loads(data)
-        except ValueError as exc:
-            raise StateLoadError(
-                f"{source} is not valid JSON: {exc}",
-                "the file is kept for inspection; restore it from a backup or move the flow "
-                "folder aside to start anew",
-            ) from exc
-        if not isinstance(raw, dict):
-            raise StateLoadError(f"{source} holds a {type(raw).__name__}, not an object",
-                                 "the file is kept for inspection; move the flow folder aside")
-        raw = migrate(raw, SCHEMA_VERSION, source)
-        try:
-            return FlowState.model_validate(raw)
-        except ValidationError as exc:
-            raise StateLoadError(
-                f"{source} does not match the state schema: {_first_errors(exc)}",
-                "the file is kept for inspection; fix the named fields or move the folder aside",
-            ) from exc
+        return parse_state(self.read_bytes(), str(self.state_path))
 
     def save(self, state: FlowState, event: str, **fields: Any) -> bytes:
         """Bump the revision, write atomically with its audit record inside, then log it.
@@ -198,6 +178,89 @@ class FlowStore:
         refuse_symlink(self.logs_dir)
         write_nofollow(self.logs_dir / "orchestrator.log",
                        f"{now_iso()} {message}\n".encode(), append=True)
+
+
+    def lock(self) -> AbstractContextManager[object]:
+        """The flow's lock (``workspace.lock.FlowLock`` on its folder)."""
+        from workspace.lock import FlowLock
+
+        return FlowLock(self.dir)
+
+    def audit_lines(self) -> list[dict[str, object]]:
+        """Every whole record of ``audit.jsonl`` in order (a torn line is skipped)."""
+        try:
+            data = read_nofollow(self.audit_path)
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in data.splitlines():
+            try:
+                record = loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                out.append(record)
+        return out
+
+    def record_error(self, record: dict[str, Any] | None) -> None:
+        """Keep the last error of a call beside the state (None clears it); best effort."""
+        path = self.dir / ERROR_FILE
+        if record is None:
+            path.unlink(missing_ok=True)
+            return
+        if not self.dir.exists():
+            return
+        try:
+            write_atomic(path, dumps(record))
+        except OSError:
+            pass
+
+    def last_error(self) -> dict[str, Any] | None:
+        try:
+            record = loads((self.dir / ERROR_FILE).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    def move_aside(self, stamp: str) -> str:
+        """Rename the folder to ``<name>.old-<stamp>[-n]`` (never onto an earlier one); the
+        caller holds the lock. Returns the new flow id."""
+        target = self.dir.with_name(f"{self.dir.name}.old-{stamp}")
+        n = 1
+        while target.exists():  # two restarts within one second
+            n += 1
+            target = self.dir.with_name(f"{self.dir.name}.old-{stamp}-{n}")
+        (self.dir / ".lock.holder").unlink(missing_ok=True)  # the old flow is not held once moved
+        self.dir.rename(target)
+        return str(target.relative_to(self.root))
+
+
+def parse_state(data: bytes, source: str) -> FlowState:
+    """Parse, migrate and validate state bytes; ``StateLoadError`` names ``source`` if not."""
+    from pydantic import ValidationError
+
+    from flow.core.state import SCHEMA_VERSION, FlowState
+    from workspace.migrations import migrate
+
+    try:
+        raw = loads(data)
+    except ValueError as exc:
+        raise StateLoadError(
+            f"{source} is not valid JSON: {exc}",
+            "the file is kept for inspection; restore it from a backup or move the flow "
+            "folder aside to start anew",
+        ) from exc
+    if not isinstance(raw, dict):
+        raise StateLoadError(f"{source} holds a {type(raw).__name__}, not an object",
+                             "the file is kept for inspection; move the flow folder aside")
+    raw = migrate(raw, SCHEMA_VERSION, source)
+    try:
+        return FlowState.model_validate(raw)
+    except ValidationError as exc:
+        raise StateLoadError(
+            f"{source} does not match the state schema: {_first_errors(exc)}",
+            "the file is kept for inspection; fix the named fields or move the folder aside",
+        ) from exc
 
 
 def _sha(data: bytes) -> str:

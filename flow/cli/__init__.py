@@ -3,6 +3,8 @@
 - ``argv``     the subcommand parsers (``reproduce``, ``refactor``, ``status``, ...)
 - ``main``     dispatch: start, resume, feed or answer a flow under its lock
 - ``status``   every flow of a workspace at a glance
+- ``fleet``    every flow of a PostgreSQL store, and ``status --campaign``
+- ``campaigns`` the campaign command: claim an item, drive its flow, renew and finish its lease
 - ``schemas``  the JSON schemas of specs and feeds (``schema NAME``)
 - ``graph``    a workflow's state machine as Mermaid text or a Graphviz picture (``graph NAME``)
 - ``person``   what a terminal shows instead of the JSON object (help text, Mermaid text)

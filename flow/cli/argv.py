@@ -22,6 +22,9 @@ PROG = "orchestrator.py"
 FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "workspace": (("--workspace",), {"metavar": "DIR", "help": "workspace root (default: "
                                      "$ORCHESTRATOR_WORKSPACE, then ./agent_space)"}),
+    "store": (("--store",), {"metavar": "DIR|URL", "help": "where flows live: a folder (the "
+                             "workspace, the default) or postgresql://USER@HOST:PORT/DB for a "
+                             "fleet (default: $ORCHESTRATOR_STORE); sticky"}),
     "harness": (("--harness",), {"choices": ["claude", "codex"], "help": "the harness that drives "
                                  "the flow; sticky (default: $ORCHESTRATOR_HARNESS, "
                                  "$PYTORCH_TEST_REFACTOR_HARNESS, then claude)"}),
@@ -97,6 +100,11 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
              "127.0.0.1, this machine only)"}),
     "port": (("--port",), {"type": int, "metavar": "N", "help": "the port to listen on "
              "(default: 0, a free port the system picks; the URL is printed)"}),
+    "campaign": (("--campaign",), {"metavar": "NAME", "help": "share the work with a fleet: "
+                                   "claim the next free item of campaign NAME (defined by "
+                                   "this command's items) in the PostgreSQL --store"}),
+    "items": (("--items",), {"metavar": "FILE", "help": "the campaign's items: a JSON list of "
+                             '{"id": ..., "argv": [start words of a flow]}'}),
 }
 FLOW = ["flow", "resume", "restart", "feed", "feed_file", "answer"]
 REPRODUCE = ["repro_command", "command_file", "stage", "ci_commit", "source_dir", "ci_repo",
@@ -106,10 +114,11 @@ TARGETED = ["base", "depth", "hub_limit", "repo_dir", "profile"]
 # command -> (one-line description, positional (name, nargs, help) or None, flag names)
 COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] = {
     "reproduce": ("reproduce a failing test or script: nightly wheel, source build, CI env",
-                  None, [*FLOW, *REPRODUCE]),
+                  None, [*FLOW, *REPRODUCE, "campaign"]),
     "refactor": ("refactor a PyTorch test file (the seed's bare FILE works too)",
-                 ("file", None, "the test file, relative to --pytorch-dir or absolute"),
-                 [*FLOW, "source_dir"]),
+                 ("file", "?", "the test file, relative to --pytorch-dir or absolute (with "
+                  "--campaign: default every allowlisted test file of the checkout)"),
+                 [*FLOW, "source_dir", "campaign"]),
     "ci-check": ("watch a PR's CI and debug its failures (the seed's --ci-check)",
                  None, [*FLOW, "ci_check", "pr_number", "repo", "repo_dir", "mark_ready"]),
     "affected-tests": ("list the tests a change can affect (no flow, no GitHub)",
@@ -120,7 +129,10 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
                      None, [*FLOW, "review_queue", "repo", "limit", "profile"]),
     "ingest": ("turn reviewer feedback into ruleset findings; --apply-ingest applies them",
                None, [*FLOW, "ingest_feedback", "apply_ingest", "repo"]),
-    "status": ("list the flows of the workspace and what each works on", None, ["json"]),
+    "status": ("list the flows of the workspace and what each works on", None,
+               ["json", "campaign"]),
+    "campaign": ("work on a campaign's next item (many harnesses, one PostgreSQL --store)",
+                 ("name", "?", "the campaign"), ["items"]),
     "schema": ("list the JSON schemas, or print one (a feed: WORKFLOW.FEED)",
                ("name", "?", "the schema to print (omit to list them)"), []),
     "graph": ("draw a workflow's state machine (Mermaid text, or an svg/png picture), with a "
@@ -147,6 +159,7 @@ EXAMPLES: dict[str | None, str] = {
     "review-queue": f"{PROG} review-queue --limit 4",
     "ingest": f"{PROG} ingest --repo pytorch/pytorch",
     "status": f"{PROG} status",
+    "campaign": f"{PROG} --store postgresql://fleet-db/orchestrator campaign nightly-sweep --items items.json",
     "schema": f"{PROG} schema refactor.coder",
     "graph": f"{PROG} graph reproduce --format svg --flow reproduce/ID",
     "serve": f"{PROG} serve --port 8765",
@@ -155,7 +168,7 @@ EXAMPLES: dict[str | None, str] = {
 }
 SEED_FLAGS = {"--ci-check": "ci-check", "--ingest-feedback": "ingest", "--apply-ingest": "ingest",
               "--review-queue": "review-queue"}
-TOP_FLAGS = ["workspace", "harness"]
+TOP_FLAGS = ["workspace", "store", "harness"]
 
 
 class _Parser(argparse.ArgumentParser):

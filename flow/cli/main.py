@@ -20,9 +20,9 @@ from flow.core.errors import (
 )
 from flow.core.workflow import check_state
 from flow.workflows import registry
-from workspace.jsonio import dumps
+from workspace.interface import StateStore
 from workspace.paths import bad_segment, check_flow_id, check_repo
-from workspace.store import FlowStore
+from workspace.selection import open_store, store_url
 
 LEGACY = (("ci_check", "ci"), ("ingest_feedback", "ingest"), ("apply_ingest", "ingest"),
           ("review_queue", "review-queue"))
@@ -46,13 +46,25 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
         proc.end_call()
 
 
-def _run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dict[str, Any] | str:
+def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
+         lease: Any = None) -> dict[str, Any] | str:
     words = list(args.args)
     command = words[0] if words else None
+    url = store_url(getattr(args, "store", None), os.environ)
     if command == "status":
+        if args.campaign:
+            from flow.cli.fleet import campaign_status
+
+            return campaign_status(args.campaign, url, root, harness, as_json=args.json)
+        if url is not None:
+            from flow.cli.fleet import store_status
+
+            return store_status(url, root, harness, as_json=args.json)
         from flow.cli.status import status
 
         return status(root, harness, as_json=args.json)
+    if command == "campaign" or args.campaign:
+        return _campaign(args, words, root, harness, script, url)
     if command == "schema":
         from flow.cli.schemas import schema_command
 
@@ -81,34 +93,72 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> di
 
     if args.flow:
         flow_id = check_flow_id(args.flow)
-        store = FlowStore(root, flow_id)
+        store = open_store(root, flow_id, url)
         if not store.exists():
-            raise FlowNotFound(f"no flow {flow_id!r} in workspace {str(root)!r}",
+            where = f"workspace {str(root)!r}" if url is None else store.source
+            raise FlowNotFound(f"no flow {flow_id!r} in {where}",
                                "run 'orchestrator.py status' to list the flows, or check "
                                "--workspace")
         with _naming(flow_id):
             workflow_name = _peek_workflow(store)
             module = registry.load(workflow_name)
-        return _drive(module, store, args, root, harness, script, new=False)
+        return _drive(module, store, args, root, harness, script, new=False, lease=lease)
 
     workflow_name, opts = _which(args, words)
     if args.repo is not None:
         check_repo(args.repo)
     module = registry.load(workflow_name)
     flow_id = _flow_id_for(workflow_name, module.locate(opts, root))
-    store = FlowStore(root, flow_id)
+    store = open_store(root, flow_id, url)
     if args.restart and store.exists():
         with _naming(flow_id, workflow_name):
             _move_aside(store)
     if store.exists():
-        spec = _drive(module, store, args, root, harness, script, new=False)
+        spec = _drive(module, store, args, root, harness, script, new=False, lease=lease)
         if not (args.resume or args.feed or args.answer is not None):
-            _mark_reused(spec, flow_id)
+            _mark_reused(spec, flow_id, store)
         return spec
     if args.resume or args.feed or args.answer:
         raise FlowNotFound(f"no flow {flow_id!r} to resume in workspace {str(root)!r}",
                            "start it first (the same command without --resume/--feed/--answer)")
-    return _drive(module, store, args, root, harness, script, new=True, opts=opts)
+    return _drive(module, store, args, root, harness, script, new=True, opts=opts, lease=lease)
+
+
+def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: str,
+              script: Path, url: str | None) -> dict[str, Any]:
+    """One call of a fleet's harness: the item it holds, else the next free one, driven as
+    the item's own flow would be (``flow.cli.campaigns``); items that end within the call
+    are marked done and the next is taken."""
+    from flow.cli import campaigns
+    from flow.cli.argv import parse
+
+    name = (words[1] if len(words) > 1 else None) if command_is(words, "campaign") \
+        else args.campaign
+    if not name:
+        raise UsageError("campaign needs a NAME", "run: orchestrator.py campaign NAME "
+                         "[--items FILE] --store postgresql://USER@HOST:PORT/DB")
+    conn = campaigns.open_campaign(name, args, words, root, url)
+    assert url is not None
+    spec: dict[str, Any] = {}
+    for _ in range(campaigns.MAX_ROUNDS):
+        lease = campaigns.claim_next(conn, name, url)
+        if lease is None:
+            return campaigns.finished(conn, name, url, root, harness)
+        item_args, _ = parse(campaigns.item_argv(lease, root, url, harness))
+        try:
+            result = _run(item_args, root, harness, script, lease=lease)
+        except OrchestratorError as err:
+            campaigns.note_failure(url, lease, err)
+            raise
+        assert isinstance(result, dict)
+        spec = result
+        if not (spec.get("status") == "done" and spec.get("campaign", {}).get("item_done")):
+            return spec
+    return spec
+
+
+def command_is(words: list[str], name: str) -> bool:
+    return bool(words) and words[0] == name
 
 
 @contextmanager
@@ -164,35 +214,44 @@ def _which(args: argparse.Namespace, words: list[str]) -> tuple[str, dict[str, A
                      "'orchestrator.py test/test_ops.py', or --flow ID --resume")
 
 
-def _mark_reused(spec: dict[str, Any], flow_id: str) -> None:
+def _mark_reused(spec: dict[str, Any], flow_id: str, store: StateStore) -> None:
     """A start command that found its flow already finished says so: the answer is that
     flow's, decided earlier, not a new run (``--restart`` runs anew)."""
     if spec.get("status") != "done":
         return
     from workspace.paths import STATE_FILE
 
-    spec["reused_from"] = {"flow_id": flow_id, "decided_at": _finished_at(spec, STATE_FILE)}
+    spec["reused_from"] = {"flow_id": flow_id, "decided_at": _finished_at(store, spec, STATE_FILE)}
     spec.setdefault("next_steps", []).append(
         "This is the answer of an earlier run with the same inputs (reused_from says when); "
         "add --restart to run it anew.")
 
 
-def _finished_at(spec: dict[str, Any], state_file: str) -> str | None:
+def _finished_at(store: StateStore, spec: dict[str, Any], state_file: str) -> str | None:
     from workspace.jsonio import loads
 
     try:
-        raw = loads((Path(str(spec["workspace"])) / state_file).read_bytes())
-    except (OSError, ValueError, KeyError):
+        if getattr(store, "url", None) is None:
+            raw = loads((Path(str(spec["workspace"])) / state_file).read_bytes())
+        else:
+            raw = loads(store.read_bytes())
+    except (OSError, ValueError, KeyError, OrchestratorError):
         return None
     done = [h.get("at") for h in raw.get("history", []) if isinstance(h, dict)]
     return raw.get("updated_at") if not done else (done[-1] or raw.get("updated_at"))
 
 
-def _drive(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, harness: str,
-           script: Path, *, new: bool, opts: dict[str, Any] | None = None) -> dict[str, Any]:
+def _drive(module: Any, store: StateStore, args: argparse.Namespace, root: Path, harness: str,
+           script: Path, *, new: bool, opts: dict[str, Any] | None = None,
+           lease: Any = None) -> dict[str, Any]:
     settings = dict(os.environ)
     try:
-        return _locked(module, store, args, root, harness, script, new, opts, settings)
+        spec = _locked(module, store, args, root, harness, script, new, opts, settings)
+        if getattr(store, "url", None) is not None:  # a flow of a campaign: renew, finish
+            from flow.cli.campaigns import after_call
+
+            after_call(store, spec, lease, script, root, harness)
+        return spec
     except OSError as exc:  # outside the flow's own handling (the lock, the folder itself)
         raise _as_fault(exc) from exc
     except OrchestratorError as err:
@@ -206,10 +265,10 @@ def _drive(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, 
             _remove_unstarted(store)
 
 
-def _exists(store: FlowStore) -> bool:
+def _exists(store: StateStore) -> bool:
     try:
         return store.exists()
-    except OSError:
+    except (OSError, OrchestratorError):
         return False
 
 
@@ -219,18 +278,18 @@ def _as_fault(exc: OSError) -> Exception:
     return fault if fault is not None else exc
 
 
-def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path, harness: str,
+def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path, harness: str,
             script: Path, new: bool, opts: dict[str, Any] | None,
             settings: dict[str, str]) -> dict[str, Any]:
     from flow.core.engine import Engine
-    from workspace.lock import FlowLock
 
-    with FlowLock(store.dir):
+    sticky_store = getattr(store, "url", None)
+    with store.lock():
         state = None
         try:
             if new:
                 data = module.start(opts or {}, root, settings)
-                cmds = Commands(script, root, harness, store.flow_id)
+                cmds = Commands(script, root, harness, store.flow_id, store=sticky_store)
                 engine = Engine.create(module.WORKFLOW, store, data, cmds, settings)
             else:
                 if not store.exists():  # moved aside (--restart) while this call waited
@@ -242,10 +301,10 @@ def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path,
                     raise UsageError(f"flow {store.flow_id!r} belongs to workflow "
                                      f"{state.workflow!r}", "use --flow with its own commands")
                 # Phase and data must fit the workflow before anything is written (exit 4).
-                check_state(state, module.WORKFLOW, str(store.state_path))
+                check_state(state, module.WORKFLOW, store.source)
                 store.replay_audit(state)
                 sticky = args.harness or state.harness
-                cmds = Commands(script, root, sticky, store.flow_id)
+                cmds = Commands(script, root, sticky, store.flow_id, store=sticky_store)
                 engine = Engine(module.WORKFLOW, store, state, cmds, settings)
             state = engine.state
             if args.feed:
@@ -271,8 +330,9 @@ def _locked(module: Any, store: FlowStore, args: argparse.Namespace, root: Path,
     return spec
 
 
-def _remove_unstarted(store: FlowStore) -> None:
-    """A start that failed leaves no folder behind: only its lock files could be there."""
+def _remove_unstarted(store: StateStore) -> None:
+    """A start that failed leaves no folder behind: only its lock files could be there (the
+    PostgreSQL store keeps no lock files: an empty folder is removed all the same)."""
     for name in (".lock", ".lock.holder"):
         (store.dir / name).unlink(missing_ok=True)
     folder = store.dir
@@ -281,7 +341,7 @@ def _remove_unstarted(store: FlowStore) -> None:
         folder = folder.parent
 
 
-def _peek_workflow(store: FlowStore) -> str:
+def _peek_workflow(store: StateStore) -> str:
     from workspace.jsonio import loads
 
     try:
@@ -291,39 +351,20 @@ def _peek_workflow(store: FlowStore) -> str:
         return str(store.load().workflow)  # raises StateLoadError with the details
 
 
-def _record_error(store: FlowStore, err: OrchestratorError) -> None:
-    if not store.dir.exists():
-        return
-    from workspace.atomic import write_atomic
-
+def _record_error(store: StateStore, err: OrchestratorError) -> None:
     record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **err.to_json()}
-    try:
-        write_atomic(store.dir / ".last_error.json", dumps(record))
-    except OSError:
-        pass
+    store.record_error(record)
 
 
-def _clear_error(store: FlowStore) -> None:
-    try:
-        (store.dir / ".last_error.json").unlink()
-    except FileNotFoundError:
-        pass
+def _clear_error(store: StateStore) -> None:
+    store.record_error(None)
 
 
-def _move_aside(store: FlowStore) -> None:
+def _move_aside(store: StateStore) -> None:
     """Rename the flow folder to ``<name>.old-<UTC stamp>[-n]`` (never onto an earlier one),
     holding the flow's lock: a call working on the flow (a cron tick mid-step) finishes
     first, and one that holds it too long makes the restart answer Busy, moving nothing."""
-    from workspace.lock import FlowLock
-
-    with FlowLock(store.dir) as lock:
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        target = store.dir.with_name(f"{store.dir.name}.old-{stamp}")
-        n = 1
-        while target.exists():  # two restarts within one second
-            n += 1
-            target = store.dir.with_name(f"{store.dir.name}.old-{stamp}-{n}")
-        lock.holder_path.unlink(missing_ok=True)  # the old flow is not held once moved
-        store.dir.rename(target)
+    with store.lock():
+        store.move_aside(time.strftime("%Y%m%dT%H%M%S", time.gmtime()))
 
 

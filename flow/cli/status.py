@@ -30,19 +30,7 @@ def collect(root: Path) -> list[dict[str, Any]]:
             continue
         row: dict[str, Any] = {"flow_id": str(folder.relative_to(root)), "path": str(folder)}
         try:
-            raw = loads(path.read_bytes())
-            pending = [t for t in raw.get("tasks", []) if t.get("status") == "pending"]
-            row.update(
-                workflow=raw.get("workflow"), phase=raw.get("phase"),
-                revision=raw.get("revision"), updated_at=raw.get("updated_at"),
-                pending=[t.get("task_id") for t in pending],
-                question=(raw.get("question") or {}).get("question"),
-                finished=raw.get("result") is not None,
-                outcome=(raw.get("result") or {}).get("outcome"),
-                age_seconds=_age(raw.get("updated_at")),
-                jobs=_jobs(raw.get("jobs") or {}),
-                subject=subject(raw.get("workflow"), raw.get("data")),
-            )
+            row.update(describe(loads(path.read_bytes())))
         except (OSError, ValueError, AttributeError) as exc:
             row.update(workflow=None, phase=None, unreadable=str(exc))
         try:
@@ -52,6 +40,22 @@ def collect(root: Path) -> list[dict[str, Any]]:
             row["last_error"] = None
         rows.append(row)
     return rows
+
+
+def describe(raw: Any) -> dict[str, Any]:
+    """The status fields of one raw state (``AttributeError`` if it is no object)."""
+    pending = [t for t in raw.get("tasks", []) if t.get("status") == "pending"]
+    return dict(
+        workflow=raw.get("workflow"), phase=raw.get("phase"),
+        revision=raw.get("revision"), updated_at=raw.get("updated_at"),
+        pending=[t.get("task_id") for t in pending],
+        question=(raw.get("question") or {}).get("question"),
+        finished=raw.get("result") is not None,
+        outcome=(raw.get("result") or {}).get("outcome"),
+        age_seconds=_age(raw.get("updated_at")),
+        jobs=_jobs(raw.get("jobs") or {}),
+        subject=subject(raw.get("workflow"), raw.get("data")),
+    )
 
 
 def _jobs(jobs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -114,7 +118,7 @@ def human_age(seconds: int | None) -> str:
     return f"{seconds}s"
 
 
-def table(rows: list[dict[str, Any]], root: Path) -> str:
+def table(rows: list[dict[str, Any]], root: Path | str) -> str:
     if not rows:
         return f"no flows in {root}\n"
     head = ("FLOW", "WORKS ON", "WORKFLOW", "PHASE", "PENDING", "AGE", "STATE / LAST ERROR")
@@ -144,10 +148,14 @@ def table(rows: list[dict[str, Any]], root: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def status(root: Path, harness: str, *, as_json: bool) -> dict[str, Any] | str:
-    rows = collect(root)
+def status(root: Path, harness: str, *, as_json: bool,
+           rows: list[dict[str, Any]] | None = None,
+           where: str | None = None) -> dict[str, Any] | str:
+    """Every flow of the file store under ``root`` (or the ``rows`` of another store)."""
+    if rows is None:
+        rows = collect(root)
     if not as_json:
-        return table(rows, root)
+        return table(rows, where or root)
     from flow.core.render import envelope
 
     return {**envelope(None, root, "done", harness), "flows": rows}

@@ -17,9 +17,13 @@ class Commands:
     harness: str
     flow_id: str
     python: str = sys.executable
+    store: str | None = None  # a postgresql:// store URL (no password), repeated when set
+
+    def _store(self) -> list[str]:
+        return ["--store", self.store] if self.store else []
 
     def base(self) -> list[str]:
-        return [self.python, str(self.script), "--workspace", str(self.root),
+        return [self.python, str(self.script), "--workspace", str(self.root), *self._store(),
                 "--harness", self.harness, "--flow", self.flow_id]
 
     def resume(self) -> str:
@@ -37,4 +41,4 @@ class Commands:
     def cli(self, *args: str) -> str:
         """Any other orchestrator invocation, with the sticky flags."""
         return shlex.join([self.python, str(self.script), "--workspace", str(self.root),
-                           "--harness", self.harness, *args])
+                           *self._store(), "--harness", self.harness, *args])

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from flow.core import render
 from flow.core.commands import Commands
-from flow.core.errors import AnswerRejected, FeedRejected, WorkflowBug
+from flow.core.errors import AnswerRejected, FeedRejected, OrchestratorError, WorkflowBug
 from flow.core.feedfile import max_feed_bytes, read_feed
 from flow.core.outcome import Ask, Done, Go, Human, Sleep, Task
 from flow.core.state import FlowState, Question, TaskRecord
@@ -23,7 +23,8 @@ from flow.core.workflow import Workflow
 from workspace.atomic import write_atomic
 from workspace.jsonio import digest, dumps, loads
 from workspace.paths import is_inside, safe_name
-from workspace.store import FlowStore, now_iso
+from workspace.interface import StateStore
+from workspace.store import now_iso
 
 if TYPE_CHECKING:
     from flow.core.proc import Result
@@ -146,7 +147,7 @@ class Ctx:
 class Engine:
     """Drives one flow of one workflow. Callers hold the flow lock around every method."""
 
-    def __init__(self, workflow: Workflow, store: FlowStore, state: FlowState, cmds: Commands,
+    def __init__(self, workflow: Workflow, store: StateStore, state: FlowState, cmds: Commands,
                  settings: Mapping[str, str] | None = None) -> None:
         self.wf = workflow
         self.store = store
@@ -159,7 +160,7 @@ class Engine:
     # -- construction -----------------------------------------------------------------
 
     @classmethod
-    def create(cls, workflow: Workflow, store: FlowStore, data: BaseModel, cmds: Commands,
+    def create(cls, workflow: Workflow, store: StateStore, data: BaseModel, cmds: Commands,
                settings: Mapping[str, str] | None = None) -> Engine:
         """A new flow at the workflow's initial state, saved before anything runs."""
         stamp = now_iso()
@@ -184,7 +185,7 @@ class Engine:
         current = dumps(self.state.model_dump(mode="json"))
         if current == self._saved:
             return
-        # The audit record is committed inside the state file (see FlowStore.save).
+        # The audit record is committed inside the state file (see the store's save).
         self._saved = self.store.save(self.state, event, phase=self.state.phase, **fields)
 
     # -- the driver ---------------------------------------------------------------------
@@ -439,12 +440,15 @@ class Engine:
         return found[0]
 
     def _refuse(self, err: FeedRejected) -> FeedRejected:
-        """Audit a refused feed (best effort: a full disk must not hide the refusal)."""
+        """Audit a refused feed (best effort: a full disk or a store gone away must not hide
+        the refusal)."""
         try:
             self.store.audit("feed_refused", code=err.code, message=err.message[:500],
                              task_id=err.details.get("task_id"))
         except OSError as exc:
             err.details["audited"] = f"no: {exc.strerror or exc}"
+        except OrchestratorError as exc:  # the PostgreSQL store could not be reached
+            err.details["audited"] = f"no: {exc.message}"
         return err
 
     def answer(self, value: str) -> dict[str, Any]:

@@ -23,24 +23,26 @@ def _spec_schema() -> dict[str, Any]:
     return Spec.model_json_schema()
 
 
-def _live_flow(ws: Path) -> Path:
-    [path] = [p.parent for p in ws.rglob("flow_state.json") if ".old-" not in str(p)]
-    return path
+def _live_flow(ws: Path, store: Any) -> str:
+    [flow_id] = store.live_flows(ws)
+    return str(flow_id)
 
 
-def _audited_revisions(ws: Path) -> list[int]:
+def _audited_revisions(ws: Path, store: Any) -> list[int]:
     """The revisions recorded in the audit log, in order (each must appear exactly once)."""
-    lines = (_live_flow(ws) / "audit.jsonl").read_text().splitlines()
-    return [r["revision"] for r in map(json.loads, lines) if "revision" in r]
+    return [r["revision"] for r in store.audit(ws, _live_flow(ws, store))
+            if r.get("revision") is not None]
 
 
-def _final_revision(ws: Path) -> int:
-    return int(json.loads((_live_flow(ws) / "flow_state.json").read_text())["revision"])
+def _final_revision(ws: Path, store: Any) -> int:
+    return int(json.loads(store.state_bytes(ws, _live_flow(ws, store)))["revision"])
 
 
-def _final_state(ws: Path) -> dict[str, Any]:
-    [path] = [p for p in ws.rglob("flow_state.json") if ".old-" not in str(p)]
-    raw = json.loads(path.read_text().replace(str(ws), "<ws>"))
+def _final_state(ws: Path, store: Any) -> dict[str, Any]:
+    text = store.state_bytes(ws, _live_flow(ws, store)).decode()
+    for url in store.env(ws).values():  # printed commands name each workspace's own database
+        text = text.replace(url, "<store>")
+    raw = json.loads(text.replace(str(ws), "<ws>"))
     for key in ("revision", "created_at", "updated_at", "audit_record"):
         raw.pop(key)
     for h in raw["history"]:
@@ -64,22 +66,24 @@ def scenario(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     return sc
 
 
-def test_every_spec_is_valid_against_the_schema(scenario: Scenario, tmp_path: Path) -> None:
+def test_every_spec_is_valid_against_the_schema(scenario: Scenario, tmp_path: Path,
+                                                store: Any) -> None:
     """Each object printed on the way to done validates against the published spec schema."""
-    specs = Driver(tmp_path / "ws").run(scenario)
+    specs = Driver(tmp_path / "ws", store.env(tmp_path / "ws")).run(scenario)
     schema = _spec_schema()
     for spec in specs:
         jsonschema.validate(spec, schema)
     assert "done" == specs[-1]["status"]
 
 
-def test_resume_reemits_the_pending_spec_identically(scenario: Scenario, tmp_path: Path) -> None:
+def test_resume_reemits_the_pending_spec_identically(scenario: Scenario, tmp_path: Path,
+                                                     store: Any) -> None:
     """--resume on a waiting flow prints the same object, from the cache and from a full load.
 
     Only the call that handed out a wave says need_agent; a re-print says waiting, with the
     very same tasks (ids, feed files, prompts) so a harness that lost them can restart them.
     """
-    drv = Driver(tmp_path / "ws")
+    drv = Driver(tmp_path / "ws", store.env(tmp_path / "ws"))
     spec = drv.call(scenario.start).spec
     checked = 0
     while spec and spec["status"] != "done":
@@ -92,7 +96,7 @@ def test_resume_reemits_the_pending_spec_identically(scenario: Scenario, tmp_pat
                     t["task_id"] for t in again.spec["in_flight"]]
             else:
                 assert spec == again.spec
-            (Path(spec["workspace"]) / ".last_spec.json").unlink()
+            _drop_spec_cache(store, tmp_path / "ws", spec)
             cold = drv.shell(again.argv[0])
             assert again.spec == cold.spec
             assert again.spec == drv.shell(again.argv[0]).spec
@@ -102,9 +106,21 @@ def test_resume_reemits_the_pending_spec_identically(scenario: Scenario, tmp_pat
     assert checked >= 2
 
 
-def _clean_run(scenario: Scenario, tmp: Path) -> tuple[dict[str, Any], list[int]]:
+def _drop_spec_cache(store: Any, ws: Path, spec: dict[str, Any]) -> None:
+    """Forget the cached spec, so the next --resume takes the full path."""
+    if store.name == "file":
+        (Path(spec["workspace"]) / ".last_spec.json").unlink()
+    else:
+        import psycopg
+
+        with psycopg.connect(store.url(ws), autocommit=True) as conn:
+            conn.execute("UPDATE flows SET spec = NULL WHERE flow_id = %s", (spec["flow_id"],))
+
+
+def _clean_run(scenario: Scenario, tmp: Path, store: Any) -> tuple[dict[str, Any], list[int]]:
     """One uninterrupted run, in this process: where it ends, and after each of its calls how
-    many atomic writes (``os.replace``, what the crash hook counts) the run had made."""
+    many persistence points the run had made (what the crash hook counts: each atomic
+    ``os.replace``, and on the PostgreSQL store each transaction's end too)."""
     made = 0
     real_replace = os.replace
 
@@ -113,9 +129,20 @@ def _clean_run(scenario: Scenario, tmp: Path) -> tuple[dict[str, Any], list[int]
         made += 1
         real_replace(*args, **kwargs)
 
-    drv = InProcess(tmp / "clean")
+    drv = InProcess(tmp / "clean", store.env(tmp / "clean"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "replace", counting)
+        if store.name == "postgres":
+            import psycopg
+
+            real_exit = psycopg.Transaction.__exit__
+
+            def counting_exit(self: Any, *exc: Any) -> Any:
+                nonlocal made
+                made += 1
+                return real_exit(self, *exc)
+
+            mp.setattr(psycopg.Transaction, "__exit__", counting_exit)
         call: Call | None = drv.call(scenario.start)
         after = []
         while call is not None:
@@ -124,12 +151,12 @@ def _clean_run(scenario: Scenario, tmp: Path) -> tuple[dict[str, Any], list[int]
             assert spec is not None
             call = drv.step(spec, scenario)
     assert "done" == spec["status"], spec
-    return _final_state(tmp / "clean"), after
+    return _final_state(tmp / "clean", store), after
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_kill_at_each_persistence_point_then_resume_ends_the_same(
-        scenario: Scenario, tmp_path: Path, when: str) -> None:
+        scenario: Scenario, tmp_path: Path, when: str, store: Any) -> None:
     """A SIGKILL at any atomic write, then --resume, ends exactly where a clean run ends.
 
     Only the call that holds the chosen write runs as its own process, armed by the crash hook
@@ -137,7 +164,7 @@ def test_kill_at_each_persistence_point_then_resume_ends_the_same(
     run in this process (InProcess), so a replay pays for the flow's work, not for
     interpreter starts.
     """
-    expected, after = _clean_run(scenario, tmp_path)
+    expected, after = _clean_run(scenario, tmp_path, store)
     points = after[-1]
     assert points > 5
     chosen = range(1, points + 1)
@@ -147,7 +174,7 @@ def test_kill_at_each_persistence_point_then_resume_ends_the_same(
     for n in chosen:
         ws = tmp_path / f"{when}-{n}"
         holder = next(i for i, made in enumerate(after) if made >= n)
-        fast = InProcess(ws)
+        fast = InProcess(ws, store.env(ws))
         spec: dict[str, Any] | None = None
         for _ in range(holder):
             call = fast.call(scenario.start) if spec is None else fast.step(spec, scenario)
@@ -155,15 +182,16 @@ def test_kill_at_each_persistence_point_then_resume_ends_the_same(
             spec = call.spec
         counter = tmp_path / f"counter-{when}-{n}"
         counter.write_text(str(after[holder - 1] if holder else 0))
-        armed = Driver(ws, {"PYTHONPATH": str(CRASH_HOOK), "ORCHESTRATOR_TEST_CRASH_AT": str(n),
+        armed = Driver(ws, {**store.env(ws), "PYTHONPATH": str(CRASH_HOOK),
+                            "ORCHESTRATOR_TEST_CRASH_AT": str(n),
                             "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
                             "ORCHESTRATOR_TEST_CRASH_WHEN": when})
         killed = armed.call(scenario.start) if spec is None else armed.step(spec, scenario)
         assert killed is not None and killed.code in (-9, 137), \
             f"point {n}: call {holder} was not killed ({killed and killed.code})"
-        flows = [p for p in ws.rglob("flow_state.json") if ".old-" not in str(p)]
+        flows = store.live_flows(ws)
         call = fast.call(scenario.start) if not flows else fast.call(
-            ["--flow", str(flows[0].parent.relative_to(ws)), "--resume"])
+            ["--flow", flows[0], "--resume"])
         for _ in range(200):
             assert call is not None and call.spec is not None, call
             nxt = fast.step(call.spec, scenario)
@@ -171,14 +199,16 @@ def test_kill_at_each_persistence_point_then_resume_ends_the_same(
                 break
             call = nxt
         assert "done" == call.spec["status"]
-        assert expected == _final_state(ws), f"state differs after a kill at point {n} ({when})"
-        assert _audited_revisions(ws) == list(range(1, _final_revision(ws) + 1)), \
+        assert expected == _final_state(ws, store), \
+            f"state differs after a kill at point {n} ({when})"
+        assert _audited_revisions(ws, store) == list(range(1, _final_revision(ws, store) + 1)), \
             f"audit log lost or doubled a record after a kill at point {n} ({when})"
 
 
-def test_concurrent_feeds_never_both_advance(scenario: Scenario, tmp_path: Path) -> None:
+def test_concurrent_feeds_never_both_advance(scenario: Scenario, tmp_path: Path,
+                                             store: Any) -> None:
     """Two callers feeding the same task at once: one applies it, the other changes nothing."""
-    drv = Driver(tmp_path / "ws")
+    drv = Driver(tmp_path / "ws", store.env(tmp_path / "ws"))
     spec = drv.call(scenario.start).spec
     while spec["status"] not in {"need_agent", "waiting"}:
         spec = drv.step(spec, scenario).spec
@@ -187,8 +217,7 @@ def test_concurrent_feeds_never_both_advance(scenario: Scenario, tmp_path: Path)
     procs = [subprocess.Popen(task["feed_command"], shell=True, stdout=subprocess.PIPE,
                               env=drv.env) for _ in range(2)]
     outs = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
-    audit = (Path(spec["workspace"]) / "audit.jsonl").read_text().splitlines()
-    fed = [json.loads(line) for line in audit if '"fed"' in line]
+    fed = [r for r in store.audit(tmp_path / "ws", spec["flow_id"]) if r["event"] == "fed"]
     assert 1 == len([f for f in fed if f["task_id"] == task["task_id"]])
     # The caller that applied it may hand out the next wave (need_agent); the other only
     # re-prints it (waiting). Apart from that they print the same flow position and tasks.
@@ -199,19 +228,19 @@ def test_concurrent_feeds_never_both_advance(scenario: Scenario, tmp_path: Path)
         [{k: v for k, v in o.items() if k not in strip} for o in outs][1]
 
 
-def test_lock_held_gives_busy_with_the_holder(scenario: Scenario, tmp_path: Path) -> None:
+def test_lock_held_gives_busy_with_the_holder(scenario: Scenario, tmp_path: Path,
+                                              store: Any) -> None:
     """While another caller holds the lock, a call waits a bounded time then reports busy."""
-    from workspace.lock import FlowLock
-
-    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_LOCK_TIMEOUT": "0.3"})
+    ws = tmp_path / "ws"
+    drv = Driver(ws, {**store.env(ws), "ORCHESTRATOR_LOCK_TIMEOUT": "0.3"})
     spec = drv.call(scenario.start).spec
-    before = (Path(spec["workspace"]) / "flow_state.json").read_bytes()
-    with FlowLock(Path(spec["workspace"])):
+    before = store.state_bytes(ws, spec["flow_id"])
+    with store.lock(ws, spec["flow_id"]):
         call = drv.call(["--flow", spec["flow_id"], "--resume", "--harness", "codex"])
     assert 3 == call.code
     assert "busy" == call.spec["error"]["code"]
     assert os.getpid() == call.spec["error"]["holder"]["pid"]
-    assert before == (Path(spec["workspace"]) / "flow_state.json").read_bytes()
+    assert before == store.state_bytes(ws, spec["flow_id"])
 
 
 def _pending(drv: Driver, sc: Scenario) -> dict[str, Any]:
@@ -222,17 +251,18 @@ def _pending(drv: Driver, sc: Scenario) -> dict[str, Any]:
 
 
 def test_stale_and_duplicate_feeds_leave_the_state_untouched(scenario: Scenario,
-                                                              tmp_path: Path) -> None:
+                                                              tmp_path: Path,
+                                                              store: Any) -> None:
     """Feeding an old task anew, a foreign file, or changed content is refused byte-for-byte."""
-    drv = Driver(tmp_path / "ws")
+    ws = tmp_path / "ws"
+    drv = Driver(ws, store.env(ws))
     spec = _pending(drv, scenario)
     first = spec["tasks"][0]
     Path(first["feed_file"]).write_text(json.dumps(scenario.answer(first)))
     spec = drv.shell(first["feed_command"]).spec
-    state_file = Path(spec["workspace"]) / "flow_state.json"
-    before = state_file.read_bytes()
+    before = store.state_bytes(ws, spec["flow_id"])
     again = drv.shell(first["feed_command"])
-    assert 0 == again.code and before == state_file.read_bytes()
+    assert 0 == again.code and before == store.state_bytes(ws, spec["flow_id"])
     foreign = tmp_path / "elsewhere.json"
     foreign.write_text(json.dumps(scenario.answer(first)))
     call = drv.call(["--flow", spec["flow_id"], "--feed", first["feed_as"], "--feed-file",
@@ -242,17 +272,17 @@ def test_stale_and_duplicate_feeds_leave_the_state_untouched(scenario: Scenario,
     Path(first["feed_file"]).write_text(json.dumps(changed))
     call = drv.shell(first["feed_command"])
     assert (2, "already_applied") == (call.code, call.spec["error"]["code"])
-    assert before == state_file.read_bytes()
+    assert before == store.state_bytes(ws, spec["flow_id"])
 
 
 def test_missing_empty_and_malformed_feeds_are_refused(scenario: Scenario,
-                                                        tmp_path: Path) -> None:
+                                                        tmp_path: Path, store: Any) -> None:
     """No result, an empty file, bad JSON or a JSON list never count as a result."""
-    drv = Driver(tmp_path / "ws")
+    ws = tmp_path / "ws"
+    drv = Driver(ws, store.env(ws))
     spec = _pending(drv, scenario)
     task = spec["tasks"][0]
-    state_file = Path(spec["workspace"]) / "flow_state.json"
-    before = state_file.read_bytes()
+    before = store.state_bytes(ws, spec["flow_id"])
     for content, code in ((None, "feed_missing"), ("", "feed_empty"), ("{nope", "feed_malformed"),
                           ("[]", "feed_malformed"), ("{}", "invalid_feed")):
         feed = Path(task["feed_file"])
@@ -265,4 +295,4 @@ def test_missing_empty_and_malformed_feeds_are_refused(scenario: Scenario,
             continue  # a workflow whose feed legitimately accepts {} (the analyst)
         assert (2, code) == (call.code, call.spec["error"]["code"])
         assert call.spec["error"]["hint"]
-        assert before == state_file.read_bytes()
+        assert before == store.state_bytes(ws, spec["flow_id"])

@@ -1,0 +1,255 @@
+"""Campaign commands: many harnesses on one list of items through the PostgreSQL store.
+
+Every harness runs the same command; each call works on the item its worker holds, else
+claims the next free one (``workspace.campaign``), starts or resumes that item's flow and
+prints the flow's spec with a ``campaign`` block (name, item, lease). Calls on the flow
+itself (``--flow ID --feed/--resume``, the printed commands) renew the item's lease
+(``after_call``); when the flow ends, the item is marked done under its lease token and the
+spec says to run the campaign command again for the next item.
+
+The items: ``campaign NAME --items FILE`` (a JSON list of ``{"id", "argv"}``, the start words
+of any workflow), ``reproduce --batch FILE --campaign NAME`` (one reproduce flow per entry),
+``refactor --campaign NAME --pytorch-dir CHECKOUT`` (each test file of the checkout still on
+the test linter's allowlist, or the files given after ``--campaign NAME``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from flow.core.errors import OrchestratorError, UsageError, WorkflowInputError
+from workspace.jsonio import loads
+
+ENV_WORKER = "ORCHESTRATOR_WORKER"
+ENV_LEASE = "ORCHESTRATOR_LEASE_S"
+ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
+MAX_ROUNDS = 50  # items finished within one call before it stops and prints
+
+
+def worker_name(env: dict[str, str] | os._Environ[str]) -> str:
+    """The worker a call acts for: ``ORCHESTRATOR_WORKER``, else this machine's name."""
+    return env.get(ENV_WORKER, "").strip() or socket.gethostname()
+
+
+def lease_seconds(env: Any) -> float:
+    from flow.core.errors import SettingError
+
+    raw = env.get(ENV_LEASE, "").strip()
+    if not raw:
+        return 600.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 1.0 <= value <= 7 * 86400:
+        raise SettingError(ENV_LEASE, raw, "a number of seconds from 1 to 604800")
+    return value
+
+
+def items_for(args: argparse.Namespace, words: list[str], root: Path) -> tuple[str, list[
+        tuple[str, dict[str, Any]]]] | None:
+    """(kind, items) the command line defines, or None (work on an existing campaign)."""
+    if getattr(args, "items", None):
+        return "items", _items_file(Path(args.items))
+    if args.batch:
+        return "reproduce", _batch_items(args)
+    if args.command == "refactor":
+        return "refactor", _refactor_items(args, [args.file] if args.file else [])
+    return None
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return loads(path.expanduser().read_bytes())
+    except OSError as exc:
+        raise WorkflowInputError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}",
+                                 f"check the path of the {what}") from None
+    except ValueError as exc:
+        raise WorkflowInputError(f"{what} {str(path)!r} is not JSON: {exc}",
+                                 f"fix the {what}") from None
+
+
+def _items_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    raw = _read_json(path, "items file")
+    ok = isinstance(raw, list) and all(
+        isinstance(i, dict) and isinstance(i.get("id"), str) and i["id"]
+        and isinstance(i.get("argv"), list) and i["argv"]
+        and all(isinstance(w, str) for w in i["argv"]) for i in raw)
+    if not ok:
+        raise WorkflowInputError(f"items file {str(path)!r} is not a list of "
+                                 '{"id": "...", "argv": ["reproduce", "--command", "..."]}',
+                                 "give each item a unique id and the start words of its flow")
+    ids = [i["id"] for i in raw]
+    if len(set(ids)) != len(ids):
+        raise WorkflowInputError(f"items file {str(path)!r} repeats an id",
+                                 "give each item a unique id")
+    return [(i["id"], {"argv": list(i["argv"])}) for i in raw]
+
+
+_ENTRY_FLAGS = (("failure_pattern", "--failure-pattern"), ("stage", "--stage"),
+                ("ci_repo", "--ci-repo"), ("repeat", "--repeat"), ("timeout", "--timeout"))
+_CALL_FLAGS = (("profile", "--profile"), ("source_dir", "--source-dir"),
+               ("ci_commit", "--ci-commit"), ("test_extras", "--test-extras"))
+
+
+def _batch_items(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    raw = _read_json(Path(args.batch), "batch file")
+    entries = raw.get("entries") if isinstance(raw, dict) else raw
+    if not isinstance(entries, list) or not entries:
+        raise WorkflowInputError(f"batch file {args.batch!r} holds no list of entries",
+                                 'give a JSON list of {"id": ..., "command": ...}')
+    common: list[str] = []
+    for name, flag in _CALL_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            common += [flag, str(Path(value).resolve()) if name == "source_dir" else str(value)]
+    items = []
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+            raise WorkflowInputError(f"batch entry {n} has no command",
+                                     'give every entry a "command" string')
+        argv = ["reproduce", "--command", entry["command"], *common]
+        for key, flag in _ENTRY_FLAGS:
+            if entry.get(key) is not None:
+                argv += [flag, str(entry[key])]
+        items.append((str(entry.get("id") or f"entry-{n}"), {"argv": argv}))
+    return items
+
+
+def _refactor_items(args: argparse.Namespace, files: list[str]) -> list[tuple[str, dict[str,
+                                                                                        Any]]]:
+    checkout = Path(args.source_dir or ".").expanduser().resolve()
+    if not files:
+        files = allowlisted_tests(checkout)
+    return [(f, {"argv": ["refactor", f, "--pytorch-dir", str(checkout)]}) for f in files]
+
+
+def allowlisted_tests(checkout: Path) -> list[str]:
+    """The test files of ``checkout`` still on the test linter's allowlist (a JSON list of
+    repo-relative paths, or an object mapping them to true), that exist in the checkout."""
+    path = checkout / ALLOWLIST
+    if not path.is_file():
+        raise WorkflowInputError(f"{str(checkout)!r} has no {ALLOWLIST}",
+                                 "pass --pytorch-dir a PyTorch checkout, or list the test files "
+                                 "after --campaign NAME")
+    raw = _read_json(path, "test linter allowlist")
+    listed = [k for k, v in raw.items() if v] if isinstance(raw, dict) else raw
+    if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+        raise WorkflowInputError(f"{str(path)!r} is not a list of paths",
+                                 "the allowlist is a JSON list of repo-relative test files")
+    return sorted(p for p in listed if (checkout / p).is_file())
+
+
+def open_campaign(name: str, args: argparse.Namespace, words: list[str], root: Path,
+                  url: str | None) -> Any:
+    """The store's connection, once the campaign is defined (if the command lists items)."""
+    from workspace import campaign as camp
+    from workspace.pgconn import connect
+
+    if url is None:
+        raise UsageError("campaigns need the PostgreSQL store",
+                         "add --store postgresql://USER@HOST:PORT/DB (or export "
+                         "ORCHESTRATOR_STORE); every harness of the fleet uses the same URL")
+    conn = connect(url)
+    defined = items_for(args, words, root)
+    if defined is not None:
+        kind, items = defined
+        guard(url, "defining the campaign", camp.define, conn, name, kind, items,
+              lease_seconds(os.environ))
+    elif guard(url, "reading the campaign", camp.summary, conn, name) is None:
+        raise UsageError(f"no campaign {name!r} in the store",
+                         "define it first: campaign NAME --items FILE, reproduce --batch FILE "
+                         "--campaign NAME, or refactor --campaign NAME --pytorch-dir CHECKOUT")
+    return conn
+
+
+def claim_next(conn: Any, name: str, url: str) -> Any:
+    """The item this worker holds or takes now (a ``workspace.campaign.Lease``), or None."""
+    from workspace import campaign as camp
+
+    return guard(url, "claiming an item", camp.claim, conn, name, worker_name(os.environ),
+                 socket.gethostname(), os.getpid())
+
+
+def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[str, Any]:
+    """The object printed when this worker finds nothing to take."""
+    from flow.core.render import envelope
+    from workspace import campaign as camp
+
+    info = guard(url, "reading the campaign", camp.summary, conn, name)
+    left = info["left"] if info else 0
+    steps = ([f"campaign {name!r} is finished: every item is done"] if left == 0 else
+             [f"{left} item(s) are held by other workers' leases; run this command again "
+              "later: an item whose harness died comes back when its lease ends"])
+    return envelope(None, root, "done", harness,
+                    outcome="campaign_finished" if left == 0 else "nothing_free",
+                    campaign=info, next_steps=steps)
+
+
+def item_argv(lease: Any, root: Path, url: str, harness: str) -> list[str]:
+    """The command line that starts (first claim) or resumes (later ones) the item's flow."""
+    sticky = ["--workspace", str(root), "--store", url, "--harness", harness]
+    return [*(["--flow", lease.flow_id, "--resume"] if lease.flow_id else lease.argv), *sticky]
+
+
+def note_failure(url: str, lease: Any, err: OrchestratorError) -> None:
+    """Keep a failed call's error on its item (the lease stays: the next call retries)."""
+    from workspace import campaign as camp
+    from workspace.pgconn import connect
+
+    guard(url, "recording the item's error", camp.note_error, connect(url), lease.campaign,
+          lease.item_id, lease.token, f"{err.code}: {err.message}")
+    err.details["campaign"] = {"name": lease.campaign, "item": lease.item_id}
+
+
+def guard(url: str, doing: str, fn: Any, *a: Any) -> Any:
+    """``fn(*a)`` with a database error turned into ``StoreUnavailable``."""
+    import psycopg
+
+    from workspace.pgerrors import unavailable
+
+    try:
+        return fn(*a)
+    except psycopg.Error as exc:
+        raise unavailable(url, exc, doing) from None
+
+
+def after_call(store: Any, spec: dict[str, Any], lease: Any, script: Path,
+               root: Path, harness: str) -> None:
+    """Renew the lease of the item this flow works on; on ``done``, mark the item done."""
+    from workspace import campaign as camp
+    from workspace.pgconn import connect
+
+    conn = connect(store.url)
+    if lease is not None:
+        guard(store.url, "binding the flow", camp.bind, conn, lease, store.flow_id)
+        held = (lease.campaign, lease.item_id, lease.token)
+    else:
+        held = guard(store.url, "finding the flow's campaign", camp.of_flow, conn,
+                      store.flow_id)
+    if held is None:
+        return
+    name, item, token = held
+    command = shlex.join([sys.executable, str(script), "--workspace", str(root), "--store",
+                          store.url, "--harness", harness, "campaign", name])
+    block: dict[str, Any] = {"name": name, "item": item, "command": command}
+    if spec.get("status") == "done":
+        result = {k: spec.get(k) for k in ("outcome", "flow_id") if k in spec}
+        ok = guard(store.url, "finishing the item", camp.complete, conn, name, item, token,
+                    result)
+        block["item_done"] = ok
+        spec.setdefault("next_steps", []).append(
+            f"campaign {name!r}: item {item!r} is done; run the campaign command for the "
+            f"next item: {command}" if ok else
+            f"campaign {name!r}: this worker's lease on {item!r} had ended and another "
+            f"worker took it; run the campaign command for the next item: {command}")
+    else:
+        block["lease_renewed"] = guard(store.url, "renewing the lease", camp.renew, conn,
+                                        name, item, token)
+    spec["campaign"] = block

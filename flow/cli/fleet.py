@@ -1,0 +1,85 @@
+"""The fleet at a glance: every flow of a PostgreSQL store, and ``status --campaign NAME``
+(items by state, who holds which lease since when, last errors, throughput, what is left;
+``--campaign all`` for every campaign of the store), as a table or as JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flow.core.errors import UsageError
+from workspace.jsonio import loads
+
+
+def collect_store(url: str) -> list[dict[str, Any]]:
+    """One row per flow in the store (the same fields as the file store's ``status``)."""
+    from flow.cli.campaigns import guard
+    from flow.cli.status import describe
+    from workspace.pgconn import connect
+
+    conn = connect(url)
+    rows = guard(url, "listing the flows", lambda: conn.execute(
+        "SELECT flow_id, state, last_error FROM flows WHERE flow_id NOT LIKE %s "
+        "ORDER BY flow_id", ("%.old-%",)).fetchall())
+    out: list[dict[str, Any]] = []
+    for flow_id, state, last_error in rows:
+        row: dict[str, Any] = {"flow_id": flow_id, "path": None}
+        try:
+            row.update(describe(loads(bytes(state))))
+        except (ValueError, AttributeError) as exc:
+            row.update(workflow=None, phase=None, unreadable=str(exc))
+        err = loads(bytes(last_error)) if last_error is not None else None
+        row["last_error"] = f"{err.get('code')}: {err.get('message')}" if err else None
+        out.append(row)
+    return out
+
+
+def store_status(url: str, root: Path, harness: str, *, as_json: bool) -> dict[str, Any] | str:
+    """``status`` on the PostgreSQL store: the file store's table and JSON, rows from the DB."""
+    from flow.cli.status import status
+    from workspace.pgerrors import mask_url
+
+    return status(root, harness, as_json=as_json, rows=collect_store(url), where=mask_url(url))
+
+
+def campaign_status(name: str, url: str | None, root: Path, harness: str, *,
+                    as_json: bool) -> dict[str, Any] | str:
+    from flow.cli.campaigns import guard
+    from workspace import campaign as camp
+    from workspace.pgconn import connect
+
+    if url is None:
+        raise UsageError("status --campaign needs the PostgreSQL store",
+                         "add --store postgresql://USER@HOST:PORT/DB (or export "
+                         "ORCHESTRATOR_STORE)")
+    conn = connect(url)
+    wanted = guard(url, "listing campaigns", camp.names, conn) if name == "all" else [name]
+    infos = []
+    for n in wanted:
+        info = guard(url, "reading the campaign", camp.summary, conn, n)
+        if info is None:
+            raise UsageError(f"no campaign {n!r} in the store",
+                             "run 'status --campaign all' to list the campaigns")
+        infos.append(info)
+    if as_json:
+        from flow.core.render import envelope
+
+        return {**envelope(None, root, "done", harness), "campaigns": infos}
+    return "".join(table(i) for i in infos) or "no campaigns in the store\n"
+
+
+def table(info: dict[str, Any]) -> str:
+    s = info["by_state"]
+    rate = info["throughput_per_hour"]
+    lines = [f"campaign {info['campaign']} ({info['kind']}): {info['items']} items, "
+             f"{s['done']} done, {s['leased']} leased ({info['expired_leases']} expired), "
+             f"{s['free']} free; {info['left']} left; "
+             f"{'-' if rate is None else rate} items/hour"]
+    for lease in info["leases"]:
+        mark = " EXPIRED" if lease["expired"] else ""
+        lines.append(f"  {lease['item']}: {lease['holder']} ({lease['host']} pid "
+                     f"{lease['pid']}) since {lease['since']}, until {lease['lease_until']}"
+                     f"{mark}, claims {lease['claims']}, flow {lease['flow_id'] or '-'}")
+    for err in info["errors"]:
+        lines.append(f"  last error of {err['item']}: {err['error'][:100]}")
+    return "\n".join(lines) + "\n"

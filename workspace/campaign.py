@@ -1,0 +1,178 @@
+"""Campaigns: a named list of items that many harnesses work on, split by leases in the
+PostgreSQL store.
+
+An item is the start command of one flow (``argv``: ``reproduce --command ...``, ``refactor
+FILE --pytorch-dir ...``, any workflow's start words). ``claim`` gives a worker the item it
+already leases (renewed), else the next free one or one whose lease ran out (its harness died),
+taken with ``SELECT ... FOR UPDATE SKIP LOCKED`` so two workers never get the same item. Each
+claim bumps the item's ``token``: ``renew`` and ``complete`` only act with the current token,
+so a worker whose lease expired cannot finish an item another worker took over: no item is
+done twice, none is lost. Every time is the database's (``now()``), never a machine's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from flow.core.errors import OrchestratorError, UsageError
+from workspace.jsonio import dumps
+
+DEFAULT_LEASE_S = 600.0
+_UTC = "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+
+class LeaseLost(OrchestratorError):
+    """The worker's lease on a campaign item ran out and another worker took the item."""
+
+    code = "lease_lost"
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A worker's hold on one item: ``token`` fences every later write about it."""
+
+    campaign: str
+    item_id: str
+    token: int
+    argv: list[str]
+    flow_id: str | None
+    claims: int
+    lease_until: str
+
+
+def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any]]],
+           lease_s: float = DEFAULT_LEASE_S) -> int:
+    """Create campaign ``name`` with ``items`` (id, payload) if new; add missing items.
+
+    Defining the same campaign again (every worker runs the same command) adds nothing twice.
+    A campaign of another kind under the same name is refused. Returns the number of items.
+    """
+    with conn.transaction():
+        conn.execute("INSERT INTO campaigns (name, kind, lease_s) VALUES (%s, %s, %s) "
+                     "ON CONFLICT (name) DO NOTHING", (name, kind, lease_s))
+        row = conn.execute("SELECT kind FROM campaigns WHERE name = %s", (name,)).fetchone()
+        if row[0] != kind:
+            raise UsageError(f"campaign {name!r} exists and is a {row[0]} campaign, not {kind}",
+                             "pick another --campaign name, or run the command it was made "
+                             "with", code="campaign_kind")
+        start = conn.execute("SELECT coalesce(max(position), -1) + 1 FROM campaign_items "
+                             "WHERE campaign = %s", (name,)).fetchone()[0]
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO campaign_items (campaign, item_id, position, payload) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (campaign, item_id) DO NOTHING",
+                [(name, item_id, start + i, dumps(payload, indent=False).decode())
+                 for i, (item_id, payload) in enumerate(items)])
+        return int(conn.execute("SELECT count(*) FROM campaign_items WHERE campaign = %s",
+                                (name,)).fetchone()[0])
+
+
+def claim(conn: Any, name: str, worker: str, host: str, pid: int) -> Lease | None:
+    """The item ``worker`` holds (lease renewed), else the next free or expired one; None
+    when nothing is left to take (every item done, or held by a live lease)."""
+    until = _UTC.format("c.lease_until")
+    with conn.transaction():
+        row = conn.execute(
+            "UPDATE campaign_items c SET lease_until = now() + m.lease_s * interval '1 second', "
+            "holder_host = %s, holder_pid = %s FROM campaigns m WHERE m.name = c.campaign AND "
+            "c.campaign = %s AND c.state = 'leased' AND c.holder = %s AND c.lease_until > now() "
+            f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}",
+            (host, pid, name, worker)).fetchone()
+        if row is None:
+            row = conn.execute(
+                "WITH next AS (SELECT campaign, item_id FROM campaign_items WHERE campaign = %s "
+                "AND (state = 'free' OR (state = 'leased' AND lease_until <= now())) "
+                "ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED) "
+                "UPDATE campaign_items c SET state = 'leased', token = c.token + 1, "
+                "holder = %s, holder_host = %s, holder_pid = %s, leased_at = now(), "
+                "lease_until = now() + m.lease_s * interval '1 second', claims = c.claims + 1 "
+                "FROM next, campaigns m WHERE c.campaign = next.campaign AND "
+                "c.item_id = next.item_id AND m.name = c.campaign "
+                f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}",
+                (name, worker, host, pid)).fetchone()
+    if row is None:
+        return None
+    item_id, token, payload, flow_id, claims, lease_until = row
+    return Lease(name, item_id, int(token), list(payload["argv"]), flow_id, int(claims),
+                 lease_until)
+
+
+def bind(conn: Any, lease: Lease, flow_id: str) -> None:
+    """Record which flow works on the item (so calls on that flow renew its lease)."""
+    conn.execute("UPDATE campaign_items SET flow_id = %s WHERE campaign = %s AND item_id = %s "
+                 "AND token = %s", (flow_id, lease.campaign, lease.item_id, lease.token))
+
+
+def of_flow(conn: Any, flow_id: str) -> tuple[str, str, int] | None:
+    """(campaign, item, token) of the leased item worked on by ``flow_id``, or None."""
+    row = conn.execute("SELECT campaign, item_id, token FROM campaign_items WHERE flow_id = %s "
+                       "AND state = 'leased'", (flow_id,)).fetchone()
+    return None if row is None else (row[0], row[1], int(row[2]))
+
+
+def renew(conn: Any, campaign: str, item_id: str, token: int) -> bool:
+    """Extend the lease from now; False if the token is no longer the item's (lost)."""
+    cur = conn.execute(
+        "UPDATE campaign_items c SET lease_until = now() + m.lease_s * interval '1 second' "
+        "FROM campaigns m WHERE m.name = c.campaign AND c.campaign = %s AND c.item_id = %s "
+        "AND c.token = %s AND c.state = 'leased'", (campaign, item_id, token))
+    return cur.rowcount == 1
+
+
+def complete(conn: Any, campaign: str, item_id: str, token: int,
+             result: dict[str, Any]) -> bool:
+    """Mark the item done with ``result``, only under the current token; False if lost."""
+    cur = conn.execute(
+        "UPDATE campaign_items SET state = 'done', done_count = done_count + 1, result = %s, "
+        "done_at = now(), holder = NULL, lease_until = NULL WHERE campaign = %s AND "
+        "item_id = %s AND token = %s AND state = 'leased'",
+        (dumps(result, indent=False).decode(), campaign, item_id, token))
+    return cur.rowcount == 1
+
+
+def note_error(conn: Any, campaign: str, item_id: str, token: int, error: str) -> None:
+    """Keep the last error of a call on the item (the lease stays)."""
+    conn.execute("UPDATE campaign_items SET last_error = %s WHERE campaign = %s AND "
+                 "item_id = %s AND token = %s", (error[:500], campaign, item_id, token))
+
+
+def summary(conn: Any, name: str) -> dict[str, Any] | None:
+    """Items by state, who holds which lease since when, last errors, throughput, what is
+    left; None if there is no such campaign."""
+    meta = conn.execute(f"SELECT kind, lease_s, {_UTC.format('created_at')} FROM campaigns "
+                        "WHERE name = %s", (name,)).fetchone()
+    if meta is None:
+        return None
+    counts = dict(conn.execute("SELECT state, count(*) FROM campaign_items WHERE campaign = %s "
+                               "GROUP BY state", (name,)).fetchall())
+    expired = conn.execute("SELECT count(*) FROM campaign_items WHERE campaign = %s AND "
+                           "state = 'leased' AND lease_until <= now()", (name,)).fetchone()[0]
+    leases = [
+        {"item": r[0], "holder": r[1], "host": r[2], "pid": r[3], "since": r[4],
+         "lease_until": r[5], "expired": r[6], "flow_id": r[7], "claims": r[8]}
+        for r in conn.execute(
+            f"SELECT item_id, holder, holder_host, holder_pid, {_UTC.format('leased_at')}, "
+            f"{_UTC.format('lease_until')}, lease_until <= now(), flow_id, claims "
+            "FROM campaign_items WHERE campaign = %s AND state = 'leased' ORDER BY position",
+            (name,)).fetchall()]
+    errors = [{"item": r[0], "error": r[1]} for r in conn.execute(
+        "SELECT item_id, last_error FROM campaign_items WHERE campaign = %s AND "
+        "last_error IS NOT NULL ORDER BY position", (name,)).fetchall()]
+    span = conn.execute(
+        "SELECT count(*), extract(epoch FROM max(done_at) - min(leased_at)) FROM "
+        "campaign_items WHERE campaign = %s AND state = 'done'", (name,)).fetchone()
+    done, seconds = int(span[0]), float(span[1] or 0.0)
+    total = sum(counts.values())
+    return {
+        "campaign": name, "kind": meta[0], "lease_s": meta[1], "created_at": meta[2],
+        "items": total, "by_state": {k: int(counts.get(k, 0)) for k in ("free", "leased", "done")},
+        "expired_leases": int(expired), "leases": leases, "errors": errors,
+        "left": total - done,
+        "throughput_per_hour": round(done * 3600.0 / seconds, 1) if seconds > 0 else None,
+    }
+
+
+def names(conn: Any) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT name FROM campaigns ORDER BY name").fetchall()]

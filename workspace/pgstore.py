@@ -1,0 +1,311 @@
+"""The PostgreSQL store: a flow's state, audit trail, spec cache, last error and lock in a
+database that every machine of a fleet reaches; its feeds, logs and artifacts stay in the
+local flow folder (``FlowStore``'s folder, under ``--workspace``).
+
+The same guarantees as the file store (``workspace.interface``):
+
+- a save is one transaction: the state row and its audit record commit together or not at all
+  (so no audit replay is needed), and only while this caller holds the lock with its fence;
+- a refused input writes nothing but an audit record: the state row stays byte-identical (the
+  bytes are the very ones the file store would write);
+- the lock is a session advisory lock, so a dead holder's lock goes with its session; the
+  ``locks`` row names the holder (host, pid, command, since) and carries a fencing counter
+  bumped by every acquisition: a caller that lost its session (and so its lock) and comes back
+  after another caller took the lock is refused (``Fenced``) instead of overwriting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from flow.core.errors import Busy, OrchestratorError, StateLoadError
+from workspace.jsonio import dumps, loads
+from workspace.lock import lock_timeout
+from workspace.pgerrors import mask_url, unavailable
+from workspace.store import FlowStore, _sha, now_iso, parse_state
+
+if TYPE_CHECKING:
+    from flow.core.state import FlowState
+
+POLL_S = 0.05
+
+
+class Fenced(OrchestratorError):
+    """This caller lost the flow's lock (its session ended) and another caller took it."""
+
+    code = "fenced"
+    exit_code = 3
+
+
+def lock_key(flow_id: str) -> int:
+    """The advisory lock key of a flow: 63 bits of its id's SHA-256 (a signed bigint)."""
+    return int.from_bytes(hashlib.sha256(f"flow:{flow_id}".encode()).digest()[:8], "big",
+                          signed=True)
+
+
+class PgFlowStore(FlowStore):
+    """One flow in the PostgreSQL store at ``url``; local files under ``root/flow_id``."""
+
+    def __init__(self, root: Path, flow_id: str, url: str) -> None:
+        super().__init__(root, flow_id)
+        self.url = url
+        self.source = f"{mask_url(url)} flow {flow_id!r}"
+        self.fence: int | None = None
+
+    def _conn(self) -> Any:
+        from workspace.pgconn import connect
+
+        return connect(self.url)
+
+    def _query(self, doing: str, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        import psycopg
+
+        try:
+            cur = self._conn().execute(sql, params)
+            return cur.fetchall() if cur.description else []
+        except psycopg.Error as exc:
+            raise unavailable(self.url, exc, doing) from None
+
+    def exists(self) -> bool:
+        return bool(self._query("looking up the flow",
+                                "SELECT 1 FROM flows WHERE flow_id = %s", (self.flow_id,)))
+
+    def read_bytes(self) -> bytes:
+        rows = self._query("reading the state",
+                           "SELECT state FROM flows WHERE flow_id = %s", (self.flow_id,))
+        if not rows:
+            raise StateLoadError(f"{self.source}: no such flow in the store",
+                                 "run 'orchestrator.py status' to list the flows")
+        return bytes(rows[0][0])
+
+    def load(self) -> FlowState:
+        return parse_state(self.read_bytes(), self.source)
+
+    def save(self, state: FlowState, event: str, **fields: Any) -> bytes:
+        """Bump the revision and commit state and audit record in one transaction, fenced."""
+        revision, updated = state.revision, state.updated_at
+        state.revision += 1
+        state.updated_at = now_iso()
+        state.audit_record = {"at": state.updated_at, "event": event,
+                              "revision": state.revision, **fields}
+        data = dumps(state.model_dump(mode="json"))
+        record = dumps(state.audit_record, indent=False)
+        try:
+            self._commit_fenced(data, record, state)
+        except BaseException:
+            state.revision, state.updated_at = revision, updated
+            raise
+        self.log_saved(event)
+        return data
+
+    def _commit_fenced(self, data: bytes, record: bytes, state: FlowState) -> None:
+        import psycopg
+
+        for attempt in (1, 2):
+            try:
+                conn = self._conn()
+                with conn.transaction():
+                    row = conn.execute("SELECT fence FROM locks WHERE flow_id = %s FOR UPDATE",
+                                       (self.flow_id,)).fetchone()
+                    if self.fence is None or row is None or row[0] != self.fence:
+                        raise self._fenced(row[0] if row else None)
+                    conn.execute(
+                        "INSERT INTO flows (flow_id, workflow, state, revision, updated_at) "
+                        "VALUES (%s, %s, %s, %s, now()) ON CONFLICT (flow_id) DO UPDATE SET "
+                        "workflow = EXCLUDED.workflow, state = EXCLUDED.state, "
+                        "revision = EXCLUDED.revision, updated_at = now()",
+                        (self.flow_id, state.workflow, data, state.revision))
+                    conn.execute("INSERT INTO audit (flow_id, revision, record) "
+                                 "VALUES (%s, %s, %s)", (self.flow_id, state.revision, record))
+                return
+            except psycopg.OperationalError as exc:
+                # The session dropped (server restart, network): this caller's advisory lock
+                # went with it. Take it again and write only if nobody held it in between.
+                again = "down" if attempt == 2 else self._relock()
+                if again == "fenced":
+                    raise self._fenced(None) from None
+                if again == "down":
+                    raise unavailable(self.url, exc, "saving the state") from None
+            except psycopg.Error as exc:
+                raise unavailable(self.url, exc, "saving the state") from None
+
+    def _relock(self) -> str:
+        """After a lost session: the lock again, without waiting, if the fence is still ours
+        ("ok"); "fenced" if another caller holds it or took it since; "down" if the store
+        cannot be reached."""
+        import psycopg
+
+        from workspace.pgconn import connect, drop
+
+        drop(self.url)
+        try:
+            conn = connect(self.url, fresh=True)
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)",
+                               (lock_key(self.flow_id),)).fetchone()[0]
+            if not got:
+                return "fenced"
+            row = conn.execute("SELECT fence FROM locks WHERE flow_id = %s",
+                               (self.flow_id,)).fetchone()
+            if row is None or row[0] != self.fence:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(self.flow_id),))
+                return "fenced"
+            return "ok"
+        except (psycopg.Error, OrchestratorError):
+            return "down"
+
+    def _fenced(self, current: int | None) -> Fenced:
+        return Fenced(
+            f"{self.source}: this call lost the flow's lock (fence {self.fence}, the store's "
+            f"now {current}); another caller holds or held it since, so nothing was written",
+            "run --resume: it loads what the other caller saved and carries on from there",
+            fence=self.fence, store_fence=current)
+
+    def log_saved(self, event: str) -> None:
+        """Nothing to do after a commit (the audit record is in it); kept for symmetry."""
+
+    def audit(self, event: str, **fields: Any) -> None:
+        record = dumps({"at": now_iso(), "event": event, **fields}, indent=False)
+        self._query("writing the audit trail",
+                    "INSERT INTO audit (flow_id, revision, record) VALUES (%s, NULL, %s)",
+                    (self.flow_id, record))
+
+    def replay_audit(self, state: FlowState) -> bool:
+        """Never needed: a state and its audit record commit together."""
+        return False
+
+    def audit_lines(self) -> list[dict[str, Any]]:
+        rows = self._query("reading the audit trail",
+                           "SELECT record FROM audit WHERE flow_id = %s ORDER BY id",
+                           (self.flow_id,))
+        return [loads(bytes(r[0])) for r in rows]
+
+    def cache_spec(self, state_bytes: bytes, spec: dict[str, Any]) -> None:
+        data = dumps(spec, indent=False)
+        self._query("caching the spec",
+                    "UPDATE flows SET spec = %s, spec_sha = %s WHERE flow_id = %s "
+                    "AND (spec IS DISTINCT FROM %s OR spec_sha IS DISTINCT FROM %s)",
+                    (data, _sha(state_bytes), self.flow_id, data, _sha(state_bytes)))
+
+    def cached_spec(self) -> dict[str, Any] | None:
+        rows = self._query("reading the spec cache",
+                           "SELECT state, spec, spec_sha FROM flows WHERE flow_id = %s",
+                           (self.flow_id,))
+        if not rows or rows[0][1] is None or rows[0][2] != _sha(bytes(rows[0][0])):
+            return None
+        spec = loads(bytes(rows[0][1]))
+        return spec if isinstance(spec, dict) else None
+
+    def record_error(self, record: dict[str, Any] | None) -> None:
+        try:
+            self._query("recording the error", "UPDATE flows SET last_error = %s "
+                        "WHERE flow_id = %s", (None if record is None else dumps(record),
+                                               self.flow_id))
+        except OrchestratorError:
+            pass  # best effort, as in the file store
+
+    def last_error(self) -> dict[str, Any] | None:
+        rows = self._query("reading the last error",
+                           "SELECT last_error FROM flows WHERE flow_id = %s", (self.flow_id,))
+        if not rows or rows[0][0] is None:
+            return None
+        return loads(bytes(rows[0][0]))
+
+    def move_aside(self, stamp: str) -> str:
+        """Rename the flow's rows (and its local folder, if any) to ``<id>.old-<stamp>``."""
+        base = f"{self.flow_id}.old-{stamp}"
+        target, n = base, 1
+        while self._query("restarting", "SELECT 1 FROM flows WHERE flow_id = %s", (target,)):
+            n += 1
+            target = f"{base}-{n}"
+        import psycopg
+
+        try:
+            conn = self._conn()
+            with conn.transaction():
+                conn.execute("UPDATE flows SET flow_id = %s WHERE flow_id = %s",
+                             (target, self.flow_id))
+                conn.execute("UPDATE audit SET flow_id = %s WHERE flow_id = %s",
+                             (target, self.flow_id))
+        except psycopg.Error as exc:
+            raise unavailable(self.url, exc, "moving the flow aside") from None
+        if self.dir.is_dir():
+            self.dir.rename(self.root / target)
+        return target
+
+    def lock(self) -> PgLock:
+        return PgLock(self)
+
+
+class PgLock:
+    """The flow's lock: a session advisory lock plus the ``locks`` row naming its holder."""
+
+    def __init__(self, store: PgFlowStore, timeout: float | None = None) -> None:
+        self.store = store
+        self.timeout = timeout if timeout is not None else lock_timeout(os.environ)
+        self.key = lock_key(store.flow_id)
+
+    def __enter__(self) -> PgLock:
+        import psycopg
+
+        store = self.store
+        deadline = time.monotonic() + self.timeout
+        store.dir.mkdir(parents=True, exist_ok=True)  # the local files' folder, as FlowLock
+        try:
+            conn = store._conn()
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0]:
+                if time.monotonic() >= deadline:
+                    holder = self.holder()
+                    raise Busy(
+                        f"flow {store.flow_id!r} in {mask_url(store.url)} is locked by another "
+                        f"caller: {holder}",
+                        f"wait for that call to finish (it holds the lock since "
+                        f"{holder.get('since')}); a cron firing can simply retry later",
+                        holder=holder)
+                time.sleep(POLL_S)
+            info = {"host": socket.gethostname(), "pid": os.getpid(), "command": sys.argv}
+            row = conn.execute(
+                "INSERT INTO locks (flow_id, fence, host, pid, command, since, backend) "
+                "VALUES (%s, 1, %s, %s, %s, now(), pg_backend_pid()) ON CONFLICT (flow_id) DO "
+                "UPDATE SET fence = locks.fence + 1, host = EXCLUDED.host, pid = EXCLUDED.pid, "
+                "command = EXCLUDED.command, since = now(), backend = pg_backend_pid() "
+                "RETURNING fence",
+                (store.flow_id, info["host"], info["pid"], dumps(info["command"]).decode())
+            ).fetchone()
+        except psycopg.Error as exc:
+            raise unavailable(store.url, exc, "taking the flow's lock") from None
+        store.fence = int(row[0])
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        import psycopg
+
+        store, fence = self.store, self.store.fence
+        store.fence = None
+        try:
+            conn = store._conn()
+            conn.execute("UPDATE locks SET host = NULL, pid = NULL, command = NULL, "
+                         "since = NULL, backend = NULL WHERE flow_id = %s AND fence = %s",
+                         (store.flow_id, fence))
+            conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
+        except (psycopg.Error, OrchestratorError):
+            pass  # a lost session released the advisory lock already
+
+    def holder(self) -> dict[str, Any]:
+        """Who holds the lock now: host, pid, command, since (the database's clock)."""
+        rows = self.store._query(
+            "reading the lock's holder",
+            "SELECT host, pid, command, to_char(since AT TIME ZONE 'UTC', "
+            "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM locks WHERE flow_id = %s",
+            (self.store.flow_id,))
+        if not rows:
+            return {"host": None, "pid": None, "command": None, "since": None}
+        host, pid, command, since = rows[0]
+        return {"host": host, "pid": pid, "command": command, "since": since}
