@@ -127,3 +127,17 @@ def test_report_counts_files_and_registrations_and_label_costs(repo):
     text = render_text(report, plan)
     assert "## Tests reached (1 file(s), 2 registration(s))" in text
     assert "run-ci-amd  1 / 1  1 registration(s), est 90s" in text
+
+
+def test_judgement_alternatives_become_answers():
+    """A judgement naming broader labels (the hub fallback line) offers each as an answer
+    that adds it; labels the plan already has, or never proposes, are not offered."""
+    from flow.workflows.targeted.loop import alternatives
+    from flow.workflows.targeted.select import Plan
+
+    plan = Plan(mode="labels", comments=[], labels=["run-ci-short"], reasons=[],
+                judgement=["61 test(s) lie behind the hub(s): the plan runs the fallback "
+                           "run-ci-short; add run-ci-all or run-ci-image if the change alters "
+                           "what every one of them does"])
+    assert {"add run-ci-all": ["run-ci-all"], "add run-ci-image": ["run-ci-image"]} == \
+        alternatives(plan, CFG)
