@@ -77,6 +77,16 @@ def test_unknown_suite_is_reported_and_never_run_as_pytest(repo):
             ["tests/fast/test_cpu.py"]) == (
         [(u.suite, u.runner, u.paths) for u in report.unknown_suites],
         sorted({t.path for t in report.tests}))
+    assert "suite stage-d-8-gpu-mi355 is not in the profile (rocm; started as python)" \
+        in render_text(report, plan)
+
+
+def test_reached_test_on_an_unknown_suite_is_named_in_the_judgement(repo):
+    """When the change reaches a file of an unknown suite, the plan says so for a person."""
+    base = {"tests/e2e/test_renamed.py": 'import miles.lib\n'
+            'from tests.ci.ci_register import register_rocm_ci\n'
+            'register_rocm_ci(est_time=1400, suite="stage-d-8-gpu-mi355", labels=["amd"])\n'}
+    _, plan = run(repo, base, {"miles/lib.py": "X = 2\n"})
     assert any("suite stage-d-8-gpu-mi355 is not in the profile" in j for j in plan.judgement)
 
 

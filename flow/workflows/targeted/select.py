@@ -203,7 +203,12 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         if not e.labels:
             judgement.append(f"choose the e2e tests of the models that use {e.path}: the "
                              "profile names no label for its outside importers")
+    near = ({t.path for t in report.tests}
+            | {k.rsplit("@", 1)[0] for h in report.hubs for k in h.tests}
+            | {k.rsplit("@", 1)[0] for f in report.frontier for k in f.keys})
     for u in report.unknown_suites:
+        if not near & set(u.paths):
+            continue  # reported with the trace; no test of this change runs on it
         judgement.append(f"suite {u.suite} is not in the profile: no PR job is known to run "
                          f"it and its files start as {u.runner} ({len(u.paths)} file(s), e.g. "
                          f"{u.paths[0]}); add it to the profile's suites")
