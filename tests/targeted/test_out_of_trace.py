@@ -151,3 +151,22 @@ def test_judgement_alternatives_become_answers():
                            "what every one of them does"])
     assert {"add run-ci-all": ["run-ci-all"], "add run-ci-image": ["run-ci-image"]} == \
         alternatives(plan, CFG)
+
+
+def test_nothing_to_run_report_says_why_and_lists_untraced_files(repo):
+    """With no fallback label to take, an untraced change ends nothing_to_run, and the final
+    report carries the reason, the judgement (choose labels) and the untraced files."""
+    from flow.workflows.targeted import loop
+
+    bare = CFG.model_copy(update={"labels": CFG.labels.model_copy(update={"fallback": []})})
+    first = repo.commit({**CI, "miles/loaded_somehow.py": "X = 1\n"})
+    repo.commit({"miles/loaded_somehow.py": "X = 2\n"})
+    report = affected_tests(repo.path, first, config=bare)
+    plan = choose(report, bare)
+    data = loop.TargetedData(repo="o/r", number=1, repo_dir=str(repo.path), base=first,
+                             head_sha="0" * 40, plan=plan, untraced=loop.untraced(report))
+    got = loop.final_report(data, "nothing_to_run", bare)
+    assert ("nothing", ["miles/loaded_somehow.py: nothing imports or names it"]) == (
+        plan.mode, got["untraced"])
+    assert any("choose labels for miles/loaded_somehow.py" in j for j in got["judgement"])
+    assert got["why"] and "judge by hand" in got["why"][0]
