@@ -63,6 +63,16 @@ def is_blackwell_test(test: ast.expr) -> bool:
     return False
 
 
+_MAY_GATE = re.compile(rb"(?:>=|==)\s*\(?\s*10\b|>\s*\(?\s*9\b|blackwell|sm_?10",
+                       re.IGNORECASE)
+
+
+def may_gate(source: bytes) -> bool:
+    """True when ``source`` spells something a Blackwell test needs (``>= 10``, ``> 9``,
+    ``== 10``, ``blackwell``, ``sm100``): only such files are parsed."""
+    return _MAY_GATE.search(source) is not None
+
+
 def gated_lines(source: bytes) -> set[int]:
     """Line numbers inside the body of a Blackwell-only ``if``; empty on a syntax error."""
     try:

@@ -290,9 +290,17 @@ def label_costs(regs: dict[str, list[Registration]], cfg: TargetedConfig) -> lis
     names |= set(cfg.labels.rules) | set(cfg.labels.scopes) | set(cfg.labels.fallback)
     names |= {lab for e in cfg.external_imports for lab in e.labels}
     names |= {lab for p in cfg.labels.paths for lab in p.labels}
+    regular = [r for r in every if not r.nightly and r.enabled and cfg.pr_runs(r.suite)]
+    by_label: dict[str, list[Registration]] = {}
+    for r in regular:  # a plain prefix label selects the registrations carrying it
+        for lab in r.labels:
+            by_label.setdefault(cfg.labels.prefix + lab, []).append(r)
     out: list[LabelCost] = []
     for label in sorted(names):
-        chosen = [r for r in every if selects(label, r, cfg)]
+        if label in cfg.labels.rules or label in cfg.labels.scopes:
+            chosen = [r for r in regular if selects(label, r, cfg)]
+        else:
+            chosen = by_label.get(label, [])
         if chosen:
             out.append(LabelCost(label=label, registrations=len(chosen),
                                  est_time=float(sum(r.est_time or 0 for r in chosen)),
@@ -327,18 +335,22 @@ def _external(changed: list[ChangedFile], cfg: TargetedConfig) -> list[External]
 def _blackwell_only(repo_dir: Path, base: str, worktree: bool, git: GitReader,
                     changed: list[ChangedFile]) -> list[str]:
     """Modified Python files whose every changed line runs only on Blackwell."""
-    from flow.workflows.targeted.blackwell import only_blackwell
+    from flow.workflows.targeted.blackwell import may_gate, only_blackwell
 
-    paths = [c.path for c in changed if c.status == "M" and c.path.endswith(".py")]
-    if not paths:
+    sources: dict[str, bytes] = {}
+    for c in changed:
+        if c.status == "M" and c.path.endswith(".py"):
+            try:
+                data = (repo_dir / c.path).read_bytes()
+            except OSError:
+                continue
+            if may_gate(data):  # most files spell no capability test: no parse, no diff
+                sources[c.path] = data
+    if not sources:
         return []
-    lines = git.changed_lines(repo_dir, base, paths, worktree)
+    lines = git.changed_lines(repo_dir, base, sorted(sources), worktree)
     out: list[str] = []
-    for path in paths:
-        try:
-            source = (repo_dir / path).read_bytes()
-        except OSError:
-            continue
+    for path, source in sorted(sources.items()):
         if only_blackwell(source, lines.get(path, set())):
             out.append(path)
     return out
