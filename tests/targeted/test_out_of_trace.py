@@ -170,3 +170,19 @@ def test_nothing_to_run_report_says_why_and_lists_untraced_files(repo):
         plan.mode, got["untraced"])
     assert any("choose labels for miles/loaded_somehow.py" in j for j in got["judgement"])
     assert got["why"] and "judge by hand" in got["why"][0]
+
+
+def test_model_definition_spec_names_the_plugin_module_it_loads(repo):
+    """A model definition under scripts/models/ loads its plugin spec by dotted path
+    (``--spec "miles_plugins.models.m7.m7" "get_spec"``): a change to a kernel the spec
+    imports reaches the e2e test that names the model."""
+    base = {"miles_plugins/__init__.py": "", "miles_plugins/models/__init__.py": "",
+            "miles_plugins/models/m7/__init__.py": "",
+            "miles_plugins/models/m7/m7.py": "from .kernel import k\ndef get_spec(): return k\n",
+            "miles_plugins/models/m7/kernel.py": "k = 1\n",
+            "scripts/models/m7-10B.sh": 'MODEL_ARGS=(\n   --spec "miles_plugins.models.m7.m7" '
+                                       '"get_spec"\n)\n',
+            "tests/e2e/test_m7.py": cuda(body='MODEL = "m7-10B"\n')}
+    report, plan = run(repo, base, {"miles_plugins/models/m7/kernel.py": "k = 2\n"})
+    assert (["tests/e2e/test_m7.py"], ["/rerun-test tests/e2e/test_m7.py"]) == (
+        [t.path for t in report.tests], plan.comments)

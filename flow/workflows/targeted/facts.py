@@ -95,6 +95,14 @@ def scan_facts(source: bytes) -> Facts:
     return {"i": imports, "s": sorted(tokens), "n": sorted(names)}
 
 
+def text_facts(source: bytes) -> Facts:
+    """Facts of a file that is not Python (a model definition's shell fragment): no
+    imports, every token of its text a string token. Never raises."""
+    tokens = set(_TOKEN.findall(source.decode("utf-8", "replace")))
+    names = set(_WORD.findall(" ".join(tokens)))
+    return {"i": [], "s": sorted(tokens), "n": sorted(names)}
+
+
 PARALLEL_MIN = 400  # sources below which a second process costs more than it saves
 
 
