@@ -186,3 +186,16 @@ def test_model_definition_spec_names_the_plugin_module_it_loads(repo):
     report, plan = run(repo, base, {"miles_plugins/models/m7/kernel.py": "k = 2\n"})
     assert (["tests/e2e/test_m7.py"], ["/rerun-test tests/e2e/test_m7.py"]) == (
         [t.path for t in report.tests], plan.comments)
+
+
+def test_label_line_counts_tests_behind_hubs_apart_from_reached(repo):
+    """Tests behind a hub join a label's coverage but are not counted as reached: the label
+    line agrees with the tests list."""
+    first = repo.commit({**CI, "miles/hub.py": "import miles.lib\n",
+                         "tests/e2e/test_h1.py": cuda(body="import miles.hub\n"),
+                         "tests/e2e/test_h2.py": cuda(body="import miles.hub\n")})
+    repo.commit({"miles/lib.py": "X = 2\n"})
+    report = affected_tests(repo.path, first, config=CFG, hub_limit=1)
+    short = next(c for c in report.labels if c.label == "run-ci-short")
+    assert ([], 2, 2) == ([t.path for t in report.tests], short.reached, short.behind)
+    assert "run-ci-short  0 / 2  (+2 behind hubs or the depth bound)" in render_text(report)
