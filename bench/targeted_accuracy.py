@@ -1,4 +1,5 @@
-"""Bench: the targeted-CI plan on 40 real miles commits, scored against a ground truth.
+"""Bench: the targeted-CI plan on 40 real miles commits, scored against a ground truth, and
+on 60 older ones (``--older``) judged by rules.
 
 ``python bench/targeted_accuracy.py --repo-dir CLONE [--json] [--show]``. CLONE is a clone
 of radixark/miles that contains the fixed range (``git clone`` of the search tool's
@@ -19,6 +20,11 @@ Scores (and their targets):
   limit) but whose plan is not (target 0);
 - ``mode_agree``: commits whose plan mode equals the ground truth's; ``extra_files`` and
   ``missed_files``: ``/rerun-test`` files beyond / short of the ground truth's.
+
+``--older`` runs ``OLDER`` (HEAD~160..HEAD~101 of 31f1ca961) with no hand-written answer:
+each commit is judged by the rules in ``judge`` (docs-only diffs get no GPU run; every
+``/rerun-test`` file passes miles' own registration reader at that commit, run in the
+checkout; ``nothing`` plans on diffs with Python code are listed for a person to read).
 """
 
 from __future__ import annotations
@@ -43,6 +49,23 @@ from flow.workflows.targeted.trace import affected_tests  # noqa: E402
 
 TRUTH = Path(__file__).with_name("targeted_ground_truth.toml")
 RANGE = ("bb6f7dbd3", "31f1ca961")  # 40 first-parent commits: bb6f7dbd3 .. 31f1ca961
+# HEAD~160 .. HEAD~101 of 31f1ca961 (first parent, 60 commits): judged by rules only.
+OLDER = ("f645c780a", "06286243c")
+# miles' own registration reader, run in the checkout (its tests/ci/ci_register.py at that
+# commit): registrations of the files on stdin, as JSON.
+_READER = r"""
+import json, sys
+sys.path.insert(0, ".")
+from tests.ci.ci_register import ut_parse_one_file
+out = {}
+for name in json.load(sys.stdin):
+    try:
+        out[name] = [{"backend": r.backend.name, "labels": list(r.labels),
+                      "disabled": r.disabled} for r in ut_parse_one_file(name)]
+    except Exception as exc:  # noqa: BLE001 - the reader's own refusal is the answer
+        out[name] = str(exc)
+print(json.dumps(out))
+"""
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -50,9 +73,9 @@ def _git(repo: Path, *args: str) -> str:
                           text=True).stdout.strip()
 
 
-def commits(repo: Path) -> list[str]:
+def commits(repo: Path, span: tuple[str, str] = RANGE) -> list[str]:
     """The fixed range, oldest first, as full SHAs."""
-    first, last = RANGE
+    first, last = span
     out = _git(repo, "rev-list", "--first-parent", "--reverse", f"{first}~1..{last}")
     return out.split()
 
@@ -78,12 +101,49 @@ def score(truth: dict, plan, report) -> dict:
             "missed_files": sorted(expected - files - {k.rsplit("@", 1)[0] for k in labelled})}
 
 
+def miles_reader(work: Path, files: list[str]) -> dict:
+    """miles' own reading of each file's registrations at the checked-out commit."""
+    if not files:
+        return {}
+    got = subprocess.run([sys.executable, "-c", _READER], cwd=work, input=orjson.dumps(files),
+                         capture_output=True, check=True)
+    return orjson.loads(got.stdout)
+
+
+def judge(work: Path, sha: str, plan, report) -> dict:
+    """One older commit judged by rules, not by a hand-written answer: a docs-only diff (every
+    path under docs/ or a .md/.mdx file, the seed's no-GPU rule) gets no GPU run; every
+    ``/rerun-test`` file is one miles' resolver accepts (its own reader finds an enabled
+    CUDA or a labeled CPU registration; "a disabled, unregistered or ROCm-only file fails
+    the resolve job"); and a ``nothing`` plan on a diff with Python code is listed for a
+    person to read (``nothing_on_code``), with the plan's reason."""
+    changed = sorted({p for c in report.changed for p in (c.path, c.old_path) if p})
+    docs_only = bool(changed) and all(p.startswith("docs/") or p.endswith((".md", ".mdx"))
+                                      for p in changed)
+    files = [c.split(" ", 1)[1] for c in plan.comments]
+    regs = miles_reader(work, files)
+    refused = sorted(f for f in files if isinstance(regs.get(f), str) or not any(
+        not r["disabled"] and (r["backend"] == "CUDA" or (r["backend"] == "CPU" and r["labels"]))
+        for r in regs.get(f, [])))
+    code = [p for p in changed if p.endswith(".py") and not p.startswith("tests/fast/")]
+    return {"mode": plan.mode, "labels": plan.labels, "files": files, "docs_only": docs_only,
+            "gpu_on_docs": docs_only and bool(plan.comments or plan.labels),
+            "refused": refused,
+            "nothing_on_code": (plan.mode == "nothing" and bool(code)),
+            "why": plan.reasons[:1] if plan.mode == "nothing" else [],
+            "unimported": report.unimported, "unknown_suites": [u.suite for u in report.unknown_suites]}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repo-dir", required=True, help="a clone of radixark/miles")
     ap.add_argument("--json", action="store_true", help="one JSON object, per commit too")
     ap.add_argument("--show", action="store_true", help="print each commit's plan")
+    ap.add_argument("--older", action="store_true", help="the older range HEAD~160..HEAD~101, "
+                    "judged by rules (see judge) instead of the ground truth")
     args = ap.parse_args()
+    if args.older:
+        return main_older(args)
     repo = Path(args.repo_dir).resolve()
     truth = {t["sha"]: t for t in tomllib.loads(TRUTH.read_text())["commit"]}
     cfg = load_profile("miles")
@@ -131,6 +191,44 @@ def main() -> int:
                            option=orjson.OPT_INDENT_2).decode())
     else:
         print(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
+    return 0
+
+
+def main_older(args: argparse.Namespace) -> int:
+    """The older range, each commit against its parent, judged by ``judge``."""
+    repo = Path(args.repo_dir).resolve()
+    cfg = load_profile("miles")
+    shas = commits(repo, OLDER)
+    tmp = Path(tempfile.mkdtemp(prefix="targeted-acc-"))
+    work, cache = tmp / "wt", tmp / "cache"
+    rows = []
+    started = time.perf_counter()
+    try:
+        _git(repo, "worktree", "add", "-q", "--detach", str(work), shas[0])
+        for sha in shas:
+            _git(work, "checkout", "-q", "--detach", sha)
+            report = affected_tests(work, f"{sha}~1", config=cfg, cache_dir=cache)
+            row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70],
+                   **judge(work, sha, choose(report, cfg), report)}
+            rows.append(row)
+            if args.show:
+                print(orjson.dumps(row).decode(), flush=True)
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(work)],
+                       capture_output=True, check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+    summary = {
+        "range": f"{OLDER[0]}..{OLDER[1]}", "commits": len(rows),
+        "docs_only": sum(r["docs_only"] for r in rows),
+        "gpu_runs_on_docs_only": sum(r["gpu_on_docs"] for r in rows),
+        "rerun_lines": sum(len(r["files"]) for r in rows),
+        "rerun_lines_refused_by_miles": sum(len(r["refused"]) for r in rows),
+        "nothing_on_code": [r["sha"] for r in rows if r["nothing_on_code"]],
+        "modes": {m: sum(r["mode"] == m for r in rows) for m in ("files", "labels", "nothing")},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    out = {"summary": summary, "commits": rows} if args.json else summary
+    print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
     return 0
 
 

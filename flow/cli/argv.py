@@ -86,8 +86,9 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                            "(e.g. origin/main)"}),
     "depth": (("--depth",), {"type": int, "metavar": "N", "help": "how many import hops to "
                              "follow from a changed file"}),
-    "hub_limit": (("--hub-limit",), {"type": int, "metavar": "N", "help": "a module imported by "
-                                     "more than N files counts as a hub and is not followed"}),
+    "hub_limit": (("--hub-limit",), {"type": int, "metavar": "N", "help": "a file whose "
+                                     "dependents reach more than N enabled CUDA tests within "
+                                     "--depth hops counts as a hub and is not followed"}),
     "approved": (("--approved",), {"action": "store_true", "help": "a person approved spending "
                                    "the CI runners the plan needs"}),
     "include_worktree": (("--include-worktree",), {"action": "store_true", "help": "trace the "

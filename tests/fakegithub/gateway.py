@@ -23,7 +23,14 @@ class RerunGateway:
        bot `miles-ci[bot]`.
 
     `hardware[file]` is "cuda" (default) or "cpu". Tests finish jobs with `finish`.
+
+    A commenter in `refused` lacks write permission: as `comment_ci_command.py` does, the
+    gateway's `handle-command` job fails at "Validate and authorize the command" with
+    `::error::comment author is not authorized for the requested operation`; nothing is
+    dispatched, no reaction, no reply.
     """
+
+    REFUSAL = "::error::comment author is not authorized for the requested operation"
 
     WORKFLOW, PATH = "Rerun Test", ".github/workflows/run-ci-file.yml"
     GATEWAY, GATEWAY_PATH = "Comment command gateway", ".github/workflows/comment-ci-command.yml"
@@ -34,6 +41,7 @@ class RerunGateway:
         self.workflow = repo.add_workflow(self.WORKFLOW, self.PATH)
         self.gateway = repo.add_workflow(self.GATEWAY, self.GATEWAY_PATH)
         self.dispatched: list[tuple[int, str, WorkflowRun]] = []  # (PR, file, run)
+        self.refused: set[str] = set()  # commenters without write permission
 
     def on_comment(self, repo: Repo, number: int, body: str, login: str) -> None:
         text = body.strip()
@@ -42,6 +50,9 @@ class RerunGateway:
         main = repo.branches[repo.default_branch]
         gate = repo.add_run(self.gateway, main, head_branch=repo.default_branch, event="issue_comment")
         gate.display_title = f"Comment command by {login}"
+        if login in self.refused:
+            repo.add_job(gate, "handle-command", "failure", log=self.REFUSAL + "\n")
+            return
         repo.add_job(gate, "handle-command", "success")
         test_file = text.split(None, 1)[1]
         run = repo.add_run(self.workflow, main, head_branch=repo.default_branch, event="workflow_dispatch")

@@ -98,9 +98,22 @@ def test_miles_profile_maps_suites_to_hardware_and_runner(suite, backend, hardwa
 
 
 def test_suite_without_a_job_never_runs_on_prs():
-    """A suite the profile does not list (miles' stage-c-8-gpu-b200) has no job."""
-    assert (False, True) == (load_profile("miles").pr_runs("stage-c-8-gpu-b200"),
-                             TargetedConfig().pr_runs("anything"))
+    """A suite mapped with pr = false (miles' stage-c-8-gpu-b200) or not mapped at all has
+    no PR job; without any suite mapped every suite runs."""
+    cfg = load_profile("miles")
+    assert (False, False, True) == (cfg.pr_runs("stage-c-8-gpu-b200"),
+                                    cfg.pr_runs("stage-z-renamed"),
+                                    TargetedConfig().pr_runs("anything"))
+
+
+def test_unknown_suite_runner_comes_from_the_backend_never_a_default():
+    """A suite the profile does not map starts as its backend's runner says; with no
+    backend runner configured the runner is unknown (None), never pytest by default."""
+    cfg = load_profile("miles")
+    bare = TargetedConfig(suites={"known": cfg.suite("stage-a-cpu")})
+    assert ("python", "pytest", None, "pytest") == (
+        cfg.runner("stage-z", "cuda"), cfg.runner("stage-z", "cpu"),
+        bare.runner("stage-z", "cuda"), TargetedConfig().runner("stage-z", "cuda"))
 
 
 def test_profile_is_detected_from_marker_files(tmp_path):

@@ -60,6 +60,14 @@ def ast_facts(source: bytes) -> tuple[list[list], set[str]] | None:
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             values.add(node.value)
+        elif isinstance(node, ast.JoinedStr):
+            # a part after a field starting with "/" also gives its repo-relative tail
+            for prev, part in zip(node.values, node.values[1:]):
+                if isinstance(prev, ast.FormattedValue) and isinstance(part, ast.Constant) \
+                        and id(part) not in bare and part.value.startswith("/"):
+                    tail = _TOKEN.match(part.value, 1)
+                    if tail:
+                        values.add(tail.group())
         elif isinstance(node, ast.Import):
             imports += [[a.name, 0, []] for a in node.names]
         elif isinstance(node, ast.ImportFrom):

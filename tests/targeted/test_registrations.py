@@ -86,11 +86,12 @@ def test_function_names_are_configurable():
 
 
 def test_implicit_location_needs_no_call():
-    """A test under an implicit location (miles' tests/fast/) is registered by where it is."""
+    """A test under an implicit location (miles' tests/fast/) is registered by where it is,
+    with the est_time miles' reader gives it (1.0 s)."""
     cfg = load_profile("miles")
     got = read_source("tests/fast/test_a.py", b"def test(): ...\n", cfg)
     expected = [Registration(path="tests/fast/test_a.py", backend="cpu", suite="stage-a-cpu",
-                             implicit=True)]
+                             est_time=1.0, implicit=True)]
     assert expected == got
 
 

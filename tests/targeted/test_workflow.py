@@ -84,8 +84,9 @@ def test_approval_gate_shows_exact_comments_and_declining_posts_nothing(flow_of:
     spec = f.start().spec
     assert ("need_human", "ci-targeted/acme/widgets/pr-7") == (spec["status"], spec["flow_id"])
     assert [rerun(A), rerun(B)] == spec["comments"]
-    assert "comment: /rerun-test tests/test_a.py\ncomment: /rerun-test tests/test_b.py" \
-        in spec["question"]
+    assert ("comment: /rerun-test tests/test_a.py  (est 1500s)\n"
+            "comment: /rerun-test tests/test_b.py  (est 60s)\n"
+            "files total: est 1560s of GPU time, one runner per file") in spec["question"]
     assert [] == f.bot.comments()
     done = f.answer(spec, "decline").spec
     assert ("done", "declined", []) == (done["status"], done["outcome"], f.bot.comments())
@@ -298,3 +299,24 @@ def test_bad_poll_deadline_is_refused(flow_of: Any) -> None:
                        extra_env={"ORCHESTRATOR_TARGETED_POLL_HOURS": "soon"})
     assert (True, True) == (call.code != 0,
                             "ORCHESTRATOR_TARGETED_POLL_HOURS" in json.dumps(call.spec))
+
+
+def test_labels_question_shows_what_each_label_starts(flow_of: Any) -> None:
+    """The approval question of a labels plan names each label's registrations and summed
+    est_time, and the reasons; the spec carries the costs too."""
+    f = flow_of(extra={"Dockerfile": "FROM python\n"})
+    spec = f.start().spec
+    assert "label: run-ci-rollout  (starts 3 registration(s), est 1620s)" in spec["question"]
+    assert {"run-ci-rollout": "3 registration(s), est 1620s"} == spec["costs"]
+
+
+def test_refused_rerun_test_ends_with_the_gateways_error(flow_of: Any) -> None:
+    """The commenter lacks write permission: the gateway's own run fails and no run starts;
+    the first poll reads the refusal and ends stopped with its error, not after 24 h."""
+    f = flow_of()
+    f.bot.gateway.refused.add("bot")  # the login the fake gives the flow's comments
+    done = f.answer(f.start().spec, "approve").spec  # the poll right after posting
+    assert ("done", "stopped") == (done["status"], done["outcome"]), done
+    assert "comment author is not authorized for the requested operation" in done["reason"]
+    assert [("refused", "refused"), ("refused", "refused")] == [
+        (x["result"], x["conclusion"]) for x in done["files"]]

@@ -91,12 +91,26 @@ class Suite(_Strict):
 
 
 class Implicit(_Strict):
-    """Test files under ``path`` that are registered by where they live, not by a call."""
+    """Test files under ``path`` that are registered by where they live, not by a call;
+    ``est_time`` is what the repository's own reader assigns them (None: it says none)."""
 
     path: str
     backend: Backend = "cpu"
     suite: str
     labels: list[str] = []
+    est_time: float | None = None
+
+
+class ExternalImport(_Strict):
+    """Modules under ``path`` (a glob) that code outside this repository imports by module
+    path (the seed: the Megatron fork and sglang-miles import ``miles.utils.replay_base``):
+    the trace cannot see those importers, so a change there needs ``labels`` (the e2e tests
+    of the models that use it); ``importers`` names them for the plan."""
+
+    path: str
+    importers: list[str]
+    labels: list[str]
+    why: str = ""
 
 
 class Timing(_Strict):
@@ -121,6 +135,11 @@ class TargetedConfig(_Strict):
     # Suites by name. Empty: every suite runs on PRs and its files run under pytest (the
     # generic reading). Non-empty: a suite missing from it has no job, so it never runs.
     suites: dict[str, Suite] = {}
+    # How CI starts a file of a suite the profile does not map, by backend (the CI's own
+    # runner per backend); with suites mapped and no entry here, the runner is unknown and
+    # only a ``pytest.main`` call in the file loads its conftests.
+    backend_runners: dict[Backend, Literal["pytest", "python"]] = {}
+    external_imports: list[ExternalImport] = []
     no_gpu: list[str] = []  # changed paths the repository's CI proves need no GPU run
     strings_not_loads: list[str] = []  # files whose string literals are data (label prose)
     detect: list[str] = []  # files whose presence identifies the repository (profiles)
@@ -160,10 +179,20 @@ class TargetedConfig(_Strict):
         info = self.suites.get(suite)
         return info is not None and info.pr
 
-    def runner(self, suite: str) -> str:
-        """How CI starts a file of ``suite``: "pytest" or "python"."""
+    def known_suite(self, suite: str) -> bool:
+        """True when the config maps no suites (the generic reading) or maps ``suite``."""
+        return not self.suites or suite in self.suites
+
+    def runner(self, suite: str, backend: str | None = None) -> str | None:
+        """How CI starts a file of ``suite``: "pytest" or "python"; for a suite the config
+        does not map, the backend's runner (``backend_runners``), else None (unknown: never
+        defaulted). Without any suite mapped every file runs under pytest."""
         info = self.suites.get(suite)
-        return info.runner if info is not None else "pytest"
+        if info is not None:
+            return info.runner
+        if not self.suites:
+            return "pytest"
+        return self.backend_runners.get(backend) if backend else None  # type: ignore[call-overload]
 
     def hardware(self, suite: str, backend: str) -> str:
         """The hardware class ``suite`` runs on (the backend when unmapped)."""

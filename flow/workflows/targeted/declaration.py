@@ -67,6 +67,9 @@ def trace_step(ctx: Any) -> Any:
     d.new_tests = loop.new_tests(report)
     d.suites = {t.path: t.suite for t in report.tests}
     d.est = {t.path: t.est_time for t in report.tests if t.est_time}
+    d.costs = loop.label_costs(report)
+    d.alternatives = loop.alternatives(plan, _cfg(d))
+    d.untraced = loop.untraced(report)
     return Go("empty" if plan.mode == "nothing" else "traced")
 
 
@@ -80,16 +83,22 @@ def approve(ctx: Any) -> Any:
     key = f"approve-{len(d.posted)}-{len(d.labels_added)}-r{d.round}"
     answer = ctx.answer(key)
     if answer is None:
-        lines = [f"comment: {c}" for c in comments] + [f"label: {lab}" for lab in labels]
-        why = "; ".join(d.plan.reasons) if d.plan else ""
-        return Human(key, f"Spend CI runners on {d.repo}#{d.number}? Exactly:\n"
-                     + "\n".join(lines) + (f"\n({why})" if why else ""),
-                     {"approve": "post exactly these comments / add these labels",
-                      "decline": "spend nothing; end with the report"},
-                     extra={"comments": comments, "labels": labels})
+        options = {"approve": "post exactly these comments / add these labels",
+                   "decline": "spend nothing; end with the report"}
+        options |= {a: "approve, and also add " + ", ".join(labs)
+                    for a, labs in d.alternatives.items()}
+        return Human(key, loop.question(d, comments, labels), options,
+                     extra={"comments": comments, "labels": labels,
+                            "costs": {lab: d.costs.get(lab) for lab in labels},
+                            "est": {p: d.est.get(p) for p in d.to_run},
+                            "judgement": list(d.plan.judgement) if d.plan else [],
+                            "alternatives": d.alternatives})
     if answer == "decline":
         d.declined = True
         return Go("declined")
+    extra = d.alternatives.get(answer, [])
+    if extra and d.outbox is not None:
+        d.outbox.labels = sorted(set(d.outbox.labels) | set(extra))
     return Go("approved")
 
 

@@ -5,7 +5,9 @@ warm trace scans nothing. Facts are plain JSON (lists and dicts), one ``orjson.l
 
 - ``i``: imports, each ``[module, level, [names]]``; ``level`` -1 marks a dynamic import
   (``importlib.import_module("x")`` / ``__import__("x")``) whose literal may be relative.
-- ``s``: the distinct tokens of every string literal (paths, dotted names, model names).
+- ``s``: the distinct tokens of every string literal (paths, dotted names, model names),
+  plus the repo-relative tail of an f-string part that follows a field and starts with
+  ``/`` (``f"{repo_base_dir}/tools/x.py"`` names ``tools/x.py``: a script launched by path).
 - ``n``: every word (``\\w+``) of the imports and string tokens, plus ``"\\0rel"`` when the
   file has a relative or dynamic import: the names through which it can reach a file, for
   the import graph's importer index.
@@ -28,9 +30,9 @@ from typing import Any
 
 import orjson
 
-from flow.workflows.targeted.lexer import scan
+from flow.workflows.targeted.lexer import SEP, scan
 
-FACTS_VERSION = 6  # bump when facts, calls or the graph file change shape
+FACTS_VERSION = 7  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]
 Calls = dict[str, Any]  # read_calls: {"c": [top-level calls], "e": syntax error or None}
 
@@ -38,6 +40,7 @@ Calls = dict[str, Any]  # read_calls: {"c": [top-level calls], "e": syntax error
 # into "--x", "a.b", "c/d.py".
 _TOKEN = re.compile(r"[\w.\-/]{3,}")
 _WORD = re.compile(r"\w+")
+_FIELD_PATH = re.compile(r"/([\w.\-/]{3,})")
 REL = "\0rel"  # index key of files with a relative or dynamic import
 
 
@@ -75,6 +78,14 @@ def scan_facts(source: bytes) -> Facts:
     imports, values = scan(source.decode("utf-8", "surrogateescape"))
     # No token spans a NUL, so one findall over the joined values finds each value's own.
     tokens = set(_TOKEN.findall("\0".join(values)))
+    # An f-string part that follows a field and starts with "/" continues a path the
+    # field holds (``f"{repo_base_dir}/tools/convert.py"``): its tail is repo-relative.
+    for value in values:
+        if SEP in value:
+            for part in value.split(SEP)[1:]:
+                m = _FIELD_PATH.match(part)
+                if m:
+                    tokens.add(m.group(1))
     names = set(_WORD.findall(" ".join(tokens)))
     for mod, level, imported in imports:
         names.update(_WORD.findall(mod))
@@ -82,6 +93,14 @@ def scan_facts(source: bytes) -> Facts:
         if level != 0:
             names.add(REL)
     return {"i": imports, "s": sorted(tokens), "n": sorted(names)}
+
+
+def text_facts(source: bytes) -> Facts:
+    """Facts of a file that is not Python (a model definition's shell fragment): no
+    imports, every token of its text a string token. Never raises."""
+    tokens = set(_TOKEN.findall(source.decode("utf-8", "replace")))
+    names = set(_WORD.findall(" ".join(tokens)))
+    return {"i": [], "s": sorted(tokens), "n": sorted(names)}
 
 
 PARALLEL_MIN = 400  # sources below which a second process costs more than it saves

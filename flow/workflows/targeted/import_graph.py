@@ -6,6 +6,9 @@ files), imports through folders put on ``sys.path`` (``syspath``), and for ``con
 every test file below its directory that pytest runs (pytest loads it without an import;
 a file CI starts as ``python3 file.py`` loads it only when it calls ``pytest.main``).
 
+A model definition under ``models_dir`` (not Python) names what it loads too: its words
+are string tokens (``--spec "miles_plugins.models.glm5.glm5" "get_glm5_spec"``).
+
 Every file is scanned once (``lexer``; facts cached by content), but the graph is
 resolved lazily: ``importers(f)`` resolves only the files whose words could name ``f``
 (its stem, its package's directory name, or a relative import for a package
@@ -28,7 +31,7 @@ from collections.abc import Callable
 
 from flow.workflows.targeted.config import TargetedConfig
 from flow.workflows.targeted.facts import (
-    REL, Calls, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1,
+    REL, Calls, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1, text_facts,
 )
 from flow.workflows.targeted.paths import any_match, glob_match, module_name
 from flow.workflows.targeted.resolve import Resolver
@@ -70,6 +73,15 @@ class ImportGraph:
             except OSError:
                 continue  # a tracked file missing from the work tree has no edges
             self._data[rel], self._key[rel] = data, sha1(data)
+        for rel in sorted(self.nodes - set(py) - self.phantoms):
+            # A model definition (a shell fragment: ``--spec "pkg.mod" "fn"``) names the
+            # modules it loads: read its words as string tokens (keyed apart from Python).
+            try:
+                with open(os.path.join(root, rel), "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            self._data[rel], self._key[rel] = data, sha1(b"text\0" + data)
         self._scopes = self._read_syspath()
         self._syspath_dirs = {f for _, _, fs in self._scopes for f in fs}
         # Tests pytest runs (their conftests load); the rest run as plain scripts.
@@ -138,7 +150,7 @@ class ImportGraph:
     def runs_pytest_main(self, path: str) -> bool:
         """True when ``path`` calls ``pytest.main`` (so it loads conftests when run as a
         script)."""
-        data = self._data.get(path)
+        data = self._data.get(path) if path.endswith(".py") else None
         return data is not None and _PYTEST_MAIN.search(data) is not None
 
     def _load_all_facts(self) -> None:
@@ -155,6 +167,11 @@ class ImportGraph:
                 todo.append(rel)
             else:
                 self._facts[rel] = hit
+        text = [r for r in todo if not r.endswith(".py")]
+        todo = [r for r in todo if r.endswith(".py")]
+        for rel in text:
+            self._facts[rel] = facts = text_facts(self._data[rel])
+            self.cache.put(self._key[rel], facts)
         if todo:
             for rel, facts in zip(todo, scan_many([self._data[r] for r in todo]), strict=True):
                 self._facts[rel] = facts
@@ -168,7 +185,8 @@ class ImportGraph:
             key = self._key[path]
             hit = self.cache.entries.get(key)
             if hit is None:
-                hit = scan_facts(self._data[path])
+                data = self._data[path]
+                hit = scan_facts(data) if path.endswith(".py") else text_facts(data)
                 self.cache.put(key, hit)
             self._facts[path] = hit
         return hit

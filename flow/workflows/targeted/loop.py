@@ -6,6 +6,7 @@ Nothing here does IO; ``declaration.py`` calls these with what it read from git 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -22,7 +23,7 @@ from flow.workflows.targeted.timing import est_time, timing_line
 MAX_FIX_ROUNDS = 3
 DEFAULT_EST = 600  # seconds assumed for a test without est_time, for the poll schedule only
 
-FileStatus = Literal["queued", "running", "passed", "failed", "timed_out"]
+FileStatus = Literal["queued", "running", "passed", "failed", "timed_out", "refused"]
 POLL_HOURS_ENV = "ORCHESTRATOR_TARGETED_POLL_HOURS"
 DEFAULT_POLL_HOURS = 24.0  # how long a posted file run may take to be found and finish
 Cause = Literal["caused_by_pr", "infra", "flake"]
@@ -100,6 +101,9 @@ class TargetedData(_M):
     suites: dict[str, str] = {}
     est: dict[str, float] = {}
     not_run: list[str] = []
+    costs: dict[str, str] = {}  # label -> what it starts ("N registration(s), est Ts")
+    alternatives: dict[str, list[str]] = {}  # answer -> labels it adds (from the judgement)
+    untraced: list[str] = []  # changed paths the trace could not follow, for the report
     declined: bool = False
     access: Access = Field(default_factory=Access)  # API URL and token file, fixed at the start
     github: Trouble = Field(default_factory=Trouble)  # waits and questions after GitHub said no
@@ -178,6 +182,58 @@ def not_run(report: AffectedReport, plan: Plan) -> list[str]:
     return sorted(set(out), key=out.index)
 
 
+def label_costs(report: AffectedReport) -> dict[str, str]:
+    """``{label: "N registration(s), est Ts"}`` for every label that selects something."""
+    from flow.workflows.targeted.report import cost_text
+
+    return {c.label: cost_text(c) for c in report.costs}
+
+
+def alternatives(plan: Plan, cfg: TargetedConfig) -> dict[str, list[str]]:
+    """Answers beyond approve/decline: ``add <label>`` for each broad, fallback or Blackwell
+    label a judgement line names that the plan does not add already."""
+    offered = [*sorted(cfg.labels.scopes), *cfg.labels.fallback,
+               *([cfg.labels.blackwell] if cfg.labels.blackwell else [])]
+    text = "\n".join(plan.judgement)
+    return {f"add {lab}": [lab] for lab in dict.fromkeys(offered)
+            if lab not in plan.labels and lab not in cfg.labels.never
+            and re.search(rf"(?<![\w-]){re.escape(lab)}(?![\w-])", text)}
+
+
+def untraced(report: AffectedReport) -> list[str]:
+    """Changed paths the trace could not follow to a test, each with why."""
+    out = [f"{p}: nothing imports or names it" for p in report.unimported]
+    out += [f"{o.path}: outside the import trace ({o.reason})" for o in report.outside_trace]
+    out += [f"{e.path}: imported outside this repository ({', '.join(e.importers)})"
+            for e in report.external]
+    return out
+
+
+def question(data: TargetedData, comments: list[str], labels: list[str]) -> str:
+    """The approval question: exactly what would be posted, what each piece costs, why,
+    and the judgement a person must make (the plan's own lines)."""
+    lines = [f"Spend CI runners on {data.repo}#{data.number}? Exactly:"]
+    total = 0.0
+    for c in comments:
+        est = data.est.get(c.split(" ", 1)[1])
+        total += est or 0
+        lines.append(f"comment: {c}  (est {f'{est:g}s' if est else '?'})")
+    for lab in labels:
+        lines.append(f"label: {lab}  (starts {data.costs.get(lab, 'an unknown number of runs')})")
+    if comments:
+        lines.append(f"files total: est {total:g}s of GPU time, one runner per file")
+    plan = data.plan
+    if plan and plan.reasons:
+        lines.append("why: " + "; ".join(plan.reasons))
+    if plan and plan.judgement:
+        lines.append("judge before approving:")
+        lines += [f"- {j}" for j in plan.judgement]
+    for answer, labs in data.alternatives.items():
+        lines.append(f"or answer {answer!r}: also add {', '.join(labs)} (starts "
+                     + "; ".join(data.costs.get(lab, "?") for lab in labs) + ")")
+    return "\n".join(lines)
+
+
 def new_tests(report: AffectedReport) -> list[str]:
     """CUDA test files the diff adds or moves: they need a measured est_time."""
     added = {c.path for c in report.changed if c.status in ("A", "R", "C")}
@@ -222,5 +278,8 @@ def final_report(data: TargetedData, outcome: str, cfg: TargetedConfig) -> dict[
             "files": files, "failures": failures, "labels_added": data.labels_added,
             "comments_posted": data.posted, "reported": data.reported,
             "not_run": data.not_run, "timing_lines": timing_lines(data, cfg),
+            **({"why": list(data.plan.reasons), "judgement": list(data.plan.judgement),
+                "untraced": data.untraced}
+               if outcome == "nothing_to_run" and data.plan else {}),
             "github_problems": list(data.github.history),
             **({"reason": data.stopped} if data.stopped else {})}

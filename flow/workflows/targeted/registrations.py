@@ -98,7 +98,8 @@ def from_calls(path: str, calls: Calls, cfg: TargetedConfig) -> list[Registratio
     for rule in cfg.implicit:
         if glob_match(path, rule.path):
             return [Registration(path=path, backend=rule.backend, suite=rule.suite,
-                                 labels=list(rule.labels), implicit=True)]
+                                 labels=list(rule.labels), est_time=rule.est_time,
+                                 implicit=True)]
     names = " / ".join(sorted(cfg.registration))
     return Unreadable(path=path, reason=f"none: no top-level {names} call")
 

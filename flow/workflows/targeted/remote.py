@@ -147,7 +147,7 @@ def poll(ctx: Any) -> Any:
 
 
 def _poll(ctx: Any, d: TargetedData) -> Any:
-    from flow.workflows.targeted.runs import find_run, get_run
+    from flow.workflows.targeted.runs import find_refusal, find_run, get_run
 
     hours = loop.poll_hours(ctx.settings)  # a bad setting is refused before any request
     running = [f for f in d.files.values() if f.status == "running"]
@@ -160,6 +160,16 @@ def _poll(ctx: Any, d: TargetedData) -> Any:
         else:
             run = find_run(client, d.repo, d.number, fr.path, fr.after, claimed)
         if run is None:
+            refusal = find_refusal(client, d.repo, d.number, fr.path, fr.after)
+            if refusal is not None:
+                fr.status = "refused"
+                att.run_id, att.url, att.conclusion = refusal.run_id, refusal.url, "refused"
+                why = _refusal_text(ctx, refusal.failed_job)
+                d.reported.append(f"{fr.path}: the comment gateway refused /rerun-test "
+                                  f"({refusal.url}): {why}")
+                d.stopped = (f"the comment gateway refused /rerun-test {fr.path} ({why}; run "
+                             f"{refusal.url}): the commenter needs write permission on "
+                             f"{d.repo}, or a maintainer must post the comment")
             continue
         claimed.add(run.id)
         att.run_id, att.url, att.run_sha = run.id, run.url, run.head_sha
@@ -167,6 +177,8 @@ def _poll(ctx: Any, d: TargetedData) -> Any:
             att.conclusion, att.seconds = run.conclusion, run.seconds
             att.failed_job = run.failed_job
             fr.status = "passed" if run.conclusion == "success" else "failed"
+    if any(f.status == "refused" for f in d.files.values()):
+        return Go("abandon")  # polling on would wait the whole deadline for no run
     waiting = [f for f in d.files.values() if f.status == "running"]
     if waiting:
         now = datetime.now(timezone.utc)
@@ -187,6 +199,23 @@ def _poll(ctx: Any, d: TargetedData) -> Any:
                      extra={"targeted_phase": "waiting_for_runs"})
     failed = [f for f in d.files.values() if f.status == "failed"]
     return Go("failed" if failed else "green")
+
+
+def _refusal_text(ctx: Any, job_id: int | None) -> str:
+    """The gateway's own error line for a refused command (``::error::...``), or what is
+    known when its log cannot be read."""
+    from flow.github.actions import job_log
+    from flow.github.errors import GitHubRequestFailed, LinkExpired
+
+    if job_id is None:
+        return "its gateway run failed"
+    try:
+        text = job_log(client_of(ctx.data, ctx.settings), ctx.data.repo, job_id, 65_536)
+    except (LinkExpired, GitHubRequestFailed):
+        return "its gateway run failed (log unavailable)"
+    errors = [ln.split("::error::", 1)[1].strip() for ln in str(text).splitlines()
+              if "::error::" in ln]
+    return "; ".join(errors[:3]) or "its gateway run failed"
 
 
 # -- failure logs for the debugger ---------------------------------------------------------

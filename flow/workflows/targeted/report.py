@@ -30,7 +30,9 @@ class ReachedTest(_Row):
     est_time: int | float | None
     disabled: str | None
     num_gpus: int | None = None
-    runner: str = "pytest"  # how CI starts the file: pytest, or python (python3 file.py)
+    # how CI starts the file: pytest, python (python3 file.py), or unknown (a suite the
+    # profile does not map and no runner for its backend)
+    runner: str = "pytest"
     on_pr: bool = True  # a PR workflow job runs its suite (False: nightly-only, no job)
     hop: int
     reached_from: str
@@ -47,6 +49,36 @@ class LabelCount(_Row):
     reached: int
     all: int
     tests: list[str]
+    behind: int = 0  # of ``tests``, those behind hubs or past the depth bound (not reached)
+
+
+class LabelCost(_Row):
+    """What one PR label starts: ``registrations`` it selects at regular cadence and their
+    summed ``est_time`` in seconds (``unknown``: registrations without one)."""
+
+    label: str
+    registrations: int
+    est_time: float
+    unknown: int = 0
+
+
+class UnknownSuite(_Row):
+    """A suite registrations name that the profile does not map: no PR job is known to run
+    it, and its files start as ``runner`` says (the backend's runner, or unknown)."""
+
+    suite: str
+    backend: Backend
+    runner: str
+    paths: list[str]
+
+
+class External(_Row):
+    """A changed module that code outside this repository imports by module path."""
+
+    path: str
+    importers: list[str]
+    labels: list[str]
+    why: str = ""
 
 
 class NightlyTarget(_Row):
@@ -124,12 +156,22 @@ class AffectedReport(_Row):
     entry_loads: list[EntryLoad]
     unimported: list[str]
     unreadable: list[Unreadable]
+    unknown_suites: list[UnknownSuite] = []
+    external: list[External] = []  # changed modules imported from outside the repository
+    blackwell_only: list[str] = []  # changed files whose changed lines run only on Blackwell
+    costs: list[LabelCost] = []  # every label that selects a registration, with its cost
 
 
 def _est(value: int | float | None) -> str:
     if value is None:
         return "est ?"
     return f"est {value:g}s"
+
+
+def cost_text(cost: LabelCost) -> str:
+    """``"12 registrations, est 3400s"`` (plus how many have no est_time)."""
+    return (f"{cost.registrations} registration(s), est {cost.est_time:g}s"
+            + (f" (+{cost.unknown} without est_time)" if cost.unknown else ""))
 
 
 def _kind(o: Outside) -> str:
@@ -181,15 +223,20 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
         out.append("")
         out.extend(lines)
 
-    section(f"Tests reached ({len({t.path for t in report.tests})})", [
+    files = len({t.path for t in report.tests})
+    section(f"Tests reached ({files} file(s), {len(report.tests)} registration(s))", [
         f"{t.path}  {t.backend}/{','.join(t.hardware) or '-'}  {_est(t.est_time)}"
         + ("  nightly" if t.nightly else "") + ("  disabled" if t.disabled else "")
         + ("" if t.on_pr else "  (no PR job)")
         # GPU and labeled tests first: the unlabeled CPU ones run on every PR anyway
         for t in sorted(report.tests, key=lambda t: (t.backend == "cpu" and not t.labels,
                                                       t.path))])
-    section("Labels (reached / all registrations they select)",
-            [f"{c.label}  {c.reached} / {c.all}" for c in report.labels])
+    costs = {c.label: c for c in report.costs}
+    section("Labels (reached / all registrations they select; behind hubs; est. time)",
+            [f"{c.label}  {c.reached - c.behind} / {c.all}"
+             + (f"  (+{c.behind} behind hubs or the depth bound)" if c.behind else "")
+             + (f"  {cost_text(costs[c.label])}" if c.label in costs else "")
+             for c in report.labels])
     section("Nightly-only targets (no PR label runs them)",
             [n.rerun for n in report.nightly_only])
     section("Hubs (not followed; the tests behind them)", [
@@ -213,7 +260,16 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
     section("Changed files the training entry points load",
             [f"{e.path}  <- {', '.join(e.entry_points)} ({e.hops} hop(s))"
              for e in report.entry_loads])
-    section("Changed Python files nothing imports or names", list(report.unimported))
+    section("Changed Python files nothing imports or names (entry points, or loaded some "
+            "other way)", list(report.unimported))
+    section("Changed modules imported from outside this repository",
+            [f"{e.path}  <- {', '.join(e.importers)}: needs {', '.join(e.labels) or '?'}"
+             for e in report.external])
+    section("Changed lines that run only on Blackwell", list(report.blackwell_only))
+    section("Suites the profile does not know", [
+        f"suite {u.suite} is not in the profile ({u.backend}; started as {u.runner}): "
+        + ", ".join(u.paths[:3]) + (f" +{len(u.paths) - 3}" if len(u.paths) > 3 else "")
+        for u in report.unknown_suites])
     section("Test files whose registration cannot be read",
             [f"{u.path}  {u.reason}" for u in report.unreadable])
     return "\n".join(out) + "\n"

@@ -11,7 +11,8 @@ The rules (see ``import_graph`` for the graph built from them):
 - ``importlib.import_module("x.y")`` / ``__import__`` with a literal;
 - string literals: dotted module paths (``--custom-loss-function-path pkg.mod.fn`` names
   ``pkg.mod``), file paths (``python tools/x.py``, repo-relative or beside the file, as
-  ``spec_from_file_location(..., "helper.py")`` loads them);
+  ``spec_from_file_location(..., "helper.py")`` loads them), also the tail of an f-string
+  after a field (``f"{repo_base_dir}/tools/x.py"``, a script launched by path);
 - a file under ``models_dir`` named in a string literal by its stem, or by a variant
   built from it (``<stem>-5layer``, ``<stem>_lora``), case-insensitively.
 """

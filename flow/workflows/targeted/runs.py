@@ -16,6 +16,9 @@ with a link to the run. So a run is ours when:
    created at or after our comment, and not claimed by another of our attempts (the
    oldest such run).
 
+A comment the gateway refuses (the commenter lacks write permission) gets no run and no
+reply: its own "Comment command gateway" run fails instead (``find_refusal``).
+
 The commit a run tested is the PR head we asked for (recorded at dispatch), never the
 run's ``head_sha``. Measured time is the "Run tests" step's duration, else None.
 
@@ -36,6 +39,7 @@ from flow.github.errors import GitHubRequestFailed
 from flow.github.reads import list_all, run_jobs
 
 RERUN_WORKFLOW = "Rerun Test"
+GATEWAY_WORKFLOW_FILE = "comment-ci-command.yml"
 RERUN_WORKFLOW_FILE = "run-ci-file.yml"
 RUN_TESTS_STEP = "Run tests"
 PER_PAGE = 100
@@ -186,11 +190,71 @@ def find_run(client: GitHubClient, repo: str, number: int, path: str, after_comm
     return run_seen(client, repo, match) if match is not None else None
 
 
-def _run_pages(client: GitHubClient, url: str) -> Any:
-    """The workflow's ``workflow_dispatch`` runs a page at a time, newest first, following
+class Refusal(BaseModel):
+    """The comment gateway's failed run for one of our comments: it refused the command."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: int
+    url: str
+    failed_job: int | None
+
+
+def find_refusal(client: GitHubClient, repo: str, number: int, path: str,
+                 after_comment: int, workflow_file: str = GATEWAY_WORKFLOW_FILE) -> Refusal | None:
+    """The gateway's refusal of our ``/rerun-test <path>`` comment, or None.
+
+    miles' "Comment command gateway" (``comment-ci-command.yml``) runs once per comment a
+    user posts, titled "Comment command by <login>"; a commenter without write permission
+    makes its ``handle-command`` job fail, and then nothing is dispatched and no "Started"
+    reply comes. Our comment is the i-th of our login's comments since it was posted, so
+    its gateway run is the i-th run with our title since then (oldest first); refused when
+    that run completed with a conclusion other than success, and no reply answers the
+    comment."""
+    comments = list_comments(client, repo, number)
+    body = f"/rerun-test {path}"
+    mine = next((c for c in comments if c.id > after_comment and c.body.strip() == body), None)
+    if mine is None:
+        return None
+    if any(c.id > mine.id and c.body.startswith(reply_prefix(path)) for c in comments):
+        return None
+    since = _stamp(mine.created_at)
+    ours = sorted((c for c in comments if c.login == mine.login and _not_before(c.created_at, since)),
+                  key=lambda c: c.id)
+    index = [c.id for c in ours].index(mine.id)
+    title = f"Comment command by {mine.login}"
+    runs: list[dict[str, Any]] = []
+    query_url = f"/repos/{repo}/actions/workflows/{workflow_file}/runs"
+    for page in _run_pages(client, query_url, event="issue_comment"):
+        older = False
+        for run in page:
+            if not _not_before(run.get("created_at"), since):
+                older = True
+                break
+            if (run.get("display_title") or "") == title:
+                runs.append(run)
+        if older:
+            break
+    runs.sort(key=lambda r: r["id"])
+    if index >= len(runs):
+        return None
+    run = runs[index]
+    if run.get("status") != "completed" or run.get("conclusion") in (None, "success"):
+        return None
+    seen = run_seen(client, repo, run)
+    return Refusal(run_id=seen.id, url=seen.url, failed_job=seen.failed_job)
+
+
+def _not_before(value: Any, since: datetime | None) -> bool:
+    stamp = _stamp(value)
+    return since is None or stamp is None or stamp >= since
+
+
+def _run_pages(client: GitHubClient, url: str, event: str = "workflow_dispatch") -> Any:
+    """The workflow's runs of ``event`` a page at a time, newest first, following
     ``Link: rel="next"`` for at most ``MAX_PAGES`` pages."""
     next_url: str | None = url
-    query: dict[str, Any] = {"event": "workflow_dispatch", "per_page": PER_PAGE}
+    query: dict[str, Any] = {"event": event, "per_page": PER_PAGE}
     for _ in range(MAX_PAGES):
         if next_url is None:
             return

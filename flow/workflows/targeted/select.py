@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from flow.workflows.targeted.config import TargetedConfig
 from flow.workflows.targeted.paths import any_match
 from flow.workflows.targeted.report import AffectedReport, LabelCount
-from flow.workflows.targeted.trace import rerun_line
+from flow.workflows.targeted.trace import path_rule, rerun_line
 
 _EXACT_LIMIT = 16  # candidate labels up to which the minimal cover is searched exactly
 
@@ -194,10 +194,37 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         else:
             judgement.append(f"{e.path} is loaded by {', '.join(e.entry_points)} "
                              f"({e.hops} hops): the listed tests are those naming its path")
+    _unreached(report, cfg, needed, required, judgement, reasons)
+    for e in report.external:
+        needed.append(f"{e.path} is imported by path outside this repository ("
+                      + ", ".join(e.importers) + "): the trace cannot see those importers"
+                      + (f"; {e.why}" if e.why else "") + ": " + (", ".join(e.labels) or "?"))
+        required += e.labels
+        if not e.labels:
+            judgement.append(f"choose the e2e tests of the models that use {e.path}: the "
+                             "profile names no label for its outside importers")
+    near = ({t.path for t in report.tests}
+            | {k.rsplit("@", 1)[0] for h in report.hubs for k in h.tests}
+            | {k.rsplit("@", 1)[0] for f in report.frontier for k in f.keys})
+    for u in report.unknown_suites:
+        if not near & set(u.paths):
+            continue  # reported with the trace; no test of this change runs on it
+        judgement.append(f"suite {u.suite} is not in the profile: no PR job is known to run "
+                         f"it and its files start as {u.runner} ({len(u.paths)} file(s), e.g. "
+                         f"{u.paths[0]}); add it to the profile's suites")
+    for p in report.blackwell_only:
+        if cfg.labels.blackwell:
+            reasons.append(f"the changed lines of {p} run only on Blackwell")
+        else:
+            judgement.append(f"the changed lines of {p} run only on Blackwell (compute "
+                             "capability 10+): no run this plan starts executes them, and no "
+                             "PR suite has Blackwell runners; test them on a Blackwell machine")
     if len(rerun) > cfg.max_files:
         reasons.append(f"{len(rerun)} files exceed {cfg.max_files}")
     blackwell = sorted(p for p in changed if cfg.blackwell_paths
                        and any_match(p.lower(), cfg.blackwell_paths))
+    if cfg.labels.blackwell:
+        blackwell = sorted(set(blackwell) | set(report.blackwell_only))
     rocm = {k for k in want if _is_rocm(k, report)}
 
     if not blackwell and not reasons:
@@ -210,6 +237,13 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         if not rerun and not labels:
             return Plan(mode="nothing", comments=[], labels=[], judgement=judgement,
                         reasons=[_why_nothing(report)])
+        if not rerun:
+            return Plan(mode="labels", comments=[], labels=labels, judgement=judgement,
+                        reasons=needed)
+        rerun, twice = _not_twice(rerun, labels, report)
+        if twice:
+            judgement.append("not posted as /rerun-test, since the plan's labels run them: "
+                             + ", ".join(twice))
         if not rerun:
             return Plan(mode="labels", comments=[], labels=labels, judgement=judgement,
                         reasons=needed)
@@ -253,6 +287,54 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
                 reasons=reasons, judgement=judgement)
 
 
+def _not_twice(rerun: set[str], labels: list[str],
+               report: AffectedReport) -> tuple[set[str], list[str]]:
+    """The ``/rerun-test`` lines minus the files the plan's labels already run on every
+    suite they are registered on (posting both runs the file twice), and those files."""
+    covered = {t for c in report.labels if c.label in labels for t in c.tests}
+    keep: set[str] = set()
+    twice: list[str] = []
+    for line in sorted(rerun):
+        path = line.split(" ", 1)[1]
+        keys = {f"{t.path}@{t.suite}" for t in report.tests if t.path == path
+                and not t.disabled and not t.nightly and t.on_pr and t.backend != "rocm"}
+        if keys and keys <= covered:
+            twice.append(path)
+        else:
+            keep.add(line)
+    return keep, twice
+
+
+def _unreached(report: AffectedReport, cfg: TargetedConfig, needed: list[str],
+               required: list[str], judgement: list[str], reasons: list[str]) -> None:
+    """Changed Python files nothing imports or names (the seed: "entry points, or code
+    loaded some other way") never make a plan say "nothing": the profile's path rule for
+    them, else the fallback labels, run them, and the plan says why; a rule with no labels
+    says why no GPU run is needed; with neither, a person must choose."""
+    handled = ({e.path for e in report.entry_loads} | {o.path for o in report.outside_trace}
+               | set(report.no_gpu) | {e.path for e in report.external})
+    for p in report.unimported:
+        if p in handled:
+            continue
+        rule = path_rule(p, cfg)
+        if rule is not None and not rule.labels:
+            judgement.append(f"{p}: nothing imports or names it; {rule.why}")
+            continue
+        labels = list(rule.labels) if rule is not None else list(cfg.labels.fallback)
+        if not labels:
+            reasons.append(f"{p}: nothing imports or names it (an entry point, or code "
+                           "loaded some other way)")
+            judgement.append(f"choose labels for {p}: the config names none")
+            continue
+        needed.append(f"{p}: nothing imports or names it (an entry point, or code loaded "
+                      "some other way), so no test run is known to load it: "
+                      + ", ".join(labels))
+        judgement.append(f"find how {p} is loaded (a launcher, a plugin registry, a path "
+                         "built at run time) and run the tests of its callers if "
+                         + ", ".join(labels) + " does not exercise it")
+        required += labels
+
+
 def _is_rocm(key: str, report: AffectedReport) -> bool:
     path, _, suite = key.rpartition("@")
     return any(t.path == path and t.suite == suite and t.backend == "rocm"
@@ -260,8 +342,6 @@ def _is_rocm(key: str, report: AffectedReport) -> bool:
 
 
 def _path_labels(path: str, cfg: TargetedConfig) -> list[str]:
-    from flow.workflows.targeted.trace import path_rule
-
     rule = path_rule(path, cfg)
     return list(rule.labels) if rule is not None else list(cfg.labels.fallback)
 

@@ -24,7 +24,8 @@ from flow.workflows.targeted.import_graph import ImportGraph, build_graph
 from flow.workflows.targeted.paths import any_match
 from flow.workflows.targeted.registrations import Registration, Unreadable, from_calls, is_test
 from flow.workflows.targeted.report import (
-    AffectedReport, EntryLoad, Frontier, Hub, LabelCount, NightlyTarget, Outside, ReachedTest,
+    AffectedReport, EntryLoad, External, Frontier, Hub, LabelCost, LabelCount, NightlyTarget,
+    Outside, ReachedTest, UnknownSuite,
 )
 
 
@@ -137,7 +138,9 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
             unreadable[path] = got
             return True  # unknown: keep the conftest edge
         regs[path] = got
-        return (any(cfg.runner(r.suite) == "pytest" for r in got)
+        # A suite the profile does not know starts as its backend's runner says; with no
+        # runner known, only a pytest.main call loads the conftests (never a default).
+        return (any(cfg.runner(r.suite, r.backend) == "pytest" for r in got)
                 or graph.runs_pytest_main(path))
 
     graph = build_graph(repo_dir, tracked, cfg, cache, phantoms=gone, tests=tests,
@@ -189,6 +192,8 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
             "keys": sorted(key_of(r) for p in more for r in regs[p]
                            if actionable(r, cfg) or label_only(r, cfg))})
 
+    behind_keys = ({k for h in hubs for k in h.tests} | {k for f in frontier for k in f.keys}
+                   | {k for ks in reg_changes.values() for k in ks})
     rows = [ReachedTest(**_row(r, cfg), hop=visited[p][0],
                         reached_from=visited[p][1], via=visited[p][2])
             for p in sorted(reached & set(regs)) for r in regs[p]]
@@ -198,9 +203,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         base=base, depth=depth, hub_limit=hub_limit, profile=cfg.source, changed=changed,
         no_gpu=no_gpu, uncommitted=uncommitted, worktree=worktree, tests=rows,
         rerun=[rerun_line(p) for p in runnable],
-        labels=_labels(hit, regs, cfg, {k for h in hubs for k in h.tests}
-                       | {k for f in frontier for k in f.keys}
-                       | {k for ks in reg_changes.values() for k in ks}),
+        labels=_labels(hit, regs, cfg, behind_keys),
         registration_changes=sorted(k for ks in reg_changes.values() for k in ks),
         nightly_only=[NightlyTarget(path=p, rerun=rerun_line(p)) for p in runnable
                       if all(r.nightly for r in regs[p] if actionable(r, cfg))],
@@ -210,6 +213,10 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         entry_loads=_entry_loads(changed, graph, cfg),
         unimported=_unimported(changed, graph, tests),
         unreadable=[unreadable[p] for p in sorted(reached & set(unreadable))],
+        unknown_suites=_unknown_suites(regs, cfg),
+        external=_external(changed, cfg),
+        blackwell_only=_blackwell_only(repo_dir, base, worktree, git, changed),
+        costs=label_costs(regs, cfg),
     )
     graph.remember()
     cache.save()  # after the last scan
@@ -240,7 +247,7 @@ def _row(reg: Registration, cfg: TargetedConfig) -> dict[str, object]:
     row = reg.model_dump(exclude={"implicit", "span"})
     if not row["hardware"]:
         row["hardware"] = [cfg.hardware(reg.suite, reg.backend)]
-    row["runner"] = cfg.runner(reg.suite)
+    row["runner"] = cfg.runner(reg.suite, reg.backend) or "unknown"
     row["on_pr"] = cfg.pr_runs(reg.suite)
     return row
 
@@ -260,7 +267,8 @@ def _labels(hit: list[str], regs: dict[str, list[Registration]], cfg: TargetedCo
             behind_hubs: set[str]) -> list[LabelCount]:
     """Every label that selects a reached registration or one behind a hub, as reached
     (both kinds) of all it selects; keys are ``path@suite``."""
-    keys_hit = {key_of(r) for p in hit for r in regs[p]} | behind_hubs
+    reached = {key_of(r) for p in hit for r in regs[p]}
+    keys_hit = reached | behind_hubs
     candidates = {cfg.labels.prefix + lab for rs in regs.values() for r in rs
                   if key_of(r) in keys_hit for lab in r.labels}
     candidates |= set(cfg.labels.rules) | set(cfg.labels.scopes)
@@ -269,7 +277,82 @@ def _labels(hit: list[str], regs: dict[str, list[Registration]], cfg: TargetedCo
         every = sorted(key_of(r) for rs in regs.values() for r in rs if selects(label, r, cfg))
         mine = [k for k in every if k in keys_hit]
         if mine:
-            out.append(LabelCount(label=label, reached=len(mine), all=len(every), tests=mine))
+            out.append(LabelCount(label=label, reached=len(mine), all=len(every), tests=mine,
+                                  behind=len([k for k in mine if k not in reached])))
+    return out
+
+
+def label_costs(regs: dict[str, list[Registration]], cfg: TargetedConfig) -> list[LabelCost]:
+    """Every label that selects a registration at regular cadence, with the number it
+    starts and their summed ``est_time`` (for the approval question)."""
+    every = [r for rs in regs.values() for r in rs]
+    names = {cfg.labels.prefix + lab for r in every for lab in r.labels}
+    names |= set(cfg.labels.rules) | set(cfg.labels.scopes) | set(cfg.labels.fallback)
+    names |= {lab for e in cfg.external_imports for lab in e.labels}
+    names |= {lab for p in cfg.labels.paths for lab in p.labels}
+    regular = [r for r in every if not r.nightly and r.enabled and cfg.pr_runs(r.suite)]
+    by_label: dict[str, list[Registration]] = {}
+    for r in regular:  # a plain prefix label selects the registrations carrying it
+        for lab in r.labels:
+            by_label.setdefault(cfg.labels.prefix + lab, []).append(r)
+    out: list[LabelCost] = []
+    for label in sorted(names):
+        if label in cfg.labels.rules or label in cfg.labels.scopes:
+            chosen = [r for r in regular if selects(label, r, cfg)]
+        else:
+            chosen = by_label.get(label, [])
+        if chosen:
+            out.append(LabelCost(label=label, registrations=len(chosen),
+                                 est_time=float(sum(r.est_time or 0 for r in chosen)),
+                                 unknown=sum(1 for r in chosen if r.est_time is None)))
+    return out
+
+
+def _unknown_suites(regs: dict[str, list[Registration]],
+                    cfg: TargetedConfig) -> list[UnknownSuite]:
+    """Suites registrations name that the profile does not map, with their files."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for path, rs in regs.items():
+        for r in rs:
+            if not cfg.known_suite(r.suite):
+                found.setdefault((r.suite, r.backend), []).append(path)
+    return [UnknownSuite(suite=s, backend=b,  # type: ignore[arg-type]
+                         runner=cfg.runner(s, b) or "unknown", paths=sorted(set(ps)))
+            for (s, b), ps in sorted(found.items())]
+
+
+def _external(changed: list[ChangedFile], cfg: TargetedConfig) -> list[External]:
+    """Changed modules the profile says code outside this repository imports."""
+    out: list[External] = []
+    for p in sorted(_changed_paths(changed)):
+        rule = next((e for e in cfg.external_imports if any_match(p, [e.path])), None)
+        if rule is not None:
+            out.append(External(path=p, importers=list(rule.importers),
+                                labels=list(rule.labels), why=rule.why))
+    return out
+
+
+def _blackwell_only(repo_dir: Path, base: str, worktree: bool, git: GitReader,
+                    changed: list[ChangedFile]) -> list[str]:
+    """Modified Python files whose every changed line runs only on Blackwell."""
+    from flow.workflows.targeted.blackwell import may_gate, only_blackwell
+
+    sources: dict[str, bytes] = {}
+    for c in changed:
+        if c.status == "M" and c.path.endswith(".py"):
+            try:
+                data = (repo_dir / c.path).read_bytes()
+            except OSError:
+                continue
+            if may_gate(data):  # most files spell no capability test: no parse, no diff
+                sources[c.path] = data
+    if not sources:
+        return []
+    lines = git.changed_lines(repo_dir, base, sorted(sources), worktree)
+    out: list[str] = []
+    for path, source in sorted(sources.items()):
+        if only_blackwell(source, lines.get(path, set())):
+            out.append(path)
     return out
 
 

@@ -1,0 +1,93 @@
+"""Changed lines that run only on Blackwell GPUs, read from the changed file's ``ast``.
+
+The seed's step 2: "Blackwell-specific code changed -> ``/rerun-test`` runs only on a
+test's home suite, which is Hopper for most tests", so a file run reports green without
+executing the changed path. Besides Blackwell-named files (``cfg.blackwell_paths``), the
+common idiom is a branch on the compute capability::
+
+    major, _ = torch.cuda.get_device_capability()
+    if major >= 10:        # SM100+: B200, GB200, B300
+        ...
+
+A line counts as Blackwell-only when it lies in the body of an ``if`` whose test says
+so: a comparison of a name or attribute spelling ``major``/``capability``/``sm`` (or a
+``get_device_capability()[0]``) with ``>= 10``, ``> 9`` or ``== 10``, or with a tuple
+``>= (10, ...)``; or a call or name spelling ``blackwell`` / ``sm100``. Only the changed
+files are parsed (a handful per trace), never the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+_CAPABILITY = re.compile(r"major|capab|\bsm(?:_version)?\b", re.IGNORECASE)
+_NAMED = re.compile(r"blackwell|sm_?100|sm_?10x", re.IGNORECASE)
+
+
+def _spelled(node: ast.AST) -> str:
+    """The names and attributes ``node`` spells, joined (``torch.cuda.major`` ...)."""
+    out: list[str] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            out.append(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            out.append(sub.attr)
+    return " ".join(out)
+
+
+def _at_least_ten(op: ast.cmpop, right: ast.expr) -> bool:
+    value: object = None
+    if isinstance(right, ast.Constant):
+        value = right.value
+    elif isinstance(right, ast.Tuple) and right.elts and isinstance(right.elts[0], ast.Constant):
+        value = right.elts[0].value
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    if isinstance(op, ast.GtE | ast.Eq):
+        return value >= 10 if isinstance(op, ast.GtE) else value == 10
+    if isinstance(op, ast.Gt):
+        return value >= 9
+    return False
+
+
+def is_blackwell_test(test: ast.expr) -> bool:
+    """True when an ``if`` test holds only on Blackwell (see the module docstring)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(is_blackwell_test(v) for v in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return (_CAPABILITY.search(_spelled(test.left)) is not None
+                and _at_least_ten(test.ops[0], test.comparators[0]))
+    if isinstance(test, ast.Call | ast.Name | ast.Attribute):
+        return _NAMED.search(_spelled(test)) is not None
+    return False
+
+
+_MAY_GATE = re.compile(rb"(?:>=|==)\s*\(?\s*10\b|>\s*\(?\s*9\b|blackwell|sm_?10",
+                       re.IGNORECASE)
+
+
+def may_gate(source: bytes) -> bool:
+    """True when ``source`` spells something a Blackwell test needs (``>= 10``, ``> 9``,
+    ``== 10``, ``blackwell``, ``sm100``): only such files are parsed."""
+    return _MAY_GATE.search(source) is not None
+
+
+def gated_lines(source: bytes) -> set[int]:
+    """Line numbers inside the body of a Blackwell-only ``if``; empty on a syntax error."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set()
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and is_blackwell_test(node.test) and node.body:
+            first = node.body[0].lineno
+            last = max(getattr(n, "end_lineno", None) or n.lineno for n in node.body)
+            out.update(range(first, last + 1))
+    return out
+
+
+def only_blackwell(source: bytes, lines: set[int]) -> bool:
+    """True when every one of ``lines`` (non-empty) runs only on Blackwell."""
+    return bool(lines) and lines <= gated_lines(source)
