@@ -34,8 +34,11 @@ def _need(what: str, hint: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one test module. Not for the session: playwright's sync API keeps an
+    asyncio loop running in this thread while it is open, and later tests in the same worker
+    that run their own loop (the MCP client's) would fail with "Already running asyncio"."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
