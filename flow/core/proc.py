@@ -500,13 +500,7 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     reason = ""
     if timed_out:
         reason = f"\n[timed out after {limit:.0f} s: the process group was ended]\n"
-    escaped = end_marked(mark)
-    if escaped:
-        reason += (f"\n[{len(escaped)} process(es) that left the run's process group (a daemon: "
-                   f"fork, setsid, fork) were ended with it: pids {' '.join(map(str, escaped))}]\n")
-    if reason:
-        with open(log, "ab") as fh:
-            fh.write(reason.encode())
+    reason = _ended_with(log, reason, mark, "run")
     return Result(code=TIMED_OUT if timed_out else child.returncode, log=log,
                   timed_out=timed_out, duration_s=took, cut_bytes=cut, reason=reason,
                   header_bytes=len(head))
@@ -653,19 +647,27 @@ def supervise(spec_path: Path) -> int:
         reason = f"\n[timed out after {float(spec['timeout']):.0f} s: the process group was ended]\n"
     elif stopping:
         reason = f"\n[the job was stopped by signal {stopping[0]}]\n"
-    escaped = end_marked(mark)
-    if escaped:
-        reason += (f"\n[{len(escaped)} process(es) that left the job's process group were "
-                   f"ended with it: pids {' '.join(map(str, escaped))}]\n")
-    if reason:
-        with open(log, "ab") as fh:
-            fh.write(reason.encode())
+    reason = _ended_with(log, reason, mark, "job")
     code = TIMED_OUT if timed_out else (child.returncode if child.returncode is not None else -15)
     _write_result(result_path, Result(code=code, log=log, timed_out=timed_out,
                                       duration_s=time.monotonic() - started, cut_bytes=cut,
                                       reason=reason, header_bytes=len(head)))
     return 0
 
+
+
+def _ended_with(log: Path, reason: str, mark: str, owner: str) -> str:
+    """End the descendants that escaped the process group (found by ``mark``), add them to
+    ``reason``, and append the whole reason to the log; the reason returned."""
+    escaped = end_marked(mark)
+    if escaped:
+        reason += (f"\n[{len(escaped)} process(es) that left the {owner}'s process group (a "
+                   f"daemon: fork, setsid, fork) were ended with it: pids "
+                   f"{' '.join(map(str, escaped))}]\n")
+    if reason:
+        with open(log, "ab") as fh:
+            fh.write(reason.encode())
+    return reason
 
 def write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
