@@ -98,8 +98,19 @@ def flow_page(root: Path, flow_id: str) -> dict[str, Any] | None:
     history = [h for h in raw.get("history") or [] if isinstance(h, dict)]
     return {"row": row, "raw": raw, "timeline": timeline(folder),
             "path": states_taken(history, str(raw.get("phase"))),
-            "question": raw.get("question"), "tasks": pending_tasks(folder, raw),
+            "question": raw.get("question"), "answer_command": _answer_command(root, raw, flow_id),
+            "tasks": pending_tasks(folder, raw),
             "jobs": running_jobs(root, raw), "outputs": outputs(root, folder, raw)}
+
+
+def _answer_command(root: Path, raw: dict[str, Any], flow_id: str) -> str:
+    """The absolute command that records a person's answer (interpreter, script, workspace,
+    harness: it runs from a fresh shell), the same one the flow's need_human spec prints."""
+    from flow.core.commands import Commands
+
+    script = Path(__file__).resolve().parents[2] / "orchestrator.py"
+    return Commands(script, root.resolve(), str(raw.get("harness") or "claude"),
+                    flow_id).answer("VALUE")
 
 
 def timeline(folder: Path) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -119,6 +120,21 @@ def test_a_waiting_flows_page_shows_its_task_prompt_and_feed_command(
     page.goto(f"{url}flow/{flows['agent']}")
     assert (printed["tasks"][0]["feed_command"], "Write a note about pending and a link to it."
             ) == (page.inner_text("#feed-1"), page.locator("pre.prompt").text_content())
+
+
+def test_a_person_is_shown_the_answer_command_the_flow_printed(
+        served: tuple[str, dict[str, Any]], real_flows: tuple[Path, dict[str, str]],
+        page: Any) -> None:
+    """The page names the same absolute ``--answer`` command the need_human spec printed."""
+    url, _ = served
+    root, flows = real_flows
+    printed = json.loads((root / flows["person"] / ".last_spec.json").read_text())["spec"]
+    page.goto(f"{url}flow/{flows['person']}")
+    option = printed["options"][0]
+    words = shlex.split(option["command"])
+    assert words[-1] == option["value"]
+    shown = page.locator("section.question code").last.inner_text()
+    assert shlex.join([*words[:-1], "VALUE"]) == shown
 
 
 def test_a_running_jobs_log_tail_updates_while_it_runs(
