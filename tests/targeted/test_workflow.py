@@ -320,3 +320,34 @@ def test_refused_rerun_test_ends_with_the_gateways_error(flow_of: Any) -> None:
     assert "comment author is not authorized for the requested operation" in done["reason"]
     assert [("refused", "refused"), ("refused", "refused")] == [
         (x["result"], x["conclusion"]) for x in done["files"]]
+
+
+@pytest.mark.parametrize("answer", ["no_gpu", "add run-ci-rollout"])
+def test_untraced_change_no_rule_covers_asks_a_person_even_when_approved(
+        repo: Repo, fake_github: FakeGitHub, tmp_path: Path, answer: str) -> None:
+    """A changed module nothing imports or names, with no path rule and no fallback label:
+    the trace cannot say "no GPU CI needed", so even --approved asks which label to run or
+    whether none is needed, and the report records that a person decided."""
+    repo.commit({"pkg/__init__.py": "", "pkg/core.py": "X = 1\n",
+                 A: cuda_test("from pkg import core")}, "base")
+    repo.git("checkout", "-q", "-b", "pr")
+    head = repo.commit({"pkg/loaded_somehow.py": "X = 2\n"}, "a module loaded by name")
+    bot = RerunBot(fake_github, head, {})
+    drv = InProcess(tmp_path / "ws")
+    spec = drv.call(["ci-targeted", "--base", "main", "--pr-number", str(NUMBER), "--repo",
+                     REPO, "--repo-dir", str(repo.path), "--approved"]).spec
+    assert ("need_human", ["pkg/loaded_somehow.py"]) == (spec["status"], spec["undecided"])
+    values = [o["value"] for o in spec["options"]]
+    assert ["no_gpu", "add run-ci-rollout", "decline"] == values
+    assert "- pkg/loaded_somehow.py: nothing imports or names it" in spec["question"]
+    assert "'add run-ci-rollout': add run-ci-rollout (starts 1 registration" in spec["question"]
+    done = drv.shell(next(o["command"] for o in spec["options"] if o["value"] == answer)).spec
+    if answer == "no_gpu":
+        assert ("nothing_to_run", [], []) == (done["outcome"], bot.labels(), bot.comments())
+        assert ["pkg/loaded_somehow.py: nothing imports or names it"] == done["untraced"]
+        assert ("a person answered that no GPU CI is needed for pkg/loaded_somehow.py"
+                == done["decided"])
+    else:
+        assert ("labels_added", ["run-ci-rollout"], []) == (done["outcome"], bot.labels(),
+                                                            bot.comments())
+        assert "a person chose run-ci-rollout for pkg/loaded_somehow.py" == done["decided"]

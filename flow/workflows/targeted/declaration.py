@@ -3,7 +3,9 @@
 ``orchestrator.py ci-targeted --base REV [--pr-number N] [--repo owner/name] [--repo-dir DIR]
 [--profile NAME] [--approved]``; flow id ``ci-targeted/<owner>/<repo>/pr-<N>``.
 
-trace -> approve (need_human with the exact comments/labels unless --approved) -> dispatch
+trace -> approve (need_human with the exact comments/labels unless --approved; a plan of
+nothing that leaves changed files no rule covers asks which label to add, or whether no GPU
+CI is needed, even under --approved) -> dispatch
 (record the outbox) -> post (one ``/rerun-test <file>`` comment per file, or labels) -> poll
 (each comment's own "Rerun Test" run, found as ``runs.find_run`` says, on a 10-30 minute
 cron from the tests' est_time; past ``ORCHESTRATOR_TARGETED_POLL_HOURS`` (default 24) the
@@ -68,15 +70,19 @@ def trace_step(ctx: Any) -> Any:
     d.suites = {t.path: t.suite for t in report.tests}
     d.est = {t.path: t.est_time for t in report.tests if t.est_time}
     d.costs = loop.label_costs(report)
-    d.alternatives = loop.alternatives(plan, _cfg(d))
+    d.alternatives = loop.alternatives(plan, _cfg(d), d.costs)
     d.untraced = loop.untraced(report)
-    return Go("empty" if plan.mode == "nothing" else "traced")
+    # A "nothing" plan is an answer only when no changed file is left for a person to judge.
+    return Go("empty" if plan.mode == "nothing" and not plan.undecided else "traced")
 
 
 def approve(ctx: Any) -> Any:
     d: TargetedData = ctx.data
     labels = d.outbox.labels if d.outbox else []
     comments = [f"/rerun-test {p}" for p in d.to_run]
+    undecided = d.plan is not None and d.plan.mode == "nothing" and bool(d.plan.undecided)
+    if undecided:  # --approved approves a plan; it cannot choose one
+        return _undecided(ctx, d)
     # A fix round re-running files was approved with the first dispatch; new labels were not.
     if d.approved or (d.posted and not labels):
         return Go("approved")
@@ -99,6 +105,37 @@ def approve(ctx: Any) -> Any:
     extra = d.alternatives.get(answer, [])
     if extra and d.outbox is not None:
         d.outbox.labels = sorted(set(d.outbox.labels) | set(extra))
+    return Go("approved")
+
+
+def _undecided(ctx: Any, d: TargetedData) -> Any:
+    """The trace reached no test and the config names no labels for some changed files
+    (the seed: "entry points, or code loaded some other way"): a person chooses a label to
+    run, or answers that no GPU CI is needed, and the report records who decided."""
+    assert d.plan is not None
+    key = "choose-0"
+    answer = ctx.answer(key)
+    if answer is None:
+        options = {"no_gpu": "no GPU CI is needed for these files: end nothing_to_run, "
+                             "recording this answer as the decision"}
+        options |= {a: "add " + ", ".join(labs) + " (" + "; ".join(
+            d.costs.get(lab, "?") for lab in labs) + ")" for a, labs in d.alternatives.items()}
+        options["decline"] = "spend nothing and decide nothing; end with the report"
+        return Human(key, loop.choice_question(d), options,
+                     extra={"comments": [], "labels": [], "undecided": list(d.plan.undecided),
+                            "untraced": list(d.untraced), "costs": dict(d.costs),
+                            "judgement": list(d.plan.judgement),
+                            "alternatives": d.alternatives})
+    if answer == "decline":
+        d.declined = True
+        return Go("declined")
+    if answer == "no_gpu":
+        d.decided = "a person answered that no GPU CI is needed for " + ", ".join(
+            d.plan.undecided)
+        return Go("empty")
+    d.outbox = Outbox(labels=sorted(d.alternatives.get(answer, [])))
+    d.decided = f"a person chose {', '.join(d.outbox.labels)} for " + ", ".join(
+        d.plan.undecided)
     return Go("approved")
 
 
@@ -211,6 +248,7 @@ WORKFLOW = Workflow(
             "nothing", "declined", "green", "labelled", "reported", "gave_up", "timed_out",
             "stopped"),
     transitions=(("traced", "trace", "approve"), ("empty", "trace", "nothing"),
+                 ("empty", "approve", "nothing"),
                  ("approved", "approve", "dispatch"), ("declined", "approve", "declined"),
                  ("queued", "dispatch", "post"),
                  ("posted", "post", "poll"), ("labelled", "post", "labelled"),

@@ -105,6 +105,7 @@ class TargetedData(_M):
     alternatives: dict[str, list[str]] = {}  # answer -> labels it adds (from the judgement)
     untraced: list[str] = []  # changed paths the trace could not follow, for the report
     declined: bool = False
+    decided: str = ""  # who chose for a plan the trace left to a person, and what
     access: Access = Field(default_factory=Access)  # API URL and token file, fixed at the start
     github: Trouble = Field(default_factory=Trouble)  # waits and questions after GitHub said no
     stopped: str = ""  # why a person ended the flow after GitHub refused a step
@@ -189,9 +190,14 @@ def label_costs(report: AffectedReport) -> dict[str, str]:
     return {c.label: cost_text(c) for c in report.costs}
 
 
-def alternatives(plan: Plan, cfg: TargetedConfig) -> dict[str, list[str]]:
+def alternatives(plan: Plan, cfg: TargetedConfig,
+                 costs: dict[str, str] | None = None) -> dict[str, list[str]]:
     """Answers beyond approve/decline: ``add <label>`` for each broad, fallback or Blackwell
-    label a judgement line names that the plan does not add already."""
+    label a judgement line names that the plan does not add already. For a plan of nothing
+    with ``undecided`` files, every label that selects a registration (``costs``) is one."""
+    if plan.mode == "nothing" and plan.undecided:
+        return {f"add {lab}": [lab] for lab in sorted(costs or {})
+                if lab not in cfg.labels.never}
     offered = [*sorted(cfg.labels.scopes), *cfg.labels.fallback,
                *([cfg.labels.blackwell] if cfg.labels.blackwell else [])]
     text = "\n".join(plan.judgement)
@@ -230,6 +236,26 @@ def question(data: TargetedData, comments: list[str], labels: list[str]) -> str:
         lines += [f"- {j}" for j in plan.judgement]
     for answer, labs in data.alternatives.items():
         lines.append(f"or answer {answer!r}: also add {', '.join(labs)} (starts "
+                     + "; ".join(data.costs.get(lab, "?") for lab in labs) + ")")
+    return "\n".join(lines)
+
+
+def choice_question(data: TargetedData) -> str:
+    """The question for a plan of nothing that a person must decide: which files the trace
+    could not follow, why, and what each label would start."""
+    plan = data.plan
+    lines = [f"No registered test reaches the changed files below of {data.repo}#{data.number}, "
+             "and the config names no label for them: run a label, or answer that no GPU CI "
+             "is needed?"]
+    lines += [f"- {u}" for u in data.untraced
+              if plan and u.split(":", 1)[0] in plan.undecided]
+    if plan and plan.reasons:
+        lines.append("why: " + "; ".join(plan.reasons))
+    if plan and plan.judgement:
+        lines.append("judge before answering:")
+        lines += [f"- {j}" for j in plan.judgement]
+    for answer, labs in data.alternatives.items():
+        lines.append(f"or answer {answer!r}: add {', '.join(labs)} (starts "
                      + "; ".join(data.costs.get(lab, "?") for lab in labs) + ")")
     return "\n".join(lines)
 
@@ -281,5 +307,6 @@ def final_report(data: TargetedData, outcome: str, cfg: TargetedConfig) -> dict[
             **({"why": list(data.plan.reasons), "judgement": list(data.plan.judgement),
                 "untraced": data.untraced}
                if outcome == "nothing_to_run" and data.plan else {}),
+            **({"decided": data.decided} if data.decided else {}),
             "github_problems": list(data.github.history),
             **({"reason": data.stopped} if data.stopped else {})}

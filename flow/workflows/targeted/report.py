@@ -215,7 +215,11 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
         p = plan
         mode = {"files": "run these files", "labels": "add labels",
                 "nothing": "no GPU run"}.get(getattr(p, "mode", ""), getattr(p, "mode", ""))
+        undecided = getattr(p, "undecided", [])
+        if getattr(p, "mode", "") == "nothing" and undecided:
+            mode = "none chosen: a person decides (labels, or no GPU CI needed)"
         lines = [f"Plan: {mode}"]
+        lines += [f"  undecided: {u}" for u in undecided]
         lines += [f"  comment: {c}" for c in getattr(p, "comments", [])]
         lines += [f"  label: {lab}" for lab in getattr(p, "labels", [])]
         lines += [f"  why: {r}" for r in getattr(p, "reasons", [])]

@@ -54,6 +54,10 @@ class Plan(BaseModel):
     labels: list[str]
     reasons: list[str]
     judgement: list[str]
+    # Changed paths nothing traces to a test and the config names no labels for: a
+    # ``nothing`` plan with any of them is a question for a person (labels, or "no GPU CI
+    # needed"), never an answer by itself.
+    undecided: list[str] = []
 
 
 def _regular(report: AffectedReport) -> list[str]:
@@ -110,7 +114,14 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
     """Pick files, labels, or nothing for ``report`` following the seed's step 2, as the
     repository's CI really runs (see the module docstring). Never raises, and never
     returns an empty plan: ``files`` has comments, ``labels`` has at least one label, and
-    ``nothing`` says why no GPU run is needed."""
+    ``nothing`` says why no GPU run is needed, or names in ``undecided`` the untraced
+    files only a person can judge."""
+    undecided: list[str] = []
+    plan = _choose(report, cfg, undecided)
+    return plan.model_copy(update={"undecided": sorted(set(undecided))}) if undecided else plan
+
+
+def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -> Plan:
     reasons: list[str] = []
     judgement: list[str] = []
     changed = sorted({p for c in report.changed for p in (c.path, c.old_path) if p})
@@ -159,6 +170,7 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         if not labels:  # no rule and no fallback: the config cannot say; a person must
             reasons.append(f"{o.path} is outside the import trace ({o.reason})")
             judgement.append(f"choose domain labels for {o.path}: the config names none")
+            undecided.append(o.path)
             continue
         needed.append(f"{o.path} is outside the import trace ({o.reason}"
                       + (f"; {o.why}" if o.why else "") + "): " + ", ".join(labels))
@@ -194,7 +206,7 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         else:
             judgement.append(f"{e.path} is loaded by {', '.join(e.entry_points)} "
                              f"({e.hops} hops): the listed tests are those naming its path")
-    _unreached(report, cfg, needed, required, judgement, reasons)
+    _unreached(report, cfg, needed, required, judgement, reasons, undecided)
     for e in report.external:
         needed.append(f"{e.path} is imported by path outside this repository ("
                       + ", ".join(e.importers) + "): the trace cannot see those importers"
@@ -203,6 +215,7 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         if not e.labels:
             judgement.append(f"choose the e2e tests of the models that use {e.path}: the "
                              "profile names no label for its outside importers")
+            undecided.append(e.path)
     near = ({t.path for t in report.tests}
             | {k.rsplit("@", 1)[0] for h in report.hubs for k in h.tests}
             | {k.rsplit("@", 1)[0] for f in report.frontier for k in f.keys})
@@ -278,6 +291,8 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
         labels = sorted(set(labels) | {cfg.labels.blackwell})
     labels = [lab for lab in labels if lab not in cfg.labels.never]
     if not labels:  # no label to propose: run the files rather than return an empty plan
+        if not rerun:  # broad, and nothing to run it with: only a person can say
+            undecided += [p for p in changed if p not in report.no_gpu]
         return Plan(mode="files" if rerun else "nothing", comments=sorted(rerun), labels=[],
                     judgement=judgement + ["no label is configured for this broad change"],
                     reasons=reasons if rerun else [
@@ -306,11 +321,12 @@ def _not_twice(rerun: set[str], labels: list[str],
 
 
 def _unreached(report: AffectedReport, cfg: TargetedConfig, needed: list[str],
-               required: list[str], judgement: list[str], reasons: list[str]) -> None:
+               required: list[str], judgement: list[str], reasons: list[str],
+               undecided: list[str]) -> None:
     """Changed Python files nothing imports or names (the seed: "entry points, or code
     loaded some other way") never make a plan say "nothing": the profile's path rule for
     them, else the fallback labels, run them, and the plan says why; a rule with no labels
-    says why no GPU run is needed; with neither, a person must choose."""
+    says why no GPU run is needed; with neither, a person must choose (``undecided``)."""
     handled = ({e.path for e in report.entry_loads} | {o.path for o in report.outside_trace}
                | set(report.no_gpu) | {e.path for e in report.external})
     for p in report.unimported:
@@ -325,6 +341,7 @@ def _unreached(report: AffectedReport, cfg: TargetedConfig, needed: list[str],
             reasons.append(f"{p}: nothing imports or names it (an entry point, or code "
                            "loaded some other way)")
             judgement.append(f"choose labels for {p}: the config names none")
+            undecided.append(p)
             continue
         needed.append(f"{p}: nothing imports or names it (an entry point, or code loaded "
                       "some other way), so no test run is known to load it: "
