@@ -8,6 +8,8 @@ Blackwell (compute capability 10+), and a changed file nothing imports.
 
 from __future__ import annotations
 
+import pytest
+
 from flow.workflows.targeted.config import load_profile
 from flow.workflows.targeted.report import render_text
 from flow.workflows.targeted.select import choose
@@ -199,3 +201,34 @@ def test_label_line_counts_tests_behind_hubs_apart_from_reached(repo):
     short = next(c for c in report.labels if c.label == "run-ci-short")
     assert ([], 2, 2) == ([t.path for t in report.tests], short.reached, short.behind)
     assert "run-ci-short  0 / 2  (+2 behind hubs or the depth bound)" in render_text(report)
+
+
+INLINE = ("import torch\n"
+          "def scales(x, major):\n"
+          "    return (\n"
+          "        mx(x)\n"
+          "        if major >= 10\n"
+          "        else per_tensor(x)\n"
+          "    )\n"
+          "def mx(x): return x\n"
+          "def per_tensor(x): return x\n")
+
+
+@pytest.mark.parametrize(("lib", "old", "new", "only"), [
+    (INLINE, "        mx(x)\n", "        mx(x, block=32)\n", True),
+    (INLINE, "        else per_tensor(x)\n", "        else per_tensor(x, 2)\n", False),
+    # one line holds both branches: a line diff cannot say which one changed
+    ("def f(x, major):\n    return mx(x) if major >= 10 else x\n", "mx(x)", "mx(x, 2)", False),
+    # the else of the negation runs only on Blackwell
+    ("def f(major):\n    if major < 10:\n        return 1\n    else:\n        return 2\n",
+     "return 2", "return 4", True),
+    ("def f(major):\n    if major < 10:\n        return 1\n    return 2\n",
+     "return 1", "return 3", False),
+])
+def test_blackwell_branches_of_conditional_expressions_and_negations(repo, lib, old, new, only):
+    """The Blackwell branch of a conditional expression spread over its own lines, and the
+    ``else`` of ``major < 10``, are Blackwell-only; a one-line conditional expression and
+    the non-Blackwell side are not."""
+    base = {"miles/lib.py": lib, "tests/e2e/test_lib.py": cuda(body="import miles.lib\n")}
+    report, _ = run(repo, base, {"miles/lib.py": lib.replace(old, new)})
+    assert (["miles/lib.py"] if only else []) == report.blackwell_only

@@ -12,8 +12,19 @@ common idiom is a branch on the compute capability::
 A line counts as Blackwell-only when it lies in the body of an ``if`` whose test says
 so: a comparison of a name or attribute spelling ``major``/``capability``/``sm`` (or a
 ``get_device_capability()[0]``) with ``>= 10``, ``> 9`` or ``== 10``, or with a tuple
-``>= (10, ...)``; or a call or name spelling ``blackwell`` / ``sm100``. Only the changed
-files are parsed (a handful per trace), never the tree.
+``>= (10, ...)``; or a call or name spelling ``blackwell`` / ``sm100``. The ``else`` of the
+negation (``if major < 10: ... else:``, ``if not is_blackwell():``) counts too, and so do
+the branches of a conditional expression spread over lines of their own::
+
+    scale = (
+        mx_scale(x)          # Blackwell-only line
+        if major >= 10
+        else per_tensor(x)
+    )
+
+A branch sharing its line with the test or the other branch (``a if major >= 10 else b``
+on one line) is not Blackwell-only: a line diff cannot tell which part changed. Only the
+changed files are parsed (a handful per trace), never the tree.
 """
 
 from __future__ import annotations
@@ -63,7 +74,27 @@ def is_blackwell_test(test: ast.expr) -> bool:
     return False
 
 
-_MAY_GATE = re.compile(rb"(?:>=|==)\s*\(?\s*10\b|>\s*\(?\s*9\b|blackwell|sm_?10",
+def _below_ten(op: ast.cmpop, right: ast.expr) -> bool:
+    value = right.value if isinstance(right, ast.Constant) else None
+    if isinstance(right, ast.Tuple) and right.elts and isinstance(right.elts[0], ast.Constant):
+        value = right.elts[0].value
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    return (isinstance(op, ast.Lt) and value == 10) or (isinstance(op, ast.LtE) and value == 9)
+
+
+def is_not_blackwell_test(test: ast.expr) -> bool:
+    """True when an ``if`` test holds exactly off Blackwell (``major < 10``, ``<= 9``,
+    ``not <a Blackwell test>``), so its ``else`` runs only on Blackwell."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return is_blackwell_test(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return (_CAPABILITY.search(_spelled(test.left)) is not None
+                and _below_ten(test.ops[0], test.comparators[0]))
+    return False
+
+
+_MAY_GATE = re.compile(rb"(?:>=|==|<)\s*\(?\s*10\b|[<>]=?\s*\(?\s*9\b|blackwell|sm_?10",
                        re.IGNORECASE)
 
 
@@ -81,11 +112,27 @@ def gated_lines(source: bytes) -> set[int]:
         return set()
     out: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and is_blackwell_test(node.test) and node.body:
-            first = node.body[0].lineno
-            last = max(getattr(n, "end_lineno", None) or n.lineno for n in node.body)
-            out.update(range(first, last + 1))
+        if isinstance(node, ast.If):
+            branch = (node.body if is_blackwell_test(node.test)
+                      else node.orelse if is_not_blackwell_test(node.test) else [])
+            if branch:
+                out.update(range(branch[0].lineno, max(_end(n) for n in branch) + 1))
+        elif isinstance(node, ast.IfExp):
+            branch, other = ((node.body, node.orelse) if is_blackwell_test(node.test)
+                             else (node.orelse, node.body)
+                             if is_not_blackwell_test(node.test) else (None, None))
+            if branch is not None and other is not None:
+                # Only the lines the Blackwell branch has to itself.
+                out.update(set(_lines(branch)) - set(_lines(node.test)) - set(_lines(other)))
     return out
+
+
+def _end(node: ast.AST) -> int:
+    return getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)
+
+
+def _lines(node: ast.AST) -> range:
+    return range(getattr(node, "lineno", 0), _end(node) + 1)
 
 
 def only_blackwell(source: bytes, lines: set[int]) -> bool:
