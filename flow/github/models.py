@@ -50,6 +50,7 @@ class CheckState(_Frozen):
     run_attempt: int | None = None
     workflow: str | None = None
     app: str | None = None
+    app_id: int | None = None  # the GitHub App that set a check run (statuses name none)
     details_url: str | None = None
     summary: str = ""  # check-run output title/summary or status description
 
@@ -87,9 +88,19 @@ class RequiredChecks(_Frozen):
     sha: str = ""  # the head commit this reading was made for
     source: Literal["branch_rules", "every_check"]
     contexts: list[str] = Field(default_factory=list)  # sorted; empty for every_check
+    # context -> the apps a rule ties it to (protection's checks[].app_id, a rule's
+    # integration_id); a context not here may be set by any app.
+    apps: dict[str, list[int]] = Field(default_factory=dict)
     note: str = ""  # why every check counts (a refusal, or nothing configured)
     requests: int = 0
 
-    def requires(self, name: str) -> bool:
-        """Whether a check of this name (check run name or status context) must pass."""
-        return self.source == "every_check" or name in self.contexts
+    def requires(self, name: str, app_id: int | None = None) -> bool:
+        """Whether a check of this name (check run name or status context) set by `app_id`
+        is one that must pass: a context tied to apps counts only from one of them. A
+        commit status names no app (`app_id` None), so its context alone decides."""
+        if self.source == "every_check":
+            return True
+        if name not in self.contexts:
+            return False
+        apps = self.apps.get(name)
+        return not apps or app_id is None or app_id in apps

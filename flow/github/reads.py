@@ -239,7 +239,8 @@ def read_commit_checks(client: GitHubClient, repo: str, sha: str,
         states.append(CheckState(
             kind="check_run", name=c["name"], status=c["status"], conclusion=c.get("conclusion"), id=c["id"],
             run_id=run["id"] if run else None, workflow=run.get("name") if run else None,
-            app=(c.get("app") or {}).get("slug"), details_url=c.get("details_url"),
+            app=(c.get("app") or {}).get("slug"), app_id=_int((c.get("app") or {}).get("id")),
+            details_url=c.get("details_url"),
             summary=" ".join(x for x in (out.get("title"), out.get("summary")) if x),
         ))
     latest: dict[str, CheckState] = {}
@@ -292,3 +293,7 @@ def read_tick(client: GitHubClient, repo: str, number: int, cache_path: Path | N
     pull = get_pull(client, repo, number, cache)
     checks = read_commit_checks(client, repo, pull.head_sha, cache)
     return pull, checks.model_copy(update={"requests": checks.requests + 1})
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

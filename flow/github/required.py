@@ -14,8 +14,10 @@ repository rules, read the way GitHub's REST description gives them.
 answers a `RequiredChecks` (flow.github.models). When GitHub refuses either read (403/404 other than "Branch not
 protected"), or neither names a check, the answer is the fallback "every check counts", and
 its `note` says why, so the fallback is visible in what the flow prints. A check matches a
-required context by its name (check runs) or its context (commit statuses); the app a rule
-ties a context to (``app_id`` / ``integration_id``) is not compared.
+required context by its name (check runs) or its context (commit statuses); where a rule
+ties a context to an app (protection's ``checks[].app_id``, a rule's ``integration_id``;
+``-1`` and null mean any app), only a check run of that app counts (a same-named check of
+another app is optional). Commit statuses name no app: their context alone decides.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ def read_required(client: GitHubClient, repo: str, branch: str,
     cache = cache or ETagCache(None)
     quoted = urllib.parse.quote(branch, safe="")
     contexts: set[str] = set()
+    apps: dict[str, set[int]] = {}
+
+    def tie(context: str, app: object) -> None:
+        if isinstance(app, int) and not isinstance(app, bool) and app > 0:
+            apps.setdefault(context, set()).add(app)
+
     refusals: list[str] = []
     requests = 0
     try:
@@ -55,8 +63,10 @@ def read_required(client: GitHubClient, repo: str, branch: str,
         body, _ = get_cached(client, cache,
                              f"/repos/{repo}/branches/{quoted}/protection/required_status_checks", {})
         contexts.update(str(c) for c in (body or {}).get("contexts") or [])
-        contexts.update(str(c.get("context")) for c in (body or {}).get("checks") or []
-                        if isinstance(c, dict) and c.get("context"))
+        for c in (body or {}).get("checks") or []:
+            if isinstance(c, dict) and c.get("context"):
+                contexts.add(str(c["context"]))
+                tie(str(c["context"]), c.get("app_id"))
     except GitHubRequestFailed as err:
         if not _refused(err):
             raise
@@ -68,8 +78,10 @@ def read_required(client: GitHubClient, repo: str, branch: str,
         for rule in rules:
             if isinstance(rule, dict) and rule.get("type") == "required_status_checks":
                 params = rule.get("parameters") or {}
-                contexts.update(str(c.get("context")) for c in params.get("required_status_checks") or []
-                                if isinstance(c, dict) and c.get("context"))
+                for c in params.get("required_status_checks") or []:
+                    if isinstance(c, dict) and c.get("context"):
+                        contexts.add(str(c["context"]))
+                        tie(str(c["context"]), c.get("integration_id"))
     except GitHubRequestFailed as err:
         if not _refused(err):
             raise
@@ -85,8 +97,10 @@ def read_required(client: GitHubClient, repo: str, branch: str,
         return RequiredChecks(branch=branch, sha=sha, source="every_check", requests=requests, note=(
             f"neither branch protection nor the repository rules of {branch!r} require a "
             f"check: every check counts as required"))
+    # A context required once by any app (protection's checks without an app) stays open to
+    # any app only if no rule ties it; a tie anywhere restricts it to the apps named.
     return RequiredChecks(branch=branch, sha=sha, source="branch_rules", contexts=sorted(contexts),
-                          requests=requests)
+                          apps={c: sorted(a) for c, a in sorted(apps.items())}, requests=requests)
 
 
 def _rules(client: GitHubClient, cache: ETagCache, repo: str, quoted: str) -> tuple[list[object], int]:

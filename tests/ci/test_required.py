@@ -8,6 +8,7 @@ from typing import Any
 
 from tests.contract.driver import Driver
 from tests.fakegithub import FakeGitHub, Repo
+from tests.fakegithub.render import app_id
 
 HEAD, BASE = "a" * 40, "b" * 40
 FAIL_LOG = "FAILED test_x.py::test_y - AssertionError: boom\n##[error]Process completed with exit code 1.\n"
@@ -45,6 +46,39 @@ def test_a_required_status_that_has_not_reported_keeps_the_watch_going(fake_gith
     repo.add_status(HEAD, "ci/lint", "success")
     done = _resume(drv, first)
     assert ("done", "all_green", False) == (done["status"], done["outcome"], repo.pulls[1].draft)
+
+
+def test_a_required_check_tied_to_an_app_counts_only_from_that_app(fake_github: FakeGitHub,
+                                                                    drv: Driver) -> None:
+    """A ruleset requires `test` from GitHub Actions (its integration_id): a passing `test`
+    check run from another app does not make the PR green; once the Actions job fails, it
+    goes to the debugger."""
+    repo = _pr(fake_github, [("lint", "success")])
+    repo.add_check_run(HEAD, "test", "success", app="lookalike-bot")
+    repo.add_ruleset(["main"], ["test"], apps={"test": app_id("github-actions")})
+    first = drv.call(START).spec
+    assert ("schedule_cron", {"test": [app_id("github-actions")]}) == (
+        first["status"], first["required_checks"]["apps"])
+    wf = repo.workflows[0]
+    run = repo.add_run(wf, HEAD, jobs=[("test", "failure")])
+    for job in repo.jobs_of(run):
+        job.log = FAIL_LOG
+    spec = _resume(drv, first)
+    assert ("need_agent", ["test"]) == (spec["status"], [f["check_name"] for f in spec["failures"]])
+
+
+def test_an_app_tied_check_not_yet_set_by_its_app_keeps_the_watch_going(fake_github: FakeGitHub,
+                                                                         drv: Driver) -> None:
+    """Protection requires `ci/build` set by one app (checks[].app_id); the same name from
+    another app, green, is not it: the flow waits, naming the app, until that app reports."""
+    repo = _pr(fake_github, [("test", "success")])
+    repo.add_check_run(HEAD, "ci/build", "success", app="lookalike-bot")
+    repo.protect("main", ["test", "ci/build"], apps={"ci/build": app_id("build-app")})
+    first = drv.call(START).spec
+    assert ("schedule_cron", "waiting_for_ci") == (first["status"], first["ci_phase"])
+    repo.add_check_run(HEAD, "ci/build", "success", app="build-app")
+    done = _resume(drv, first)
+    assert ("done", "all_green") == (done["status"], done["outcome"])
 
 
 def test_a_failing_optional_check_is_reported_not_debugged(fake_github: FakeGitHub, drv: Driver) -> None:

@@ -7,6 +7,7 @@ point back at the fake server.
 from __future__ import annotations
 
 import hashlib
+import zlib
 from typing import Any
 
 from tests.fakegithub.state import (
@@ -135,7 +136,7 @@ def check_run(base: str, r: Repo, c: CheckRun) -> dict[str, Any]:
         "url": url, "html_url": details, "details_url": details, "external_id": str(c.id),
         "started_at": None if c.status == "queued" else FIXED_TIME,
         "completed_at": FIXED_TIME if c.status == "completed" else None,
-        "app": {"slug": c.app, "name": c.app, "id": abs(hash(c.app)) % 1000},
+        "app": {"slug": c.app, "name": c.app, "id": app_id(c.app)},
         # The check suite: for an Actions job its run's (an id of its own, never the run id).
         "check_suite": {"id": c.suite_id},
         "output": {"title": c.output_title, "summary": c.output_summary, "text": None, "annotations_count": 0},
@@ -222,11 +223,18 @@ def combined_state(statuses: list[Status]) -> str:
     return "success"
 
 
+def app_id(slug: str) -> int:
+    """A GitHub App's id for `slug`, the same in every process (tests tie required checks to it)."""
+    return zlib.crc32(slug.encode()) % 100_000 + 1
+
+
 def required_status_checks(base: str, r: Repo, branch: str, contexts: list[str]) -> dict[str, Any]:
-    """protected-branch-required-status-check: `contexts` (deprecated) and `checks` agree."""
+    """protected-branch-required-status-check: `contexts` (deprecated) and `checks` agree;
+    `checks[].app_id` is null (any app) unless the protection ties the context to one."""
     url = f"{base}/repos/{r.full_name}/branches/{branch}/protection/required_status_checks"
+    apps = r.protection_apps.get(branch, {})
     return {"url": url, "strict": True, "contexts": list(contexts), "contexts_url": url + "/contexts",
-            "checks": [{"context": c, "app_id": None} for c in contexts]}
+            "checks": [{"context": c, "app_id": apps.get(c)} for c in contexts]}
 
 
 def required_checks_rule(r: Repo, rs: Ruleset) -> dict[str, Any]:
@@ -235,4 +243,6 @@ def required_checks_rule(r: Repo, rs: Ruleset) -> dict[str, Any]:
             "ruleset_source": r.full_name, "ruleset_id": rs.id,
             "parameters": {"strict_required_status_checks_policy": False,
                            "do_not_enforce_on_create": False,
-                           "required_status_checks": [{"context": c} for c in rs.contexts]}}
+                           "required_status_checks": [
+                               {"context": c, **({"integration_id": rs.apps[c]} if c in rs.apps else {})}
+                               for c in rs.contexts]}}

@@ -234,6 +234,7 @@ class Ruleset:
     id: int
     branches: list[str]
     contexts: list[str]
+    apps: dict[str, int] = field(default_factory=dict)  # context -> the app that must set it
 
 
 @dataclass
@@ -252,6 +253,7 @@ class Repo:
     branches: dict[str, str] = field(default_factory=dict)  # branch -> tip sha (default branch too)
     gateway: RerunGateway | None = None  # miles' comment gateway, when enabled
     protection: dict[str, list[str]] = field(default_factory=dict)  # branch -> required contexts
+    protection_apps: dict[str, dict[str, int]] = field(default_factory=dict)  # branch -> context -> app id
     rulesets: list[Ruleset] = field(default_factory=list)  # rulesets with required checks
     merge_bot: str | None = None  # a login that merges PRs by closing them (PyTorch's pytorchmergebot)
 
@@ -368,13 +370,17 @@ class Repo:
         self.statuses.append(st)
         return st
 
-    def protect(self, branch: str, contexts: list[str]) -> None:
-        """Branch protection on `branch` requiring the checks `contexts` (job or status names)."""
+    def protect(self, branch: str, contexts: list[str], apps: dict[str, int] | None = None) -> None:
+        """Branch protection on `branch` requiring the checks `contexts` (job or status names),
+        each in `apps` only when set by that app (`checks[].app_id`)."""
         self.protection[branch] = list(contexts)
+        self.protection_apps[branch] = dict(apps or {})
 
-    def add_ruleset(self, branches: list[str], contexts: list[str]) -> Ruleset:
-        """An active ruleset whose required_status_checks rule applies to `branches`."""
-        rs = Ruleset(next_id(), list(branches), list(contexts))
+    def add_ruleset(self, branches: list[str], contexts: list[str],
+                    apps: dict[str, int] | None = None) -> Ruleset:
+        """An active ruleset whose required_status_checks rule applies to `branches`; a context
+        in `apps` carries that app's `integration_id`."""
+        rs = Ruleset(next_id(), list(branches), list(contexts), dict(apps or {}))
         self.rulesets.append(rs)
         return rs
 

@@ -28,7 +28,7 @@ def required_fields(d: CiData) -> dict[str, Any]:
         return {}
     r = d.required
     return {"required_checks": {"source": r.source, "branch": r.branch, "contexts": r.contexts,
-                                "note": r.note or None}}
+                                **({"apps": r.apps} if r.apps else {}), "note": r.note or None}}
 
 
 def waiting_fields(d: CiData, ci_phase: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Which verdicts decide a CI tick: the checks the base branch requires.
 
 Green means every required check passed. `split` keeps the verdicts of required checks (by
-name: a check run's name or a status's context), adds a pending verdict for each required
+name: a check run's name or a status's context, and by app where a rule ties the context to
+one), adds a pending verdict for each required
 check that has not reported yet (GitHub shows it "Expected"), and hands back the red
 verdicts of optional checks apart: they are reported at the end, never debugged or re-run,
 unless the flow was started with ORCHESTRATOR_CI_OPTIONAL_CHECKS=babysit (then every check
@@ -26,12 +27,17 @@ def split(result: TickClassification, required: RequiredChecks | None,
     kept: list[CheckVerdict] = []
     optional: list[CheckVerdict] = []
     for v in result.verdicts:
-        (kept if babysit_optional or required.requires(v.check.name) else optional).append(v)
-    reported = {v.check.name for v in result.verdicts if v.check.kind != "workflow_run"}
+        (kept if babysit_optional or required.requires(v.check.name, v.check.app_id)
+         else optional).append(v)
+    reported = {v.check.name for v in result.verdicts if v.check.kind != "workflow_run"
+                and required.requires(v.check.name, v.check.app_id)}
     for context in required.contexts:
         if context not in reported:
             kept.append(CheckVerdict(
                 check=CheckState(kind="status", name=context, status="expected"), category="pending",
-                reason=f"required by branch {required.branch!r}; it has not reported on this commit yet"))
+                reason=f"required by branch {required.branch!r}"
+                       + (f" from app {', '.join(map(str, required.apps[context]))}"
+                          if context in required.apps else "")
+                       + "; it has not reported on this commit yet"))
     return (TickClassification(sha=result.sha, verdicts=kept),
             [v for v in optional if v.category in RED])
