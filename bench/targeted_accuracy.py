@@ -36,7 +36,9 @@ import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -78,6 +80,25 @@ def commits(repo: Path, span: tuple[str, str] = RANGE) -> list[str]:
     first, last = span
     out = _git(repo, "rev-list", "--first-parent", "--reverse", f"{first}~1..{last}")
     return out.split()
+
+
+def walk(repo: Path, span: tuple[str, str]) -> Iterator[tuple[Path, str, Any, Any]]:
+    """(worktree, sha, report, plan) for each commit of ``span`` against its parent, in a
+    temporary worktree of ``repo`` (removed at the end; ``repo`` itself is not touched)."""
+    cfg = load_profile("miles")
+    shas = commits(repo, span)
+    tmp = Path(tempfile.mkdtemp(prefix="targeted-acc-"))
+    work, cache = tmp / "wt", tmp / "cache"
+    try:
+        _git(repo, "worktree", "add", "-q", "--detach", str(work), shas[0])
+        for sha in shas:
+            _git(work, "checkout", "-q", "--detach", sha)
+            report = affected_tests(work, f"{sha}~1", config=cfg, cache_dir=cache)
+            yield work, sha, report, choose(report, cfg)
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(work)],
+                       capture_output=True, check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def score(truth: dict, plan, report) -> dict:
@@ -146,31 +167,17 @@ def main() -> int:
         return main_older(args)
     repo = Path(args.repo_dir).resolve()
     truth = {t["sha"]: t for t in tomllib.loads(TRUTH.read_text())["commit"]}
-    cfg = load_profile("miles")
-    shas = commits(repo)
-    tmp = Path(tempfile.mkdtemp(prefix="targeted-acc-"))
-    work, cache = tmp / "wt", tmp / "cache"
     rows = []
     started = time.perf_counter()
-    try:
-        _git(repo, "worktree", "add", "-q", "--detach", str(work), shas[0])
-        for sha in shas:
-            _git(work, "checkout", "-q", "--detach", sha)
-            t = next((v for k, v in truth.items() if sha.startswith(k)), None)
-            report = affected_tests(work, f"{sha}~1", config=cfg, cache_dir=cache)
-            plan = choose(report, cfg)
-            row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70]}
-            row.update(score(t, plan, report) if t else {"mode": plan.mode, "no_truth": True})
-            if args.show:
-                row["plan"] = {"comments": plan.comments, "labels": plan.labels,
-                               "reasons": plan.reasons}
-            rows.append(row)
-            if args.show:
-                print(orjson.dumps(row).decode(), flush=True)
-    finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(work)],
-                       capture_output=True, check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
+    for work, sha, report, plan in walk(repo, RANGE):
+        t = next((v for k, v in truth.items() if sha.startswith(k)), None)
+        row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70]}
+        row.update(score(t, plan, report) if t else {"mode": plan.mode, "no_truth": True})
+        if args.show:
+            row["plan"] = {"comments": plan.comments, "labels": plan.labels,
+                           "reasons": plan.reasons}
+            print(orjson.dumps(row).decode(), flush=True)
+        rows.append(row)
     scored = [r for r in rows if "no_truth" not in r]
     summary = {
         "commits": len(rows), "scored": len(scored),
@@ -196,27 +203,14 @@ def main() -> int:
 
 def main_older(args: argparse.Namespace) -> int:
     """The older range, each commit against its parent, judged by ``judge``."""
-    repo = Path(args.repo_dir).resolve()
-    cfg = load_profile("miles")
-    shas = commits(repo, OLDER)
-    tmp = Path(tempfile.mkdtemp(prefix="targeted-acc-"))
-    work, cache = tmp / "wt", tmp / "cache"
     rows = []
     started = time.perf_counter()
-    try:
-        _git(repo, "worktree", "add", "-q", "--detach", str(work), shas[0])
-        for sha in shas:
-            _git(work, "checkout", "-q", "--detach", sha)
-            report = affected_tests(work, f"{sha}~1", config=cfg, cache_dir=cache)
-            row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70],
-                   **judge(work, sha, choose(report, cfg), report)}
-            rows.append(row)
-            if args.show:
-                print(orjson.dumps(row).decode(), flush=True)
-    finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(work)],
-                       capture_output=True, check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
+    for work, sha, report, plan in walk(Path(args.repo_dir).resolve(), OLDER):
+        row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70],
+               **judge(work, sha, plan, report)}
+        rows.append(row)
+        if args.show:
+            print(orjson.dumps(row).decode(), flush=True)
     summary = {
         "range": f"{OLDER[0]}..{OLDER[1]}", "commits": len(rows),
         "docs_only": sum(r["docs_only"] for r in rows),

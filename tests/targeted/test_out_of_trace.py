@@ -232,3 +232,15 @@ def test_blackwell_branches_of_conditional_expressions_and_negations(repo, lib, 
     base = {"miles/lib.py": lib, "tests/e2e/test_lib.py": cuda(body="import miles.lib\n")}
     report, _ = run(repo, base, {"miles/lib.py": lib.replace(old, new)})
     assert (["miles/lib.py"] if only else []) == report.blackwell_only
+
+
+def test_nothing_names_the_profile_rule_that_says_no_gpu_run_is_needed(repo):
+    """An example script nothing imports, under the miles profile's ``examples/**/*.py``
+    rule (no labels): the plan of nothing says which rule it rests on, not only that no
+    test reaches the change."""
+    base = {"examples/demo/run_demo.py": "print(1)\n"}
+    _, plan = run(repo, base, {"examples/demo/run_demo.py": "print(2)\n"})
+    assert ("nothing", []) == (plan.mode, plan.undecided)
+    assert plan.reasons[0].startswith("no GPU CI needed: no registered test reaches the change; "
+                                      "the profile's rules say the untraced paths need no GPU "
+                                      "run (examples/demo/run_demo.py: example code")

@@ -249,7 +249,7 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
         labels = [lab for lab in labels if lab not in cfg.labels.never]
         if not rerun and not labels:
             return Plan(mode="nothing", comments=[], labels=[], judgement=judgement,
-                        reasons=[_why_nothing(report)])
+                        reasons=[_why_nothing(report, cfg)])
         if not rerun:
             return Plan(mode="labels", comments=[], labels=labels, judgement=judgement,
                         reasons=needed)
@@ -363,12 +363,19 @@ def _path_labels(path: str, cfg: TargetedConfig) -> list[str]:
     return list(rule.labels) if rule is not None else list(cfg.labels.fallback)
 
 
-def _why_nothing(report: AffectedReport) -> str:
+def _why_nothing(report: AffectedReport, cfg: TargetedConfig) -> str:
+    """The reason a plan of nothing gives, naming the profile rules it rests on."""
+    ruled = [(p, rule.why) for p in report.unimported
+             if (rule := path_rule(p, cfg)) is not None and not rule.labels]
+    ruled += [(o.path, o.why) for o in report.outside_trace]
+    rules = ("; the profile's rules say the untraced paths need no GPU run ("
+             + "; ".join(f"{p}: {why}" for p, why in ruled[:3])
+             + (f"; and {len(ruled) - 3} more" if len(ruled) > 3 else "") + ")") if ruled else ""
     cpu = sorted({t.path for t in report.tests if t.backend == "cpu" and not t.labels})
     if cpu:
         return (f"no GPU CI needed: the change reaches only {len(cpu)} unlabeled CPU "
-                "test(s), which run on every PR")
-    if report.outside_trace:
+                "test(s), which run on every PR" + rules)
+    if report.outside_trace and not report.unimported:
         return ("no GPU CI needed: the changed paths outside the trace need no GPU run ("
                 + "; ".join(f"{o.path}: {o.why}" for o in report.outside_trace[:3]) + ")")
-    return "no GPU CI needed: no registered test reaches the change"
+    return "no GPU CI needed: no registered test reaches the change" + rules
