@@ -506,15 +506,37 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
                   header_bytes=len(head))
 
 
+class BudgetSpent(Exception):
+    """A query was cut short by the call's foreground budget, not by a timeout of its own:
+    its answer is unknown and must never be recorded as one. The engine answers ``waiting``
+    (``waiting_on: "budget"``) and the step runs again, query and all, in the next call."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        what = " ".join(shlex.quote(a) for a in argv[:4]) + (" ..." if len(argv) > 4 else "")
+        super().__init__(f"{what}: cut short by the foreground budget ({FOREGROUND_ENV})")
+        self.what = what
+
+
 @dataclass(frozen=True)
 class Captured:
-    """A query's answer: its stdout as bytes (the data), stderr as text (the diagnostics)."""
+    """A query's answer: its stdout as bytes (the data), stderr as text (the diagnostics).
+    ``budget_cut``: it timed out because the call's budget ran out before its own timeout
+    (or the budget was spent before it could start): ask again, never record it."""
 
     code: int
     stdout: bytes
     stderr: str
     timed_out: bool = False
     too_big: bool = False
+    budget_cut: bool = False
+    argv: tuple[str, ...] = ()
+
+    def or_wait(self) -> Captured:
+        """This answer, or ``BudgetSpent`` when the budget cut it short (the caller's step
+        then runs again in the next call instead of recording a timeout as the answer)."""
+        if self.budget_cut:
+            raise BudgetSpent(self.argv)
+        return self
 
     @property
     def ok(self) -> bool:
@@ -547,10 +569,15 @@ def capture(argv: Sequence[str], *, cwd: str | Path | None = None,
         raise ValueError("capture() needs a non-empty argument list")
     left = remaining() if budget else float("inf")
     limit_s = left if timeout is None else min(timeout, left)
+    by_budget = timeout is None or left < timeout  # a timeout now is the budget's, not its own
+    if limit_s <= 0:
+        return Captured(TIMED_OUT, b"", "the foreground budget was spent before it started",
+                        timed_out=True, budget_cut=by_budget, argv=tuple(argv))
     try:
         child = spawn(argv, cwd=cwd, env=child_env(env), stdin=stdin, merge=False)
     except OSError as exc:
-        return Captured(NOT_FOUND, b"", f"{argv[0]}: cannot be started: {exc.strerror or exc}")
+        return Captured(NOT_FOUND, b"", f"{argv[0]}: cannot be started: {exc.strerror or exc}",
+                        argv=tuple(argv))
     out = bytearray()
     err: deque[bytes] = deque(maxlen=64)
 
@@ -573,7 +600,8 @@ def capture(argv: Sequence[str], *, cwd: str | Path | None = None,
         _active.discard(child.pid)
     code = TIMED_OUT if why == "timed_out" else child.returncode
     return Captured(code, bytes(out), b"".join(err).decode("utf-8", errors="replace"),
-                    timed_out=why == "timed_out", too_big=why == "stopped")
+                    timed_out=why == "timed_out", too_big=why == "stopped",
+                    budget_cut=why == "timed_out" and by_budget, argv=tuple(argv))
 
 
 # -- the background-job supervisor (run as a script by flow.core.jobs) ---------------------------
