@@ -90,6 +90,13 @@ def test_setup_heredoc_runs_as_written(tmp_path: Path) -> None:
     assert (None, "abc\n") == (problem, (tmp_path / "data.txt").read_text())
 
 
+def test_the_dash_before_a_heredoc_is_an_argument() -> None:
+    """``python - <<EOF``: the ``-`` (python reads the program from stdin) is kept."""
+    for block in ("python - <<EOF\nprint(1)\nEOF\n", "python - <<EOF && echo ok\nprint(1)\nEOF\n"):
+        first = split_commands(block)[0]
+        assert (["python", "-"], "print(1)\n") == (first.argv, first.stdin), block
+
+
 def test_tab_stripped_heredoc_and_herestring() -> None:
     units = split_commands("python - <<-EOF\n\timport os\n\tprint(os.sep)\n\tEOF\npython - <<< 'print(2)'")
     assert ["import os\nprint(os.sep)\n", "print(2)\n"] == [u.stdin for u in units]

@@ -243,6 +243,16 @@ def _simple(node: Any, src: _Source, text: str) -> Command:
     return cmd
 
 
+def _gap_words(node: Any, src: _Source) -> list[str]:
+    """Words in the text between a redirected statement's parts that no node covers."""
+    words: list[str] = []
+    parts = [c for c in node.children if c.type != "comment"]
+    for left, right in zip(parts, parts[1:]):
+        if right.start_byte > left.end_byte:
+            words += src.span(left.end_byte, right.start_byte).split()
+    return words
+
+
 def _simples_in(node: Any, src: _Source) -> list[Command]:
     """Every simple command inside ``node`` (a compound unit's ``inner``)."""
     found: list[Command] = []
@@ -271,6 +281,13 @@ def _unit(node: Any, src: _Source, text: str) -> Command:
         if body is None:
             return _compound(node, src, text)
         cmd = _unit(body, src, text)
+        if not cmd.compound:
+            # the grammar leaves a word standing between a command and its here-document
+            # out of the tree (``python - <<EOF`` loses the ``-``): the shell reads it as an
+            # argument, so it is one
+            for word in _gap_words(node, src):
+                cmd.argv.append(_unescape_bare(word))
+                cmd.raw.append(word)
         for child in node.named_children:
             if child.type == "heredoc_redirect":
                 cmd.stdin = _heredoc_body(child, src)
@@ -328,6 +345,10 @@ def _split_heredoc_list(node: Any, heredoc: Any, src: _Source, out: list[Command
     line_end = src.data.find(b"\n", ops[0].start_byte)
     body_and_end = src.span(line_end, end.end_byte) if end is not None and line_end >= 0 else ""
     cmd = _unit(node.child_by_field_name("body") or node, src, first_line + body_and_end)
+    if not cmd.compound:
+        for word in _gap_words(node, src):  # as in ``_unit``: a word the grammar left out
+            cmd.argv.append(_unescape_bare(word))
+            cmd.raw.append(word)
     cmd.stdin = _heredoc_body(heredoc, src)
     out.append(cmd)
     for statement in rest:
