@@ -1,6 +1,8 @@
 """Prompt templates: files with named ``$placeholders``; untrusted text is fenced as data.
 
-Templates live in ``agents/templates/<name>.md`` (``string.Template`` syntax). A value wrapped in
+Templates live in ``reference/prompts/<name>.md`` (``string.Template`` syntax; data beside
+the other reference data, outside ``agents/``, where Claude Code's plugin loader would take
+every Markdown file for a plugin subagent). A value wrapped in
 ``Untrusted`` (issue bodies, logs, review comments, agent output) is rendered inside a fence
 longer than any backtick run it contains, under a line saying it is data, not instructions.
 """
@@ -10,12 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from string import Template
 
 from flow.core.errors import WorkflowBug
+from reference import DIR as REFERENCE
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = REFERENCE / "prompts"
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,23 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+
+
+@contextmanager
+def _named(path: str | Path) -> Iterator[None]:
+    """An ``OSError`` raised on a descriptor (``os.read`` of a folder opened as the audit
+    log, ``os.fstat``, ``os.write``) names no file; give it ``path``, so the error a reader
+    sees says which workspace file is wrong."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc.filename, (str, bytes)):
+            raise
+        raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def write_atomic(path: str | Path, data: bytes) -> None:
@@ -71,38 +86,41 @@ def append_line(path: Path, line: bytes) -> None:
     leaves the line whole or absent.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
-    try:
-        size = os.fstat(fd).st_size
-        # A line torn by a crash mid-write gets its own line end first, so it stays alone.
-        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
-        os.write(fd, lead + line + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with _named(path):
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
+        try:
+            size = os.fstat(fd).st_size
+            # A line torn by a crash mid-write gets its own line end first, so it stays alone.
+            lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+            os.write(fd, lead + line + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def write_nofollow(path: Path, data: bytes, *, append: bool = False) -> None:
     """Write (or append) ``data`` to a workspace file, never through a symbolic link."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | _NOFOLLOW
-    fd = os.open(path, flags, 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
+    with _named(path):
+        fd = os.open(path, flags, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
 
 def read_nofollow(path: Path, tail: int | None = None) -> bytes:
     """Read a workspace file (its last ``tail`` bytes if given), never through a symbolic
     link (``OSError`` ``ELOOP`` if one)."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        if tail is not None:
-            size = os.fstat(fh.fileno()).st_size
-            fh.seek(max(size - tail, 0))
-        return fh.read()
+    with _named(path):
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            if tail is not None:
+                size = os.fstat(fh.fileno()).st_size
+                fh.seek(max(size - tail, 0))
+            return fh.read()
 
 
 def refuse_symlink(path: Path) -> None:

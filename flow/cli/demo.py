@@ -97,7 +97,7 @@ def demo_command(words: list[str], args: Namespace, root: Path, harness: str,
     calls = 1
     while spec["status"] in {"need_agent", "waiting"} and calls < MAX_CALLS:
         calls += 1
-        if spec.get("waiting_on") == "job":  # the local test gate runs on: wait, then resume
+        if spec.get("waiting_on") in {"job", "budget"}:  # a job runs on, or a cut check: wait, resume
             time.sleep(min(float(spec["poll_after_s"]), 5.0))
             spec = _call(shlex.split(spec["resume_command"]))
             continue

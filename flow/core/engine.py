@@ -123,6 +123,31 @@ class Ctx:
         assert result is not None
         return result
 
+    def query(self, argv: Sequence[str], *, timeout: float = 60.0,
+              cwd: str | Path | None = None, env: Mapping[str, str] | None = None) -> Any:
+        """A short query whose stdout is data (git, an interpreter probe): ``proc.capture``
+        in the foreground, returning its ``proc.Captured``. One that this call's foreground
+        budget cut short (before its own ``timeout``) has no answer: it is run again as a
+        background job the flow owns (``job``; the call answers ``waiting`` while it runs),
+        and the step, re-run, gets that job's answer (stdout and stderr together). Its
+        timeout is never taken for the answer. Memoized like ``job`` (per visit and query)."""
+        import hashlib
+        import json
+
+        from flow.core import proc
+
+        spelled = json.dumps([list(argv), None if cwd is None else str(cwd)])
+        key = f"query-{hashlib.sha1(spelled.encode()).hexdigest()[:12]}"
+        job_id = safe_name(f"{self._state.phase}-v{self._state.visit}-{key}")
+        if job_id not in self._state.jobs:
+            got = proc.capture(argv, cwd=cwd, env=self.settings if env is None else env,
+                               timeout=timeout)
+            if not got.budget_cut:
+                return got
+        done = self.job(key, argv, log_name=f"logs/{key}.log", timeout=timeout, cwd=cwd, env=env)
+        return proc.Captured(done.code, done.output.encode("utf-8"), "",
+                             timed_out=done.timed_out, argv=tuple(argv))
+
     def start_job(self, key: str, argv: Sequence[str], *, log_name: str, timeout: float,
                   cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
                   stdin: str | None = None) -> None:
@@ -229,6 +254,7 @@ class Engine:
         ctx = Ctx(self, data)
         step = self.wf.steps[state.phase]
         from flow.core.jobs import Pending
+        from flow.core.proc import BudgetSpent
 
         try:
             outcome = step(ctx)
@@ -236,6 +262,10 @@ class Engine:
             # The step's data changes are dropped: it runs again from the start once the
             # job has finished, and gets the job's recorded result then.
             return render.job_spec(state, self.store.root, self.store.dir, self.cmds, wait.job)
+        except BudgetSpent as cut:
+            # A query the budget cut short has no answer to record: the step's data changes
+            # are dropped and the step asks again in the next call.
+            return render.budget_spec(state, self.store.root, self.store.dir, self.cmds, cut.what)
         new_data = data.model_dump(mode="json")
         _check_fields(state.phase, outcome)
         if isinstance(outcome, Go):

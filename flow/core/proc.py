@@ -401,19 +401,71 @@ GIT_ENV_DROP = ("GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_SSH_COMMAND", "GIT_CONFIG
                 "GIT_CONFIG_COUNT", "GIT_ASKPASS", "SSH_ASKPASS")
 
 
-def guarded(argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+# A filter or diff driver the repository's own config names (``filter.<name>.clean``, a
+# ``textconv``) runs when a tracked file's attributes pick it: status and diff would run it.
+_DRIVER_KEYS = r"^filter\..+\.(clean|smudge|process)$"
+_DIFF_FAMILY = frozenset({"diff", "log", "show", "whatchanged"})
+_GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
+                             "--config-env", "--super-prefix"})
+
+
+def _subcommand_at(args: Sequence[str]) -> int:
+    """Index of the git subcommand in ``args`` (after git's own options), or len(args)."""
+    i = 1
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in _GIT_VALUE_OPTS else 1
+    return i
+
+
+def repo_filters(args: Sequence[str], cwd: str | Path | None,
+                 env: Mapping[str, str]) -> list[str]:
+    """The filter drivers the repository's own config (``--local``, includes followed) names,
+    as ``git config`` lists them for the repository ``args`` address (its ``-C`` and
+    ``--git-dir`` options, from ``cwd``). Empty when there is none, no repository, or no git."""
+    at = _subcommand_at(args)
+    query = [*args[:at], "config", "--local", "--includes", "--name-only", "--get-regexp",
+             _DRIVER_KEYS]
+    try:
+        done = subprocess.run(query, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=10, start_new_session=True)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 0:
+        return []
+    names = []
+    for key in done.stdout.decode("utf-8", "replace").splitlines():
+        name = key[len("filter."):].rpartition(".")[0]
+        if key.startswith("filter.") and name and name not in names:
+            names.append(name)
+    return names
+
+
+def guarded(argv: Sequence[str], env: Mapping[str, str],
+            cwd: str | Path | None = None) -> tuple[list[str], dict[str, str]]:
     """``argv`` and ``env`` as run. A ``git`` child gets ``GIT_GUARD`` first (no fsmonitor,
     no hooks, no external diff or pager from the repository's config), never prompts
     (``GIT_TERMINAL_PROMPT=0``), takes no optional lock, and loses the settings that would
-    run a command of the environment's choosing (``GIT_ENV_DROP``). Every other child is
-    left as it is. Filter and textconv drivers a checkout names stay its own to run; the
-    queries we run (status, diff, rev-parse, merge-base) are documented in the README."""
+    run a command of the environment's choosing (``GIT_ENV_DROP``). The clean/smudge/process
+    filters the repository's own config names are emptied (``-c filter.<name>.clean=`` ...,
+    ``required=false``: files are read as stored), and ``diff``/``log``/``show`` run with
+    ``--no-ext-diff --no-textconv``, so no diff driver or textconv command of a checkout runs.
+    Drivers of the user's own (global, system) config stay theirs (git-lfs keeps working).
+    Every other child is left as it is."""
     args, child = list(argv), dict(env)
     if args and Path(args[0]).name == "git":
         args = [args[0], *GIT_GUARD, *args[1:]]
         for name in GIT_ENV_DROP:
             child.pop(name, None)
         child.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+        off: list[str] = []
+        for name in repo_filters(args, cwd, child):
+            for key, value in (("clean", ""), ("smudge", ""), ("process", ""),
+                               ("required", "false")):
+                off += ["-c", f"filter.{name}.{key}={value}"]
+        args[1:1] = off
+        at = _subcommand_at(args)
+        if at < len(args) and args[at] in _DIFF_FAMILY:
+            args[at + 1:at + 1] = ["--no-ext-diff", "--no-textconv"]
     return args, child
 
 
@@ -449,7 +501,7 @@ def end_marked(mark: str) -> list[int]:
 
 def spawn(argv: Sequence[str], *, cwd: str | Path | None, env: Mapping[str, str],
           stdin: str | None, merge: bool = True) -> subprocess.Popen[bytes]:
-    args, child_vars = guarded(argv, env)
+    args, child_vars = guarded(argv, env, cwd)
     child = subprocess.Popen(args, cwd=cwd, env=child_vars, start_new_session=True,
                              stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                              stdout=subprocess.PIPE,
@@ -506,15 +558,37 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
                   header_bytes=len(head))
 
 
+class BudgetSpent(Exception):
+    """A query was cut short by the call's foreground budget, not by a timeout of its own:
+    its answer is unknown and must never be recorded as one. The engine answers ``waiting``
+    (``waiting_on: "budget"``) and the step runs again, query and all, in the next call."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        what = " ".join(shlex.quote(a) for a in argv[:4]) + (" ..." if len(argv) > 4 else "")
+        super().__init__(f"{what}: cut short by the foreground budget ({FOREGROUND_ENV})")
+        self.what = what
+
+
 @dataclass(frozen=True)
 class Captured:
-    """A query's answer: its stdout as bytes (the data), stderr as text (the diagnostics)."""
+    """A query's answer: its stdout as bytes (the data), stderr as text (the diagnostics).
+    ``budget_cut``: it timed out because the call's budget ran out before its own timeout
+    (or the budget was spent before it could start): ask again, never record it."""
 
     code: int
     stdout: bytes
     stderr: str
     timed_out: bool = False
     too_big: bool = False
+    budget_cut: bool = False
+    argv: tuple[str, ...] = ()
+
+    def or_wait(self) -> Captured:
+        """This answer, or ``BudgetSpent`` when the budget cut it short (the caller's step
+        then runs again in the next call instead of recording a timeout as the answer)."""
+        if self.budget_cut:
+            raise BudgetSpent(self.argv)
+        return self
 
     @property
     def ok(self) -> bool:
@@ -547,10 +621,15 @@ def capture(argv: Sequence[str], *, cwd: str | Path | None = None,
         raise ValueError("capture() needs a non-empty argument list")
     left = remaining() if budget else float("inf")
     limit_s = left if timeout is None else min(timeout, left)
+    by_budget = timeout is None or left < timeout  # a timeout now is the budget's, not its own
+    if limit_s <= 0:
+        return Captured(TIMED_OUT, b"", "the foreground budget was spent before it started",
+                        timed_out=True, budget_cut=by_budget, argv=tuple(argv))
     try:
         child = spawn(argv, cwd=cwd, env=child_env(env), stdin=stdin, merge=False)
     except OSError as exc:
-        return Captured(NOT_FOUND, b"", f"{argv[0]}: cannot be started: {exc.strerror or exc}")
+        return Captured(NOT_FOUND, b"", f"{argv[0]}: cannot be started: {exc.strerror or exc}",
+                        argv=tuple(argv))
     out = bytearray()
     err: deque[bytes] = deque(maxlen=64)
 
@@ -573,7 +652,8 @@ def capture(argv: Sequence[str], *, cwd: str | Path | None = None,
         _active.discard(child.pid)
     code = TIMED_OUT if why == "timed_out" else child.returncode
     return Captured(code, bytes(out), b"".join(err).decode("utf-8", errors="replace"),
-                    timed_out=why == "timed_out", too_big=why == "stopped")
+                    timed_out=why == "timed_out", too_big=why == "stopped",
+                    budget_cut=why == "timed_out" and by_budget, argv=tuple(argv))
 
 
 # -- the background-job supervisor (run as a script by flow.core.jobs) ---------------------------

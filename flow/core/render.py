@@ -139,6 +139,20 @@ def job_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands,
                     waiting_on="job", resume_command=cmds.resume(), note=JOB_NOTE)
 
 
+BUDGET_NOTE = ("A check ran out of this call's foreground budget before it answered; nothing "
+               "was recorded from it. Wait poll_after_s seconds, then run resume_command: the "
+               "check runs again with a fresh budget.")
+
+
+def budget_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands,
+                what: str) -> dict[str, Any]:
+    """``waiting`` after a query the foreground budget cut short (``proc.BudgetSpent``):
+    the step asks again in the next call (never cached: the state did not move)."""
+    return envelope(state, root, "waiting", cmds.harness, workspace, poll_after_s=1,
+                    in_flight=[], tasks=[], waiting_on="budget", cut_short=what,
+                    resume_command=cmds.resume(), note=BUDGET_NOTE)
+
+
 def human_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) -> dict[str, Any]:
     q = state.question
     assert q is not None

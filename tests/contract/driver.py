@@ -81,7 +81,7 @@ class Driver:
              extra_env: dict[str, str] | None = None) -> Call | None:
         """Do what ``spec`` asks once; None when the flow is finished."""
         status = spec["status"]
-        if status == "waiting" and spec.get("waiting_on") == "job":
+        if status == "waiting" and spec.get("waiting_on") in {"job", "budget"}:
             time.sleep(min(float(spec["poll_after_s"]), 0.5))  # a job the flow owns runs on
             return self.shell(spec["resume_command"], extra_env)
         if status in {"need_agent", "waiting"}:

@@ -334,3 +334,20 @@ def test_a_workspace_under_proc_is_a_clear_refusal(tmp_path: Path) -> None:
     code, got = call(["--workspace", "/proc/1/wsx", "reproduce", "--command", "pytest t.py",
                       "--source-dir", str(ROOT / "examples" / "calc")])
     assert (4, "workspace_unusable") == (code, got["error"]["code"])
+
+
+def test_an_audit_log_that_is_a_folder_is_named_by_its_path(toy: tuple[Path, dict[str, Any]]
+                                                            ) -> None:
+    """audit.jsonl replaced by a folder, then a feed (which must audit): exit 4
+    (workspace_not_a_file) naming the audit log's path, never a file descriptor; the state
+    is byte-identical."""
+    ws, spec = toy
+    audit = Path(spec["workspace"]) / "audit.jsonl"
+    audit.unlink()
+    audit.mkdir()
+    before = _state(spec).read_bytes()
+    code, got = feed(ws, spec, spec["tasks"][0], json.dumps({"ok": True, "value": 1}))
+    message = got.get("error", {}).get("message", "")
+    assert (4, "workspace_not_a_file", True) == (
+        code, got.get("error", {}).get("code"), repr(str(audit)) in message), got
+    assert " at 4" not in message and before == _state(spec).read_bytes()

@@ -47,3 +47,58 @@ def test_the_guard_leaves_other_programs_alone_and_git_prompts_never() -> None:
     assert (["/usr/bin/git", *proc.GIT_GUARD, "status"], {"A": "1", "GIT_TERMINAL_PROMPT": "0",
                                                           "GIT_OPTIONAL_LOCKS": "0"}) == (args, env)
     assert (["bash", "-c", "git x"], {"A": "1"}) == proc.guarded(["bash", "-c", "git x"], {"A": "1"})
+
+
+def _driver_repo(tmp_path: Path, marker: Path) -> tuple[Path, dict[str, str]]:
+    """A repository whose .gitattributes picks filter and diff drivers that its own
+    .git/config defines as commands writing ``marker`` (the real git sets it up)."""
+    import subprocess
+
+    repo = tmp_path / "drivers"
+    repo.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    evil = tmp_path / "driver.sh"
+    evil.write_text(f"#!/bin/sh\necho \"$0 $*\" >> {marker}\nexec cat\n")
+    evil.chmod(0o755)
+    (repo / ".gitattributes").write_text("*.txt filter=tidy diff=pretty\n")
+    (repo / "a.txt").write_text("one\n")
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
+    with (repo / ".git" / "config").open("a") as fh:
+        fh.write(f"[filter \"tidy\"]\n\tclean = {evil} clean\n\tsmudge = {evil} smudge\n"
+                 f"\trequired = true\n"
+                 f"[diff \"pretty\"]\n\ttextconv = {evil} textconv\n\tcommand = {evil} command\n")
+    (repo / "a.txt").write_text("two\n")
+    return repo, env
+
+
+def test_filter_and_diff_drivers_of_the_repository_config_never_run(tmp_path: Path) -> None:
+    """status, diff HEAD (--binary too), log -p and show on a checkout whose own config names
+    clean/smudge filters, a textconv and a diff command: none runs, and the answers are
+    git's own (the change is seen, stored bytes as they are)."""
+    import subprocess
+
+    marker = tmp_path / "ran"
+    repo, env = _driver_repo(tmp_path, marker)
+    # the set-up is live: plain git (not through the runner) does run the drivers
+    subprocess.run(["git", "-C", str(repo), "diff", "HEAD"], env=env, capture_output=True)
+    assert marker.exists(), "the drivers never ran even without the guard"
+    marker.unlink()
+    answers = {}
+    for args in (["status", "--porcelain=v2", "--untracked-files=all"], ["diff", "HEAD"],
+                 ["diff", "HEAD", "--binary", "--", "."], ["log", "-p", "-1"], ["show", "HEAD"],
+                 ["checkout", "-q", "-b", "t"]):
+        got = proc.capture(["git", "-C", str(repo), *args], env=env)
+        assert 0 == got.code, (args, got.problem)
+        answers[args[0]] = got.text
+    assert (False, True, True) == (marker.exists(), "a.txt" in answers["status"],
+                                   "+two" in answers["diff"])
+
+
+def test_the_user_own_filters_stay_theirs(tmp_path: Path) -> None:
+    """A filter defined in the user's global config (git-lfs's way) is not emptied."""
+    repo, env = _driver_repo(tmp_path, tmp_path / "ran")
+    (tmp_path / ".gitconfig").write_text("[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n")
+    args, _ = proc.guarded(["git", "-C", str(repo), "status"], env)
+    assert "filter.tidy.clean=" in args and not any("filter.lfs" in a for a in args)

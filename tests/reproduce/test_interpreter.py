@@ -35,8 +35,15 @@ def _ctx(tmp_path: Path, data: ReproData, settings: dict[str, str]) -> Any:
         out.parent.mkdir(parents=True, exist_ok=True)
         return out
 
+    def query(argv: list[str], *, timeout: float = 60.0, cwd: Any = None, env: Any = None) -> Any:
+        # the engine's ctx.query, in the foreground through the runner (which a test may
+        # stand in for, as it does for every other run of the step)
+        code, text = runner.run(argv, cwd=cwd, env=settings if env is None else env,
+                                log=path("logs/query.log"), timeout=timeout)
+        return SimpleNamespace(code=code, text=text)
+
     return SimpleNamespace(data=data, settings=settings, path=path, root=tmp_path,
-                           dir=tmp_path / "flow", log=lambda *_: None)
+                           dir=tmp_path / "flow", log=lambda *_: None, query=query)
 
 
 @pytest.mark.parametrize("later", ["other", "unset"])

@@ -116,7 +116,10 @@ def _has_torch(ctx: Any) -> bool:
     if ctx.data.test_torch is None:
         from flow.workflows.refactor.interpreter import TORCH_PROBE
 
-        probe = proc.capture([_python(ctx), "-c", TORCH_PROBE], env=ctx.settings, timeout=300)
+        # A probe the call's budget cut short is asked again next call (BudgetSpent), never
+        # recorded as "could not ask the interpreter: timed out".
+        probe = proc.capture([_python(ctx), "-c", TORCH_PROBE], env=ctx.settings,
+                             timeout=300).or_wait()
         if probe.timed_out or probe.code == proc.NOT_FOUND:
             ctx.data.test_torch = True
             ctx.data.test_torch_info = f"could not ask the interpreter: {probe.problem}"
@@ -241,7 +244,7 @@ def _hw_runs(ctx: Any, file: Path) -> None:
         ctx.data.hw_note = why
         _hw_check(ctx, CheckResult(name="hw_classification", passed=True, errors=0, warnings=0, skipped=why))
 
-    probe = proc.capture([_python(ctx), "-c", HW_ENUM_PROBE], env=ctx.settings, timeout=300)
+    probe = proc.capture([_python(ctx), "-c", HW_ENUM_PROBE], env=ctx.settings, timeout=300).or_wait()
     if not (probe.code == 0 and probe.text.strip().endswith("yes")):
         return skipped(f"the torch of {_python(ctx)} has no HardwareClassification "
                        "(--hw-classification needs torch 2.14.1 or later)")

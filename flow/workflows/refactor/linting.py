@@ -78,7 +78,8 @@ def _wants_labels(ctx: Any) -> bool:
             from flow.core import proc
             from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
 
-            probe = proc.capture([_python(ctx), "-c", HW_ENUM_PROBE], env=ctx.settings, timeout=300)
+            probe = proc.capture([_python(ctx), "-c", HW_ENUM_PROBE], env=ctx.settings,
+                                 timeout=300).or_wait()
             ctx.data.hw_enum = probe.code == 0 and probe.text.strip().endswith("yes")
             if not ctx.data.hw_enum:
                 _note(ctx, f"hw_classification not written: neither the checkout nor the torch of "

@@ -116,6 +116,30 @@ def parse_batch(text: str) -> list[BatchEntry | InvalidEntry]:
     return _unique(items)
 
 
+def read_batch(path: str) -> list[BatchEntry | InvalidEntry]:
+    """The entries of the batch file at ``path``, read when the flow reaches batch_setup as
+    ``--batch`` was read at start (``flow.core.boundedfile``: a regular UTF-8 file of at most
+    ``MAX_BATCH_BYTES``, at most ``MAX_ENTRIES`` entries): the file may have been replaced
+    since (by a FIFO, ``/dev/zero``, a huge or binary file). ``WorkflowInputError`` saying what
+    it is now; the flow's state is left as it was, and a --resume reads it again."""
+    from flow.core.boundedfile import UnreadableFile, read_regular
+    from flow.core.errors import WorkflowInputError
+
+    mend = (f"put the batch file back (a JSON, JSON-lines or one-command-per-line file of at "
+            f"most {MAX_BATCH_BYTES} bytes and {MAX_ENTRIES} entries), then run --resume")
+    try:
+        text = read_regular(path, MAX_BATCH_BYTES).decode("utf-8")
+    except UnreadableFile as exc:
+        raise WorkflowInputError(f"the batch file {path!r} {exc.reason}", mend) from None
+    except UnicodeDecodeError:
+        raise WorkflowInputError(f"the batch file {path!r} is not UTF-8 text (a binary file?)",
+                                 mend) from None
+    try:
+        return parse_batch(text)
+    except BatchRefused as exc:
+        raise WorkflowInputError(f"the batch file {path!r}: {exc}", mend) from None
+
+
 def _parse(text: str) -> list[BatchEntry | InvalidEntry]:
     stripped = text.strip()
     items: list[BatchEntry | InvalidEntry] = []

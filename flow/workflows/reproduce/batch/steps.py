@@ -1,7 +1,7 @@
 """``reproduce --batch FILE``: one flow sweeping many reproducers (the seed's
 nightly-CI caller hands over a list of failing tests).
 
-batch_setup parses the file (``batch.parse_batch``) and installs Stage 1 once;
+batch_setup reads the file bounded (``entries.read_batch``) and installs Stage 1 once;
 batch_entry runs Stage 1 for one entry per visit (prepare, collect-only, setup steps,
 the reproducer, and the skip-marker re-run as a second visit of the same entry).
 ``auto`` entries that pass there go on together: batch_build builds the source ONCE
@@ -21,7 +21,7 @@ from typing import Any
 
 from flow.core.outcome import Ask, Done, Go
 from flow.workflows.reproduce.batch.entries import (
-    BatchEntry, InvalidEntry, build_report, parse_batch, render_json, render_markdown,
+    BatchEntry, InvalidEntry, build_report, read_batch, render_json, render_markdown,
 )
 from flow.workflows.reproduce.context import (
     blocked, env_of, interpreter, launcher, profile_of, reproducer, run_timeout, scratch,
@@ -48,10 +48,9 @@ def _entries(ctx: Any) -> list[BatchEntry | InvalidEntry]:
 
 
 def setup(ctx: Any) -> Any:
-    """Parse the batch file and install Stage 1 once for every entry."""
-    from pathlib import Path
-
-    items = parse_batch(Path(ctx.data.batch_file).read_text())
+    """Parse the batch file (read bounded, as at start: ``read_batch``) and install Stage 1
+    once for every entry."""
+    items = read_batch(ctx.data.batch_file)
     ctx.data.batch_ci_repo = ctx.data.ci_repo
     ctx.data.batch_repeat, ctx.data.batch_timeout = ctx.data.repeat, ctx.data.timeout
     ctx.data.batch_entries = [{"invalid": i.model_dump()} if isinstance(i, InvalidEntry)

@@ -75,8 +75,10 @@ def project_probe(ctx: Any, profile: Profile, python: str) -> str:
     if envinfo.is_this_interpreter(python):
         output = envinfo.probe_here(packages, where)
     else:
-        _, output = runner.query(envinfo.probe_argv(python, packages, where), cwd=scratch(ctx),
-                                 env=runner.clean_env(ctx.settings))
+        # ctx.query: a probe the budget cut short runs again as a job, so an empty answer
+        # (no project identity) is never kept in project_probe as if it were the answer
+        output = ctx.query(envinfo.probe_argv(python, packages, where), cwd=scratch(ctx),
+                           env=runner.clean_env(ctx.settings)).text
     ctx.data.project_probe = {"python": python, "tree": where or "", "output": output}
     return output
 

@@ -192,9 +192,12 @@ def python_invocation(argv: list[str]) -> tuple[PythonKind, str] | None:
 
 
 def is_setup(cmd: Command) -> bool:
-    """True when a command provisions the environment instead of exercising the bug."""
-    if not cmd.argv:
-        return True  # assignment-only line: an env setting
+    """True when a command provisions the environment instead of exercising the bug (a
+    background job, an env setting, a compound block made only of such commands)."""
+    if not cmd.argv or cmd.background:
+        return True  # an env setting, or a job the shell starts and does not wait for
+    if cmd.compound:
+        return all(is_setup(inner) for inner in cmd.inner)
     prog = posixpath.basename(cmd.argv[0])
     if prog in SETUP_PROGRAMS:
         return True

@@ -1,7 +1,9 @@
 """How the reproduce workflow runs things, through ``flow.core.proc`` (never ``subprocess``).
 
 - ``run``: a short query in the foreground (git, a versions probe): ``proc.run`` with the
-  call's foreground budget, returning (exit code, output).
+  call's foreground budget, returning (exit code, output). A query whose answer is kept
+  (the tree's git state, the environment probe) goes through ``ctx.query`` instead: one the
+  budget cut short is asked again (as a job the flow owns), never recorded as timed out.
 - ``Launch``: the long runs (reproducer runs, setup steps, pip installs) go through a
   launcher the step gives, ``ctx.job`` in the workflow: a background job the flow owns,
   memoized per phase visit and key, so a step that is re-run on ``--resume`` gets the
@@ -50,14 +52,6 @@ def run(argv: list[str], *, cwd: str | Path | None, env: Mapping[str, str], log:
     child's sake (127 not found, 124 timed out with the reason in the output)."""
     result = proc.run(argv, log=log, cwd=cwd, env=env, timeout=timeout, stdin=stdin)
     return result.code, result.output
-
-
-def query(argv: list[str], *, cwd: str | Path | None = None,
-          env: Mapping[str, str] | None = None) -> tuple[int, str]:
-    """``proc.capture`` for a query whose stdout is data (git, a JSON probe): (exit code,
-    stdout); stderr stays apart, so a warning cannot break the data."""
-    got = proc.capture(argv, cwd=cwd, env=env)
-    return got.code, got.text
 
 
 def foreground(key: str, argv: list[str], log: Path, env: Mapping[str, str],

@@ -17,14 +17,15 @@ from flow.workflows.reproduce.verdict.models import Stage
 
 def installed_versions(ctx: Any, packages: list[str]) -> dict[str, str]:
     """{package: version} in the Stage 1 interpreter (``interpreter``); {} when the
-    query fails. The JSON line is searched from the end: stderr (a warning) is appended
-    after stdout."""
+    query fails. The JSON line is searched from the end (a query the budget cut short is
+    run again as a job, whose answer has stderr after stdout). ``ctx.query``: a cut query
+    is asked again, never recorded as "no versions"."""
     import json
 
     from flow.workflows.reproduce.stage1.rules import versions_query
 
-    _, output = runner.run(versions_query(interpreter(ctx), packages),
-                           cwd=scratch(ctx), env=ctx.settings, log=ctx.path("logs/versions.log"))
+    output = ctx.query(versions_query(interpreter(ctx), packages), cwd=scratch(ctx),
+                       env=ctx.settings).text
     for line in reversed(output.splitlines()):
         try:
             found = json.loads(line)

@@ -125,9 +125,7 @@ def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
 def fallback_tree(ctx: Any) -> str:
     """The source dir's place inside the build's clone at ci_commit (``build.py
     --commit``: ``<work>/src/<the source dir's path in its repository>``)."""
-    from flow.workflows.reproduce.run import runner
-
-    _, prefix = runner.query(["git", "-C", ctx.data.source_dir, "rev-parse", "--show-prefix"])
+    prefix = ctx.query(["git", "-C", ctx.data.source_dir, "rev-parse", "--show-prefix"]).text
     return str(Path(ctx.path("build")) / "src" / prefix.strip()).rstrip("/")
 
 

@@ -252,7 +252,9 @@ def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeSt
         return TreeState(path=path, git=False)
     head = next((l.split()[2] for l in status.splitlines() if l.startswith("# branch.oid ")), None)
     head = head if head and head != "(initial)" else None
-    changed = [l for l in status.splitlines() if l and not l.startswith("#")]
+    from flow.workflows.reproduce.verdict.reuse import status_changes
+
+    changed = status_changes(status)  # a run's own __pycache__ is not a change of the tree
     if not changed:
         return TreeState(path=path, git=True, head=head)
     _, diff = run(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])

@@ -61,7 +61,7 @@ def describe_environment(ctx: Any, profile: Profile) -> Any:
     where = ctx.data.tree or ctx.data.source_dir
     tree = None
     if where:
-        tree = envinfo.tree_state(where, lambda argv: runner.query(argv, env=ctx.settings))
+        tree = envinfo.tree_state(where, lambda argv: _asked(ctx.query(argv, env=ctx.settings)))
     env = envinfo.read_probe(python, output, project, packages, tree)
     if env.project_install == "installed" and env.project_origin != "the tree" and where:
         note = (f"{env.project} {env.project_version} is installed from {env.project_origin}, "
@@ -72,6 +72,12 @@ def describe_environment(ctx: Any, profile: Profile) -> Any:
         ctx.data.installed_versions = {n: v for n, v in env.packages.items()
                                        if n in profile.nightly.packages}
     return env
+
+
+def _asked(got: Any) -> tuple[int, str]:
+    """(exit code, stdout) of a ``ctx.query`` (one the budget cut short was run again as a
+    job, so a timeout here is the query's own, never the budget's)."""
+    return got.code, got.text
 
 
 def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:

@@ -6,7 +6,10 @@ command and every flag (profile included); the environment part covers
 - the interpreter (``ORCHESTRATOR_REPRODUCE_PYTHON``, else the orchestrator's own);
 - the source tree: git HEAD plus a hash of ``git diff HEAD`` and the untracked files'
   names; a tree that is no git repository: names, sizes and mtimes of its source files
-  (``*.py``, build and config files; hidden and cache folders skipped);
+  (``*.py``, build and config files; hidden and cache folders skipped). What running the
+  reproducer leaves behind is no change of the tree: untracked ``__pycache__`` folders,
+  ``*.pyc``/``*.pyo`` files and ``.pytest_cache`` are left out (``is_run_debris``), so a
+  finished verdict keeps its key;
 - the installed distributions: the names (so the versions) of the ``*.dist-info``
   folders in the interpreter's site-packages.
 
@@ -45,13 +48,29 @@ def installed_fingerprint(python: str) -> str:
     return "\n".join(names)
 
 
+def is_run_debris(name: str) -> bool:
+    """A file a Python or pytest run writes into the tree by itself (bytecode caches, the
+    pytest cache): never a change of the tree under test."""
+    parts = name.replace("\\", "/").split("/")
+    return ("__pycache__" in parts or ".pytest_cache" in parts
+            or parts[-1].endswith((".pyc", ".pyo")))
+
+
+def status_changes(text: str) -> list[str]:
+    """The change lines of ``git status --porcelain=v2`` output, untracked run debris
+    (``is_run_debris``) left out."""
+    return [line for line in text.splitlines() if line and not line.startswith("#")
+            and not (line.startswith("? ") and is_run_debris(line[2:]))]
+
+
 def tree_fingerprint(path: str) -> str:
     """Git HEAD and the uncommitted changes, or the source files' names/sizes/mtimes."""
     status = proc.capture(["git", "-C", path, "status", "--porcelain=v2", "--branch",
                            "--untracked-files=all", "--", "."], timeout=60)
     if status.ok:
-        text = status.text
-        if any(line and not line.startswith("#") for line in text.splitlines()):
+        changes = status_changes(status.text)
+        text = "\n".join([*(l for l in status.text.splitlines() if l.startswith("#")), *changes])
+        if changes:
             diff = proc.capture(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."],
                                 timeout=60)
             text += diff.text

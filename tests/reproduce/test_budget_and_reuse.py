@@ -1,0 +1,127 @@
+"""A check the foreground budget cut short is asked again, never recorded (the verdict's
+tree state under a 1 s budget and a slowed git), and a finished verdict is found again by
+``--resume`` after its own run wrote ``__pycache__`` into a git tree."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.contract.driver import Driver
+from tests.reproduce.conftest import REPO
+
+FAILING = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"
+REAL_GIT = shutil.which("git") or "/usr/bin/git"
+
+# A git that is slow the first time it is asked for the tree's status (a cold disk, a big
+# tree): longer than the whole 1 s budget. Every later call is the real git at once.
+SLOW_GIT = """#!/bin/sh
+case " $* " in
+  *" status --porcelain=v2 "*)
+    if [ -e "$SLOW_GIT_ARMED" ] && mkdir "$SLOW_GIT_ARMED.fired" 2>/dev/null; then sleep 3; fi ;;
+esac
+exec {git} "$@"
+"""
+
+
+def _git_calc(tmp_path: Path, env: dict[str, str]) -> Path:
+    """examples/calc committed in a fresh git repository with no .gitignore (so the run's
+    __pycache__ folders show as untracked files)."""
+    src = Path(shutil.copytree(REPO / "examples" / "calc", tmp_path / "calc",
+                               ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache",
+                                                             "*.egg-info")))
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "calc"]):
+        subprocess.run([REAL_GIT, *argv], cwd=src, env=env, check=True, capture_output=True)
+    return src
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.invalid",
+               GIT_CONFIG_GLOBAL=str(tmp_path / "gitconfig"), GIT_CONFIG_NOSYSTEM="1")
+    return env
+
+
+def _drive(drv: Driver, argv: list[str], after_first: Any = None,
+           max_calls: int = 400) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Start, then follow ``waiting`` answers (sleeping a little, never poll_after_s in
+    full) until the flow is done; (last spec, every spec). ``after_first(spec)`` runs
+    after the first call."""
+    first = drv.call(argv)
+    assert first.spec is not None, first.stderr
+    specs = [first.spec]
+    spec = first.spec
+    if after_first is not None:
+        after_first(spec)
+    for _ in range(max_calls):
+        if spec["status"] != "waiting":
+            break
+        time.sleep(0.2)
+        nxt = drv.shell(spec["resume_command"])
+        assert nxt.spec is not None, nxt.stderr
+        spec = nxt.spec
+        specs.append(spec)
+    return spec, specs
+
+
+def test_budget_cut_tree_state_is_asked_again_not_recorded(tmp_path: Path) -> None:
+    """ORCHESTRATOR_FOREGROUND_S=1 and a git that takes 3 s once: the call whose budget ran
+    out answers waiting (the read runs again as a job), and the verdict's tree is the git tree at its
+    HEAD, never ``git: false`` / ``working-tree``."""
+    env = _env(tmp_path)
+    src = _git_calc(tmp_path, env)
+    head = subprocess.run([REAL_GIT, "rev-parse", "HEAD"], cwd=src, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(SLOW_GIT.format(git=REAL_GIT))
+    (bin_dir / "git").chmod(0o755)
+    env.update(PATH=f"{bin_dir}:{env['PATH']}", ORCHESTRATOR_FOREGROUND_S="1",
+               SLOW_GIT_ARMED=str(tmp_path / "armed"))
+    drv = Driver(tmp_path / "ws", env=env)
+    argv = ["reproduce", "--profile", "local", "--source-dir", str(src), "--command", FAILING]
+
+    def arm(first: dict[str, Any]) -> None:
+        # armed once the flow exists (its key's git read is done): the next status read,
+        # the verdict's own, is the slow one
+        assert "waiting" == first["status"], first
+        (tmp_path / "armed").touch()
+
+    spec, specs = _drive(drv, argv, arm)
+    tree = spec["verdict"]["environment"]["tree"]
+    assert ("done", "REPRODUCED", True, head) == (
+        spec["status"], spec["verdict"]["verdict"], tree["git"], tree["head"])
+    assert (tmp_path / "armed.fired").is_dir(), "the slowed git status never ran"
+    # the cut read is asked again as a job of the flow's own: the call answers waiting on it
+    cut = [s for s in specs if s["status"] == "waiting" and s.get("waiting_on") == "job"
+           and s["job"]["key"].startswith("query-")]
+    assert cut and all(s["tasks"] == [] and s["resume_command"] for s in cut), [
+        (s["status"], s.get("waiting_on"), (s.get("job") or {}).get("key")) for s in specs]
+
+
+def test_resume_of_finished_flow_survives_its_own_pycache(tmp_path: Path) -> None:
+    """The run writes tests/__pycache__ into the (gitignore-less) tree; the same command
+    with --resume still finds the finished flow and prints its verdict again."""
+    env = _env(tmp_path)
+    src = _git_calc(tmp_path, env)
+    drv = Driver(tmp_path / "ws", env=env)
+    argv = ["reproduce", "--profile", "local", "--source-dir", str(src), "--command", FAILING]
+    spec, _ = _drive(drv, argv)
+    assert ("done", "REPRODUCED") == (spec["status"], spec["verdict"]["verdict"])
+    debris = sorted(str(p.relative_to(src)) for p in src.rglob("__pycache__"))
+    assert debris, "the run left no __pycache__: the test would prove nothing"
+    again = drv.call([*argv, "--resume"])
+    assert again.spec is not None, again.stderr
+    assert ("done", spec["flow_id"], spec["verdict"]["verdict"]) == (
+        again.spec["status"], again.spec["flow_id"], again.spec["verdict"]["verdict"]), json.dumps(
+        again.spec.get("error"))
+    # a real change of the tree is still another flow
+    (src / "calc" / "__init__.py").write_text((src / "calc" / "__init__.py").read_text() + "\n# edited\n")
+    changed = drv.call([*argv, "--resume"])
+    assert changed.spec is not None and changed.spec["status"] == "error", changed.spec
+    assert "flow_not_found" == changed.spec["error"]["code"]
