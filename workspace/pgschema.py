@@ -69,6 +69,10 @@ MIGRATIONS: dict[int, str] = {
     # beside its state, and the workspace root its state's paths were written under.
     2: """
     ALTER TABLE flows ADD COLUMN root text;
+    -- the worker that last gave an item back for lack of what its flow needs, and until when
+    -- it is not offered that item again
+    ALTER TABLE campaign_items ADD COLUMN refused_by text;
+    ALTER TABLE campaign_items ADD COLUMN refused_until timestamptz;
     CREATE TABLE artifacts (
         flow_id text NOT NULL,
         name text NOT NULL,
