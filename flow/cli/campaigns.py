@@ -10,7 +10,11 @@ spec says to run the campaign command again for the next item.
 The items: ``campaign NAME --items FILE`` (a JSON list of ``{"id", "argv"}``, the start words
 of any workflow), ``reproduce --batch FILE --campaign NAME`` (one reproduce flow per entry),
 ``refactor --campaign NAME --pytorch-dir CHECKOUT`` (each test file of the checkout still on
-the test linter's allowlist, or the files given after ``--campaign NAME``).
+the test linter's allowlist, or the files given after ``--campaign NAME``), ``review-queue
+--campaign NAME`` (each PR of the workspace's review queue, a one-PR batch each).
+
+A machine that lacks what an item's flow needs (``needs``: the checkout, the test file, the
+venv it began with) gives the item back and says what is missing (``MachineLacks``).
 """
 
 from __future__ import annotations
@@ -61,7 +65,40 @@ def items_for(args: argparse.Namespace, words: list[str], root: Path) -> tuple[s
         return "reproduce", _batch_items(args)
     if args.command == "refactor":
         return "refactor", _refactor_items(args, [args.file] if args.file else [])
+    if args.command == "review-queue":
+        return "review-queue", review_items(args, root)
     return None
+
+
+def review_items(args: argparse.Namespace, root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """One item per PR of the workspace's review queue (``pr_needs_review.txt``, in its
+    order, each PR once): the one-PR batch ``review-queue --repo OWNER/NAME --pr-number N``
+    (its own review and comment). Lines that are no PR are left for a day's batch."""
+    from flow.workflows.review_queue import queue as core
+    from flow.workflows.review_queue.declaration import QUEUE_FILE
+
+    path = root / QUEUE_FILE
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise WorkflowInputError(f"cannot read the review queue {str(path)!r}: "
+                                 f"{exc.strerror or exc}", "create it with one PR per line (a "
+                                 "PR URL or owner/repo#N), or join the campaign with "
+                                 "'campaign NAME'") from None
+    default_repo = args.repo or core.load_profile(args.profile).default_repo
+    items: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        ref = core.parse_line(line, default_repo)
+        if ref is None or ref.key in items:
+            continue
+        argv = ["review-queue", "--repo", ref.repo, "--pr-number", str(ref.number)]
+        if args.profile:
+            argv += ["--profile", str(args.profile)]
+        items[ref.key] = {"argv": argv}
+    if not items:
+        raise WorkflowInputError(f"the review queue {str(path)!r} names no PR",
+                                 "add one PR per line (a PR URL or owner/repo#N)")
+    return list(items.items())
 
 
 def _read_json(path: Path, what: str) -> Any:
