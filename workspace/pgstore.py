@@ -222,6 +222,8 @@ class PgFlowStore(FlowStore):
                                 "data = EXCLUDED.data, sha = EXCLUDED.sha, updated_at = now()",
                                 [(self.flow_id, n, blob, now[n]) for n, blob in send.items()])
                 return
+            except psycopg.errors.QueryCanceled as exc:  # the statement timeout: no retry
+                raise unavailable(self.url, exc, "saving the state") from None
             except psycopg.OperationalError as exc:
                 # The session dropped (server restart, network): this caller's advisory lock
                 # went with it. Take it again and write only if nobody held it in between.
