@@ -88,6 +88,20 @@ def scan(flow_dir: Path, applied: Iterable[str]) -> tuple[dict[str, bytes], list
     return out, big
 
 
+def holds(data: bytes, accepted: str | None) -> bool:
+    """Whether feed file bytes hold the result accepted with digest ``accepted`` (the
+    engine's: the JSON object without its ``task_id``)."""
+    from workspace.jsonio import digest
+
+    try:
+        content = loads(data)
+    except ValueError:
+        return False
+    if not isinstance(content, dict) or accepted is None:
+        return False
+    return digest({k: v for k, v in content.items() if k != "task_id"}) == accepted
+
+
 def safe_name(name: str) -> bool:
     """An output name may only name a file of the flow folder (no '..', no absolute path)."""
     parts = name.split("/")

@@ -105,9 +105,11 @@ class PgFlowStore(FlowStore):
         return state
 
     def _fetch_outputs(self) -> None:
-        """Bring the local folder to the database's outputs: what it lacks or has otherwise
-        is written; what it had from the database and the database no longer has is
-        removed; what was written here since (not in the manifest) is kept."""
+        """Bring the local folder to the database's outputs: what it lacks, or still has as
+        last synced while the database has a newer one, is written; what it had from the
+        database and the database no longer has is removed; what was written or changed
+        here since the last sync (an agent's report before its feed, a feed file rewritten
+        after it was applied) is kept as it is, as the file store would keep it."""
         from workspace import pgoutputs
 
         rows = self._query("reading the flow's outputs",
@@ -122,7 +124,8 @@ class PgFlowStore(FlowStore):
                 local = pgoutputs.sha(path.read_bytes()) if not path.is_symlink() else None
             except OSError:
                 local = None
-            if local != digest:
+            if local is None and not path.exists() or \
+                    local not in (None, digest) and local == manifest.get(name):
                 want.append(name)
         for name, digest in manifest.items():
             path = self.dir / name
@@ -167,13 +170,21 @@ class PgFlowStore(FlowStore):
         """(outputs to send, names to delete, the outputs after this save)."""
         from workspace import pgoutputs
 
-        applied = [t.task_id for t in state.tasks if t.status == "applied"]
+        applied = {t.task_id: t.result_digest for t in state.tasks if t.status == "applied"}
         files, big = pgoutputs.scan(self.dir, applied)
         for name in big:
             self.log(f"output {name} is over {pgoutputs.MAX_BYTES} bytes: kept on this "
                      "machine only, not in the store")
         now = {name: pgoutputs.sha(blob) for name, blob in files.items()}
-        send = {n: files[n] for n, d in now.items() if self._synced.get(n) != d}
+        for task_id, accepted in applied.items():
+            # An applied task's feed file counts while it holds the accepted result: one
+            # rewritten since (refused as already_applied) leaves the database's as it is.
+            name = f"feeds/{task_id}.json"
+            if name in files and not pgoutputs.holds(files[name], accepted):
+                del files[name], now[name]
+                if name in self._synced:
+                    now[name] = self._synced[name]
+        send = {n: files[n] for n, d in now.items() if n in files and self._synced.get(n) != d}
         gone = [n for n in self._synced if n not in now]
         return send, gone, now
 

@@ -95,8 +95,9 @@ def test_a_reproduce_verdict_is_reported_from_a_workspace_that_never_ran_it(
 def test_outputs_removed_elsewhere_go_and_files_written_here_since_stay(
         tmp_path: Path, pg_url: str) -> None:
     """A file B had from the database and another machine removed is removed at B's next
-    load; a file written in B since (an agent's report before its feed) is kept; a file over
-    the size bound stays local and the flow's log says so."""
+    load; a file written in B since (an agent's report before its feed) is kept, and so is
+    one B changed since it came (the database's does not overwrite it); a file over the size
+    bound stays local and the flow's log says so."""
     drv = Driver(tmp_path / "A", {**TOY.env, "ORCHESTRATOR_STORE": pg_url})
     assert 0 == drv.call(TOY.start).code
     flow_id = "toy/alpha"
@@ -105,6 +106,7 @@ def test_outputs_removed_elsewhere_go_and_files_written_here_since_stay(
     with a.lock():
         state = a.load()
         (a.dir / "notes.md").write_text("from A\n")
+        (a.dir / "kept.md").write_text("from A\n")
         (a.dir / "huge.bin").write_bytes(b"x" * (8 * 1024 * 1024 + 1))
         a.save(state, "test_outputs")
     assert b"from A\n" == _outputs(pg_url, flow_id)["notes.md"]
@@ -113,6 +115,10 @@ def test_outputs_removed_elsewhere_go_and_files_written_here_since_stay(
     with b.lock():
         b.load()
     assert "from A\n" == (b.dir / "notes.md").read_text()
+    (b.dir / "kept.md").write_text("changed in B\n")
+    with b.lock():
+        b.load()
+    assert "changed in B\n" == (b.dir / "kept.md").read_text()
     with a.lock():
         state = a.load()
         (a.dir / "notes.md").unlink()
