@@ -119,10 +119,13 @@ def _serve(argv: list[str]) -> int:
 
         args, _ = parse(argv)
         harness = _harness(args.harness)
-        root = workspace_root(args.workspace)
+        from workspace.selection import store_url, workspace_for
+
+        root = workspace_for(args.store, args.workspace, os.environ)
         from flow.web.server import serve
 
-        return serve(root, args.host or "127.0.0.1", args.port or 0, harness, _emit)
+        return serve(root, args.host or "127.0.0.1", args.port or 0, harness, _emit,
+                     store_url(args.store, os.environ))
     except OrchestratorError as err:
         return _emit(_error(err, root, harness), err.exit_code)
 

@@ -6,7 +6,8 @@
 - ``selection``  which store a call uses (``--store`` / ``ORCHESTRATOR_STORE``)
 - ``pgstore``    the PostgreSQL store: state, audit, spec cache and lock in a database
 - ``pgconn``     one connection per process to it; ``pgschema`` its versioned schema;
-                 ``pgerrors`` its URL rules and errors
+                 ``pgerrors`` its URL rules and errors; ``pgoutputs`` a flow's outputs
+                 (verdicts, reports, summaries, accepted feeds) kept beside its state
 - ``campaign``   campaigns: items split among workers by leases in the PostgreSQL store
 - ``paths``, ``atomic``, ``jsonio``, ``migrations``  where files are, atomic writes, JSON,
                  migrations of the state's shape

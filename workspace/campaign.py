@@ -84,6 +84,7 @@ def claim(conn: Any, name: str, worker: str, host: str, pid: int) -> Lease | Non
             row = conn.execute(
                 "WITH next AS (SELECT campaign, item_id FROM campaign_items WHERE campaign = %s "
                 "AND (state = 'free' OR (state = 'leased' AND lease_until <= now())) "
+                "AND NOT (refused_by IS NOT DISTINCT FROM %s AND refused_until > now()) "
                 "ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED) "
                 "UPDATE campaign_items c SET state = 'leased', token = c.token + 1, "
                 "holder = %s, holder_host = %s, holder_pid = %s, leased_at = now(), "
@@ -91,7 +92,7 @@ def claim(conn: Any, name: str, worker: str, host: str, pid: int) -> Lease | Non
                 "FROM next, campaigns m WHERE c.campaign = next.campaign AND "
                 "c.item_id = next.item_id AND m.name = c.campaign "
                 f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}",
-                (name, worker, host, pid)).fetchone()
+                (name, worker, worker, host, pid)).fetchone()
     if row is None:
         return None
     item_id, token, payload, flow_id, claims, lease_until = row
@@ -129,6 +130,21 @@ def complete(conn: Any, campaign: str, item_id: str, token: int,
         "done_at = now(), holder = NULL, lease_until = NULL WHERE campaign = %s AND "
         "item_id = %s AND token = %s AND state = 'leased'",
         (dumps(result, indent=False).decode(), campaign, item_id, token))
+    return cur.rowcount == 1
+
+
+def give_back(conn: Any, lease: Lease, worker: str, error: str) -> bool:
+    """Put the item back in the pool (free, neither lost nor done) because this worker's
+    machine lacks what its flow needs; that worker is not offered it again for one lease
+    length (so its next call takes another item), every other worker is. False if the
+    lease was no longer this worker's."""
+    cur = conn.execute(
+        "UPDATE campaign_items c SET state = 'free', holder = NULL, holder_host = NULL, "
+        "holder_pid = NULL, lease_until = NULL, last_error = %s, refused_by = %s, "
+        "refused_until = now() + m.lease_s * interval '1 second' FROM campaigns m "
+        "WHERE m.name = c.campaign AND c.campaign = %s AND c.item_id = %s AND c.token = %s "
+        "AND c.state = 'leased'",
+        (error[:500], worker, lease.campaign, lease.item_id, lease.token))
     return cur.rowcount == 1
 
 

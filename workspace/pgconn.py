@@ -2,12 +2,16 @@
 
 psycopg 3 is imported here only, and only when a ``postgresql://`` store is used (the file
 store and its ``--resume`` fast path never load it). A failure to connect is a
-``StoreUnavailable`` (exit 4) naming the masked URL, with a hint.
+``StoreUnavailable`` (exit 4) naming the masked URL, with a hint. Every statement runs under
+a ``statement_timeout`` of what is left of the call's foreground budget (``statement_s``): a
+statement stuck behind another session's lock ends as ``store_timeout`` (exit 3), not after
+the harness gave up on the call.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from workspace.pgerrors import unavailable
@@ -21,11 +25,48 @@ ENV_CONNECT_TIMEOUT = "ORCHESTRATOR_STORE_CONNECT_TIMEOUT"
 _CONNECTIONS: dict[tuple[int, str], Any] = {}  # (pid, url): a forked child opens its own
 
 
+FLOOR_S = 1.0  # a save after a step that spent the budget still gets this long to commit
+SLACK_S = 0.5  # how far the set timeout may run past what is left before it is set again
+_TIMEOUTS: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+# connection -> the statement_timeout it has now, in seconds
+
+
+def statement_s() -> float:
+    """The statement timeout for now: what is left of this call's foreground budget
+    (``flow.core.proc``), never under ``FLOOR_S``."""
+    from flow.core import proc
+
+    try:
+        left = proc.remaining()
+    except ValueError:  # a bad budget setting is the CLI's error to report, not ours
+        left = proc.DEFAULT_FOREGROUND_S
+    return max(FLOOR_S, left)
+
+
+def _bound(conn: Any, url: str) -> None:
+    """Keep the session's ``statement_timeout`` within what is left of the budget, so a
+    statement stuck behind another session's row lock ends (``store_timeout``) in time."""
+    import psycopg
+
+    want = statement_s()
+    have = _TIMEOUTS.get(conn)
+    if have is not None and want <= have <= want + SLACK_S:
+        return
+    try:
+        conn.execute(f"SET statement_timeout = {int(want * 1000)}")
+    except psycopg.Error as exc:
+        raise unavailable(url, exc, "setting the statement timeout") from None
+    _TIMEOUTS[conn] = want
+
+
 def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
-    """This process's connection to ``url`` (autocommit; transactions are explicit)."""
+    """This process's connection to ``url`` (autocommit; transactions are explicit), its
+    statement timeout bounded by the foreground budget."""
     key = (os.getpid(), url)
     conn = None if fresh else _CONNECTIONS.get(key)
     if conn is not None and not conn.closed and not conn.broken:
+        if not conn.info.transaction_status:  # idle: not inside a transaction block
+            _bound(conn, url)
         return conn
     import psycopg
 
@@ -35,6 +76,7 @@ def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
                                application_name="skill-orchestrator")
     except (psycopg.Error, ValueError) as exc:
         raise unavailable(url, exc, "connecting") from None
+    _bound(conn, url)
     ensure_schema(conn, url)
     _CONNECTIONS[key] = conn
     return conn

@@ -71,9 +71,25 @@ def scrub(text: str) -> str:
     return text.replace(secret, MASK) if secret else text
 
 
+class StoreTimeout(StoreUnavailable):
+    """A statement ran past the call's foreground budget (another session held a row it
+    needed, or the server was too slow): exit 3, like a busy flow, nothing written."""
+
+    code = "store_timeout"
+    exit_code = 3
+
+
 def unavailable(url: str, exc: BaseException, doing: str) -> StoreUnavailable:
     """The error for a failed ``doing`` on the store at ``url``."""
     detail = scrub(" ".join(str(exc).split()))[:400]
+    if getattr(exc, "sqlstate", None) == "57014":  # query_canceled: the statement timeout
+        return StoreTimeout(
+            f"the PostgreSQL store {mask_url(url)!r} did not finish {doing} within this "
+            f"call's foreground budget: {detail}",
+            "another session holds a row this call needs (a long transaction: see "
+            "pg_stat_activity on the server) or the server is overloaded; run the same "
+            "command again later: nothing was written (ORCHESTRATOR_FOREGROUND_S sets the "
+            "budget)", store=mask_url(url))
     return StoreUnavailable(
         f"the PostgreSQL store {mask_url(url)!r} failed while {doing}: {detail}",
         "check that the server runs and is reachable (pg_isready -d URL), that the user and "

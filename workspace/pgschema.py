@@ -13,7 +13,7 @@ from typing import Any
 
 from workspace.pgerrors import StoreUnavailable, mask_url, unavailable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATION_LOCK = 7_201_022  # the advisory lock key that serialises migrations
 
 MIGRATIONS: dict[int, str] = {
@@ -64,6 +64,23 @@ MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX campaign_items_free ON campaign_items (campaign, state, position);
     CREATE INDEX campaign_items_flow ON campaign_items (flow_id);
+    """,
+    # A flow's outputs (verdicts, reports, summaries, accepted feeds: ``pgstore.outputs``)
+    # beside its state, and the workspace root its state's paths were written under.
+    2: """
+    ALTER TABLE flows ADD COLUMN root text;
+    -- the worker that last gave an item back for lack of what its flow needs, and until when
+    -- it is not offered that item again
+    ALTER TABLE campaign_items ADD COLUMN refused_by text;
+    ALTER TABLE campaign_items ADD COLUMN refused_until timestamptz;
+    CREATE TABLE artifacts (
+        flow_id text NOT NULL,
+        name text NOT NULL,
+        data bytea NOT NULL,
+        sha text NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (flow_id, name)
+    );
     """,
 }
 

@@ -1,6 +1,9 @@
-"""The PostgreSQL store: a flow's state, audit trail, spec cache, last error and lock in a
-database that every machine of a fleet reaches; its feeds, logs and artifacts stay in the
-local flow folder (``FlowStore``'s folder, under ``--workspace``).
+"""The PostgreSQL store: a flow's state, audit trail, spec cache, last error, lock and
+outputs (verdicts, reports, summaries, accepted feeds: ``workspace.pgoutputs``) in a database
+that every machine of a fleet reaches; its logs, job files and builds stay in the local flow
+folder (``FlowStore``'s folder, under ``--workspace``). A flow taken over on another machine,
+or in another workspace folder, loads with its paths moved to that workspace and its outputs
+written into that folder, so it reports and resumes there.
 
 The same guarantees as the file store (``workspace.interface``):
 
@@ -58,6 +61,7 @@ class PgFlowStore(FlowStore):
         self.url = url
         self.source = f"{mask_url(url)} flow {flow_id!r}"
         self.fence: int | None = None
+        self._synced: dict[str, str] = {}  # outputs (name -> sha) in common with the database
 
     def _conn(self) -> Any:
         from workspace.pgconn import connect
@@ -86,7 +90,61 @@ class PgFlowStore(FlowStore):
         return bytes(rows[0][0])
 
     def load(self) -> FlowState:
-        return parse_state(self.read_bytes(), self.source)
+        """The state, its paths moved to this workspace, and the flow's outputs written into
+        the local folder where it lacks them (``workspace.pgoutputs``)."""
+        from workspace import pgoutputs
+
+        rows = self._query("reading the state",
+                           "SELECT state, root FROM flows WHERE flow_id = %s", (self.flow_id,))
+        if not rows:
+            raise StateLoadError(f"{self.source}: no such flow in the store",
+                                 "run 'orchestrator.py status' to list the flows")
+        data = pgoutputs.rebase(bytes(rows[0][0]), rows[0][1], str(self.root))
+        state = parse_state(data, self.source)
+        self._fetch_outputs()
+        return state
+
+    def _fetch_outputs(self) -> None:
+        """Bring the local folder to the database's outputs: what it lacks, or still has as
+        last synced while the database has a newer one, is written; what it had from the
+        database and the database no longer has is removed; what was written or changed
+        here since the last sync (an agent's report before its feed, a feed file rewritten
+        after it was applied) is kept as it is, as the file store would keep it."""
+        from workspace import pgoutputs
+
+        rows = self._query("reading the flow's outputs",
+                           "SELECT name, sha FROM artifacts WHERE flow_id = %s", (self.flow_id,))
+        remote = {str(name): str(digest) for name, digest in rows
+                  if pgoutputs.safe_name(str(name))}
+        manifest = pgoutputs.read_manifest(self.dir)
+        want = []
+        for name, digest in remote.items():
+            path = self.dir / name
+            try:
+                local = pgoutputs.sha(path.read_bytes()) if not path.is_symlink() else None
+            except OSError:
+                local = None
+            if local is None and not path.exists() or \
+                    local not in (None, digest) and local == manifest.get(name):
+                want.append(name)
+        for name, digest in manifest.items():
+            path = self.dir / name
+            if name not in remote and pgoutputs.safe_name(name) and not path.is_symlink():
+                try:
+                    if pgoutputs.sha(path.read_bytes()) == digest:
+                        path.unlink()
+                except OSError:
+                    pass
+        if want:
+            got = self._query("reading the flow's outputs",
+                              "SELECT name, data FROM artifacts WHERE flow_id = %s AND "
+                              "name = ANY(%s)", (self.flow_id, want))
+            self.dir.mkdir(parents=True, exist_ok=True)
+            for name, data in got:
+                pgoutputs.place(self.dir, str(name), bytes(data))
+        self._synced = remote
+        if remote != manifest:
+            pgoutputs.write_manifest(self.dir, remote)
 
     def save(self, state: FlowState, event: str, **fields: Any) -> bytes:
         """Bump the revision and commit state and audit record in one transaction, fenced."""
@@ -97,16 +155,56 @@ class PgFlowStore(FlowStore):
                               "revision": state.revision, **fields}
         data = dumps(state.model_dump(mode="json"))
         record = dumps(state.audit_record, indent=False)
+        outputs = self._changed_outputs(state)
         try:
-            self._commit_fenced(data, record, state)
+            self._commit_fenced(data, record, state, outputs)
         except BaseException:
             state.revision, state.updated_at = revision, updated
             raise
+        self._outputs_sent(outputs)
         self.log_saved(event)
         return data
 
-    def _commit_fenced(self, data: bytes, record: bytes, state: FlowState) -> None:
+    def _changed_outputs(self, state: FlowState) -> tuple[dict[str, bytes], list[str],
+                                                          dict[str, str]]:
+        """(outputs to send, names to delete, the outputs after this save)."""
+        from workspace import pgoutputs
+
+        applied = {t.task_id: t.result_digest for t in state.tasks if t.status == "applied"}
+        files, big = pgoutputs.scan(self.dir, applied)
+        for name in big:
+            self.log(f"output {name} is over {pgoutputs.MAX_BYTES} bytes: kept on this "
+                     "machine only, not in the store")
+        now = {name: pgoutputs.sha(blob) for name, blob in files.items()}
+        for task_id, accepted in applied.items():
+            # An applied task's feed file counts while it holds the accepted result: one
+            # rewritten since (refused as already_applied) leaves the database's as it is.
+            name = f"feeds/{task_id}.json"
+            if name in files and not pgoutputs.holds(files[name], accepted):
+                del files[name], now[name]
+                if name in self._synced:
+                    now[name] = self._synced[name]
+        send = {n: files[n] for n, d in now.items() if n in files and self._synced.get(n) != d}
+        gone = [n for n in self._synced if n not in now]
+        return send, gone, now
+
+    def _outputs_sent(self, outputs: tuple[dict[str, bytes], list[str],
+                                           dict[str, str]]) -> None:
+        from workspace import pgoutputs
+
+        send, gone, now = outputs
+        self._synced = now
+        if send or gone or pgoutputs.read_manifest(self.dir) != now:
+            try:
+                pgoutputs.write_manifest(self.dir, now)
+            except OSError:
+                pass  # the manifest only spares work; the database has the outputs
+
+    def _commit_fenced(self, data: bytes, record: bytes, state: FlowState,
+                       outputs: tuple[dict[str, bytes], list[str], dict[str, str]]) -> None:
         import psycopg
+
+        send, gone, now = outputs
 
         for attempt in (1, 2):
             try:
@@ -117,14 +215,26 @@ class PgFlowStore(FlowStore):
                     if self.fence is None or row is None or row[0] != self.fence:
                         raise self._fenced(row[0] if row else None)
                     conn.execute(
-                        "INSERT INTO flows (flow_id, workflow, state, revision, updated_at) "
-                        "VALUES (%s, %s, %s, %s, now()) ON CONFLICT (flow_id) DO UPDATE SET "
-                        "workflow = EXCLUDED.workflow, state = EXCLUDED.state, "
-                        "revision = EXCLUDED.revision, updated_at = now()",
-                        (self.flow_id, state.workflow, data, state.revision))
+                        "INSERT INTO flows (flow_id, workflow, state, revision, updated_at, "
+                        "root) VALUES (%s, %s, %s, %s, now(), %s) ON CONFLICT (flow_id) DO "
+                        "UPDATE SET workflow = EXCLUDED.workflow, state = EXCLUDED.state, "
+                        "revision = EXCLUDED.revision, updated_at = now(), root = EXCLUDED.root",
+                        (self.flow_id, state.workflow, data, state.revision, str(self.root)))
                     conn.execute("INSERT INTO audit (flow_id, revision, record) "
                                  "VALUES (%s, %s, %s)", (self.flow_id, state.revision, record))
+                    if gone:
+                        conn.execute("DELETE FROM artifacts WHERE flow_id = %s AND "
+                                     "name = ANY(%s)", (self.flow_id, gone))
+                    if send:
+                        with conn.cursor() as cur:
+                            cur.executemany(
+                                "INSERT INTO artifacts (flow_id, name, data, sha) VALUES "
+                                "(%s, %s, %s, %s) ON CONFLICT (flow_id, name) DO UPDATE SET "
+                                "data = EXCLUDED.data, sha = EXCLUDED.sha, updated_at = now()",
+                                [(self.flow_id, n, blob, now[n]) for n, blob in send.items()])
                 return
+            except psycopg.errors.QueryCanceled as exc:  # the statement timeout: no retry
+                raise unavailable(self.url, exc, "saving the state") from None
             except psycopg.OperationalError as exc:
                 # The session dropped (server restart, network): this caller's advisory lock
                 # went with it. Take it again and write only if nobody held it in between.
@@ -195,9 +305,12 @@ class PgFlowStore(FlowStore):
 
     def cached_spec(self) -> dict[str, Any] | None:
         rows = self._query("reading the spec cache",
-                           "SELECT state, spec, spec_sha FROM flows WHERE flow_id = %s",
+                           "SELECT state, spec, spec_sha, root FROM flows WHERE flow_id = %s",
                            (self.flow_id,))
-        if not rows or rows[0][1] is None or rows[0][2] != _sha(bytes(rows[0][0])):
+        # Only a spec rendered from exactly this row in this workspace: another machine's
+        # names its own paths (and this folder may lack the flow's outputs yet).
+        if not rows or rows[0][1] is None or rows[0][2] != _sha(bytes(rows[0][0])) \
+                or rows[0][3] not in (None, str(self.root)):
             return None
         spec = loads(bytes(rows[0][1]))
         return spec if isinstance(spec, dict) else None
@@ -232,6 +345,8 @@ class PgFlowStore(FlowStore):
                 conn.execute("UPDATE flows SET flow_id = %s WHERE flow_id = %s",
                              (target, self.flow_id))
                 conn.execute("UPDATE audit SET flow_id = %s WHERE flow_id = %s",
+                             (target, self.flow_id))
+                conn.execute("UPDATE artifacts SET flow_id = %s WHERE flow_id = %s",
                              (target, self.flow_id))
         except psycopg.Error as exc:
             raise unavailable(self.url, exc, "moving the flow aside") from None

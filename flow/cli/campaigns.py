@@ -10,7 +10,11 @@ spec says to run the campaign command again for the next item.
 The items: ``campaign NAME --items FILE`` (a JSON list of ``{"id", "argv"}``, the start words
 of any workflow), ``reproduce --batch FILE --campaign NAME`` (one reproduce flow per entry),
 ``refactor --campaign NAME --pytorch-dir CHECKOUT`` (each test file of the checkout still on
-the test linter's allowlist, or the files given after ``--campaign NAME``).
+the test linter's allowlist, or the files given after ``--campaign NAME``), ``review-queue
+--campaign NAME`` (each PR of the workspace's review queue, a one-PR batch each).
+
+A machine that lacks what an item's flow needs (``needs``: the checkout, the test file, the
+venv it began with) gives the item back and says what is missing (``MachineLacks``).
 """
 
 from __future__ import annotations
@@ -61,7 +65,40 @@ def items_for(args: argparse.Namespace, words: list[str], root: Path) -> tuple[s
         return "reproduce", _batch_items(args)
     if args.command == "refactor":
         return "refactor", _refactor_items(args, [args.file] if args.file else [])
+    if args.command == "review-queue":
+        return "review-queue", review_items(args, root)
     return None
+
+
+def review_items(args: argparse.Namespace, root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """One item per PR of the workspace's review queue (``pr_needs_review.txt``, in its
+    order, each PR once): the one-PR batch ``review-queue --repo OWNER/NAME --pr-number N``
+    (its own review and comment). Lines that are no PR are left for a day's batch."""
+    from flow.workflows.review_queue import queue as core
+    from flow.workflows.review_queue.declaration import QUEUE_FILE
+
+    path = root / QUEUE_FILE
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise WorkflowInputError(f"cannot read the review queue {str(path)!r}: "
+                                 f"{exc.strerror or exc}", "create it with one PR per line (a "
+                                 "PR URL or owner/repo#N), or join the campaign with "
+                                 "'campaign NAME'") from None
+    default_repo = args.repo or core.load_profile(args.profile).default_repo
+    items: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        ref = core.parse_line(line, default_repo)
+        if ref is None or ref.key in items:
+            continue
+        argv = ["review-queue", "--repo", ref.repo, "--pr-number", str(ref.number)]
+        if args.profile:
+            argv += ["--profile", str(args.profile)]
+        items[ref.key] = {"argv": argv}
+    if not items:
+        raise WorkflowInputError(f"the review queue {str(path)!r} names no PR",
+                                 "add one PR per line (a PR URL or owner/repo#N)")
+    return list(items.items())
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -190,6 +227,112 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
     return envelope(None, root, "done", harness,
                     outcome="campaign_finished" if left == 0 else "nothing_free",
                     campaign=info, next_steps=steps)
+
+
+class MachineLacks(OrchestratorError):
+    """The machine that took a campaign item lacks what the item's flow needs (exit 4); the
+    item went back to the pool."""
+
+    code = "machine_lacks"
+    exit_code = 4
+
+
+# What a flow started or recorded needs on the machine that works on it: fields of its
+# state's data (any workflow's) that name a path, and what the path must be.
+NEEDS_IN_STATE = (
+    ("source_dir", "dir", "the checkout the flow works on (--source-dir)"),
+    ("repo", "dir", "the PyTorch checkout the flow works on (--pytorch-dir)"),
+    ("file", "file", "the test file the flow refactors"),
+    ("reproduce_python", "exe", "the interpreter (venv) the flow was started with "
+                                "(ORCHESTRATOR_REPRODUCE_PYTHON)"),
+    ("python", "exe", "the interpreter (venv) of the stage the flow is in"),
+    ("test_python", "exe", "the interpreter (venv) the flow's tests run under"),
+)
+
+
+def _lacks(path: str, kind: str) -> bool:
+    p = Path(path)
+    if kind == "dir":
+        return not p.is_dir()
+    if kind == "file":
+        return not p.is_file()
+    return not (p.is_file() and os.access(p, os.X_OK))
+
+
+def needs(lease: Any, conn: Any, root: Path, url: str) -> list[dict[str, str]]:
+    """What the item's flow needs here (``what``, ``path``, ``kind``), from its start words
+    (the checkout, the test file in it, a command file, the interpreter from the
+    environment) and, for a flow already begun, from its state (paths moved to this
+    workspace as a load would)."""
+    from workspace.pgoutputs import rebase
+
+    out: list[dict[str, str]] = []
+    argv = list(lease.argv)
+
+    def need(what: str, path: str, kind: str) -> None:
+        if path and _lacks(path, kind) and path not in [n["path"] for n in out]:
+            out.append({"what": what, "path": path, "kind": kind})
+
+    checkout = None
+    for i, word in enumerate(argv[:-1]):
+        if word in ("--source-dir", "--pytorch-dir"):
+            checkout = argv[i + 1]
+            need("the checkout the item names (" + word + ")", checkout, "dir")
+        elif word == "--repo-dir":
+            need("the git checkout the item names (--repo-dir)", argv[i + 1], "dir")
+        elif word == "--command-file":
+            need("the command file the item names", argv[i + 1], "file")
+    if argv[:1] == ["refactor"] and len(argv) > 1 and not argv[1].startswith("-"):
+        file = Path(argv[1])
+        if not file.is_absolute() and checkout is not None:
+            file = Path(checkout) / file
+        if checkout is None or Path(checkout).is_dir():
+            need("the test file the item refactors", str(file), "file")
+    if lease.flow_id is None:
+        python = os.environ.get("ORCHESTRATOR_REPRODUCE_PYTHON", "").strip()
+        if argv[:1] == ["reproduce"] and python:
+            need("the interpreter (venv) ORCHESTRATOR_REPRODUCE_PYTHON names",
+                 os.path.abspath(os.path.expanduser(python)), "exe")
+        return out
+    row = guard(url, "reading the item's flow", lambda: conn.execute(
+        "SELECT state, root FROM flows WHERE flow_id = %s", (lease.flow_id,)).fetchone())
+    if row is None:
+        return out
+    try:
+        data = loads(rebase(bytes(row[0]), row[1], str(root))).get("data") or {}
+    except (ValueError, AttributeError):
+        return out  # an unreadable state is the flow's own error, reported when it loads
+    for key, kind, what in NEEDS_IN_STATE:
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str) and os.path.isabs(value):
+            need(what, value, kind)
+    return out
+
+
+def refuse_if_lacking(conn: Any, lease: Any, root: Path, url: str) -> None:
+    """Give the item back and raise ``MachineLacks`` when this machine lacks what its flow
+    needs; nothing of the flow is touched."""
+    from workspace import campaign as camp
+
+    missing = needs(lease, conn, root, url)
+    if not missing:
+        return
+    listing = "; ".join(f"{m['what']}: {m['path']}" for m in missing)
+    inside = [m["path"] for m in missing if Path(m["path"]).is_relative_to(root)]
+    given = guard(url, "giving the item back", camp.give_back, conn, lease,
+                  worker_name(os.environ), f"{MachineLacks.code}: {listing}")
+    hint = ("make each named path exist on this machine (check the checkout out at that "
+            "path, create the venv), then run the campaign command again; meanwhile the item "
+            "is back in the pool for a machine that has them, and this worker's next call "
+            "takes another item")
+    if inside:
+        hint += ("; a path inside the workspace was built in the flow folder by the machine "
+                 "that began the flow (builds stay on their machine): that machine can carry "
+                 "on, or a person restarts the flow with --restart to build it anew")
+    raise MachineLacks(
+        f"this machine lacks what campaign item {lease.item_id!r} needs: {listing}", hint,
+        missing=missing, campaign={"name": lease.campaign, "item": lease.item_id,
+                                   "given_back": given, "flow_id": lease.flow_id})
 
 
 def item_argv(lease: Any, root: Path, url: str, harness: str) -> list[str]:

@@ -24,23 +24,28 @@ from flow.core.errors import FeedRejected, FlowNotFound, OrchestratorError
 from flow.mcp.inputs import AnswerInput, FeedInput, ResumeInput, SchemaInput, StartInput
 from workspace.jsonio import dumps, loads
 from workspace.paths import check_flow_id
-from workspace.store import FlowStore
+from workspace.interface import StateStore
+from workspace.selection import open_store
 
 Reply = tuple[dict[str, Any], int]  # the printed object and the exit code it comes with
 Respond = Callable[[list[str]], tuple[dict[str, Any] | str, int]]
 
 
 class Caller:
-    """The six tools over one workspace; ``harness`` is the server's default for new flows."""
+    """The six tools over one workspace (and the PostgreSQL ``store``, when the server was
+    given one); ``harness`` is the server's default for new flows."""
 
-    def __init__(self, root: Path, harness: str | None, respond: Respond) -> None:
+    def __init__(self, root: Path, harness: str | None, respond: Respond,
+                 store: str | None = None) -> None:
         self.root = root
         self.harness = harness
+        self.store = store  # the PostgreSQL store URL every call names, or None (files)
         self._respond = respond
 
     def _call(self, argv: list[str], harness: str | None = None) -> Reply:
         sticky = ["--harness", harness] if harness else []
-        spec, code = self._respond(["--workspace", str(self.root), *sticky, *argv])
+        where = ["--store", self.store] if self.store else []
+        spec, code = self._respond(["--workspace", str(self.root), *where, *sticky, *argv])
         if isinstance(spec, str):  # only the human status table is text; tools never ask it
             raise TypeError("the command printed text, not a JSON object")
         return spec, code
@@ -71,9 +76,10 @@ class Caller:
 
     def feed(self, inp: FeedInput) -> Reply:
         try:
-            store = FlowStore(self.root, check_flow_id(inp.flow_id))
+            store = open_store(self.root, check_flow_id(inp.flow_id), self.store)
             if not store.exists():
-                raise FlowNotFound(f"no flow {inp.flow_id!r} in workspace {str(self.root)!r}",
+                where = f"workspace {str(self.root)!r}" if self.store is None else store.source
+                raise FlowNotFound(f"no flow {inp.flow_id!r} in {where}",
                                    "call the status tool to list the flows")
             tasks = _tasks(store)
         except OrchestratorError as err:
@@ -107,7 +113,7 @@ class Caller:
             scratch.unlink(missing_ok=True)
 
 
-def _tasks(store: FlowStore) -> dict[str, dict[str, Any]]:
+def _tasks(store: StateStore) -> dict[str, dict[str, Any]]:
     """The flow's task records by id, read without the lock (the feed itself takes it)."""
     try:
         raw = loads(store.read_bytes())

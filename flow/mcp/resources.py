@@ -8,7 +8,8 @@ URIs:
   same text ``orchestrator.py graph WORKFLOW`` prints under ``mermaid``.
 
 Reads are read-only and take no lock (each file is written atomically or appended to by
-lines); a URI outside these shapes, a flow id that fails the CLI's check, a file that is not
+lines; on the PostgreSQL store, ``--store``/``ORCHESTRATOR_STORE``, the outputs and audit
+trail are read from the database); a URI outside these shapes, a flow id that fails the CLI's check, a file that is not
 a regular file inside the workspace, or a workflow this installation lacks is refused.
 """
 
@@ -63,16 +64,40 @@ def templates() -> list[Entry]:
     return out
 
 
-def listed(root: Path) -> list[Entry]:
-    """Every flow file that exists now, then one diagram per available workflow."""
+def _store_files(url: str) -> dict[str, set[str]]:
+    """flow id -> the ``FLOW_FILES`` it has in the PostgreSQL store at ``url`` (its outputs,
+    and ``audit.jsonl`` for every flow: the audit table)."""
+    from flow.cli.campaigns import guard
+    from workspace.pgconn import connect
+
+    conn = connect(url)
+    rows = guard(url, "listing the flows' outputs", lambda: conn.execute(
+        "SELECT f.flow_id, a.name FROM flows f LEFT JOIN artifacts a ON a.flow_id = f.flow_id "
+        "AND a.name = ANY(%s)", (list(FLOW_FILES),)).fetchall())
+    out: dict[str, set[str]] = {}
+    for flow_id, name in rows:
+        out.setdefault(flow_id, {"audit.jsonl"}).update([name] if name else [])
+    return out
+
+
+def listed(root: Path, store: str | None = None) -> list[Entry]:
+    """Every flow file that exists now (in the workspace, or the PostgreSQL ``store``), then
+    one diagram per available workflow."""
     from flow.workflows import registry
     from flow.cli.status import collect
 
     out: list[Entry] = []
-    for row in collect(root):
-        folder = Path(row["path"])
+    if store is not None:
+        from flow.cli.fleet import collect_store
+
+        rows, have = collect_store(store), _store_files(store)
+    else:
+        rows, have = collect(root), {}
+    for row in rows:
+        folder = Path(row["path"]) if row.get("path") else None
         for name, (mime, desc) in FLOW_FILES.items():
-            if (folder / name).is_file():
+            if (name in have.get(row["flow_id"], set()) if folder is None
+                    else (folder / name).is_file()):
                 out.append(Entry(flow_uri(row["flow_id"], name), f"{row['flow_id']} {name}",
                                  mime, f"{desc} ({row.get('workflow')}, phase "
                                        f"{row.get('phase')})"))
@@ -86,8 +111,29 @@ def listed(root: Path) -> list[Entry]:
     return out
 
 
-def read(root: Path, uri: str) -> tuple[str, str]:
-    """``(text, MIME type)`` of the resource at ``uri``; ``ResourceMissing`` if none."""
+def _from_store(url: str, root: Path, flow_id: str, name: str) -> bytes | None:
+    """Resource ``name`` of ``flow_id`` in the PostgreSQL store (its audit table for
+    ``audit.jsonl``, the last ``MAX_BYTES`` of it), or None."""
+    from flow.cli.campaigns import guard
+    from workspace.jsonio import dumps
+    from workspace.pgconn import connect
+    from workspace.pgstore import PgFlowStore
+
+    if name == "audit.jsonl":
+        store = PgFlowStore(root, flow_id, url)
+        if not store.exists():
+            return None
+        return b"".join(dumps(r, indent=False) + b"\n" for r in store.audit_lines())
+    conn = connect(url)
+    rows = guard(url, "reading a flow's output", lambda: conn.execute(
+        "SELECT data FROM artifacts WHERE flow_id = %s AND name = %s",
+        (flow_id, name)).fetchall())
+    return bytes(rows[0][0]) if rows else None
+
+
+def read(root: Path, uri: str, store: str | None = None) -> tuple[str, str]:
+    """``(text, MIME type)`` of the resource at ``uri``; ``ResourceMissing`` if none (read
+    from the PostgreSQL ``store`` when one is given)."""
     if uri.startswith(f"{SCHEME}graph/"):
         from flow.workflows import registry
 
@@ -107,6 +153,13 @@ def read(root: Path, uri: str) -> tuple[str, str]:
                               f"one of: {', '.join(FLOW_FILES)}")
     folder = root / check_flow_id(flow_id)
     path = folder / name
+    if store is not None:
+        blob = _from_store(store, root, flow_id, name)
+        if blob is None:
+            raise ResourceMissing(f"flow {flow_id!r} has no {name} (yet)",
+                                  "list the resources to see what each flow has written")
+        size, data = len(blob), blob[-MAX_BYTES:]
+        return _text(data, size, name)
     if path.is_symlink() or not path.is_file() or not is_inside(root, path.resolve()):
         raise ResourceMissing(f"flow {flow_id!r} has no {name} (yet)",
                               "list the resources to see what each flow has written")
@@ -114,6 +167,10 @@ def read(root: Path, uri: str) -> tuple[str, str]:
         size = fh.seek(0, 2)
         fh.seek(max(0, size - MAX_BYTES))
         data = fh.read()
+    return _text(data, size, name)
+
+
+def _text(data: bytes, size: int, name: str) -> tuple[str, str]:
     text = data.decode("utf-8", errors="replace")
     if size > MAX_BYTES:  # start at a whole line
         text = f"[first {size - MAX_BYTES} bytes left out]\n" + text.split("\n", 1)[-1]

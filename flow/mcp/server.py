@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,7 +42,6 @@ from flow.mcp.inputs import (
     TOOLS, AnswerInput, FeedInput, ResumeInput, SchemaInput, StartInput, input_schema,
 )
 from workspace.jsonio import dumps
-from workspace.paths import workspace_root
 
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for an unknown resource
 
@@ -79,9 +79,10 @@ class App:
     """The server's state: the workspace, the caller, and the calls still in flight."""
 
     def __init__(self, root: Path, harness: str | None, respond: Respond,
-                 budget: float) -> None:
+                 budget: float, store: str | None = None) -> None:
         self.root = root
-        self.caller = Caller(root, harness, respond)
+        self.store = store  # the PostgreSQL store URL, or None for the file store
+        self.caller = Caller(root, harness, respond, store)
         self.budget = budget
         shape = {"schema_version": 1, "workflow": None, "flow_id": None, "phase": None,
                  "harness": harness or "claude", "workspace": str(root)}
@@ -189,7 +190,7 @@ def build(app: App) -> Server[Any]:
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
                              | None) -> types.ListResourcesResult:
-        entries = await anyio.to_thread.run_sync(resources.listed, app.root)
+        entries = await anyio.to_thread.run_sync(resources.listed, app.root, app.store)
         return types.ListResourcesResult(resources=[
             types.Resource(uri=e.uri, name=e.name, mime_type=e.mime_type,
                            description=e.description) for e in entries])
@@ -203,13 +204,18 @@ def build(app: App) -> Server[Any]:
     async def read_resource(ctx: ServerRequestContext[Any],
                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         try:
-            text, mime = await anyio.to_thread.run_sync(resources.read, app.root, str(params.uri))
+            text, mime = await anyio.to_thread.run_sync(resources.read, app.root,
+                                                        str(params.uri), app.store)
         except resources.ResourceMissing as err:
             raise MCPError(RESOURCE_NOT_FOUND, err.message,
                            {"uri": str(params.uri), "hint": err.hint}) from None
         except UsageError as err:  # a malformed flow id
             raise MCPError(types.INVALID_PARAMS, err.message, {"uri": str(params.uri),
                                                                 "hint": err.hint}) from None
+        except OrchestratorError as err:  # the PostgreSQL store did not answer
+            raise MCPError(types.INTERNAL_ERROR, err.message, {"uri": str(params.uri),
+                                                                "hint": err.hint,
+                                                                "code": err.code}) from None
         return types.ReadResourceResult(contents=[
             types.TextResourceContents(uri=params.uri, text=text, mime_type=mime)])
 
@@ -231,13 +237,25 @@ def serve(argv: list[str], respond: Respond) -> int:
                                             "else ./agent_space, resolved at start)")
     parser.add_argument("--harness", choices=["claude", "codex"],
                         help="harness of flows started here (default as on the CLI)")
+    parser.add_argument("--store", help="where flows live: a folder (the workspace) or a "
+                                        "postgresql:// URL (env ORCHESTRATOR_STORE)")
     args = parser.parse_args(argv)
+    from workspace.jsonio import dumps
+    from workspace.selection import store_url, workspace_for
+
+    try:
+        root = workspace_for(args.store, args.workspace, os.environ)
+        store = store_url(args.store, os.environ)
+    except OrchestratorError as err:  # before serving: one JSON error on stderr, no traceback
+        sys.stderr.write(dumps({"status": "error", "error": err.to_json()},
+                                indent=False).decode() + "\n")
+        return err.exit_code
     budget = budget_s()
     # The library calls get a smaller budget than the tool call, so a flow waiting on its
     # own background job answers `waiting` (with that job) before the server's safety net
     # (an `mcp-` job for a call still running) has to.
     os.environ[BUDGET_ENV] = f"{max(0.5, budget * INNER_SHARE):g}"
-    app = App(workspace_root(args.workspace), args.harness, respond, budget)
+    app = App(root, args.harness, respond, budget, store)
     server = build(app)
 
     async def main() -> None:

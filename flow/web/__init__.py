@@ -1,4 +1,5 @@
-"""The dashboard: a read-only local web page over a workspace (``orchestrator.py serve``).
+"""The dashboard: a read-only local web page over a workspace or a PostgreSQL store
+(``orchestrator.py serve``).
 
 A front end beside ``flow.cli`` and ``flow.mcp``: it reads what the engine wrote and never
 writes, locks or runs a flow.
@@ -6,6 +7,7 @@ writes, locks or runs a flow.
 - ``server``    bind 127.0.0.1 on a free port, print the URL as one JSON object, serve
 - ``app``       the Starlette routes, the escaped templates, the security headers
 - ``pages``     what the list and a flow's page show, read from the workspace
+- ``source``    where they are read from: the flow folders, or the PostgreSQL store
 - ``outputs``   a flow's outputs: verdict, batch buckets, refactor summary and diff, CI rounds
 - ``templates`` and ``static``: the HTML, the style sheet and the one script
 

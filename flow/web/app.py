@@ -1,4 +1,5 @@
-"""The dashboard's web application: read-only pages over one workspace (Starlette).
+"""The dashboard's web application: read-only pages over one workspace, or the PostgreSQL
+store ``--store``/``ORCHESTRATOR_STORE`` names (Starlette).
 
 Routes, all GET (any other method is refused with 405; nothing here can change a flow: the
 harness contract stays the only way in):
@@ -54,16 +55,20 @@ def templates() -> Environment:
                        finalize=_mask, trim_blocks=True, lstrip_blocks=True)
 
 
-def create_app(root: Path) -> Any:
-    """The application over workspace ``root`` (read at each request: flows come and go)."""
+def create_app(root: Path, url: str | None = None) -> Any:
+    """The application over workspace ``root``, or over the PostgreSQL store at ``url``
+    (``flow.web.source``; read at each request: flows come and go)."""
+    from flow.web.source import source_for
+
     env = templates()
+    src = source_for(root, url)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(name).render(root=str(root), **context)
         return HTMLResponse(html, status_code=status)
 
     def chosen(request: Request) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
-        rows = flow_rows(root)
+        rows = flow_rows(root, src)
         want = {k: request.query_params.get(k, "") for k in ("state", "workflow")}
         workflows = sorted({str(r.get("workflow")) for r in rows if r.get("workflow")})
         shown = [r for r in rows if (not want["state"] or r["state"] == want["state"])
@@ -80,20 +85,20 @@ def create_app(root: Path) -> Any:
 
     async def flow(request: Request) -> Response:
         flow_id = request.path_params["flow_id"]
-        info = flow_page(root, flow_id)
+        info = flow_page(root, flow_id, src)
         if info is None:
             return not_found(request, f"no flow {flow_id!r} in this workspace")
         return page("flow.html", flow_id=flow_id, info=info, mermaid=_mermaid(info))
 
     async def jobs_part(request: Request) -> Response:
-        info = flow_page(root, request.path_params["flow_id"])
+        info = flow_page(root, request.path_params["flow_id"], src)
         if info is None:
             return not_found(request, "no such flow")
         return page("jobs.html", jobs=info["jobs"])
 
     async def diagram(request: Request) -> Response:
         flow_id = request.query_params.get("flow", "")
-        info = flow_page(root, flow_id)
+        info = flow_page(root, flow_id, src)
         raw = info["raw"] if info else None
         if not raw or not raw.get("workflow"):
             return not_found(request, "no such flow")
@@ -128,7 +133,17 @@ def create_app(root: Path) -> Any:
         Route("/diagram.svg", diagram, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: on_http_error})
+    async def on_store_error(request: Request, exc: Exception) -> Response:
+        from flow.core.errors import OrchestratorError
+
+        assert isinstance(exc, OrchestratorError)  # the PostgreSQL store did not answer
+        return Response(redact(f"{exc.message}\n{exc.hint}"), status_code=503,
+                        media_type="text/plain")
+
+    from flow.core.errors import OrchestratorError
+
+    app = Starlette(routes=routes, exception_handlers={HTTPException: on_http_error,
+                                                       OrchestratorError: on_store_error})
     return _with_headers(app)
 
 

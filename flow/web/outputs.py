@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +25,25 @@ from workspace.jsonio import loads
 MAX_TEXT = 200_000  # characters of one file shown
 
 
-def outputs(root: Path, folder: Path, raw: dict[str, Any]) -> dict[str, Any]:
-    """The outputs present for this flow (absent ones are left out)."""
+def outputs(root: Path, folder: Path, raw: dict[str, Any],
+            read: Callable[[str], bytes | None] | None = None) -> dict[str, Any]:
+    """The outputs present for this flow (absent ones are left out). ``read(name)`` gives an
+    output's bytes (default: the file of that name in ``folder``; the PostgreSQL store's
+    reads them from the database, ``flow.web.source``)."""
+    get = read or (lambda name: _bytes(folder / name))
     out: dict[str, Any] = {}
-    verdict = _json(folder / "verdict.json")
+    verdict = _json_of(get("verdict.json"))
     if isinstance(verdict, dict) and verdict.get("verdict"):
         out["verdict"] = {k: verdict.get(k) for k in ("verdict", "stage", "refined_command",
                                                        "rerun_after_fix", "flaky", "attempts",
                                                        "failures", "base")}
-    report = _json(folder / "report.json")
+    report = _json_of(get("report.json"))
     if isinstance(report, dict) and isinstance(report.get("rows"), list):
         out["buckets"] = buckets(report)
-    summary = _text(folder / "final_summary.md")
+    summary = _text_of(get("final_summary.md"))
     if summary is not None:
         out["summary"] = summary
-    diff = refactor_diff(folder, raw.get("data"))
+    diff = refactor_diff(folder, raw.get("data"), get)
     if diff:
         out["diff"] = diff
     rounds = (raw.get("data") or {}).get("fix_history") if isinstance(raw.get("data"),
@@ -63,12 +68,14 @@ def buckets(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"bucket": name, "rows": rows} for name, rows in groups.items()]
 
 
-def refactor_diff(folder: Path, data: Any) -> str:
+def refactor_diff(folder: Path, data: Any,
+                  read: Callable[[str], bytes | None] | None = None) -> str:
     """The unified diff from ``original/<name>`` to the refactored file, or ''."""
     if not isinstance(data, dict) or not isinstance(data.get("file"), str):
         return ""
     target = Path(data["file"])
-    before = _text(folder / "original" / target.name)
+    before = _text(folder / "original" / target.name) if read is None else \
+        _text_of(read(f"original/{target.name}"))
     after = _text(target) if target.is_absolute() else None
     if before is None or after is None or before == after:
         return ""
@@ -88,8 +95,21 @@ def _text(path: Path) -> str | None:
         return None
 
 
-def _json(path: Path) -> Any:
+def _bytes(path: Path) -> bytes | None:
     try:
-        return loads(path.read_bytes())
-    except (OSError, ValueError):
+        if not path.is_file():
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _text_of(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", errors="replace")[:MAX_TEXT]
+
+
+def _json_of(data: bytes | None) -> Any:
+    try:
+        return None if data is None else loads(data)
+    except ValueError:
         return None

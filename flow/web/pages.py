@@ -1,4 +1,5 @@
-"""What the dashboard shows, read from a workspace without changing it.
+"""What the dashboard shows, read from a workspace (or the PostgreSQL store the call names,
+``flow.web.source``) without changing it.
 
 ``flow_rows`` is the list page: one row per flow, the same fields ``orchestrator.py status``
 lists (``flow.cli.status.collect``) plus a one-word ``state`` to filter on. ``flow_page`` is
@@ -47,11 +48,13 @@ def state_of(row: dict[str, Any]) -> str:
     return "agent" if row.get("pending") else "ready"
 
 
-def flow_rows(root: Path) -> list[dict[str, Any]]:
-    """Every flow of the workspace, as ``status`` lists them, with ``state`` and ``age``."""
-    from flow.cli.status import human_age, collect
+def flow_rows(root: Path, src: Any = None) -> list[dict[str, Any]]:
+    """Every flow of the workspace (or of ``src``, a ``flow.web.source``), as ``status``
+    lists them, with ``state`` and ``age``."""
+    from flow.cli.status import human_age
+    from flow.web.source import FolderSource
 
-    rows = collect(root)
+    rows = (src or FolderSource(root)).rows()
     for row in rows:
         row["state"] = state_of(row)
         row["age"] = human_age(row.get("age_seconds"))
@@ -60,17 +63,9 @@ def flow_rows(root: Path) -> list[dict[str, Any]]:
 
 def flow_dir(root: Path, flow_id: str) -> Path | None:
     """The folder of flow ``flow_id`` if it is a safe id naming a flow inside ``root``."""
-    from flow.core.errors import UsageError
-    from workspace.paths import check_flow_id
+    from flow.web.source import FolderSource
 
-    try:
-        check_flow_id(flow_id)
-    except UsageError:
-        return None
-    folder = inside(root, root / flow_id)
-    if folder is None or not (folder / STATE_FILE).is_file():
-        return None
-    return folder
+    return FolderSource(root)._folder(flow_id)
 
 
 def read_state(folder: Path) -> dict[str, Any] | None:
@@ -81,52 +76,63 @@ def read_state(folder: Path) -> dict[str, Any] | None:
     return raw if isinstance(raw, dict) else None
 
 
-def flow_page(root: Path, flow_id: str) -> dict[str, Any] | None:
+def flow_page(root: Path, flow_id: str, src: Any = None) -> dict[str, Any] | None:
     """Everything one flow's page shows, or None when there is no such flow."""
     from flow.cli.graph import states_taken
     from flow.web.outputs import outputs
+    from flow.web.source import FolderSource
 
-    folder = flow_dir(root, flow_id)
-    if folder is None:
+    src = src or FolderSource(root)
+    if not src.exists(flow_id):
         return None
-    raw = read_state(folder)
-    row = next((r for r in flow_rows(root) if r["flow_id"] == flow_id),
+    raw = src.state(flow_id)
+    row = next((r for r in flow_rows(root, src) if r["flow_id"] == flow_id),
                {"flow_id": flow_id, "state": "unreadable"})
+    records = src.audit(flow_id, TIMELINE_MAX)
     if raw is None:
-        return {"row": row, "raw": None, "timeline": timeline(folder), "tasks": [], "jobs": [],
-                "outputs": {}, "path": []}
+        return {"row": row, "raw": None, "timeline": timeline(records), "tasks": [],
+                "jobs": [], "outputs": {}, "path": []}
     history = [h for h in raw.get("history") or [] if isinstance(h, dict)]
-    return {"row": row, "raw": raw, "timeline": timeline(folder),
+    return {"row": row, "raw": raw, "timeline": timeline(records),
             "path": states_taken(history, str(raw.get("phase"))),
-            "question": raw.get("question"), "answer_command": _answer_command(root, raw, flow_id),
-            "tasks": pending_tasks(folder, raw),
-            "jobs": running_jobs(root, raw), "outputs": outputs(root, folder, raw)}
+            "question": raw.get("question"),
+            "answer_command": _answer_command(root, raw, flow_id, getattr(src, "url", None)),
+            "tasks": pending_tasks(src.last_spec(flow_id), raw, _feeder(root, raw, flow_id,
+                                                                          src)),
+            "jobs": running_jobs(root, raw),
+            "outputs": outputs(root, root / flow_id, raw,
+                               lambda name: src.output(flow_id, name))}
 
 
-def _answer_command(root: Path, raw: dict[str, Any], flow_id: str) -> str:
+def _feeder(root: Path, raw: dict[str, Any], flow_id: str, src: Any) -> Any:
+    """The feed command maker of a PostgreSQL store's flow (None for the file store)."""
+    url = getattr(src, "url", None)
+    if url is None:
+        return None
+    from flow.core.commands import Commands
+
+    script = Path(__file__).resolve().parents[2] / "orchestrator.py"
+    return Commands(script, root.resolve(), str(raw.get("harness") or "claude"), flow_id,
+                    store=url).feed
+
+
+def _answer_command(root: Path, raw: dict[str, Any], flow_id: str,
+                    store: str | None = None) -> str:
     """The absolute command that records a person's answer (interpreter, script, workspace,
-    harness: it runs from a fresh shell), the same one the flow's need_human spec prints."""
+    store, harness: it runs from a fresh shell), the same one the flow's need_human spec
+    prints."""
     from flow.core.commands import Commands
 
     script = Path(__file__).resolve().parents[2] / "orchestrator.py"
     return Commands(script, root.resolve(), str(raw.get("harness") or "claude"),
-                    flow_id).answer("VALUE")
+                    flow_id, store=store).answer("VALUE")
 
 
-def timeline(folder: Path) -> list[dict[str, Any]]:
-    """The audit trail, oldest first (the last ``TIMELINE_MAX`` records; torn lines skipped)."""
+def timeline(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The audit trail, oldest first (the last ``TIMELINE_MAX`` records, torn lines skipped
+    by the source)."""
     out: list[dict[str, Any]] = []
-    try:
-        lines = (folder / "audit.jsonl").read_bytes().splitlines()[-TIMELINE_MAX:]
-    except OSError:
-        return out
-    for line in lines:
-        try:
-            rec = loads(line)
-        except ValueError:
-            continue
-        if not isinstance(rec, dict):
-            continue
+    for rec in records:
         known = {"at", "event", "phase", "to", "trigger", "revision"}
         out.append({"at": rec.get("at"), "event": rec.get("event"),
                     "phase": rec.get("to") or rec.get("phase"), "trigger": rec.get("trigger"),
@@ -135,17 +141,16 @@ def timeline(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
-def pending_tasks(folder: Path, raw: dict[str, Any]) -> list[dict[str, Any]]:
+def pending_tasks(spec: dict[str, Any] | None, raw: dict[str, Any],
+                  feed_command: Any = None) -> list[dict[str, Any]]:
     """Pending tasks with their prompt; the feed command is the one last printed for them
-    (the spec cache), since the page never renders a spec itself."""
+    (``spec``, from the spec cache), since the page never renders a spec itself, else (a
+    flow of the PostgreSQL store last printed in another workspace) ``feed_command(role,
+    feed_file)``, the command the flow's spec would print here."""
     printed: dict[str, dict[str, Any]] = {}
-    try:
-        cache = loads((folder / ".last_spec.json").read_bytes())
-        for t in (cache.get("spec") or {}).get("tasks") or []:
-            if isinstance(t, dict) and t.get("task_id"):
-                printed[str(t["task_id"])] = t
-    except (OSError, ValueError, AttributeError):
-        pass
+    for t in (spec or {}).get("tasks") or []:
+        if isinstance(t, dict) and t.get("task_id"):
+            printed[str(t["task_id"])] = t
     out = []
     for task in raw.get("tasks") or []:
         if not isinstance(task, dict) or task.get("status") != "pending":
@@ -155,7 +160,9 @@ def pending_tasks(folder: Path, raw: dict[str, Any]) -> list[dict[str, Any]]:
                     "method": task.get("method"), "phase": task.get("phase"),
                     "prompt": task.get("prompt") or shown.get("command") or "",
                     "feed_file": task.get("feed_file"),
-                    "feed_command": shown.get("feed_command")})
+                    "feed_command": shown.get("feed_command") or (
+                        feed_command(str(task.get("role")), str(task.get("feed_file")))
+                        if feed_command is not None and task.get("feed_file") else None)})
     return out
 
 

@@ -46,19 +46,25 @@ def url_of(sock: socket.socket) -> str:
 
 
 def serve(root: Path, host: str, port: int, harness: str,
-          emit: Callable[[Any], int]) -> int:
-    """Serve the dashboard of workspace ``root``; prints the URL first (``emit``)."""
+          emit: Callable[[Any], int], store: str | None = None) -> int:
+    """Serve the dashboard of workspace ``root`` (its flows in the PostgreSQL ``store`` when
+    a URL is given); prints the URL first (``emit``)."""
     import uvicorn
 
     from flow.core.render import envelope
     from flow.web.app import create_app
+    from workspace.pgerrors import mask_url
 
+    if store is not None:  # an unreachable store is the one JSON error, before binding
+        from workspace.pgconn import connect
+
+        connect(store)
     sock = bind(host, port)
     url = url_of(sock)
     emit({**envelope(None, root, "done", harness), "serving": True, "url": url,
-          "read_only": True,
+          "read_only": True, **({"store": mask_url(store)} if store else {}),
           "next_steps": [f"open {url} in a browser; Ctrl-C stops the server"]})
-    config = uvicorn.Config(create_app(root.resolve()), log_level="warning", access_log=False,
+    config = uvicorn.Config(create_app(root.resolve(), store), log_level="warning", access_log=False,
                             lifespan="off")
     server = uvicorn.Server(config)
     try:

@@ -244,8 +244,12 @@ def test_lock_held_gives_busy_with_the_holder(scenario: Scenario, tmp_path: Path
 
 
 def _pending(drv: Driver, sc: Scenario) -> dict[str, Any]:
+    """The first spec with a task to feed. A ``waiting`` on a background job the flow owns
+    has none: it is polled (its resume command) until the job ends; a call on a loaded
+    machine can outlive its foreground budget inside a job, and the spec it prints then is
+    that wait (the refusal tests once took ``tasks[0]`` of it)."""
     spec = drv.call(sc.start).spec
-    while spec["status"] not in {"need_agent", "waiting"}:
+    while spec["status"] not in {"need_agent", "waiting"} or spec.get("waiting_on") == "job":
         spec = drv.step(spec, sc).spec
     return spec
 
@@ -295,4 +299,31 @@ def test_missing_empty_and_malformed_feeds_are_refused(scenario: Scenario,
             continue  # a workflow whose feed legitimately accepts {} (the analyst)
         assert (2, code) == (call.code, call.spec["error"]["code"])
         assert call.spec["error"]["hint"]
+        assert before == store.state_bytes(ws, spec["flow_id"])
+
+
+def test_refusals_hold_when_the_first_call_outlives_its_budget_in_a_job(
+        tmp_path: Path, pg_cluster: Any) -> None:
+    """The reproduce flow on the PostgreSQL store with a 1 s foreground budget: its first
+    call answers ``waiting`` on its stage-1 job (as a loaded machine's does with the usual
+    budget); polled to its first task, every malformed feed is still refused and the row
+    stays byte for byte."""
+    from tests.contract.scenarios import REPRODUCE
+    from tests.contract.stores import PgStoreView
+
+    store = PgStoreView(pg_cluster)
+    ws = tmp_path / "ws"
+    drv = Driver(ws, {**store.env(ws), "ORCHESTRATOR_FOREGROUND_S": "1"})
+    first = drv.call(REPRODUCE.start).spec
+    assert ("waiting", "job", []) == (first["status"], first.get("waiting_on"), first["tasks"])
+    spec = first
+    while spec["status"] != "need_agent":
+        spec = drv.step(spec, REPRODUCE).spec
+    task = spec["tasks"][0]
+    before = store.state_bytes(ws, spec["flow_id"])
+    for content, code in (("{nope", "feed_malformed"), ("[]", "feed_malformed"),
+                          ("{}", "invalid_feed")):
+        Path(task["feed_file"]).write_text(content)
+        call = drv.shell(task["feed_command"])
+        assert (2, code) == (call.code, call.spec["error"]["code"])
         assert before == store.state_bytes(ws, spec["flow_id"])

@@ -18,18 +18,18 @@ import psycopg
 from tests.contract.driver import ROOT, SCRIPT
 from tests.store.pgserver import Cluster
 
-TOY = {"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}
+TICK = {"ORCHESTRATOR_PLUGINS": "tests.fleet.tickflow"}  # one agent task per item
 
 
 def _items(tmp: Path, n: int) -> Path:
     path = tmp / "items.json"
-    path.write_text(json.dumps([{"id": f"item-{i:02d}", "argv": ["start", "toy", f"item-{i:02d}"]}
+    path.write_text(json.dumps([{"id": f"item-{i:02d}", "argv": ["start", "tick", f"item-{i:02d}"]}
                                 for i in range(n)]))
     return path
 
 
 def _env(url: str, worker: str, lease_s: str = "3") -> dict[str, str]:
-    return {**os.environ, **TOY, "ORCHESTRATOR_STORE": url, "ORCHESTRATOR_WORKER": worker,
+    return {**os.environ, **TICK, "ORCHESTRATOR_STORE": url, "ORCHESTRATOR_WORKER": worker,
             "ORCHESTRATOR_LEASE_S": lease_s, "PYTHONPATH": str(ROOT)}
 
 
@@ -75,9 +75,9 @@ def test_four_harnesses_with_kills_and_a_database_restart_do_every_item_exactly_
     kills, restarted, spawned = 0, False, 4
     deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
-        time.sleep(rng.uniform(1.0, 2.5))
+        time.sleep(rng.uniform(0.5, 1.5))
         done = sum(1 for _, state, _ in _items_state(url, "sweep") if state == "done")
-        if not restarted and done >= 12:
+        if not restarted and done >= 10:
             pg_cluster.restart()
             restarted = True
         if kills < 6 and done < 36:
@@ -99,6 +99,6 @@ def test_four_harnesses_with_kills_and_a_database_restart_do_every_item_exactly_
         done_events = conn.execute(
             "SELECT flow_id, count(*) FROM audit WHERE convert_from(record, 'UTF8')::jsonb "
             "->> 'event' = 'done' GROUP BY flow_id ORDER BY flow_id").fetchall()
-    assert [f"toy/item-{i:02d}" for i in range(40)] == [f for f, _ in flows]
-    assert {"shipped"} == {json.loads(bytes(s))["result"]["outcome"] for _, s in flows}
-    assert [(f"toy/item-{i:02d}", 1) for i in range(40)] == [(f, n) for f, n in done_events]
+    assert [f"tick/item-{i:02d}" for i in range(40)] == [f for f, _ in flows]
+    assert {"ticked"} == {json.loads(bytes(s))["result"]["outcome"] for _, s in flows}
+    assert [(f"tick/item-{i:02d}", 1) for i in range(40)] == [(f, n) for f, n in done_events]

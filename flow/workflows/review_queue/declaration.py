@@ -7,7 +7,10 @@ post it; the id is saved) -> archive (``pr_reviews/pr_reviewed.json``, the queue
 rewritten) -> done.
 
 The flow id is ``review-queue/<UTC date>`` (``REVIEW_QUEUE_DATE=YYYY-MM-DD`` overrides the
-date), so a plain re-run the same day resumes the same batch. PRs queued by another batch that
+date), so a plain re-run the same day resumes the same batch. With ``--pr-number N`` (and
+``--repo``) the batch is that one PR, ``review-queue/pr-<owner>_<name>-<N>``, its own comment
+and no queue file needed: the flow of one campaign item (``review-queue --campaign NAME``
+makes an item of each PR in the queue file, so a fleet of harnesses splits the queue). PRs queued by another batch that
 has not finished are never selected again (they are "in flight"); a failed review or an
 unreadable PR stays in the queue file for the next batch.
 
@@ -65,6 +68,7 @@ class ReviewQueueData(BaseModel):
     access: Access = Access()  # API URL and token file, fixed at the start
     github: Trouble = Trouble()  # waits and questions after GitHub said no
     stopped: str | None = None  # a person stopped the batch after GitHub refused: why
+    only: str | None = None  # the one PR (owner/name#N) of a campaign item's batch
 
 
 def _day() -> str:
@@ -75,8 +79,23 @@ def _day() -> str:
     return day
 
 
+def _only(opts: dict[str, Any], profile: core.Profile | None = None) -> core.PRRef | None:
+    """The one PR of ``--pr-number N`` (in ``--repo``, else the profile's repository)."""
+    number = opts.get("pr_number")
+    if number is None:
+        return None
+    if number < 1:
+        raise WorkflowInputError(f"--pr-number {number} names no PR", "pass --pr-number 1 or more")
+    repo = opts.get("repo") or (profile or core.load_profile(opts.get("profile"))).default_repo
+    return core.PRRef(repo=repo, number=number)
+
+
 def locate(opts: dict[str, Any], root: Path) -> str:
-    """``review-queue/<UTC date>``: one batch a day."""
+    """``review-queue/<UTC date>``: one batch a day; ``review-queue/pr-<owner>_<name>-<N>``:
+    the batch of one PR (a campaign item)."""
+    only = _only(opts)
+    if only is not None:
+        return f"{FLOW_PREFIX}/pr-{only.repo.replace('/', '_')}-{only.number}"
     return f"{FLOW_PREFIX}/{_day()}"
 
 
@@ -96,12 +115,14 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReviewQueueData:
     limit = opts.get("limit") or profile.limit
     if limit < 1:
         raise WorkflowInputError(f"--limit {limit} selects nothing", "pass --limit 1 or more")
-    if not (root / QUEUE_FILE).is_file():
+    only = _only(opts, profile)
+    if only is None and not (root / QUEUE_FILE).is_file():
         raise WorkflowInputError(f"no review queue at {str(root / QUEUE_FILE)!r}",
                                  "create it with one PR per line (a PR URL or owner/repo#N)")
     access = access_from(settings)
     connect(settings, access)  # MissingToken now, before a flow exists
-    return ReviewQueueData(day=_day(), profile=profile, limit=limit, access=access)
+    return ReviewQueueData(day=_day(), profile=profile, limit=1 if only else limit,
+                           access=access, only=only.key if only else None)
 
 
 def claims_elsewhere(root: Path, flow_id: str) -> dict[str, str]:
@@ -140,8 +161,11 @@ def _select(ctx: Any) -> Any:
 def _select_now(ctx: Any, d: ReviewQueueData) -> Go:
     from flow.workflows.review_queue.github import connect, fetcher
 
-    lines = (ctx.root / QUEUE_FILE).read_text(encoding="utf-8").splitlines() \
-        if (ctx.root / QUEUE_FILE).is_file() else []
+    if d.only is not None:
+        lines = [d.only]
+    else:
+        lines = (ctx.root / QUEUE_FILE).read_text(encoding="utf-8").splitlines() \
+            if (ctx.root / QUEUE_FILE).is_file() else []
     d.busy_elsewhere = claims_elsewhere(ctx.root, ctx.flow_id)
     d.selection = core.select(lines, d.profile, d.limit, set(d.busy_elsewhere),
                               fetcher(connect(ctx.settings, d.access)))

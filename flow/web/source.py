@@ -1,0 +1,181 @@
+"""Where the dashboard reads a flow from: its folder (the file store) or the PostgreSQL store
+that ``--store``/``ORCHESTRATOR_STORE`` names (``FolderSource`` / ``StoreSource``).
+
+Both answer the same questions, read-only and without a lock: the flows as ``status`` lists
+them, a flow's raw state, its audit records, the spec last printed for it, and one of its
+outputs by name (``verdict.json``, ``final_summary.md``, ``original/<file>``...). On the
+PostgreSQL store the state's paths are shown moved to this workspace (as a load there would
+move them) and the outputs come from the database (``workspace.pgoutputs``), so a flow
+another machine ran shows its verdict and summary here. psycopg is imported for a URL only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workspace.jsonio import loads
+from workspace.paths import STATE_FILE
+
+MAX_OUTPUT = 8 * 1024 * 1024
+
+
+def _inside(root: Path, path: Path) -> Path | None:
+    try:
+        real = path.resolve()
+        real.relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return real
+
+
+def _flow_id_ok(flow_id: str) -> bool:
+    from flow.core.errors import UsageError
+    from workspace.paths import check_flow_id
+
+    try:
+        check_flow_id(flow_id)
+    except UsageError:
+        return False
+    return True
+
+
+class FolderSource:
+    """The file store: every flow a folder under ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.where = str(root)
+
+    def rows(self) -> list[dict[str, Any]]:
+        from flow.cli.status import collect
+
+        return collect(self.root)
+
+    def _folder(self, flow_id: str) -> Path | None:
+        if not _flow_id_ok(flow_id):
+            return None
+        folder = _inside(self.root, self.root / flow_id)
+        if folder is None or not (folder / STATE_FILE).is_file():
+            return None
+        return folder
+
+    def exists(self, flow_id: str) -> bool:
+        return self._folder(flow_id) is not None
+
+    def state(self, flow_id: str) -> dict[str, Any] | None:
+        folder = self._folder(flow_id)
+        try:
+            raw = loads((folder / STATE_FILE).read_bytes()) if folder else None
+        except (OSError, ValueError):
+            return None
+        return raw if isinstance(raw, dict) else None
+
+    def audit(self, flow_id: str, last: int) -> list[dict[str, Any]]:
+        folder = self._folder(flow_id)
+        out: list[dict[str, Any]] = []
+        try:
+            lines = (folder / "audit.jsonl").read_bytes().splitlines()[-last:] if folder else []
+        except OSError:
+            return out
+        for line in lines:
+            try:
+                rec = loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
+
+    def last_spec(self, flow_id: str) -> dict[str, Any] | None:
+        folder = self._folder(flow_id)
+        try:
+            cache = loads((folder / ".last_spec.json").read_bytes()) if folder else None
+            spec = cache.get("spec") if isinstance(cache, dict) else None
+        except (OSError, ValueError):
+            return None
+        return spec if isinstance(spec, dict) else None
+
+    def output(self, flow_id: str, name: str) -> bytes | None:
+        folder = self._folder(flow_id)
+        path = _inside(folder, folder / name) if folder else None
+        try:
+            if path is None or not path.is_file():
+                return None
+            with path.open("rb") as fh:
+                return fh.read(MAX_OUTPUT)
+        except OSError:
+            return None
+
+
+class StoreSource:
+    """The PostgreSQL store at ``url``; local files (job logs) under ``root``."""
+
+    def __init__(self, root: Path, url: str) -> None:
+        from workspace.pgerrors import mask_url
+
+        self.root = root
+        self.url = url
+        self.where = mask_url(url)
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
+        from flow.cli.campaigns import guard
+        from workspace.pgconn import connect
+
+        conn = connect(self.url)
+        return guard(self.url, "reading a flow", lambda: conn.execute(sql, params).fetchall())
+
+    def rows(self) -> list[dict[str, Any]]:
+        from flow.cli.fleet import collect_store
+
+        return collect_store(self.url)
+
+    def exists(self, flow_id: str) -> bool:
+        return _flow_id_ok(flow_id) and bool(
+            self._one("SELECT 1 FROM flows WHERE flow_id = %s", (flow_id,)))
+
+    def state(self, flow_id: str) -> dict[str, Any] | None:
+        from workspace.pgoutputs import rebase
+
+        if not _flow_id_ok(flow_id):
+            return None
+        rows = self._one("SELECT state, root FROM flows WHERE flow_id = %s", (flow_id,))
+        if not rows:
+            return None
+        try:
+            raw = loads(rebase(bytes(rows[0][0]), rows[0][1], str(self.root)))
+        except ValueError:
+            return None
+        return raw if isinstance(raw, dict) else None
+
+    def audit(self, flow_id: str, last: int) -> list[dict[str, Any]]:
+        rows = self._one("SELECT record FROM (SELECT id, record FROM audit WHERE flow_id = %s "
+                         "ORDER BY id DESC LIMIT %s) t ORDER BY id", (flow_id, last))
+        out = []
+        for (record,) in rows:
+            try:
+                rec = loads(bytes(record))
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
+
+    def last_spec(self, flow_id: str) -> dict[str, Any] | None:
+        rows = self._one("SELECT spec, root FROM flows WHERE flow_id = %s", (flow_id,))
+        if not rows or rows[0][0] is None or rows[0][1] not in (None, str(self.root)):
+            return None  # another workspace's spec names its paths, not this one's
+        try:
+            spec = loads(bytes(rows[0][0]))
+        except ValueError:
+            return None
+        return spec if isinstance(spec, dict) else None
+
+    def output(self, flow_id: str, name: str) -> bytes | None:
+        rows = self._one("SELECT substring(data FROM 1 FOR %s) FROM artifacts WHERE "
+                         "flow_id = %s AND name = %s", (MAX_OUTPUT, flow_id, name))
+        return bytes(rows[0][0]) if rows else None
+
+
+def source_for(root: Path, url: str | None) -> FolderSource | StoreSource:
+    return FolderSource(root) if url is None else StoreSource(root, url)
