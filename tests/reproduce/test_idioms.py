@@ -309,3 +309,44 @@ def test_python37_child_probe_reads_metadata_files(tmp_path: Path) -> None:
     assert ("3.7.16", "22.0.4", "shoebox", "1.0", "editable") == (
         env.python_version, env.packages.get("pip"), env.project, env.project_version,
         env.project_install), out.stderr
+
+
+def test_tree_state_asks_git_once_unless_a_tracked_file_changed(
+        tmp_path: Path, git_env: dict[str, str]) -> None:
+    """The verdict's tree state: one git call for a clean tree and for one with only
+    untracked files (the hash still covers their names and bytes, read from the project's
+    folder, a subfolder of the repository); ``git diff HEAD`` joins in only
+    when a tracked file changed, and changes the hash."""
+    import hashlib
+
+    from flow.workflows.reproduce.verdict.environment import tree_state
+
+    top = tmp_path / "repo"
+    sub = top / "proj"
+    sub.mkdir(parents=True)
+    (sub / "a.py").write_text("A = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "a"]):
+        subprocess.run(["git", "-C", str(top), *args], env=git_env, check=True,
+                       capture_output=True)
+    calls: list[list[str]] = []
+
+    def run(argv: list[str]) -> tuple[int, str]:
+        calls.append(argv)
+        got = subprocess.run(argv, env=git_env, capture_output=True, text=True)
+        return got.returncode, got.stdout
+
+    clean = tree_state(str(sub), run)
+    clean_calls = len(calls)
+    (sub / "new.txt").write_text("n\n")
+    untracked = tree_state(str(sub), run)
+    untracked_calls = len(calls) - clean_calls
+    (sub / "a.py").write_text("A = 2\n")
+    tracked = tree_state(str(sub), run)
+    expected = hashlib.sha256(b"")
+    expected.update(b"new.txt")
+    expected.update(b"n\n")
+    assert ((False, 1), (True, 1, expected.hexdigest()), (True, 2, True)) == (
+        (clean.dirty, clean_calls),
+        (untracked.dirty, untracked_calls, untracked.changes_sha256),
+        (tracked.dirty, len(calls) - clean_calls - untracked_calls,
+         tracked.changes_sha256 != untracked.changes_sha256))

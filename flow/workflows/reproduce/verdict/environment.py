@@ -372,7 +372,9 @@ def shadowing_imports(env: Environment) -> list[str]:
 
 def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeState:
     """HEAD and a hash of what differs from it (tracked changes and untracked files);
-    ``run(argv) -> (exit code, stdout)``. One git call for a clean tree."""
+    ``run(argv) -> (exit code, stdout)``. One git call for a clean tree, and for one whose
+    only changes are untracked files (``__pycache__`` left by the run): ``git diff HEAD``
+    runs only when a tracked file changed (it prints nothing otherwise)."""
     code, status = run(["git", "-C", path, "status", "--porcelain=v2", "--branch",
                         "--untracked-files=all", "--", "."])
     if code != 0:
@@ -382,18 +384,24 @@ def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeSt
     changed = [l for l in status.splitlines() if l and not l.startswith("#")]
     if not changed:
         return TreeState(path=path, git=True, head=head)
-    _, diff = run(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
+    diff = ""
+    if any(not l.startswith("? ") for l in changed):
+        _, diff = run(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
     digest = hashlib.sha256(diff.encode(errors="replace"))
-    top = Path(path)
-    _, prefix = run(["git", "-C", path, "rev-parse", "--show-toplevel"])
-    root = Path(prefix.strip()) if prefix.strip() else top
+    here = Path(path).resolve()
+    top = next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
     for line in sorted(l for l in changed if l.startswith("? ")):
         name = line[2:]
         digest.update(name.encode())
-        try:
-            digest.update((root / name).read_bytes())
-        except OSError:
-            pass
+        # git prints them relative to ``path`` (or, with status.relativePaths=false, to
+        # the top of the work tree): the first that names a file is read
+        for base in (here, top):
+            if base is not None and (base / name).is_file():
+                try:
+                    digest.update((base / name).read_bytes())
+                except OSError:
+                    pass
+                break
     return TreeState(path=path, git=True, head=head, dirty=True,
                      changes_sha256=digest.hexdigest())
 
