@@ -122,7 +122,7 @@ def _bounded(opts: dict[str, Any]) -> tuple[int, float | None]:
     most MAX_TIMEOUT_S); WorkflowInputError quoting a value out of bounds."""
     import math
 
-    from flow.workflows.reproduce.batch.entries import MAX_REPEAT, MAX_TIMEOUT_S
+    from flow.workflows.reproduce.batch.limits import MAX_REPEAT, MAX_TIMEOUT_S
 
     repeat = opts.get("repeat")
     if repeat is not None and not 1 <= int(repeat) <= MAX_REPEAT:
@@ -141,7 +141,7 @@ def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
     batch file that is not a readable regular text file, a batch past its size limit, a
     --source-dir that is no folder, a --ci-repo that is no OWNER/NAME, or a --repeat /
     --timeout out of bounds."""
-    from flow.workflows.reproduce.batch.entries import MAX_BATCH_BYTES, is_repo
+    from flow.workflows.reproduce.batch.limits import MAX_BATCH_BYTES, is_repo
 
     command = opts.get("repro_command")
     if opts.get("command_file"):
