@@ -58,3 +58,21 @@ def test_single_nightly_run_loads_no_batch_or_later_stage(tmp_path: Path) -> Non
                     "unskip.steps", "unskip.plan"}
                    & {m.removeprefix("flow.workflows.reproduce.") for m in loaded})
     assert ('"REPRODUCED"' in got.stdout, []) == (True, later), got.stdout[-1500:]
+
+
+def test_a_run_that_fits_the_budget_runs_in_the_foreground(tmp_path: Path) -> None:
+    """With a --timeout that ends within the call's foreground budget the reproducer runs
+    in the foreground (no background job recorded, no supervisor); without one (the
+    profile's 1800 s) it is a job the flow owns. The verdict is the same either way."""
+    from tests.contract.driver import Driver
+
+    command = 'python -c "raise SystemExit(3)"'
+    seen = []
+    for name, extra in (("fg", ["--timeout", "30"]), ("job", [])):
+        call = Driver(tmp_path / name).call(["reproduce", "--profile", "local", "--stage",
+                                             "nightly", "--command", command, *extra])
+        assert call.spec is not None, call.stderr
+        state = json.loads(next((tmp_path / name).rglob("flow_state.json")).read_text())
+        seen.append((call.spec["verdict"]["verdict"], call.spec["verdict"]["self_check"]["exit_code"],
+                     len(state["jobs"])))
+    assert [("REPRODUCED", 3, 0), ("REPRODUCED", 3, 1)] == seen
