@@ -39,22 +39,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = {"calc": "tests/test_calc.py::test_mean_of_ints_keeps_the_fraction",
-         "nap": "tests/test_nap.py::test_nap_counts_tenths"}
+         "nap": "tests/test_nap.py::test_nap_counts_hundredths"}
 TARGETS = {"calc": 1.5, "nap": 1.3}
 
-NAP_MODULE = '''"""Waits, then says how many tenths of a second it waited."""
+NAP_MODULE = '''"""Waits, then says how many hundredths of a second it waited."""
 import time
 
 
 def nap(seconds):
     time.sleep(seconds)
-    return int(seconds * 10)  # BUG: 0.3 * 10 is 2.9999999999999996, int() makes it 2
+    return int(seconds * 100)  # BUG: 0.29 * 100 is 28.999999999999996, int() makes it 28
 '''
 NAP_TEST = '''from nap import nap
 
 
-def test_nap_counts_tenths():
-    assert nap(0.3) == 3
+def test_nap_counts_hundredths():
+    assert nap(0.29) == 29
 '''
 
 
