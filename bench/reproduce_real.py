@@ -19,7 +19,11 @@ environment (``--venvs DIR/bip-<project>/bin/python``, given as
 3. the buggy run's ``refined_command`` in a fresh shell (``env -i PATH=/usr/bin:/bin bash
    -c``): usable when it fails at the buggy commit and passes once the fix is checked out;
 4. overhead: the reproduce call's wall time over the direct run's, per run; the median is
-   printed, and the median over the runs whose direct run took under a second.
+   printed, and the median over the runs whose direct run took under a second, with the
+   load average at the end (the machine is shared: say it with the figures).
+
+``--timeout S`` passes ``--timeout S`` to every reproduce call. The orchestrator runs as
+``BENCH_PY`` (default ``python3``).
 
 Prints one line per bug and a JSON summary; ``--json FILE`` writes every figure.
 Nothing here reaches the network: clones, venvs and the dataset are prepared beforehand:
@@ -97,14 +101,17 @@ def direct(tree: Path, python: str, command: str) -> tuple[int, float]:
     return code, took
 
 
-def reproduce(tree: Path, python: str, command: str, workspace: Path) -> tuple[dict, float]:
-    """One fresh reproduce call; (its verdict, wall seconds)."""
+def reproduce(tree: Path, python: str, command: str, workspace: Path,
+              extra: list[str] | None = None) -> tuple[dict, float]:
+    """One fresh reproduce call (``extra``: more flags, ``--timeout S``); (its verdict,
+    wall seconds)."""
     env = {**os.environ, "ORCHESTRATOR_REPRODUCE_PYTHON": python,
            "PYTHONPATH": str(ROOT)}
     code, took, out = timed(["python3" if not os.environ.get("BENCH_PY") else os.environ["BENCH_PY"],
                              str(ROOT / "orchestrator.py"), "--workspace", str(workspace),
                              "reproduce", "--profile", "local", "--stage", "nightly",
-                             "--source-dir", str(tree), "--command", command], cwd=ROOT, env=env)
+                             "--source-dir", str(tree), "--command", command, *(extra or [])],
+                            cwd=ROOT, env=env)
     try:
         spec = json.loads(out[out.index("{"):]) if "{" in out else {}
     except ValueError:
@@ -127,12 +134,13 @@ def one_bug(args: argparse.Namespace, project: str, bug: int, base: Path) -> dic
     row: dict = {"project": project, "bug": bug, "command": command}
     checkout(tree, info, "buggy")
     row["direct_buggy"], t_buggy = direct(tree, python, command)
-    v_buggy, f_buggy = reproduce(tree, python, command, base / f"{project}-{bug}-buggy")
+    extra = ["--timeout", str(args.timeout)] if args.timeout else []
+    v_buggy, f_buggy = reproduce(tree, python, command, base / f"{project}-{bug}-buggy", extra)
     refined = v_buggy.get("refined_command")
     row["refined_buggy_exit"] = fresh_shell(refined) if refined else None
     checkout(tree, info, "fixed")
     row["direct_fixed"], t_fixed = direct(tree, python, command)
-    v_fixed, f_fixed = reproduce(tree, python, command, base / f"{project}-{bug}-fixed")
+    v_fixed, f_fixed = reproduce(tree, python, command, base / f"{project}-{bug}-fixed", extra)
     row["refined_fixed_exit"] = fresh_shell(refined) if refined else None
     row["verdicts"] = [v_buggy.get("verdict"), v_fixed.get("verdict")]
     row["blockers"] = [v.get("blocker") for v in (v_buggy, v_fixed) if v.get("blocker")]
@@ -154,6 +162,9 @@ def main() -> int:
     parser.add_argument("--repos", required=True)
     parser.add_argument("--venvs", required=True)
     parser.add_argument("--json")
+    parser.add_argument("--timeout", type=float,
+                        help="pass --timeout S to reproduce (a run that fits the call's "
+                             "foreground budget then runs in the foreground)")
     parser.add_argument("bugs", nargs="+", help="project:1,2,3")
     args = parser.parse_args()
     rows = []
@@ -181,6 +192,11 @@ def main() -> int:
         "median_overhead": round(statistics.median(ratios), 3) if ratios else None,
         "median_overhead_under_1s": round(statistics.median(fast), 3) if fast else None,
         "runs_under_1s": len(fast),
+        "median_direct_s": round(statistics.median(d for r in rows for d, _ in r["timings"]), 3)
+        if rows else None,
+        "median_added_s": round(statistics.median(f - d for r in rows for d, f in r["timings"]), 3)
+        if rows else None,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(summary, indent=1))
     if args.json:

@@ -230,3 +230,123 @@ def test_legacy_develop_install_is_found_by_its_egg_info(tmp_path: Path) -> None
                          text=True, cwd="/").stdout
     env = envinfo.read_probe(str(py), out, envinfo.project_name(str(src)), ["pytest"], None)
     assert ("shoebox", "1.0", "editable") == (env.project, env.project_version, env.project_install)
+
+
+def _stock_venv(tmp_path: Path, python: str | Path = PYTHON) -> Path:
+    """A venv made by ``python -m venv`` (its interpreter's bundled pip and setuptools,
+    nothing downloaded); its python."""
+    venv = tmp_path / "stock"
+    subprocess.run([str(python), "-m", "venv", str(venv)], check=True, capture_output=True,
+                   timeout=300)
+    return venv / "bin" / "python"
+
+
+def test_offline_build_without_wheel_names_the_mend(tmp_path: Path) -> None:
+    """The offline Stage 2 build of a setup.py project whose environment has setuptools
+    before 70.1 and no ``wheel`` really fails with "invalid command 'bdist_wheel'" (the
+    editable install and the built wheel both need it), and the error says which package
+    is missing and the command that adds it to that environment."""
+    py = _stock_venv(tmp_path)
+    has = subprocess.run([str(py), "-c", "import importlib.util, setuptools; print("
+                          "setuptools.__version__, importlib.util.find_spec('wheel') is None)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    if not (tuple(int(p) for p in has[0].split(".")[:2]) < (70, 1) and has[1] == "True"):
+        pytest.skip(f"this interpreter's bundled setuptools {has[0]} builds wheels by itself")
+    src = _copy(tmp_path, "shoebox")
+    build = subprocess.run([PYTHON, "-m", "flow.workflows.reproduce.stage2.build", "--source",
+                            str(src), "--work", str(tmp_path / "build"), "--python", str(py),
+                            "--offline"], cwd=REPO, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    assert (1, True, True) == (
+        build.returncode, "invalid command 'bdist_wheel'" in build.stderr,
+        f"needs the 'wheel' package in {py}'s environment: {py} -m pip install wheel"
+        in build.stderr), build.stderr[-2000:]
+
+
+def _py37_without_backport(tmp_path: Path) -> Path:
+    """A stock Python 3.7 venv (pip 22.0.4, setuptools 47): no importlib.metadata, and
+    no importlib_metadata backport either."""
+    py = _stock_venv(tmp_path, PY37)
+    assert 0 != subprocess.run([str(py), "-c", "import importlib_metadata"],
+                               capture_output=True).returncode
+    return py
+
+
+@pytest.mark.skipif(not PY37.exists(), reason="no Python 3.7 under /root/.pyenv here")
+def test_python37_without_importlib_metadata_knows_the_project(tmp_path: Path) -> None:
+    """On a Python 3.7 venv without importlib_metadata, a setup.py project installed
+    non-editable (legacy ``setup.py install``: an .egg-info, no direct_url.json) is known
+    from its metadata files: the run leaves the tree that would shadow it, and
+    rerun_after_fix reinstalls it with that venv's own pip."""
+    py = _py37_without_backport(tmp_path)
+    src = _copy(tmp_path, "shoebox")
+    _install(py, "--no-build-isolation", str(src))
+    verdict = _reproduce(tmp_path, src, 'python -c "from shoebox import boxes; '
+                         'assert boxes(5, 2) == 3"', "ws",
+                         env={"ORCHESTRATOR_REPRODUCE_PYTHON": str(py)})
+    env = verdict["environment"]
+    assert ("REPRODUCED", "3.7.16", "shoebox", "1.0", "installed", ["shoebox"], True,
+            f"{py} -m pip install --no-deps --force-reinstall {src}") == (
+        verdict["verdict"], env["python_version"], env["project"], env["project_version"],
+        env["project_install"], env["project_imports"], "left the tree" in verdict["cwd_rule"],
+        verdict["rerun_after_fix"])
+
+
+@pytest.mark.skipif(not PY37.exists(), reason="no Python 3.7 under /root/.pyenv here")
+def test_python37_child_probe_reads_metadata_files(tmp_path: Path) -> None:
+    """The probe run in a Python 3.7 interpreter without importlib_metadata reads the
+    .dist-info/.egg-info files on its sys.path itself: pip's version, and a setup.py
+    project installed editable (``setup.py develop``: an .egg-link, the tree on sys.path,
+    its .egg-info in the tree) as the tree's editable install."""
+    from flow.workflows.reproduce.verdict import environment as envinfo
+
+    py = _py37_without_backport(tmp_path)
+    src = _copy(tmp_path, "shoebox")
+    _install(py, "--no-build-isolation", "-e", str(src))
+    out = subprocess.run(envinfo.probe_argv(str(py), ["pip", "shoebox"], str(src)),
+                         capture_output=True, text=True, cwd="/")
+    env = envinfo.read_probe(str(py), out.stdout, envinfo.project_name(str(src)), ["pip"], None)
+    assert ("3.7.16", "22.0.4", "shoebox", "1.0", "editable") == (
+        env.python_version, env.packages.get("pip"), env.project, env.project_version,
+        env.project_install), out.stderr
+
+
+def test_tree_state_asks_git_once_unless_a_tracked_file_changed(
+        tmp_path: Path, git_env: dict[str, str]) -> None:
+    """The verdict's tree state: one git call for a clean tree and for one with only
+    untracked files (the hash still covers their names and bytes, read from the project's
+    folder, a subfolder of the repository); ``git diff HEAD`` joins in only
+    when a tracked file changed, and changes the hash."""
+    import hashlib
+
+    from flow.workflows.reproduce.verdict.environment import tree_state
+
+    top = tmp_path / "repo"
+    sub = top / "proj"
+    sub.mkdir(parents=True)
+    (sub / "a.py").write_text("A = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "a"]):
+        subprocess.run(["git", "-C", str(top), *args], env=git_env, check=True,
+                       capture_output=True)
+    calls: list[list[str]] = []
+
+    def run(argv: list[str]) -> tuple[int, str]:
+        calls.append(argv)
+        got = subprocess.run(argv, env=git_env, capture_output=True, text=True)
+        return got.returncode, got.stdout
+
+    clean = tree_state(str(sub), run)
+    clean_calls = len(calls)
+    (sub / "new.txt").write_text("n\n")
+    untracked = tree_state(str(sub), run)
+    untracked_calls = len(calls) - clean_calls
+    (sub / "a.py").write_text("A = 2\n")
+    tracked = tree_state(str(sub), run)
+    expected = hashlib.sha256(b"")
+    expected.update(b"new.txt")
+    expected.update(b"n\n")
+    assert ((False, 1), (True, 1, expected.hexdigest()), (True, 2, True)) == (
+        (clean.dirty, clean_calls),
+        (untracked.dirty, untracked_calls, untracked.changes_sha256),
+        (tracked.dirty, len(calls) - clean_calls - untracked_calls,
+         tracked.changes_sha256 != untracked.changes_sha256))

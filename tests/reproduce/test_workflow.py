@@ -405,3 +405,42 @@ def test_batch_killed_in_stages_2_and_3_resumes_at_its_entry(
     # each run is a background job recorded in the state: a resumed flow never runs it again
     assert (["nightly"], ["source_build", "ci_env"], {0}) == (
         stage1_marks, clean_marks, set(extra)), extra
+
+
+def test_batch_rows_name_the_tree_each_entry_ran_in(calc: Path, tmp_path: Path,
+                                                     git_env: dict[str, str]) -> None:
+    """A batch whose origin/main build fails falls back to the ci_commit build: the entry
+    re-run there names the build's clone at ci_commit (its path, HEAD and base) in its row,
+    while the entry decided at Stage 1 names the --source-dir tree at its own HEAD."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(calc), *args], env=git_env, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "calc")
+    ci_commit = git("rev-parse", "HEAD")
+    (calc / "NOTES.txt").write_text("a later commit\n")
+    git("add", "-A")
+    git("commit", "-qm", "later")
+    head = git("rev-parse", "HEAD")
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([
+        {"id": "stage1", "command": FAILING, "stage": "nightly"},
+        {"id": "built", "command": "pytest tests/test_extra.py::test_not_in_the_built_venv"},
+    ]))
+    drv = Driver(tmp_path / "ws", {**git_env, "ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
+    first = drv.call(["reproduce", "--profile", "local", "--source-dir", str(calc),
+                      "--ci-commit", ci_commit, "--batch", str(batch)])
+    assert first.spec is not None, first.stderr
+    spec = _feed_run(drv, first.spec, exit_code=1)  # origin/main does not build
+    assert "--commit" in spec["tasks"][0]["argv"]
+    spec = _feed_until_done(drv, spec)  # the ci_commit build, for real
+    rows = {r["id"]: r["verdict"] for r in
+            json.loads(Path(spec["report_json_path"]).read_text())["rows"]}
+    built, stage1 = rows["built"]["environment"]["tree"], rows["stage1"]["environment"]["tree"]
+    assert (("REPRODUCED", "source_build", ci_commit, ci_commit, True),
+            ("REPRODUCED", str(calc), head)) == (
+        (rows["built"]["verdict"], rows["built"]["stage"], rows["built"]["base"], built["head"],
+         built["path"] != str(calc) and built["path"].endswith("/build/src")),
+        (rows["stage1"]["verdict"], stage1["path"], stage1["head"]))

@@ -101,20 +101,42 @@ def env_of(ctx: Any) -> dict[str, str]:
     return runner.environment(ctx.settings, ctx.data.path_head)
 
 
+FOREGROUND_MARGIN_S = 5.0
+
+
 def launcher(ctx: Any) -> runner.Launch:
     """Long runs as background jobs the flow owns (``ctx.job``: memoized per phase visit
     and key, so a step re-run on --resume gets the recorded result); in the foreground
-    for a context without jobs (a unit test's)."""
+    for a context without jobs (a unit test's).
+
+    A run whose timeout (``--timeout``) ends within what is left of the call's foreground
+    budget (less ``FOREGROUND_MARGIN_S``) runs in the foreground too (``proc.run``, the
+    same runner guarantees): it cannot outlive the call, so the detached supervisor, its
+    start-up and the job records would only add time. A key that already has a job (a
+    call before this one started it) stays a job, so its result is never run twice."""
     job = getattr(ctx, "job", None)
     if job is None:
         return runner.foreground
 
     def launch(key: str, argv: list[str], log: Path, env: Any, timeout: float,
                cwd: str | None = None) -> Any:
+        from flow.core import proc
+
+        if timeout + FOREGROUND_MARGIN_S <= proc.remaining(ctx.settings) \
+                and not _has_job(ctx, key):
+            return runner.foreground(key, argv, log, env, timeout, cwd)
         base = Path(ctx.dir).resolve()
         name = str(log.relative_to(base)) if log.is_relative_to(base) else f"logs/{key}.log"
         return job(key, argv, log_name=name, env=env, timeout=timeout, cwd=cwd)
     return launch
+
+
+def _has_job(ctx: Any, key: str) -> bool:
+    """A job of this phase visit with ``key`` is recorded in the flow's state."""
+    state = getattr(ctx, "_state", None)
+    jobs = getattr(state, "jobs", None) or {}
+    return any(j.key == key and j.phase == state.phase and j.visit == state.visit
+               for j in jobs.values())
 
 
 def entry_prefix(ctx: Any) -> str:

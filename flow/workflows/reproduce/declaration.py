@@ -26,15 +26,8 @@ from flow.core.errors import WorkflowInputError
 from flow.core.feeds import Feed, RunResult
 from flow.core.outcome import Go
 from flow.core.workflow import Workflow
-from flow.workflows.reproduce import context, preflight
-from flow.workflows.reproduce.batch import steps as batch
-from flow.workflows.reproduce.prepare import steps as prepare
-from flow.workflows.reproduce.stage1 import steps as stage1
-from flow.workflows.reproduce.stage2 import steps as stage2
-from flow.workflows.reproduce.stage3 import steps as stage3
-from flow.workflows.reproduce.unskip import steps as unskip
-from flow.workflows.reproduce.unskip.marker import PendingRestore, restore
-from flow.workflows.reproduce.verdict import report
+from flow.workflows.reproduce import context
+from flow.workflows.reproduce.unskip.marker import PendingRestore
 
 
 class ReproData(BaseModel):
@@ -129,7 +122,7 @@ def _bounded(opts: dict[str, Any]) -> tuple[int, float | None]:
     most MAX_TIMEOUT_S); WorkflowInputError quoting a value out of bounds."""
     import math
 
-    from flow.workflows.reproduce.batch.entries import MAX_REPEAT, MAX_TIMEOUT_S
+    from flow.workflows.reproduce.batch.limits import MAX_REPEAT, MAX_TIMEOUT_S
 
     repeat = opts.get("repeat")
     if repeat is not None and not 1 <= int(repeat) <= MAX_REPEAT:
@@ -148,7 +141,7 @@ def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
     batch file that is not a readable regular text file, a batch past its size limit, a
     --source-dir that is no folder, a --ci-repo that is no OWNER/NAME, or a --repeat /
     --timeout out of bounds."""
-    from flow.workflows.reproduce.batch.entries import MAX_BATCH_BYTES, is_repo
+    from flow.workflows.reproduce.batch.limits import MAX_BATCH_BYTES, is_repo
 
     command = opts.get("repro_command")
     if opts.get("command_file"):
@@ -183,11 +176,17 @@ def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
             "batch_text": batch_text}
 
 
+_located: dict[tuple[Any, ...], str] = {}
+
+
 def locate(opts: dict[str, Any], root: Path) -> str:
     """``reproduce/<12 hex over the inputs>-<8 hex over the environment>``
-    (``reproduce/batch-...`` for a batch): see ``reuse`` for what the key covers."""
+    (``reproduce/batch-...`` for a batch): see ``reuse`` for what the key covers. The
+    environment key (git calls, a folder listing) is computed once per call: the CLI
+    asks here before starting the flow, and ``start`` again for its notes."""
     import os
 
+    from flow.core import proc
     from flow.workflows.reproduce.verdict.reuse import environment_key, unfinished
 
     inputs = _inputs(opts)
@@ -196,7 +195,12 @@ def locate(opts: dict[str, Any], root: Path) -> str:
     running = unfinished(root, prefix)
     if running is not None:
         return running
-    return f"{prefix}-{environment_key(inputs['source_dir'], os.environ)}"
+    call = proc._call_started  # one key per CLI call or server request, never across them
+    memo = (call, str(root), prefix, inputs["source_dir"], os.environ.get(context.PYTHON_ENV))
+    if call is None or memo not in _located:
+        _located.clear()
+        _located[memo] = f"{prefix}-{environment_key(inputs['source_dir'], os.environ)}"
+    return _located[memo]
 
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
@@ -247,6 +251,8 @@ def _restore_first(step: Any) -> Any:
     def guarded(ctx: Any) -> Any:
         pending = ctx.data.pending_restore
         if pending is not None and not _job_running(ctx):
+            from flow.workflows.reproduce.unskip.marker import restore
+
             result = restore(pending)
             if result == "restored":
                 ctx.log(f"restored {pending.path} left edited by an interrupted re-run")
@@ -274,14 +280,29 @@ def begin(ctx: Any) -> Any:
     return Go("batch" if ctx.data.batch_file else "single")
 
 
+def _lazy(module: str, name: str) -> Any:
+    """The step ``name`` of ``flow.workflows.reproduce.<module>``, imported when it first
+    runs: a call imports only the stages it reaches (a single nightly run never loads the
+    batch, source-build, CI or skip-marker steps)."""
+    def step(ctx: Any) -> Any:
+        from importlib import import_module
+
+        return getattr(import_module(f"flow.workflows.reproduce.{module}"), name)(ctx)
+    step.__name__ = name
+    return step
+
+
 STEPS = {
-    "begin": begin, "preflight": preflight.step, "prepare": prepare.prepare,
-    "collect": prepare.collect, "stage1": stage1.stage1, "stage2": stage2.stage2,
-    "stage3": stage3.stage3, "unskip": unskip.unskip, "verdict": report.finish,
-    "batch_setup": batch.setup, "batch_entry": batch.entry,
-    "batch_build": batch.build, "batch_stage2": batch.stage2_entry,
-    "batch_ci": batch.align, "batch_stage3": batch.stage3_entry,
-    "batch_report": batch.report,
+    "begin": begin, "preflight": _lazy("preflight", "step"),
+    "prepare": _lazy("prepare.steps", "prepare"), "collect": _lazy("prepare.steps", "collect"),
+    "stage1": _lazy("stage1.steps", "stage1"), "stage2": _lazy("stage2.steps", "stage2"),
+    "stage3": _lazy("stage3.steps", "stage3"), "unskip": _lazy("unskip.steps", "unskip"),
+    "verdict": _lazy("verdict.report", "finish"),
+    "batch_setup": _lazy("batch.steps", "setup"), "batch_entry": _lazy("batch.steps", "entry"),
+    "batch_build": _lazy("batch.steps", "build"),
+    "batch_stage2": _lazy("batch.steps", "stage2_entry"),
+    "batch_ci": _lazy("batch.steps", "align"), "batch_stage3": _lazy("batch.steps", "stage3_entry"),
+    "batch_report": _lazy("batch.steps", "report"),
 }
 
 WORKFLOW = Workflow(

@@ -1,2 +1,3 @@
 """``reproduce --batch FILE``: ``entries`` (the file's formats, buckets, Markdown and JSON
-reports), ``steps`` (one flow sweeping every entry through the stages)."""
+reports), ``limits`` (the bounds every call checks), ``steps`` (one flow sweeping every
+entry through the stages)."""

@@ -20,7 +20,6 @@ does not stop the batch: it becomes an ``invalid`` row. Buckets:
 from __future__ import annotations
 
 import json
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
@@ -32,17 +31,9 @@ from flow.workflows.reproduce.verdict.models import (
 )
 
 
-MAX_ENTRIES = 2000          # entries of one batch (each is a full reproduce run)
-MAX_BATCH_BYTES = 4 << 20   # a batch file larger is refused before it is parsed
-MAX_TIMEOUT_S = 86400.0     # --timeout / an entry's timeout, seconds
-MAX_REPEAT = 100            # --repeat / an entry's repeat
-# OWNER/NAME as GitHub spells them; "." and ".." are no name (they would leave /repos/).
-REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?\Z)[A-Za-z0-9_.-]{1,100}")
-
-
-def is_repo(value: str) -> bool:
-    """Whether ``value`` is a full OWNER/NAME (a full match: no trailing newline)."""
-    return REPO_RE.fullmatch(value) is not None
+from flow.workflows.reproduce.batch.limits import (  # noqa: F401 (re-exported)
+    MAX_BATCH_BYTES, MAX_ENTRIES, MAX_REPEAT, MAX_TIMEOUT_S, REPO_RE, is_repo,
+)
 
 
 class BatchEntry(BaseModel):

@@ -61,8 +61,9 @@ def prepare(ctx: Any) -> Any:
 
 
 def project_probe(ctx: Any, profile: Profile, python: str) -> str:
-    """The environment probe of ``python`` for the project and the profile's packages (one
-    child run, or none for this interpreter), kept in ``ctx.data.project_probe`` so the
+    """The environment probe of ``python`` for the project and the profile's packages (none
+    for this interpreter or a venv, whose metadata files are read here; else one child
+    run), kept in ``ctx.data.project_probe`` so the
     verdict reuses it."""
     from flow.workflows.reproduce.verdict import environment as envinfo
 
@@ -72,8 +73,9 @@ def project_probe(ctx: Any, profile: Profile, python: str) -> str:
         return kept["output"]
     project = profile.project or envinfo.project_name(ctx.data.source_dir)
     packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
-    if envinfo.is_this_interpreter(python):
-        output = envinfo.probe_here(packages, where)
+    layout = None if envinfo.is_this_interpreter(python) else envinfo.venv_layout(python)
+    if layout is not None or envinfo.is_this_interpreter(python):
+        output = envinfo.probe_here(packages, where, layout)
     else:
         # ctx.query: a probe the budget cut short runs again as a job, so an empty answer
         # (no project identity) is never kept in project_probe as if it were the answer

@@ -16,8 +16,6 @@ from flow.workflows.reproduce.profiles import Profile
 from flow.workflows.reproduce.run import runner
 from flow.workflows.reproduce.run.decision import Decision, Next, RerunWithoutSkip, StageMode
 from flow.workflows.reproduce.stage1.rules import stage1 as stage1_table
-from flow.workflows.reproduce.stage2.rules import stage2 as stage2_table
-from flow.workflows.reproduce.stage3.rules import stage3 as stage3_table
 from flow.workflows.reproduce.verdict.models import NotReproduced, Stage
 
 
@@ -47,7 +45,11 @@ def table(ctx: Any, stage: str, ran: runner.Exercise, label: str = "the nightly 
     if stage == Stage.NIGHTLY:
         return stage1_table(ran.outcome, mode, ran.refined, rerun_done=done, label=label)
     if stage == Stage.SOURCE_BUILD:
+        from flow.workflows.reproduce.stage2.rules import stage2 as stage2_table
+
         return stage2_table(ran.outcome, ctx.data.base, ran.refined, rerun_done=done)
+    from flow.workflows.reproduce.stage3.rules import stage3 as stage3_table
+
     return stage3_table(ran.outcome, ran.refined, rerun_done=done, label=label)
 
 

@@ -5,7 +5,11 @@ setup.py), the versions of the packages the profile names, and the source tree's
 
 ``probe_argv`` is one child run of the stage's interpreter printing JSON: the named
 distributions, and every distribution whose ``direct_url.json`` points at the tree (an
-editable or a non-editable install of it, whatever its name); ``read_probe`` turns its
+editable or a non-editable install of it, whatever its name). It reads them with
+``importlib.metadata`` (or its backport) when the interpreter has it, else from the
+``*.dist-info`` / ``*.egg-info`` files on ``sys.path`` directly (Python 3.6 and 3.7
+without the backport). For a venv the same files are read in this process instead
+(``venv_layout``, ``probe_here``): no child interpreter at all. ``read_probe`` turns the
 output into an ``Environment`` (never raises: an unreadable probe gives the interpreter
 alone). ``tree_state`` reads git through argument lists given to ``run``.
 ``rerun_after_fix`` says what a fix-verifier must run before ``refined_command``.
@@ -28,15 +32,93 @@ from pydantic import BaseModel, ConfigDict
 Install = Literal["editable", "installed", "not installed"]
 
 _PROBE_FN = """\
-def probe(names, tree=None):
+def probe(names, tree=None, paths=None, facts=None):
     import json, os, platform, sys
-    try:
-        import importlib.metadata as m
-    except ImportError:  # Python < 3.8: the backport, when the environment has it
-        import importlib_metadata as m
-    out = {"interpreter": sys.executable, "python_version": platform.python_version(),
-           "prefix": sys.prefix, "packages": {}, "tree_dists": []}
+    m = None
+    if paths is None:
+        try:
+            import importlib.metadata as m
+        except ImportError:  # Python < 3.8: the backport, when the environment has it
+            try:
+                import importlib_metadata as m
+            except ImportError:  # neither: the metadata files are read directly below
+                m = None
+        paths = sys.path
+    if facts is None:
+        facts = {"interpreter": sys.executable, "python_version": platform.python_version(),
+                 "prefix": sys.prefix}
+    out = dict(facts, packages={}, tree_dists=[])
     real = os.path.realpath(tree) if tree else None
+
+    def norm(name):
+        return "-".join(w for w in name.replace("_", "-").replace(".", "-").lower().split("-") if w)
+
+    def read(folder, name):
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except (OSError, ValueError):
+            return None
+
+    class Files(object):
+        # one *.dist-info / *.egg-info folder (or an egg-info file) read without a library
+        def __init__(self, where):
+            self._path = where
+            folder = os.path.isdir(where)
+            head = read(where, "METADATA" if where.endswith(".dist-info") else "PKG-INFO") \\
+                if folder else read(os.path.dirname(where), os.path.basename(where))
+            self.metadata = {}
+            for line in (head or "").splitlines():
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                if key in ("Name", "Version") and key not in self.metadata:
+                    self.metadata[key] = value.strip()
+            stem = os.path.basename(where).rsplit(".", 1)[0]
+            self.metadata.setdefault("Name", stem.split("-")[0])
+            self.version = self.metadata.get("Version") or (stem.split("-") + ["?"])[1]
+            self.folder = where if folder else None
+
+        def read_text(self, name):
+            return read(self.folder, name) if self.folder else None
+
+        @property
+        def files(self):
+            record = self.read_text("RECORD")
+            if record is not None:
+                return [l.split(",")[0] for l in record.splitlines() if l.strip()]
+            listed = self.read_text("installed-files.txt") or self.read_text("SOURCES.txt") or ""
+            return [l.strip().replace("../", "", 1) if l.startswith("../") else l.strip()
+                    for l in listed.splitlines() if l.strip()]
+
+    def scanned():
+        seen = set()
+        for entry in paths:
+            try:
+                found = sorted(os.listdir(entry or "."))
+            except OSError:
+                continue
+            for name in found:
+                if name.endswith((".dist-info", ".egg-info")):
+                    dist = Files(os.path.join(entry or ".", name))
+                    key = norm(dist.metadata["Name"])
+                    if key not in seen:
+                        seen.add(key)
+                        yield dist
+
+    if m is None:
+        every = list(scanned())
+        by_name = dict((norm(d.metadata["Name"]), d) for d in every)
+    else:
+        every = None
+
+    def distribution(name):
+        if m is not None:
+            try:
+                return m.distribution(name)
+            except m.PackageNotFoundError:
+                return None
+        return by_name.get(norm(name))
 
     def info(dist):
         url = dist.read_text("direct_url.json") or "{}"
@@ -53,12 +135,11 @@ def probe(names, tree=None):
                 "editable": bool(data.get("dir_info", {}).get("editable")),
                 "url": data.get("url"), "top_level": top}
     for name in names:
-        try:
-            out["packages"][name] = info(m.distribution(name))
-        except m.PackageNotFoundError:
-            continue
+        dist = distribution(name)
+        if dist is not None:
+            out["packages"][name] = info(dist)
     if real:
-        for dist in m.distributions():
+        for dist in (m.distributions() if m is not None else every):
             try:
                 data = json.loads(dist.read_text("direct_url.json") or "{}")
             except ValueError:
@@ -80,12 +161,58 @@ def probe(names, tree=None):
 _PROBE = _PROBE_FN + "import json, sys\nprint(json.dumps(probe(sys.argv[2:], sys.argv[1] or None)))\n"
 
 
-def probe_here(packages: list[str], tree: str | None = None) -> str:
-    """The probe's output, computed in this process (for the orchestrator's own
-    interpreter: no child interpreter to start)."""
+def probe_here(packages: list[str], tree: str | None = None,
+               layout: tuple[list[str], dict] | None = None) -> str:
+    """The probe's output, computed in this process: for the orchestrator's own interpreter
+    (``importlib.metadata``), or for another venv's from its ``layout`` (``venv_layout``:
+    the metadata files read directly). No child interpreter to start either way."""
     space: dict = {}
     exec(compile(_PROBE_FN, "<envinfo probe>", "exec"), space)  # noqa: S102 (our own code)
-    return json.dumps(space["probe"](packages, tree))
+    paths, facts = layout if layout is not None else (None, None)
+    return json.dumps(space["probe"](packages, tree, paths, facts))
+
+
+def venv_layout(python: str) -> tuple[list[str], dict] | None:
+    """What ``python``'s ``sys.path`` holds for distributions, read from its files alone
+    (no child run): for a venv (``pyvenv.cfg`` beside its ``bin/``) without the system's
+    site-packages, its one ``lib/pythonX.Y/site-packages`` plus the folders its ``.pth``
+    files add (in ``site``'s order), and the facts the probe reports (interpreter, version
+    from ``pyvenv.cfg``, prefix). None when the layout is anything else (a system or
+    conda interpreter, system site-packages included, an odd ``pyvenv.cfg``): the caller
+    runs the probe in ``python`` then."""
+    import os
+
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    try:
+        text = Path(prefix, "pyvenv.cfg").read_text(errors="replace")
+    except OSError:
+        return None
+    cfg = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            cfg[key.strip().lower()] = value.strip()
+    if cfg.get("include-system-site-packages", "false").lower() != "false":
+        return None
+    version = re.match(r"(\d+)\.(\d+)\.(\d+)", cfg.get("version") or cfg.get("version_info") or "")
+    if version is None:
+        return None
+    site = Path(prefix, "lib", f"python{version[1]}.{version[2]}", "site-packages")
+    if not site.is_dir() or not os.access(python, os.X_OK):
+        return None
+    paths = [str(site)]
+    for pth in sorted(site.glob("*.pth")):
+        try:
+            lines = pth.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if not line.strip() or line.startswith(("#", "import ", "import\t")):
+                continue
+            extra = os.path.join(str(site), line.rstrip())
+            if os.path.isdir(extra) and extra not in paths:
+                paths.append(extra)
+    return paths, {"interpreter": python, "python_version": version[0], "prefix": prefix}
 
 
 def is_this_interpreter(python: str) -> bool:
@@ -128,7 +255,7 @@ class Environment(BaseModel):
     project_version: str | None = None
     project_install: Install | None = None
     # where the installed copy came from: "the tree", another folder or URL, or "an index
-    # (no direct_url.json)"; None when not installed
+    # or a legacy setup.py install (no direct_url.json)"; None when not installed
     project_origin: str | None = None
     # the installed copy's top-level import names (what an in-tree folder would shadow)
     project_imports: list[str] = []
@@ -149,7 +276,7 @@ def _normal(name: str) -> str:
 def _origin(dist: dict, tree_path: str | None) -> str:
     url = dist.get("url")
     if not url:
-        return "an index (no direct_url.json)"
+        return "an index or a legacy setup.py install (no direct_url.json)"
     if tree_path and url.startswith("file://") and \
             Path(url[7:]).resolve() == Path(tree_path).resolve():
         return "the tree"
@@ -245,7 +372,9 @@ def shadowing_imports(env: Environment) -> list[str]:
 
 def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeState:
     """HEAD and a hash of what differs from it (tracked changes and untracked files);
-    ``run(argv) -> (exit code, stdout)``. One git call for a clean tree."""
+    ``run(argv) -> (exit code, stdout)``. One git call for a clean tree, and for one whose
+    only changes are untracked files (``__pycache__`` left by the run): ``git diff HEAD``
+    runs only when a tracked file changed (it prints nothing otherwise)."""
     code, status = run(["git", "-C", path, "status", "--porcelain=v2", "--branch",
                         "--untracked-files=all", "--", "."])
     if code != 0:
@@ -257,18 +386,24 @@ def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeSt
     changed = status_changes(status)  # a run's own __pycache__ is not a change of the tree
     if not changed:
         return TreeState(path=path, git=True, head=head)
-    _, diff = run(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
+    diff = ""
+    if any(not l.startswith("? ") for l in changed):
+        _, diff = run(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
     digest = hashlib.sha256(diff.encode(errors="replace"))
-    top = Path(path)
-    _, prefix = run(["git", "-C", path, "rev-parse", "--show-toplevel"])
-    root = Path(prefix.strip()) if prefix.strip() else top
+    here = Path(path).resolve()
+    top = next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
     for line in sorted(l for l in changed if l.startswith("? ")):
         name = line[2:]
         digest.update(name.encode())
-        try:
-            digest.update((root / name).read_bytes())
-        except OSError:
-            pass
+        # git prints them relative to ``path`` (or, with status.relativePaths=false, to
+        # the top of the work tree): the first that names a file is read
+        for base in (here, top):
+            if base is not None and (base / name).is_file():
+                try:
+                    digest.update((base / name).read_bytes())
+                except OSError:
+                    pass
+                break
     return TreeState(path=path, git=True, head=head, dirty=True,
                      changes_sha256=digest.hexdigest())
 
