@@ -222,3 +222,45 @@ def test_the_device_api_codemod_renames_same_call_apis_only_in_widened_tests() -
     assert ([("HW002", 34)], True, True) == (
         [(c.rule_id, c.line) for c in result.changes], "torch.accelerator.synchronize()" in result.code,
         "torch.cuda.get_device_capability()" in result.code)
+
+
+STREAMS = '''
+class TestSideStreamsDevice(TestCase):
+    hw_classification = HardwareClassification.ACCELERATOR
+
+    def test_overlap(self, device):
+        side = torch.cuda.Stream()
+        done = torch.cuda.Event(enable_timing=True)
+        kept = torch.cuda.Stream(priority=-1)
+        with torch.cuda.amp.autocast(dtype=torch.half):
+            pass
+        with autocast("cuda", enabled=False):
+            pass
+        spent = prof.key_averages()[0].self_cuda_time_total
+
+    def helper(self):
+        return torch.cuda.Stream()
+
+
+class TestSideStreams(TestCase):
+    def test_plain(self):
+        side = torch.cuda.Stream()
+'''
+
+
+def test_the_device_api_codemod_rewrites_streams_events_autocast_and_time_totals_where_safe() -> None:
+    """In a test run on every accelerator that has `device`: Stream/Event take the device,
+    autocast names the device's type, the profiler's CUDA time becomes device time; a call with
+    arguments the generic API lacks (priority=), a helper and a plain class's test are left;
+    a second run changes nothing."""
+    from flow.workflows.refactor.hwcodemod import rename_device_apis
+
+    once = rename_device_apis(STREAMS)
+    wanted = ["side = torch.Stream(device=device)", "done = torch.Event(device=device, enable_timing=True)",
+              "kept = torch.cuda.Stream(priority=-1)",
+              "with torch.autocast(device_type=torch.device(device).type, dtype=torch.half):",
+              'with autocast(device_type=torch.device(device).type, enabled=False):',
+              "spent = prof.key_averages()[0].self_device_time_total", "return torch.cuda.Stream()",
+              "    def test_plain(self):\n        side = torch.cuda.Stream()"]
+    assert ([w for w in wanted if w not in once.code], [6, 7, 9, 11, 13], []) == (
+        [], [c.line for c in once.changes], rename_device_apis(once.code).changes)
