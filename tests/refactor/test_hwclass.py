@@ -154,13 +154,14 @@ def test_pr_description_is_the_initiatives_form() -> None:
     """Title, tracking issue, label request, the class table, the test plan and what did not run."""
     lines = render_pr(PrInput(rel="test/nn/test_dropout.py", classes=class_rows(read(HW / "compliant.py")),
                               linter="the checkout's tools/linter/adapters/test_linter.py", linter_passed=True,
-                              hw_counts={"GENERIC": 1, "ACCELERATOR": 2}, devices=["cpu"]))
+                              hw_counts={"GENERIC": 1, "ACCELERATOR": 2}, hw_passed=True, devices=["cpu"]))
     wanted = ["### [Testcase Refactoring] Decouple test/nn/test_dropout.py from CUDA-specific",
               "Part of pytorch/pytorch#185590.", "Label request: `module: tests/graph`.",
               "| TestDoneGeneric | GENERIC | 1 |", "| TestDoneDevice | ACCELERATOR | 2 |",
               "python tools/linter/adapters/test_linter.py test/nn/test_dropout.py",
               "python test/nn/test_dropout.py --hw-classification GENERIC   # 1 tests",
-              "- `--hw-classification` runs: 3 of 3 tests accounted for."]
+              "- `--hw-classification` runs: 3 tests as instantiated here (from the 3 test methods above), "
+              "each in exactly one label's run, none unclassified."]
     assert ([], True) == ([w for w in wanted if w not in lines],
                           any(line.startswith("- Not run here: the accelerator tests") for line in lines))
 

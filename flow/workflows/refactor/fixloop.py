@@ -48,9 +48,14 @@ def _verify_report(ctx: Any) -> Any:
     result = run_verify(inp)
     if "lint" in inp.checks:
         result = with_test_linter(ctx, inp.before, inp.after, result)
+    # Waivers first: collect_only runs once the other checks pass, and a finding the checker
+    # judged a false positive must not keep it from running (it would stay `skipped`).
+    result = _apply_waivers(ctx, result, inp.after)
     if "test_count" in inp.checks:
-        result = _with_collect(ctx, report, result)
-    return _apply_waivers(ctx, result, inp.after)
+        waived = list(result.waived)
+        result = _apply_waivers(ctx, _with_collect(ctx, report, result), inp.after)
+        result = result.model_copy(update={"waived": [*waived, *result.waived]})
+    return result
 
 
 def _apply_waivers(ctx: Any, result: Any, after: str) -> Any:

@@ -266,10 +266,11 @@ def _pr(ctx: Any) -> Any:
     from flow.workflows.refactor.prtext import PrInput, class_rows
 
     checks = {c.name: c for c in ctx.data.checks}
-    lint = checks.get("test_linter")
+    lint, hw = checks.get("test_linter"), checks.get("hw_classification")
     return PrInput(rel=ctx.data.rel, classes=class_rows(Path(ctx.data.file).read_text(encoding="utf-8")),
                    linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
                    hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note,
+                   hw_passed=None if hw is None or hw.skipped else hw.passed,
                    local_tests=ctx.data.local_tests, devices=list(ctx.data.test_devices or []))
 
 
