@@ -137,3 +137,19 @@ def test_every_touched_class_has_a_range_or_is_new(small_before: Assessment, sma
     existing = {c.name: (c.start, c.end) for c in small_before.classes}
     for task in distribute(small_report, small_before, load_catalogue()):
         assert [existing[c] for c in task.classes if c in existing] == task.line_ranges
+
+
+def test_a_tr011_move_is_found_in_the_device_class_not_lost() -> None:
+    """Verify follows TR011: the @onlyCPU test, moved to TestPoolDeviceCPU as that task says, is not
+    'missing from TestPoolDevice' (V201) nor 'new' (V202)."""
+    from flow.workflows.refactor.verify import VerifyInput, verify
+
+    after = ONLY_CPU.replace("    @onlyCPU\n    def test_layout(self, device):\n        pass\n\n", "") + (
+        "\n\nclass TestPoolDeviceCPU(TestCase):\n    def test_layout(self, device):\n        pass\n\n\n"
+        'instantiate_device_type_tests(TestPoolDeviceCPU, globals(), only_for="cpu")\n')
+    report = AnalystReport.model_validate({"file": "t.py", "classifications": [
+        {"test": f"TestPoolDevice.{n}", "strategy": "device_agnostic", "target_class": "TestPoolDevice"}
+        for n in ("test_layout", "test_sum")],
+        "class_labels": [{"name": "TestPoolDevice", "hw_classification": "ACCELERATOR"}]})
+    found = verify(VerifyInput(path="t.py", before=ONLY_CPU, after=after, plan=report, checks=("test_count",))).findings
+    assert [] == [(f.code, f.message) for f in found]

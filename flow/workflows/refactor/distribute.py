@@ -92,7 +92,7 @@ def _plan_notes(report: AnalystReport, tests: list[str]) -> list[str]:
     return out
 
 
-def _only_in_accelerator(report: AnalystReport, before: Assessment) -> list[tuple[str, str]]:
+def only_in_accelerator(report: AnalystReport, before: Assessment) -> list[tuple[str, str]]:
     """(Class.test, device) for each ``@onlyCPU``/``@onlyMPS``/``@onlyXPU`` test the plan keeps in a
     class labelled ACCELERATOR (or a device class without ``only_for`` when it has no label)."""
     tests = {f"{c.name}.{t.name}": t for c in before.classes for t in c.tests}
@@ -188,7 +188,7 @@ def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, 
                 tasks.append(task)
             continue
         if trig.only_in_accelerator:
-            found = _only_in_accelerator(report, before)
+            found = only_in_accelerator(report, before)
             if found:
                 task = _task(rule, [t for t, _ in found], before, set())
                 targets = {f"{t.split('.', 1)[0]}{dev.upper()}" for t, dev in found}

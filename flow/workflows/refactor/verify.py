@@ -57,6 +57,15 @@ class _Ctx:
             tid: plan[tid].target_class if tid in plan else tid.split(".", 1)[0] for tid in before.test_ids()
         }
         self.after_tests: dict[tuple[str, str], int] = {(c.name, t.name): t.start for c in after.classes for t in c.tests}
+        # An @onlyCPU/@onlyMPS/@onlyXPU test the plan left in an ACCELERATOR class is TR011's: it
+        # moves to the class of its device (distribute names it), and is found there, not lost.
+        if inp.plan is not None:
+            from flow.workflows.refactor.distribute import only_in_accelerator
+
+            for tid, dev in only_in_accelerator(inp.plan, before):
+                moved = f"{tid.split('.', 1)[0]}{dev.upper()}"
+                if (moved, tid.split(".", 1)[1]) in self.after_tests:
+                    self.target[tid] = moved
 
     def f(self, check: str, code: str, severity: Severity, line: int, message: str, file: str | None = None) -> Finding:
         return Finding(check=check, code=code, severity=severity, file=file or self.inp.path, line=line, message=message)
