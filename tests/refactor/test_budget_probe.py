@@ -70,7 +70,7 @@ def test_torch_probe_cut_by_the_budget_is_not_recorded(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a 1 s budget a probe taking 3 s raises BudgetSpent and records nothing; the
     next call (a fresh budget, a quick answer) records the torch found."""
-    from flow.workflows.refactor.gates import _has_torch
+    from flow.workflows.refactor.testenv import _has_torch
 
     delay = tmp_path / "delay"
     delay.write_text("3")

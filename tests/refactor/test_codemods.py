@@ -119,20 +119,26 @@ CASES: list[tuple[str, Codemod, str, str]] = [
         @onlyAccelerator
         def test_a(self, device): ...
         """),
-    ("remove-native-keeps-comment", remove_only_native, """
+    # The comment above the decorator is the test's; the one on the decorator's line only said
+    # why that decorator was there ("breaks on the lazy backend"), so it goes with it.
+    ("remove-native-keeps-comment-drops-its-own", remove_only_native, """
         from torch.testing._internal.common_device_type import dtypes, onlyNativeDeviceTypes
 
         # the CPU result is exact
-        @onlyNativeDeviceTypes  # redundant
+        @onlyNativeDeviceTypes  # breaks on the lazy backend
         @dtypes(torch.float)
         def test_a(self, device, dtype): ...
+
+        @onlyNativeDeviceTypes  # breaks on the lazy backend
+        def test_b(self, device): ...
         """, """
         from torch.testing._internal.common_device_type import dtypes
 
         # the CPU result is exact
-        # redundant
         @dtypes(torch.float)
         def test_a(self, device, dtype): ...
+
+        def test_b(self, device): ...
         """),
     ("remove-native-and-last-decorator", remove_only_native, """
         from torch.testing._internal.common_device_type import onlyNativeDeviceTypesAnd, skipXPU

@@ -21,9 +21,11 @@ def test_small_fixture_tasks(small_before: Assessment, small_report: AnalystRepo
         ("TR004", False, ["TestSmallOps.test_add", "TestSmallOps.test_mul_dtypes", "TestSmallOps.test_to_accelerator",
                           "TestSmallOps.test_pinned_copy", "TestSmallOps.test_native_only", "TestSmallUtils.test_cuda_roundtrip"]),
         ("TR005", False, ["TestSmallUtils.test_cudnn_flag"]),
-        ("TR006", False, ["TestSmallOps.test_to_accelerator", "TestSmallUtils.test_cuda_roundtrip"]),
-        ("TR007", False, ["TestSmallUtils.test_cuda_roundtrip", "TestSmallUtils.test_cudnn_flag"]),
     ] == actual
+    # TR006 / TR007 concern only tests that TR004 / TR005 move: their work joins those tasks.
+    assert ([], ["TR006", "TR007"], ["TR007"]) == (
+        [t.rule_id for t in tasks if t.rule_id in ("TR006", "TR007")],
+        next(t for t in tasks if t.rule_id == "TR004").folded, next(t for t in tasks if t.rule_id == "TR005").folded)
 
 
 def test_strategy_tasks_name_target_classes_and_ranges(small_before: Assessment, small_report: AnalystReport) -> None:
@@ -63,24 +65,71 @@ class TestGated(TestCase):
             x = torch.ones(2, device="cuda")
 '''
 
-# strategy -> the judgment rules the one gated test gets (TR003-TR007 follow the plan).
+# strategy -> (the judgment rules the one gated test gets, the rules done in that one task,
+# the target's label in the note). TR003-TR007 follow the plan; a moved test's device
+# strings and gates are fixed in the task that moves it (one coder/checker round).
 PER_STRATEGY = [
-    ("cpu_only", "TestGated", []),
-    ("device_agnostic", "TestGatedDevice", ["TR004", "TR006", "TR007"]),
-    ("device_specific", "TestGated", ["TR005", "TR006", "TR007"]),
+    ("cpu_only", "TestGated", [], [], ""),
+    ("device_agnostic", "TestGatedDevice", ["TR004"], ["TR006", "TR007"], " (ACCELERATOR)"),
+    ("device_specific", "TestGated", ["TR005"], ["TR006", "TR007"], ""),
 ]
 
 
-@pytest.mark.parametrize(("strategy", "target", "rules"), PER_STRATEGY, ids=[p[0] for p in PER_STRATEGY])
-def test_rule_tasks_follow_the_plan(strategy: str, target: str, rules: list[str]) -> None:
-    """A CUDA-gated test kept cpu_only gets no TR006/TR007; otherwise its strategy's rule plus both."""
+@pytest.mark.parametrize(("strategy", "target", "rules", "folded", "label"), PER_STRATEGY, ids=[p[0] for p in PER_STRATEGY])
+def test_rule_tasks_follow_the_plan(strategy: str, target: str, rules: list[str], folded: list[str], label: str) -> None:
+    """A CUDA-gated test kept cpu_only gets no TR006/TR007; otherwise its strategy's rule, which
+    carries TR006 and TR007 for it (their instructions included)."""
     before = assess_source(GATED, "t.py")
     report = AnalystReport.model_validate({"file": "t.py", "classifications": [
         {"test": "TestGated.test_copy", "strategy": strategy, "target_class": target}]})
     tasks = [t for t in distribute(report, before, load_catalogue()) if not t.mechanical]
-    assert rules == [t.rule_id for t in tasks]
+    assert (rules, [folded] * len(rules)) == ([t.rule_id for t in tasks], [t.folded for t in tasks])
     for t in tasks:
-        assert [f"TestGated.test_copy: {strategy} -> {target}"] == t.notes
+        assert ([f"TestGated.test_copy: {strategy} -> {target}{label}"], [True, True]) == (
+            t.notes, [f"In the same edit ({rid}, for the tests of this task that it concerns: TestGated.test_copy)"
+                      in t.instructions for rid in ("TR006", "TR007")])
+
+
+ONLY_CPU = '''
+class TestPoolDevice(TestCase):
+    @onlyCPU
+    def test_layout(self, device):
+        pass
+
+    def test_sum(self, device):
+        pass
+
+
+instantiate_device_type_tests(TestPoolDevice, globals())
+'''
+
+
+def test_an_only_cpu_test_left_in_an_accelerator_class_is_a_task_naming_its_class() -> None:
+    """The plan keeps an @onlyCPU test in the ACCELERATOR class: TR011 names the test and the CPU
+    class it moves to (with its label and only_for), instead of leaving it to a lint finding."""
+    before = assess_source(ONLY_CPU, "t.py")
+    report = AnalystReport.model_validate({"file": "t.py", "classifications": [
+        {"test": f"TestPoolDevice.{n}", "strategy": "device_agnostic", "target_class": "TestPoolDevice"}
+        for n in ("test_layout", "test_sum")],
+        "class_labels": [{"name": "TestPoolDevice", "hw_classification": "ACCELERATOR"}]})
+    task = next(t for t in distribute(report, before, load_catalogue()) if t.rule_id == "TR011")
+    assert (["TestPoolDevice.test_layout"], ["TestPoolDevice", "TestPoolDeviceCPU"], True) == (
+        task.tests, task.classes,
+        task.notes[0].startswith("TestPoolDevice.test_layout: @onlyCPU in an ACCELERATOR class -> TestPoolDeviceCPU "
+                                 "(CPU, instantiate_device_type_tests(..., only_for=\"cpu\"))"))
+
+
+def test_an_only_cpu_test_planned_into_a_cpu_class_needs_no_tr011() -> None:
+    """Planned device_specific into a CPU class, the @onlyCPU test is TR005's, its note names the label."""
+    before = assess_source(ONLY_CPU, "t.py")
+    report = AnalystReport.model_validate({"file": "t.py", "classifications": [
+        {"test": "TestPoolDevice.test_layout", "strategy": "device_specific", "target_class": "TestPoolDeviceCPU"},
+        {"test": "TestPoolDevice.test_sum", "strategy": "device_agnostic", "target_class": "TestPoolDevice"}],
+        "class_labels": [{"name": "TestPoolDevice", "hw_classification": "ACCELERATOR"},
+                         {"name": "TestPoolDeviceCPU", "hw_classification": "CPU"}]})
+    tasks = distribute(report, before, load_catalogue())
+    assert (["TR005"], ["TestPoolDevice.test_layout: device_specific -> TestPoolDeviceCPU (CPU)"]) == (
+        [t.rule_id for t in tasks if not t.mechanical], next(t for t in tasks if t.rule_id == "TR005").notes)
 
 
 def test_every_touched_class_has_a_range_or_is_new(small_before: Assessment, small_report: AnalystReport) -> None:
@@ -88,3 +137,19 @@ def test_every_touched_class_has_a_range_or_is_new(small_before: Assessment, sma
     existing = {c.name: (c.start, c.end) for c in small_before.classes}
     for task in distribute(small_report, small_before, load_catalogue()):
         assert [existing[c] for c in task.classes if c in existing] == task.line_ranges
+
+
+def test_a_tr011_move_is_found_in_the_device_class_not_lost() -> None:
+    """Verify follows TR011: the @onlyCPU test, moved to TestPoolDeviceCPU as that task says, is not
+    'missing from TestPoolDevice' (V201) nor 'new' (V202)."""
+    from flow.workflows.refactor.verify import VerifyInput, verify
+
+    after = ONLY_CPU.replace("    @onlyCPU\n    def test_layout(self, device):\n        pass\n\n", "") + (
+        "\n\nclass TestPoolDeviceCPU(TestCase):\n    def test_layout(self, device):\n        pass\n\n\n"
+        'instantiate_device_type_tests(TestPoolDeviceCPU, globals(), only_for="cpu")\n')
+    report = AnalystReport.model_validate({"file": "t.py", "classifications": [
+        {"test": f"TestPoolDevice.{n}", "strategy": "device_agnostic", "target_class": "TestPoolDevice"}
+        for n in ("test_layout", "test_sum")],
+        "class_labels": [{"name": "TestPoolDevice", "hw_classification": "ACCELERATOR"}]})
+    found = verify(VerifyInput(path="t.py", before=ONLY_CPU, after=after, plan=report, checks=("test_count",))).findings
+    assert [] == [(f.code, f.message) for f in found]

@@ -83,3 +83,37 @@ def test_an_already_compliant_file_ends_unchanged_without_pr_advice(tmp_path: Pa
     assert ("done", "unchanged", False, True, True) == (
         last["status"], last["outcome"], any("PR" in s and "no PR" not in s for s in last["next_steps"]),
         "**Unchanged**" in summary, "Judged by: built-in TEST_LINTER rules" in summary)
+
+
+BROKEN = '''"""A core-field test file whose own import is broken before any change (our words)."""
+import torch
+from torch.testing._internal.common_utils import TestCase, a_helper_this_torch_never_had
+
+
+class TestBroken(TestCase):
+    def test_add(self):
+        self.assertEqual(torch.ones(1) + 1, torch.full((1,), 2.0))
+'''
+
+
+@pytest.mark.torch
+def test_an_original_that_does_not_import_stops_before_the_plan_and_never_ends_refactored(tmp_path: Path) -> None:
+    """pytest --collect-only of the original fails: the person is asked before any analyst task
+    (the collect output quoted), retry collects again, abort ends `aborted`, not `refactored`."""
+    pytest.importorskip("torch")
+    repo = tmp_path / "repo"
+    (repo / "test").mkdir(parents=True)
+    (repo / "test" / "test_broken.py").write_text(BROKEN)
+    chosen: list[str] = []
+
+    def choose(spec: dict[str, Any]) -> str:
+        chosen.append(spec["question"])
+        return "retry" if len(chosen) == 1 else "abort"
+
+    sc = Scenario("refactor", ["test/test_broken.py", "--pytorch-dir", str(repo)],
+                  _answer({"file": "test/test_broken.py", "classifications": []}), choose=choose)
+    specs = InProcess(tmp_path / "ws").run(sc)
+    asked = [s["tasks"][0]["agent_name"] for s in specs if s["status"] == "need_agent"]
+    assert ([], 2, True, True, "aborted") == (
+        asked, len(chosen), "does not import" in chosen[0], "a_helper_this_torch_never_had" in chosen[1],
+        specs[-1]["outcome"])

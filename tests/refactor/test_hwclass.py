@@ -154,13 +154,14 @@ def test_pr_description_is_the_initiatives_form() -> None:
     """Title, tracking issue, label request, the class table, the test plan and what did not run."""
     lines = render_pr(PrInput(rel="test/nn/test_dropout.py", classes=class_rows(read(HW / "compliant.py")),
                               linter="the checkout's tools/linter/adapters/test_linter.py", linter_passed=True,
-                              hw_counts={"GENERIC": 1, "ACCELERATOR": 2}, devices=["cpu"]))
+                              hw_counts={"GENERIC": 1, "ACCELERATOR": 2}, hw_passed=True, devices=["cpu"]))
     wanted = ["### [Testcase Refactoring] Decouple test/nn/test_dropout.py from CUDA-specific",
               "Part of pytorch/pytorch#185590.", "Label request: `module: tests/graph`.",
               "| TestDoneGeneric | GENERIC | 1 |", "| TestDoneDevice | ACCELERATOR | 2 |",
               "python tools/linter/adapters/test_linter.py test/nn/test_dropout.py",
               "python test/nn/test_dropout.py --hw-classification GENERIC   # 1 tests",
-              "- `--hw-classification` runs: 3 of 3 tests accounted for."]
+              "- `--hw-classification` runs: 3 tests as instantiated here (from the 3 test methods above), "
+              "each in exactly one label's run, none unclassified."]
     assert ([], True) == ([w for w in wanted if w not in lines],
                           any(line.startswith("- Not run here: the accelerator tests") for line in lines))
 
@@ -222,3 +223,45 @@ def test_the_device_api_codemod_renames_same_call_apis_only_in_widened_tests() -
     assert ([("HW002", 34)], True, True) == (
         [(c.rule_id, c.line) for c in result.changes], "torch.accelerator.synchronize()" in result.code,
         "torch.cuda.get_device_capability()" in result.code)
+
+
+STREAMS = '''
+class TestSideStreamsDevice(TestCase):
+    hw_classification = HardwareClassification.ACCELERATOR
+
+    def test_overlap(self, device):
+        side = torch.cuda.Stream()
+        done = torch.cuda.Event(enable_timing=True)
+        kept = torch.cuda.Stream(priority=-1)
+        with torch.cuda.amp.autocast(dtype=torch.half):
+            pass
+        with autocast("cuda", enabled=False):
+            pass
+        spent = prof.key_averages()[0].self_cuda_time_total
+
+    def helper(self):
+        return torch.cuda.Stream()
+
+
+class TestSideStreams(TestCase):
+    def test_plain(self):
+        side = torch.cuda.Stream()
+'''
+
+
+def test_the_device_api_codemod_rewrites_streams_events_autocast_and_time_totals_where_safe() -> None:
+    """In a test run on every accelerator that has `device`: Stream/Event take the device,
+    autocast names the device's type, the profiler's CUDA time becomes device time; a call with
+    arguments the generic API lacks (priority=), a helper and a plain class's test are left;
+    a second run changes nothing."""
+    from flow.workflows.refactor.hwcodemod import rename_device_apis
+
+    once = rename_device_apis(STREAMS)
+    wanted = ["side = torch.Stream(device=device)", "done = torch.Event(device=device, enable_timing=True)",
+              "kept = torch.cuda.Stream(priority=-1)",
+              "with torch.autocast(device_type=torch.device(device).type, dtype=torch.half):",
+              'with autocast(device_type=torch.device(device).type, enabled=False):',
+              "spent = prof.key_averages()[0].self_device_time_total", "return torch.cuda.Stream()",
+              "    def test_plain(self):\n        side = torch.cuda.Stream()"]
+    assert ([w for w in wanted if w not in once.code], [6, 7, 9, 11, 13], []) == (
+        [], [c.line for c in once.changes], rename_device_apis(once.code).changes)

@@ -29,6 +29,15 @@ CASES: list[tuple[str, str, list[tuple[str, str, int]]]] = [
 
         instantiate_device_type_tests(TestFoo, globals())
         """, [("L002", "error", 2)]),
+    # A decorated test: the finding (and the excerpt the coder sees) is the `def` line.
+    ("device-class-decorated-test-without-device-points-at-def", """
+        class TestFoo(TestCase):
+            @dtypes(torch.float)
+            def test_a(self):
+                pass
+
+        instantiate_device_type_tests(TestFoo, globals())
+        """, [("L002", "error", 3)]),
     ("plain-class-test-with-device", """
         class TestFoo(TestCase):
             def test_a(self, device):

@@ -9,7 +9,7 @@ import pytest
 from flow.workflows.refactor.errors import CatalogueError
 from flow.workflows.refactor.rules import load_catalogue, parse_catalogue
 
-STABLE_IDS = ["TR001", "TR002", "TR003", "TR004", "TR005", "TR006", "TR007", "TR008", "TR009", "TR010"]
+STABLE_IDS = ["TR001", "TR002", "TR003", "TR004", "TR005", "TR011", "TR006", "TR007", "TR008", "TR009", "TR010"]
 
 
 def test_bundled_catalogue_has_the_stable_ids_in_order() -> None:

@@ -15,6 +15,8 @@ Modules, each a function of its inputs returning typed results:
 - ``verify`` / ``lint``  phase 5: deterministic checks reporting ``findings.Finding`` (pyflakes included)
 - ``decisions``  disputes of findings, their decisions and waivers; local-test verdict checks
 - ``interpreter`` which Python runs the tests (the checkout's environment when found)
+- ``testenv``    the flow's test environment: that interpreter, its torch, the job settings, and
+  the original's ``pytest --collect-only`` (before the plan: an original that does not import stops there)
 - ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
 - ``summary``    phase 7: ``final_summary.md``; ``prtext`` the PR description it opens with

@@ -73,6 +73,8 @@ class TestInfo(_Model):
     gates: list[Gate]
     #: calls into the device API catalog (``flow.workflows.refactor.deviceapis``): value is the name
     device_apis: list[DeviceLiteral] = []
+    #: the ``def`` line (``start`` is the first decorator's); 0 in assessments written before it
+    def_line: int = 0
 
     def decorator_names(self) -> set[str]:
         """Return the last dotted part of every decorator name (``unittest.skipIf`` -> ``skipIf``)."""
@@ -215,6 +217,7 @@ def _class(node: ast.ClassDef, instantiations: list[Instantiation], lines: list[
                     device_literals=literals,
                     gates=gates,
                     device_apis=[DeviceLiteral(value=v, line=n) for v, n in scan_calls(item.body)] if suspect else [],
+                    def_line=item.lineno,
                 )
             )
         elif item.name in ("setUp", "setUpClass") and suspect:

@@ -116,14 +116,11 @@ def _bare(node: ast.expr) -> bool:
 
 
 def _carry_lines(dec: cst.Decorator) -> list[cst.EmptyLine]:
-    """The comment lines a removed decorator owned, so they survive the removal."""
-    import libcst as cst
+    """The lines above a removed decorator (the test's comments), so they survive the removal.
 
-    lines = list(dec.leading_lines)
-    comment = dec.trailing_whitespace.comment
-    if comment is not None:
-        lines.append(cst.EmptyLine(indent=True, comment=comment))
-    return lines
+    The comment on the decorator's own line (``@onlyNativeDeviceTypes  # fails on XLA``) said
+    why that decorator was there; it goes with it instead of being left behind, orphaned."""
+    return list(dec.leading_lines)
 
 
 def decorator_rules(code: str, codemods: tuple[str, ...] = tuple(FILE_RULES),

@@ -51,7 +51,11 @@ def read_collected(file: Path, code: int, output: str) -> CollectResult:
             ids.append(line.strip())
     result = CollectResult(node_ids=ids, returncode=code, stderr_tail=output[-2000:])
     if code not in (0, 5):
-        raise CollectError(str(file), f"exited {code}: {result.stderr_tail[-400:]!r}")
+        # pytest's own lines naming the error (E   ImportError: ...) first: the tail alone can
+        # cut them off for a long traceback
+        named = [line.strip() for line in output.splitlines() if re.match(r"E\s+\w*(Error|Exception)\b", line)][:3]
+        raise CollectError(str(file), f"exited {code}: " + "".join(f"{n!r}; " for n in named)
+                           + f"{result.stderr_tail[-400:]!r}")
     return result
 
 

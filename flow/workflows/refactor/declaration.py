@@ -96,6 +96,7 @@ WORKFLOW = Workflow(
     transitions=(
         ("assessed", "assess", "analyze"),
         ("analyzed", "analyze", "distribute"),
+        ("abort", "analyze", "aborted"),
         ("distributed", "distribute", "code"),
         ("coded", "code", "verify"),
         ("abort", "code", "aborted"),

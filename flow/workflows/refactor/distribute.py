@@ -4,6 +4,13 @@ One task per rule that has work, in catalogue order (the single coder iterates p
 rule). Mechanical tasks name their codemod; the orchestrator applies those itself and
 agents get only the judgment rules. Under a field's safe baseline only rules flagged
 ``baseline`` are distributed.
+
+A test that moves class (TR003-TR005) has its device strings (TR006) and CUDA gates (TR007)
+fixed in that same task: one coder/checker round per moved test, not one per rule. Each
+test's note names its target class with the class's HardwareClassification, and an
+``@onlyCPU``/``@onlyMPS``/``@onlyXPU`` test the plan leaves in an ACCELERATOR class is a task
+of its own (TR011) naming the class it must move to (PyTorch's TEST_LINTER forbids every
+``@only*`` but ``@onlyAccelerator`` there).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ class CoderTask(BaseModel):
     classes: list[str]  # classes touched (sources and targets)
     line_ranges: list[tuple[int, int]]  # per class in ``classes`` that exists in the original file
     notes: list[str] = []  # e.g. the stale import names for TR008, or each test's planned strategy
+    folded: list[str] = []  # rules done in this task for its moved tests (TR006, TR007)
 
 
 def _mechanism_matches(c: Classification, before: Assessment) -> bool:
@@ -63,10 +71,75 @@ def class_ranges(before: Assessment, classes: list[str]) -> list[tuple[int, int]
     return [(infos[n].start, infos[n].end) for n in classes if n in infos]
 
 
+#: ``@only<device>`` decorators TEST_LINTER forbids in an ACCELERATOR class, and their device
+#: (``@onlyCUDA`` is TR001's: it becomes ``@onlyAccelerator``).
+ONE_DEVICE = {"onlyCPU": "cpu", "onlyMPS": "mps", "onlyXPU": "xpu"}
+#: The rules whose tasks move tests between classes; TR006/TR007 work on those tests joins them.
+MOVE_RULES = ("TR003", "TR004", "TR005")
+FOLDED_RULES = ("TR006", "TR007")
+
+
 def _plan_notes(report: AnalystReport, tests: list[str]) -> list[str]:
-    """One line per test: the analyst's strategy and target class, which the task must follow."""
-    by_test = report.by_test()
-    return [f"{t}: {by_test[t].strategy} -> {by_test[t].target_class}" for t in tests if t in by_test]
+    """One line per test: the analyst's strategy and target class (with the class's
+    HardwareClassification when the plan gives one), which the task must follow."""
+    by_test, labels = report.by_test(), report.labels()
+    out = []
+    for t in tests:
+        if t in by_test:
+            target = by_test[t].target_class
+            label = f" ({labels[target]})" if target in labels else ""
+            out.append(f"{t}: {by_test[t].strategy} -> {target}{label}")
+    return out
+
+
+def only_in_accelerator(report: AnalystReport, before: Assessment) -> list[tuple[str, str]]:
+    """(Class.test, device) for each ``@onlyCPU``/``@onlyMPS``/``@onlyXPU`` test the plan keeps in a
+    class labelled ACCELERATOR (or a device class without ``only_for`` when it has no label)."""
+    tests = {f"{c.name}.{t.name}": t for c in before.classes for t in c.tests}
+    labels = report.labels()
+    out = []
+    for c in report.classifications:
+        test = tests.get(c.test)
+        if test is None or c.strategy != "device_agnostic":
+            continue
+        label = labels.get(c.target_class, "ACCELERATOR")
+        for name in sorted(test.decorator_names()):
+            short = name.rsplit(".", 1)[-1]
+            if short in ONE_DEVICE and label == "ACCELERATOR":
+                out.append((c.test, ONE_DEVICE[short]))
+    return out
+
+
+def _fold(tasks: list[CoderTask], catalogue: Catalogue) -> list[CoderTask]:
+    """Give TR006/TR007's work on a test that a move task (TR003-TR005) already carries to that
+    move task, so the coder fixes a moved test's devices and gates in the one round that moves
+    it; a TR006/TR007 task left with no test is dropped."""
+    movers = [t for t in tasks if t.rule_id in MOVE_RULES]
+    if not movers:
+        return tasks
+    rules = {r.id: r for r in catalogue.rules}
+    out = []
+    for task in tasks:
+        if task.rule_id not in FOLDED_RULES:
+            out.append(task)
+            continue
+        left = list(task.tests)
+        for mover in movers:
+            joined = [t for t in left if t in mover.tests]
+            if not joined:
+                continue
+            left = [t for t in left if t not in joined]
+            if task.rule_id not in mover.folded:
+                mover.folded.append(task.rule_id)
+                mover.instructions += (f"\n\nIn the same edit ({task.rule_id}, for the tests of this task that "
+                                       f"it concerns: {', '.join(joined)}): {rules[task.rule_id].instructions}")
+                mover.title += f" (with {task.rule_id} for its moved tests)"
+        if left:
+            task.tests = left
+            by_note = {n.split(":", 1)[0]: n for n in task.notes}
+            task.notes = [by_note[t] for t in left if t in by_note]
+            out.append(task)
+    return out
 
 
 def _task(rule: Rule, tests: list[str], before: Assessment, extra_classes: set[str]) -> CoderTask:
@@ -114,6 +187,19 @@ def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, 
                 task.line_ranges = class_ranges(before, task.classes)
                 tasks.append(task)
             continue
+        if trig.only_in_accelerator:
+            found = only_in_accelerator(report, before)
+            if found:
+                task = _task(rule, [t for t, _ in found], before, set())
+                targets = {f"{t.split('.', 1)[0]}{dev.upper()}" for t, dev in found}
+                task.classes = sorted(set(task.classes) | targets)
+                task.line_ranges = class_ranges(before, task.classes)
+                task.notes = [f"{t}: @only{dev.upper()} in an ACCELERATOR class -> "
+                              f"{t.split('.', 1)[0]}{dev.upper()} ({dev.upper()}, "
+                              f"instantiate_device_type_tests(..., only_for=\"{dev}\")), or a GENERIC class "
+                              "when the device does not matter" for t, dev in found]
+                tasks.append(task)
+            continue
         hits = [
             c.test
             for c in report.classifications
@@ -126,4 +212,4 @@ def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, 
             task.line_ranges = class_ranges(before, task.classes)
             task.notes = _plan_notes(report, hits)
             tasks.append(task)
-    return tasks
+    return _fold(tasks, catalogue)

@@ -126,6 +126,7 @@ class RefactorData(BaseModel):
     field: TestField
     analyst_problems: list[str] = Field(default_factory=list)
     analyst_rejected: int = 0
+    original_checks: int = 0  # collect-only runs of an original that did not import (a person said retry)
     agent_rules: list[str] = Field(default_factory=list)
     applied: list[AppliedRule] = Field(default_factory=list)
     rule_index: int = 0

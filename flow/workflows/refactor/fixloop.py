@@ -11,7 +11,6 @@ rounds, then a person is asked, shown every finding (carry on / abort).
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,13 @@ from flow.core.outcome import Ask, Go, Task
 from flow.workflows.refactor.analysis import AnalystReport
 from flow.workflows.refactor.fields import field_profile
 from flow.workflows.refactor.findings import summarise
-from flow.workflows.refactor.gates import _escalate, _has_torch, _note, _python
+from flow.workflows.refactor.gates import _escalate
 from flow.workflows.refactor.linting import label_classes, with_test_linter
 from flow.workflows.refactor.mechanical import cmi_files, external_files, original, sentinel_dirs
 from flow.workflows.refactor.rules import load_catalogue
 from flow.workflows.refactor.steps import MAX_ROUNDS, assessment, common, plan
+from flow.workflows.refactor.testenv import _has_torch, _note, collect_job as _collect_job, collected as _collected
+from flow.workflows.refactor.testenv import original_collected as _original_collected
 
 
 # -- phase 5: verify (+ the lint hard gate) --------------------------------------------------
@@ -47,9 +48,14 @@ def _verify_report(ctx: Any) -> Any:
     result = run_verify(inp)
     if "lint" in inp.checks:
         result = with_test_linter(ctx, inp.before, inp.after, result)
+    # Waivers first: collect_only runs once the other checks pass, and a finding the checker
+    # judged a false positive must not keep it from running (it would stay `skipped`).
+    result = _apply_waivers(ctx, result, inp.after)
     if "test_count" in inp.checks:
-        result = _with_collect(ctx, report, result)
-    return _apply_waivers(ctx, result, inp.after)
+        waived = list(result.waived)
+        result = _apply_waivers(ctx, _with_collect(ctx, report, result), inp.after)
+        result = result.model_copy(update={"waived": [*waived, *result.waived]})
+    return result
 
 
 def _apply_waivers(ctx: Any, result: Any, after: str) -> Any:
@@ -80,54 +86,6 @@ def _with_collect(ctx: Any, report: AnalystReport, result: Any) -> Any:
     found = _collect_findings(ctx, report)
     return result.model_copy(update={"findings": [*result.findings, *found],
                                      "checks": [*result.checks, summarise("collect_only", found)]})
-
-
-def _original_collected(ctx: Any) -> Any:
-    """The original's collect-only result, cached in the flow folder by content hash.
-
-    The original never changes, so it is collected once per content and interpreter, not
-    every verify round. It is collected from the flow folder's copy with the checkout as the
-    working directory and the test file's own folder first on ``PYTHONPATH``, so sibling
-    imports (``from _fa_test_common import ...``) resolve as they do in place.
-    """
-    import os
-
-    from flow.workflows.refactor.collect import CollectResult
-
-    text = original(ctx).read_bytes()
-    digest = hashlib.sha256(text + b"\0" + _python(ctx).encode()).hexdigest()[:20]
-    name = f"collect_cache/original-{digest}.json"
-    if ctx.path(name).exists():
-        return CollectResult.model_validate_json(ctx.path(name).read_bytes())
-    folder = str(Path(ctx.data.file).parent)
-    path = os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH", "")) if p)
-    result = _collected(ctx, f"collect-original-{digest}", original(ctx), {"PYTHONPATH": path})
-    ctx.write_json(name, result.model_dump(mode="json"))
-    return result
-
-
-def _collect_job(ctx: Any, key: str, file: Path, env: dict[str, str] | None = None
-                 ) -> dict[str, Any]:
-    from flow.workflows.refactor.collect import collect_argv
-    from flow.workflows.refactor.gates import test_settings
-
-    return dict(key=key, argv=collect_argv(file, _python(ctx)), cwd=ctx.data.repo,
-                env={**ctx.settings, **(env or {})}, timeout=test_settings(ctx.settings)[0],
-                log_name=f"logs/{key}.log")
-
-
-def _collected(ctx: Any, key: str, file: Path, env: dict[str, str] | None = None) -> Any:
-    """A collect-only run in the checkout as a background job the flow owns (collecting a
-    big file such as test_ops.py can outlast a call); ``CollectError`` when it could not
-    run, timed out or was lost: never read as zero tests."""
-    from flow.core import proc
-    from flow.workflows.refactor.collect import read_collected
-    from flow.workflows.refactor.errors import CollectError
-
-    res = ctx.job(**_collect_job(ctx, key, file, env))
-    if res.timed_out or res.lost or res.code == proc.NOT_FOUND:
-        raise CollectError(str(file), f"could not run {_python(ctx)!r}: {res.tail(3)}")
-    return read_collected(file, res.code, res.output)
 
 
 def _collect_findings(ctx: Any, report: AnalystReport) -> list[Any]:

@@ -21,51 +21,10 @@ from flow.workflows.refactor.steps import MAX_ROUNDS, assessment, plan
 from flow.workflows.refactor.summary import (
     DeferredFailure, SummaryInput, moved_tests, render_summary,
 )
-
-
-def _python(ctx: Any) -> str:
-    """The test interpreter (``flow.workflows.refactor.interpreter``'s rule), chosen once per flow."""
-    if ctx.data.test_python is None:
-        from flow.workflows.refactor.interpreter import choose_python
-
-        python, why = choose_python(ctx.settings, Path(ctx.data.repo))
-        ctx.data.test_python = python
-        _note(ctx, f"tests run with {python}: {why}")
-    return ctx.data.test_python
-
-
-def _note(ctx: Any, text: str) -> None:
-    """Add ``text`` to the summary's notes once (a re-run step must not repeat it)."""
-    if text not in ctx.data.notes:
-        ctx.data.notes.append(text)
+from flow.workflows.refactor.testenv import TEST_SHARDS_ENV, TEST_TIMEOUT_ENV, _has_torch, _note, _python, test_settings
 
 
 DEVICES_ENV = "ORCHESTRATOR_REFACTOR_DEVICES"
-TEST_TIMEOUT_ENV = "ORCHESTRATOR_REFACTOR_TEST_TIMEOUT"
-TEST_SHARDS_ENV = "ORCHESTRATOR_REFACTOR_TEST_SHARDS"
-DEFAULT_TEST_TIMEOUT = 1800.0
-
-
-def test_settings(settings: Any) -> tuple[float, int]:
-    """(timeout in seconds of one local-test job, how many shards a device's run is split
-    into) from ``ORCHESTRATOR_REFACTOR_TEST_TIMEOUT`` (default 1800) and
-    ``ORCHESTRATOR_REFACTOR_TEST_SHARDS`` (default 1). ``WorkflowInputError`` for a bad
-    value; the workflow's start calls this so a typo is refused before any agent work."""
-    raw_t = (settings.get(TEST_TIMEOUT_ENV) or "").strip()
-    raw_s = (settings.get(TEST_SHARDS_ENV) or "").strip()
-    try:
-        timeout = float(raw_t) if raw_t else DEFAULT_TEST_TIMEOUT
-        shards = int(raw_s) if raw_s else 1
-    except ValueError:
-        timeout, shards = -1.0, -1
-    if not timeout > 0 or not 1 <= shards <= 64:
-        raise WorkflowInputError(
-            f"{TEST_TIMEOUT_ENV}={raw_t!r} / {TEST_SHARDS_ENV}={raw_s!r}: a timeout must be a "
-            f"positive number of seconds and shards a whole number from 1 to 64",
-            f"e.g. {TEST_TIMEOUT_ENV}=3600 {TEST_SHARDS_ENV}=4, or unset them")
-    return timeout, shards
-
-
 def configured_devices(settings: Any) -> list[str] | None:
     """The device types ``ORCHESTRATOR_REFACTOR_DEVICES`` names, ``None`` when unset.
 
@@ -102,34 +61,6 @@ def _devices(ctx: Any) -> list[str]:
                            "to run them on CUDA too")
         ctx.data.test_devices = devices
     return list(ctx.data.test_devices)
-
-
-def _has_torch(ctx: Any) -> bool:
-    """Whether the test interpreter finds torch, and which (asked once per flow, recorded).
-
-    The collect-only check runs under that interpreter, so the orchestrator's own imports say
-    nothing. The probe only locates torch and reads its version, without importing it. Only
-    a clear "not found" skips the check: an interpreter that cannot be started counts as
-    having torch, so the collection runs and reports the failure (V204) instead of the check
-    passing unseen.
-    """
-    if ctx.data.test_torch is None:
-        from flow.workflows.refactor.interpreter import TORCH_PROBE
-
-        # A probe the call's budget cut short is asked again next call (BudgetSpent), never
-        # recorded as "could not ask the interpreter: timed out".
-        probe = proc.capture([_python(ctx), "-c", TORCH_PROBE], env=ctx.settings,
-                             timeout=300).or_wait()
-        if probe.timed_out or probe.code == proc.NOT_FOUND:
-            ctx.data.test_torch = True
-            ctx.data.test_torch_info = f"could not ask the interpreter: {probe.problem}"
-        else:
-            ctx.data.test_torch = probe.code == 0
-            found = probe.text.strip().splitlines()[-1] if probe.text.strip() else ""
-            ctx.data.test_torch_info = (f"torch {found}" if ctx.data.test_torch and found
-                                        else "no torch")
-        _note(ctx, f"the test interpreter has {ctx.data.test_torch_info}")
-    return bool(ctx.data.test_torch)
 
 
 def _escalate(ctx: Any, key: str, question: str) -> Any:
@@ -335,10 +266,11 @@ def _pr(ctx: Any) -> Any:
     from flow.workflows.refactor.prtext import PrInput, class_rows
 
     checks = {c.name: c for c in ctx.data.checks}
-    lint = checks.get("test_linter")
+    lint, hw = checks.get("test_linter"), checks.get("hw_classification")
     return PrInput(rel=ctx.data.rel, classes=class_rows(Path(ctx.data.file).read_text(encoding="utf-8")),
                    linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
                    hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note,
+                   hw_passed=None if hw is None or hw.skipped else hw.passed,
                    local_tests=ctx.data.local_tests, devices=list(ctx.data.test_devices or []))
 
 

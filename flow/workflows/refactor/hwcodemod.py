@@ -148,11 +148,33 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString))
 
 
+#: Keyword arguments the device-generic constructors take as the CUDA ones do: a call with only
+#: these is rewritten, anything else (a positional argument, ``device=``, ``priority=``) is left.
+_EVENT_KWARGS = frozenset({"enable_timing", "blocking", "interprocess"})
+_AUTOCAST_KWARGS = frozenset({"enabled", "dtype", "cache_enabled"})
+#: profiler event attributes: the CUDA name -> the device-generic one
+_TIME_TOTALS = {"self_cuda_time_total": "self_device_time_total", "cuda_time_total": "device_time_total"}
+_DEVICE_TYPE = "torch.device(device).type"
+
+
+def _comma(arg: cst.Arg, more: bool) -> cst.Arg:
+    """``arg`` followed by ``, `` when other arguments follow it."""
+    import libcst as cst
+
+    return arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) if more else arg
+
+
 def rename_device_apis(code: str) -> CodemodResult:
     """In tests that run on every accelerator (a class declaring ACCELERATOR, or a test with
     ``@onlyAccelerator``), rewrite the catalogue's same-call CUDA APIs to their
-    ``torch.accelerator`` names (``torch.cuda.synchronize()`` -> ``torch.accelerator.synchronize()``).
-    Other catalogued calls are left to the coder (lint L014). Idempotent."""
+    ``torch.accelerator`` names (``torch.cuda.synchronize()`` -> ``torch.accelerator.synchronize()``),
+    and, where it is safe, the ones that take other arguments, in a test that has ``device``:
+    ``torch.cuda.Stream()`` -> ``torch.Stream(device=device)``, ``torch.cuda.Event(enable_timing=...)``
+    -> ``torch.Event(device=device, enable_timing=...)``, ``torch.cuda.amp.autocast(...)`` and
+    ``torch.autocast("cuda", ...)`` -> ``torch.autocast(device_type=torch.device(device).type, ...)``,
+    ``.self_cuda_time_total`` / ``.cuda_time_total`` -> ``.self_device_time_total`` /
+    ``.device_time_total``. A call with other arguments is left to the coder (lint L014), as are
+    the device-specific APIs. Idempotent."""
     import libcst as cst
 
     from flow.workflows.refactor.deviceapis import rename
@@ -172,6 +194,7 @@ def rename_device_apis(code: str) -> CodemodResult:
         def __init__(self) -> None:
             self.cls: list[str] = []
             self.wide = 0
+            self.has_device: list[bool] = []  # per wide test: does it take `device`
 
         def visit_ClassDef(self, node: cst.ClassDef) -> None:
             self.cls.append(node.name.value)
@@ -185,23 +208,70 @@ def rename_device_apis(code: str) -> CodemodResult:
             in_wide = bool(self.cls) and self.cls[-1] in wide_classes
             if node.name.value.startswith("test") and (in_wide or "onlyAccelerator" in decos):
                 self.wide += 1
+                params = node.params
+                names = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+                self.has_device.append("device" in names)
 
         def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
             decos = {name_of(d.decorator).rsplit(".", 1)[-1] for d in original.decorators}
             in_wide = bool(self.cls) and self.cls[-1] in wide_classes
             if original.name.value.startswith("test") and (in_wide or "onlyAccelerator" in decos):
                 self.wide -= 1
+                self.has_device.pop()
             return updated
+
+        def _note(self, node: cst.CSTNode, what: str) -> None:
+            line = self.get_metadata(cst.metadata.PositionProvider, node).start.line
+            changes.append(Change(rule_id="HW002", line=line, description=what))
 
         def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
             if self.wide <= 0:
                 return updated
             new = table.get(name_of(original))
             if new is None:
-                return updated
-            line = self.get_metadata(cst.metadata.PositionProvider, original).start.line
-            changes.append(Change(rule_id="HW002", line=line, description=f"{name_of(original)} -> {new}"))
+                total = _TIME_TOTALS.get(original.attr.value)
+                if total is None or name_of(original).startswith("torch."):
+                    return updated
+                self._note(original, f".{original.attr.value} -> .{total}")
+                return updated.with_changes(attr=cst.Name(total))
+            self._note(original, f"{name_of(original)} -> {new}")
             return cst.parse_expression(new)
+
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            if self.wide <= 0 or not self.has_device or not self.has_device[-1]:
+                return updated
+            name = name_of(original.func)
+            args = list(updated.args)
+            kwargs = {a.keyword.value for a in args if a.keyword is not None}
+            positional = [a for a in args if a.keyword is None and not a.star]
+            starred = any(a.star for a in args)
+            device = cst.Arg(keyword=cst.Name("device"), value=cst.Name("device"),
+                             equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                   whitespace_after=cst.SimpleWhitespace("")))
+            if name in ("torch.cuda.Stream", "torch.cuda.Event") and not positional and not starred:
+                allowed = frozenset() if name.endswith("Stream") else _EVENT_KWARGS
+                if kwargs <= allowed:
+                    new = "torch.Stream" if name.endswith("Stream") else "torch.Event"
+                    self._note(original, f"{name}(...) -> {new}(device=device, ...)")
+                    return updated.with_changes(func=cst.parse_expression(new), args=[_comma(device, bool(args)), *args])
+            cuda_type = None
+            if name in ("torch.autocast", "torch.amp.autocast", "autocast") and not starred:
+                first = positional[0].value if positional else next(
+                    (a.value for a in args if a.keyword is not None and a.keyword.value == "device_type"), None)
+                cuda_type = first if isinstance(first, cst.SimpleString) and first.evaluated_value == "cuda" else None
+            if name == "torch.cuda.amp.autocast" and not positional and not starred and kwargs <= _AUTOCAST_KWARGS:
+                kind = cst.Arg(keyword=cst.Name("device_type"), value=cst.parse_expression(_DEVICE_TYPE),
+                               equal=device.equal)
+                self._note(original, "torch.cuda.amp.autocast(...) -> torch.autocast(device_type=..., ...)")
+                return updated.with_changes(func=cst.parse_expression("torch.autocast"), args=[_comma(kind, bool(args)), *args])
+            if cuda_type is not None:
+                rest = [a for a in args if a.value is not cuda_type]
+                if kwargs - {"device_type"} <= _AUTOCAST_KWARGS:
+                    kind = cst.Arg(keyword=cst.Name("device_type"), value=cst.parse_expression(_DEVICE_TYPE),
+                                   equal=device.equal)
+                    self._note(original, 'torch.autocast("cuda", ...) -> torch.autocast(device_type=..., ...)')
+                    return updated.with_changes(args=[_comma(kind, bool(rest)), *rest])
+            return updated
 
     wrapper = cst.metadata.MetadataWrapper(cst.parse_module(code))
     out = wrapper.visit(Renamer())

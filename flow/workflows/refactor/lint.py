@@ -56,7 +56,8 @@ def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> lis
                       f"instantiate_device_type_tests({cls.name}, globals(), only_for=\"cuda\")"))
     for t in cls.tests:
         if insts and not t.takes_device:
-            out.append(_f(p, "L002", "error", t.start, f"{cls.name}.{t.name} is device-instantiated but takes no `device` parameter; add it"))
+            out.append(_f(p, "L002", "error", t.def_line or t.start,
+                          f"{cls.name}.{t.name} is device-instantiated but takes no `device` parameter; add it"))
         if not insts and t.takes_device:
             out.append(_f(p, "L003", "error", t.start,
                           f"{cls.name}.{t.name} takes `device` but {cls.name} is not instantiated by "
@@ -66,7 +67,9 @@ def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> lis
             if short in RESTRICTIONS:
                 out.append(_f(p, "L004", "error", d.line, f"@{short} on {cls.name}.{t.name}; use @onlyAccelerator (enlarge the whitelist)"))
             elif short in NATIVE:
-                out.append(_f(p, "L005", "error", d.line, f"@{short} on {cls.name}.{t.name} is redundant; remove it"))
+                out.append(_f(p, "L005", "error", d.line,
+                              f"@{short} on {cls.name}.{t.name}: it excludes non-native device types, and "
+                              "TEST_LINTER allows no @only* but @onlyAccelerator in an ACCELERATOR class; remove it"))
             if only_for and short in REDUNDANT_UNDER_ONLY_FOR and short not in RESTRICTIONS | NATIVE:
                 out.append(_f(p, "L008", "warning", d.line, f"@{short} on {cls.name}.{t.name} is redundant: the class is only_for a device"))
         shorts = t.decorator_names()

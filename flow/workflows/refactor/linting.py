@@ -15,8 +15,8 @@ from typing import Any
 
 from flow.workflows.refactor.analysis import AnalystReport
 from flow.workflows.refactor.findings import summarise
-from flow.workflows.refactor.gates import _note, _python
 from flow.workflows.refactor.mechanical import original
+from flow.workflows.refactor.testenv import _note, _python
 
 
 def label_classes(ctx: Any, report: AnalystReport) -> None:

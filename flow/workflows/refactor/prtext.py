@@ -39,6 +39,7 @@ class PrInput(BaseModel):
     linter_passed: bool | None = None  # None: it did not run
     hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests run under it
     hw_note: str = ""  # why the --hw-classification runs did not happen, if they did not
+    hw_passed: bool | None = None  # the hw_classification check: every run's test accounted for
     local_tests: str = ""
     devices: list[str] = Field(default_factory=list)
 
@@ -81,8 +82,13 @@ def render_pr(p: PrInput) -> list[str]:
     verdict = {True: "no message", False: "messages remain (see Checks)", None: "not run"}[p.linter_passed]
     out.append(f"- TEST_LINTER ({_cell(p.linter or 'not run')}): {verdict}.")
     if p.hw_counts:
+        # The runs count tests as instantiated here (per device type and dtype), the table
+        # counts test methods: the two numbers differ and are both said as what they are.
         counted = sum(p.hw_counts.values())
-        out.append(f"- `--hw-classification` runs: {counted} of {total} tests accounted for.")
+        verdict = ("each in exactly one label's run, none unclassified" if p.hw_passed
+                   else "not all accounted for (see the hw_classification check)")
+        out.append(f"- `--hw-classification` runs: {counted} tests as instantiated here (from the "
+                   f"{total} test methods above), {verdict}.")
     else:
         out.append(f"- `--hw-classification` runs: not run ({_cell(p.hw_note or 'no torch with the flag')}).")
     if p.local_tests:

@@ -31,6 +31,8 @@ class Trigger(BaseModel):
     cuda_gates: bool = False
     stale_imports: bool = False
     moves: bool = False
+    # an @onlyCPU/@onlyMPS/@onlyXPU test the plan leaves in an ACCELERATOR class (TEST_LINTER forbids it)
+    only_in_accelerator: bool = False
 
 
 class Rule(BaseModel):

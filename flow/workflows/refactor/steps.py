@@ -96,9 +96,47 @@ def _report_problems(ctx: Any) -> tuple[list[str], bool]:
     return check_report(report, assessment(ctx)), False
 
 
+def _original_does_not_import(ctx: Any) -> Any:
+    """None when the original collects (or this field has no local test gate, or the test
+    interpreter has no torch); else the person's stop: an original that does not import can
+    be neither planned nor verified, so the flow asks before any agent works on it, and it
+    never ends ``refactored`` while that stays so (retry, or abort: outcome ``aborted``)."""
+    from flow.workflows.refactor.errors import CollectError
+    from flow.workflows.refactor.testenv import _has_torch, original_collected
+
+    if not field_profile(ctx.data.field).local_test_gate or not _has_torch(ctx):
+        return None
+    while True:
+        n = ctx.data.original_checks
+        try:
+            original_collected(ctx, n)
+            return None
+        except CollectError as exc:
+            if not exc.detail.startswith("exited "):
+                # pytest never ran (no such interpreter, a timeout): that says nothing about the
+                # file; verify's collect_only reports it (V204) where it judges the change
+                return None
+            key = f"original-import-{n}"
+            answer = ctx.answer(key)
+            if answer is None:
+                question = (f"The original {ctx.data.rel} does not import with the test interpreter "
+                            f"{ctx.data.test_python} ({ctx.data.test_torch_info}): pytest --collect-only "
+                            "failed before any change, so the refactor cannot be planned or checked.\n"
+                            + render_untrusted(exc.detail, "collect output")
+                            + "\nMend the environment (the torch the file needs) or the file, then retry.")
+                return Human(key, question, {"retry": "collect the original again",
+                                             "abort": "end the flow now (outcome 'aborted')"})
+            if answer == "abort":
+                return Go("abort")
+            ctx.data.original_checks += 1
+
+
 def analyze(ctx: Any) -> Any:
     fed = ctx.result("analyst")
     if fed is None:
+        stop = _original_does_not_import(ctx)
+        if stop is not None:
+            return stop
         return _ask_analyst(ctx, [], fresh=True)
     problems, missing = _report_problems(ctx)
     if not problems:
