@@ -49,6 +49,9 @@ class Scenario:
     # The kill test replays the scenario once per persistence point; None replays every point
     # (the toy flow does, pinning the engine), a number samples that many points evenly.
     kill_points: int | None = 8
+    # Puts back what a run changes outside its workspace (the refactor edits its checkout's
+    # test file): called before every run that starts from nothing.
+    fresh: Callable[[], None] = lambda: None
 
 
 class Driver:

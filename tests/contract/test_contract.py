@@ -63,6 +63,7 @@ def scenario(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     sc: Scenario = request.param
     for k, v in sc.env.items():
         monkeypatch.setenv(k, v)
+    sc.fresh()
     return sc
 
 
@@ -143,6 +144,7 @@ def _clean_run(scenario: Scenario, tmp: Path, store: Any) -> tuple[dict[str, Any
                 return real_exit(self, *exc)
 
             mp.setattr(psycopg.Transaction, "__exit__", counting_exit)
+        scenario.fresh()
         call: Call | None = drv.call(scenario.start)
         after = []
         while call is not None:
@@ -172,6 +174,7 @@ def test_kill_at_each_persistence_point_then_resume_ends_the_same(
         step = (points - 1) / (scenario.kill_points - 1)
         chosen = sorted({1 + round(i * step) for i in range(scenario.kill_points)})
     for n in chosen:
+        scenario.fresh()
         ws = tmp_path / f"{when}-{n}"
         holder = next(i for i, made in enumerate(after) if made >= n)
         fast = InProcess(ws, store.env(ws))

@@ -50,6 +50,9 @@ def answer(task: dict[str, Any]) -> dict[str, Any]:
 def contract_scenario() -> Scenario:
     repo = Path(tempfile.mkdtemp(prefix="refactor-contract-"))
     (repo / "test" / "dynamo").mkdir(parents=True)
-    (repo / "test" / "dynamo" / "test_misc.py").write_text(SOURCE)
-    return Scenario(name="refactor", answer=answer,
+    target = repo / "test" / "dynamo" / "test_misc.py"
+    target.write_text(SOURCE)
+    # The flow edits the checkout's file (hw_classification labels where torch knows them):
+    # every run from nothing starts from the same original.
+    return Scenario(name="refactor", answer=answer, fresh=lambda: target.write_text(SOURCE),
                     start=["test/dynamo/test_misc.py", "--pytorch-dir", str(repo)])

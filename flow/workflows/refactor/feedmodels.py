@@ -156,6 +156,7 @@ class RefactorData(BaseModel):
     deferred: list[DeferredFailure] = Field(default_factory=list)
     local_tests: str = ""
     hw_enum: bool | None = None  # whether this PyTorch knows HardwareClassification (asked once)
+    codemod_done: str = ""  # sha256 of the file the last recorded verify-time codemod wrote
     hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests under --hw-classification
     hw_note: str = ""  # why the --hw-classification runs did not happen
     linter: str = ""  # which TEST_LINTER judged the file (the checkout's script or the built-in rules)

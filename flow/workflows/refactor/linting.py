@@ -23,26 +23,61 @@ def label_classes(ctx: Any, report: AnalystReport) -> None:
     """The verify-time codemods on the file as the coder left it (every verify round, so
     classes the coder created are covered too): HW001 writes the plan's hw_classification
     where this PyTorch knows the enum, HW002 renames same-call CUDA APIs in tests that run on
-    every accelerator. Each rule's edits are counted in the summary."""
-    from flow.workflows.refactor.errors import SourceSyntaxError
-    from flow.workflows.refactor.hwcodemod import label_classes as write_labels, rename_device_apis
-    from flow.workflows.refactor.imports import sort_imports, usort_config
+    every accelerator. Each rule's edits are counted in the summary.
+
+    Crash-safe: the file as the coder left it is written to the flow folder
+    (``codemod-input.py``) before the edited file replaces it, and the state records the
+    written file's hash once counted (``codemod_done``); a call killed between the two
+    writes finds the edited file, its input beside it and no record, and counts the same
+    edits from that input again instead of seeing a file with nothing left to change."""
+    import hashlib
+
     from workspace.atomic import write_atomic
 
     file = Path(ctx.data.file)
     text = file.read_text(encoding="utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    ahead = ctx.path("codemod-input.py")
+    if digest == ctx.data.codemod_done:
+        return  # this very file was written and counted by an earlier round
+    if ahead.is_file():
+        prior = ahead.read_text(encoding="utf-8")
+        redo = _codemods(ctx, report, file, prior)
+        if redo is not None and redo[0] == text:  # killed after the write, before the record
+            _record(ctx, redo[1], digest)
+            return
+    done = _codemods(ctx, report, file, text)
+    if done is None:
+        return
+    code, results = done
+    write_atomic(ahead, text.encode("utf-8"))
+    write_atomic(file, code.encode("utf-8"))
+    _record(ctx, results, hashlib.sha256(code.encode("utf-8")).hexdigest())
+
+
+def _codemods(ctx: Any, report: AnalystReport, file: Path, text: str) -> tuple[str, list[Any]] | None:
+    """(the edited text, each codemod's result) for ``text``; None when nothing changes or
+    the text does not parse (the syntax check reports it)."""
+    from flow.workflows.refactor.errors import SourceSyntaxError
+    from flow.workflows.refactor.hwcodemod import label_classes as write_labels, rename_device_apis
+    from flow.workflows.refactor.imports import sort_imports, usort_config
+
     try:
         results = [rename_device_apis(text)]
         if _wants_labels(ctx):
             results.append(write_labels(results[0].code, report.labels()))
     except (SyntaxError, SourceSyntaxError):
-        return  # the syntax check reports it
+        return None
     if not any(r.changed for r in results):
-        return
+        return None
     code = results[-1].code
     if len(results) > 1 and results[1].changed:
         code = sort_imports(original(ctx).read_text(encoding="utf-8"), code, usort_config(file))
-    write_atomic(file, code.encode("utf-8"))
+    return code, results
+
+
+def _record(ctx: Any, results: list[Any], digest: str) -> None:
+    ctx.data.codemod_done = digest
     titles = {"HW001": "Declare hw_classification on every test class",
               "HW002": "Same-call CUDA APIs to torch.accelerator in tests run on every accelerator"}
     for result in results:
