@@ -228,16 +228,22 @@ def question(data: TargetedData, comments: list[str], labels: list[str]) -> str:
         lines.append(f"label: {lab}  (starts {data.costs.get(lab, 'an unknown number of runs')})")
     if comments:
         lines.append(f"files total: est {total:g}s of GPU time, one runner per file")
+    return "\n".join(lines + _why_and_answers(data, "approving", "also add"))
+
+
+def _why_and_answers(data: TargetedData, before: str, verb: str) -> list[str]:
+    """The plan's reasons, its judgement lines and each alternative answer with its cost."""
     plan = data.plan
+    lines = []
     if plan and plan.reasons:
         lines.append("why: " + "; ".join(plan.reasons))
     if plan and plan.judgement:
-        lines.append("judge before approving:")
+        lines.append(f"judge before {before}:")
         lines += [f"- {j}" for j in plan.judgement]
     for answer, labs in data.alternatives.items():
-        lines.append(f"or answer {answer!r}: also add {', '.join(labs)} (starts "
+        lines.append(f"or answer {answer!r}: {verb} {', '.join(labs)} (starts "
                      + "; ".join(data.costs.get(lab, "?") for lab in labs) + ")")
-    return "\n".join(lines)
+    return lines
 
 
 def choice_question(data: TargetedData) -> str:
@@ -249,15 +255,7 @@ def choice_question(data: TargetedData) -> str:
              "is needed?"]
     lines += [f"- {u}" for u in data.untraced
               if plan and u.split(":", 1)[0] in plan.undecided]
-    if plan and plan.reasons:
-        lines.append("why: " + "; ".join(plan.reasons))
-    if plan and plan.judgement:
-        lines.append("judge before answering:")
-        lines += [f"- {j}" for j in plan.judgement]
-    for answer, labs in data.alternatives.items():
-        lines.append(f"or answer {answer!r}: add {', '.join(labs)} (starts "
-                     + "; ".join(data.costs.get(lab, "?") for lab in labs) + ")")
-    return "\n".join(lines)
+    return "\n".join(lines + _why_and_answers(data, "answering", "add"))
 
 
 def new_tests(report: AffectedReport) -> list[str]:
