@@ -14,26 +14,6 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # skips a slow entry-point scan
-CACHE_ENV = "ORCHESTRATOR_PYCACHE"
-
-
-def _bytecode_cache() -> None:
-    """Under ``PYTHONDONTWRITEBYTECODE`` (set by many containers and sandboxes) every call
-    would compile this checkout's modules from source again, a third of its start-up: the
-    compiled code goes to ``$XDG_CACHE_HOME/skill-orchestrator/pycache`` (default
-    ``~/.cache/...``) instead, never beside the sources. Only this process: the children
-    see the environment as it was. ``PYTHONPYCACHEPREFIX`` given wins; ``ORCHESTRATOR_PYCACHE=0``
-    keeps the variable's plain meaning. Run as a script only (an importer keeps its own
-    settings)."""
-    if not sys.dont_write_bytecode or sys.pycache_prefix or os.environ.get(CACHE_ENV) == "0":
-        return
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    sys.pycache_prefix = os.path.join(home, "skill-orchestrator", "pycache")
-    sys.dont_write_bytecode = False
-
-
-if __name__ == "__main__":
-    _bytecode_cache()
 
 from flow.core.errors import OrchestratorError  # noqa: E402
 from workspace.jsonio import dumps  # noqa: E402

@@ -1,6 +1,5 @@
-"""What a reproduce call costs before its first step: the compiled-code cache of
-``orchestrator.py`` under ``PYTHONDONTWRITEBYTECODE`` (real interpreter starts), and the
-modules a single nightly run leaves unloaded."""
+"""What a reproduce call costs before its first step: the modules a single nightly run
+leaves unloaded (real interpreter starts)."""
 from __future__ import annotations
 
 import json
@@ -10,30 +9,6 @@ import sys
 from pathlib import Path
 
 from tests.reproduce.conftest import REPO
-
-
-def _status(tmp_path: Path, cache: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(cache),
-           "PYTHONPATH": str(REPO), **extra}
-    env.pop("PYTHONPYCACHEPREFIX", None)
-    return subprocess.run([sys.executable, str(REPO / "orchestrator.py"), "--workspace",
-                           str(tmp_path / "ws"), "status", "--json"], capture_output=True,
-                          text=True, env=env, timeout=300)
-
-
-def test_compiled_code_is_cached_outside_the_sources(tmp_path: Path) -> None:
-    """Under PYTHONDONTWRITEBYTECODE the orchestrator's modules are compiled once into
-    $XDG_CACHE_HOME/skill-orchestrator/pycache (a mirror of their folders), not beside
-    them; ORCHESTRATOR_PYCACHE=0 keeps the variable's plain meaning (nothing written)."""
-    cached, plain = tmp_path / "cached", tmp_path / "plain"
-    first = _status(tmp_path, cached)
-    off = _status(tmp_path, plain, ORCHESTRATOR_PYCACHE="0")
-    mirror = cached / "skill-orchestrator" / "pycache" / str(REPO).lstrip("/")
-    ours = sorted(p.name for p in (mirror / "flow" / "cli").glob("*.pyc"))
-    assert (0, 0, True, False) == (
-        first.returncode, off.returncode, any(n.startswith("main.") for n in ours),
-        (plain / "skill-orchestrator").exists()), first.stderr[-1500:]
-    assert "status" in json.loads(first.stdout)
 
 
 def test_single_nightly_run_loads_no_batch_or_later_stage(tmp_path: Path) -> None:
