@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 from flow.workflows.refactor.analysis import AnalystReport, check_report
 from flow.workflows.refactor.assess import assess_source
 from flow.workflows.refactor.hwcodemod import label_classes
-from flow.workflows.refactor.hwruns import HwRun, HwRunError, account, read_run
+from flow.workflows.refactor.hwruns import HwRun, HwRunError, account, hw_env, read_run
 from flow.workflows.refactor.prtext import PrInput, class_rows, render_pr
 from flow.workflows.refactor.testlinter import (
     builtin, line_length, max_line_length, read_messages, take_out_of_allowlist,
@@ -187,7 +188,8 @@ def test_hw_classification_runs_on_a_real_torch_account_for_every_test(tmp_path:
     runs = []
     for label in ("GENERIC", "ACCELERATOR"):
         res = subprocess.run([sys.executable, str(file), "--hw-classification", label],
-                             capture_output=True, text=True, cwd=tmp_path, timeout=300)
+                             capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                             env=hw_env(os.environ))
         runs.append(read_run(label, res.returncode, res.stdout + res.stderr))
     assert ([("GENERIC", 1, 0), ("ACCELERATOR", 2, 0)], [], 3) == (
         [(r.label, r.passed, r.code) for r in runs], account(runs), runs[0].total)

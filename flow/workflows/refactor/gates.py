@@ -167,7 +167,7 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     labels are the plan's. A torch without the flag makes the check ``skipped`` with that
     reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
-    from flow.workflows.refactor.hwruns import HwRunError, account, hw_argv, read_run
+    from flow.workflows.refactor.hwruns import HwRunError, account, hw_argv, hw_env, read_run
     from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
     from flow.workflows.refactor.prtext import class_rows
 
@@ -184,8 +184,9 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     if not labels:
         return skipped("no class of the file declares hw_classification")
     timeout, _ = test_settings(ctx.settings)
+    env = hw_env(ctx.settings)
     jobs = [dict(key=f"hw-r{ctx.data.test_rounds}-{label}", argv=hw_argv(_python(ctx), file, label),
-                 cwd=file.parent, env=ctx.settings, timeout=timeout,
+                 cwd=file.parent, env=env, timeout=timeout,
                  log_name=f"logs/hw_classification_r{ctx.data.test_rounds}_{label}.log") for label in labels]
     for job in jobs:
         ctx.start_job(**job)

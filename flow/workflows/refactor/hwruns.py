@@ -14,6 +14,7 @@ it. Pure but for nothing: the jobs are started by ``flow.workflows.refactor.gate
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -48,6 +49,13 @@ class HwRun(BaseModel):
     unclassified: int
     mismatched: int
     code: int  # the run's exit status
+
+
+def hw_env(settings: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a count run: ``settings`` without ``CI``. With CI set, PyTorch's
+    runner writes XML reports through xmlrunner (unittest-xml-reporting), which a test
+    environment need not have; these runs are read from the console only."""
+    return {k: v for k, v in settings.items() if k != "CI"}
 
 
 def hw_argv(python: str, file: Path, label: str) -> list[str]:
