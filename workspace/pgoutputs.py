@@ -137,9 +137,11 @@ def place(flow_dir: Path, name: str, data: bytes) -> None:
 
 def rebase(data: bytes, old_root: str | None, new_root: str) -> bytes:
     """State bytes with every path under ``old_root`` moved under ``new_root`` (the same
-    bytes when they are the same or the old one is unknown)."""
+    bytes when they are the same or the old one is unknown). The root counts as a path
+    where it ends a JSON string, a path segment, or a word of a printed command
+    (``--workspace ROOT --harness ...``, quoted or not)."""
     if not old_root or old_root == new_root:
         return data
     old = dumps(old_root, indent=False)[1:-1]
     new = dumps(new_root, indent=False)[1:-1]
-    return re.sub(re.escape(old) + rb'(?=[/"])', new.replace(b"\\", b"\\\\"), data)
+    return re.sub(re.escape(old) + rb"(?=[/\"'\s]|\\n)", new.replace(b"\\", b"\\\\"), data)

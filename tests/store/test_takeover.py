@@ -35,6 +35,7 @@ def _drive(drv: Driver, spec: dict[str, Any], sc: Any, calls: int) -> dict[str, 
 
 
 def _torch_has_hw_classification() -> bool:
+    """Whether this interpreter's torch (the flow's test interpreter) has the enum."""
     try:
         from torch.testing._internal.common_utils import HardwareClassification  # noqa: F401
     except Exception:  # noqa: BLE001 - no torch, or one without the enum
@@ -42,12 +43,6 @@ def _torch_has_hw_classification() -> bool:
     return True
 
 
-# Known failure, not understood yet: with torch 2.14.1 (HW001 labels the checkout's file)
-# the flow taken over by B ends "unchanged"; on torch 2.13 it ends "refactored".
-@pytest.mark.xfail(_torch_has_hw_classification(), strict=False,
-                   reason="on torch with HardwareClassification the taken-over refactor ends "
-                          "'unchanged': B's comparison of the file with its original copy is "
-                          "not yet right after the takeover")
 def test_a_refactor_begun_in_one_workspace_ends_and_reports_in_another(
         tmp_path: Path, pg_url: str) -> None:
     """Machine A runs the refactor past the analyst's report (written by the agent into A's
@@ -73,7 +68,11 @@ def test_a_refactor_begun_in_one_workspace_ends_and_reports_in_another(
     for name in ("analyst_report.json", "assessment.json", "coder_tasks.json"):
         assert kept[name] == (tmp_path / "B" / flow_id / name).read_bytes()
     done = _drive(b, took.spec, sc, 20)
-    assert ("done", "unchanged") == (done["status"], done["outcome"]), done
+    # The scripted coder changes nothing; where torch knows HardwareClassification the
+    # verify-time codemod labels the class, so the file did change, and the done object
+    # carries the printed --ci-check command with B's workspace: A must see its own.
+    outcome = "refactored" if _torch_has_hw_classification() else "unchanged"
+    assert ("done", outcome) == (done["status"], done["outcome"]), done
     summary = Path(done["summary_path"])
     assert summary == tmp_path / "B" / flow_id / "final_summary.md" and summary.is_file()
     assert str(tmp_path / "A") not in json.dumps(done)
