@@ -11,6 +11,7 @@ another machine ran shows its verdict and summary here. psycopg is imported for 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -73,19 +74,11 @@ class FolderSource:
 
     def audit(self, flow_id: str, last: int) -> list[dict[str, Any]]:
         folder = self._folder(flow_id)
-        out: list[dict[str, Any]] = []
         try:
             lines = (folder / "audit.jsonl").read_bytes().splitlines()[-last:] if folder else []
         except OSError:
-            return out
-        for line in lines:
-            try:
-                rec = loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
-        return out
+            return []
+        return _records(lines)
 
     def last_spec(self, flow_id: str) -> dict[str, Any] | None:
         folder = self._folder(flow_id)
@@ -151,15 +144,7 @@ class StoreSource:
     def audit(self, flow_id: str, last: int) -> list[dict[str, Any]]:
         rows = self._one("SELECT record FROM (SELECT id, record FROM audit WHERE flow_id = %s "
                          "ORDER BY id DESC LIMIT %s) t ORDER BY id", (flow_id, last))
-        out = []
-        for (record,) in rows:
-            try:
-                rec = loads(bytes(record))
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
-        return out
+        return _records(bytes(record) for (record,) in rows)
 
     def last_spec(self, flow_id: str) -> dict[str, Any] | None:
         rows = self._one("SELECT spec, root FROM flows WHERE flow_id = %s", (flow_id,))
@@ -179,3 +164,16 @@ class StoreSource:
 
 def source_for(root: Path, url: str | None) -> FolderSource | StoreSource:
     return FolderSource(root) if url is None else StoreSource(root, url)
+
+
+def _records(lines: Iterable[bytes]) -> list[dict[str, Any]]:
+    """The audit records among ``lines``: each a JSON object; other lines are skipped."""
+    out = []
+    for line in lines:
+        try:
+            rec = loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
