@@ -10,6 +10,8 @@
 - ``render``    the JSON specs a harness follows; ``commands`` the absolute commands in them
 - ``jobs``      background jobs a flow owns beyond one call
 - ``proc``      the one door for child processes, and the foreground budget
+- ``supervisor`` a child run to its end (capped log, process group, deadline); the job
+                supervisor, started lean in an interpreter of its own
 - ``redact``    which settings are secrets, and masking them in what is read back
 - ``errors``    the exception tree every refusal is made of
 

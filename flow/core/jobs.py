@@ -1,10 +1,11 @@
 """Background jobs a flow owns: work that may outlive one call's foreground budget.
 
 A step asks for one with ``ctx.job(key, argv, ...)``. The first call records the job in the
-state (``FlowState.jobs``), saves, and starts a detached supervisor (``flow/proc.py`` run as
-a script in its own session) that runs the command with the runner's guarantees (own process
-group, capped log, deadline) and writes a result file atomically when the command ends. The
-call then waits for it within what is left of its foreground budget; if the job is still
+state (``FlowState.jobs``), saves, and starts a detached supervisor (``flow.core.supervisor``
+in an isolated interpreter of its own session) that runs the command with the runner's
+guarantees (own process group, capped log, deadline) and writes a result file atomically
+when the command ends. The call then waits for it within what is left of its foreground
+budget, woken the moment the supervisor exits (``proc.await_supervisor``); if the job is still
 running then, ``Pending`` goes up to the engine, which answers ``waiting`` with the job's
 progress and ``poll_after_s``. A later call (a ``--resume``, a cron firing, another harness)
 under the flow's lock finds the job:
@@ -36,7 +37,6 @@ from flow.core import proc
 from flow.core.state import JobRecord
 
 MAX_STARTS = 2
-POLL_S = 0.05
 
 
 class Pending(Exception):
@@ -88,14 +88,11 @@ def _find_supervisor(spec: Path) -> int | None:
 
 def _launch(rec: JobRecord, flow_dir: Path, env: Mapping[str, str], stdin: str | None) -> int:
     spec, result, pgid = _files(flow_dir, rec.job_id)
-    spec.parent.mkdir(parents=True, exist_ok=True)
     for stale in (result, pgid):
         stale.unlink(missing_ok=True)
-    proc.write_atomic(spec, json.dumps({
-        "argv": rec.argv, "cwd": rec.cwd, "log": rec.log_file, "result": str(result),
-        "pgid": str(pgid), "timeout": max(0.0, rec.deadline_at - time.time()),
-        "cap": proc.cap_bytes(), "stdin": stdin, "mask_names": proc.secret_names(env)}).encode())
-    return proc.detach_supervisor(spec, env)
+    return proc.detach_job(spec, rec.argv, cwd=rec.cwd, env=env, log=rec.log_file,
+                           result=result, pgid=pgid,
+                           timeout=max(0.0, rec.deadline_at - time.time()), stdin=stdin)
 
 
 def _read_result(path: Path) -> proc.Result | None:
@@ -175,9 +172,10 @@ def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any
             continue
         if time.time() > rec.deadline_at + 3 * proc.GRACE_S:
             proc.kill_group(rec.pid or 0, proc.signal.SIGTERM)  # a hung supervisor
-        if proc.remaining() <= 0:
+        left = proc.remaining()
+        if left <= 0:
             raise Pending(rec)
-        time.sleep(POLL_S)
+        proc.await_supervisor(rec.pid, min(left, 1.0))
         proc.reap()
 
 

@@ -19,10 +19,13 @@ What every run gets, whatever the caller:
 - a timeout that defaults to what is left of the call's foreground budget
   (``ORCHESTRATOR_FOREGROUND_S``, default 90 s, under the harness shell tools' limits).
 
-This module and ``flow.core.redact`` (which secrets, and how they are masked) import only the
-standard library: ``flow.core.jobs`` starts ``supervise`` in an isolated interpreter
-(``python -I -c ...``, this checkout's root put first on ``sys.path``) to own a background
-job beyond the call's life.
+The child itself is started, streamed into its capped log and ended by
+``flow.core.supervisor``, which is also the background-job supervisor: ``flow.core.jobs``
+starts it in an isolated interpreter (``python -I -S -c ...``, this checkout's root put first
+on ``sys.path``) to own a job beyond the call's life, and ``detach_job`` hands it
+what it cannot cheaply work out itself (the guarded command, the log header).
+This module and ``flow.core.redact`` (which secrets, and how they are masked) import only
+the standard library.
 """
 
 from __future__ import annotations
@@ -36,24 +39,24 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from flow.core.redact import (
     MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns,
+)
+from flow.core.supervisor import (
+    CHUNK, DEFAULT_CAP, GRACE_S, MARK_ENV, NOT_FOUND, TIMED_OUT, CappedLog, end_marked,
+    ended_with, kill_group, new_mark, pump, result_record, start, stream, write_atomic,
 )
 
 FOREGROUND_ENV = "ORCHESTRATOR_FOREGROUND_S"
 DEFAULT_FOREGROUND_S = 90.0
 CAP_ENV = "ORCHESTRATOR_LOG_CAP_BYTES"
-DEFAULT_CAP = 4 * 1024 * 1024
-GRACE_S = 5.0
-CHUNK = 65536
-TIMED_OUT, NOT_FOUND = 124, 127
+__all__ = ["CHUNK", "DEFAULT_CAP", "GRACE_S", "MARK_ENV", "NOT_FOUND", "TIMED_OUT", "CappedLog",
+           "end_marked", "kill_group", "pump", "stream"]  # the runner's parts, re-exported
 
 _call_started: float | None = None
 
@@ -199,10 +202,10 @@ class Result:
         return "\n".join(self.reason.strip().splitlines()[-lines:])
 
     def to_json(self) -> dict[str, object]:
-        return {"code": self.code, "log": str(self.log), "timed_out": self.timed_out,
-                "lost": self.lost, "duration_s": round(self.duration_s, 3),
-                "cut_bytes": self.cut_bytes, "reason": self.reason,
-                "header_bytes": self.header_bytes}
+        return result_record(code=self.code, log=str(self.log), timed_out=self.timed_out,
+                             lost=self.lost, duration_s=self.duration_s,
+                             cut_bytes=self.cut_bytes, reason=self.reason,
+                             header_bytes=self.header_bytes)
 
     @classmethod
     def from_json(cls, raw: Mapping[str, object]) -> Result:
@@ -212,72 +215,6 @@ class Result:
                    cut_bytes=int(raw.get("cut_bytes") or 0),  # type: ignore[call-overload]
                    reason=str(raw.get("reason") or ""),
                    header_bytes=int(raw.get("header_bytes") or 0))  # type: ignore[call-overload]
-
-
-class CappedLog:
-    """Writes the first ``cap/2`` bytes to the file as they come and keeps only the last
-    ``cap/2`` in memory; ``close`` marks the cut and appends the tail.
-
-    ``mask`` holds the values of secrets the child was let see (``secret_names``): each is
-    written as ``***``, also when it arrives split across reads (the last ``len - 1`` bytes
-    of the longest are held back until more output or ``close``). Bytes, never decoded."""
-
-    def __init__(self, path: Path, cap: int, header: bytes, mask: Sequence[bytes] = ()) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.fh = open(path, "wb", buffering=0)  # a running job's log is read as it grows
-        self.fh.write(header)
-        self.head_left = max(1, cap // 2)
-        self.tail_cap = max(1, cap - self.head_left)
-        self.tail: deque[bytes] = deque()
-        self.tail_size = 0
-        self.cut = 0
-        self.mask = sorted({m for m in mask if m}, key=len, reverse=True)
-        self.held = b""
-
-    def _masked(self, data: bytes, final: bool) -> bytes:
-        data = self.held + data
-        for value in self.mask:
-            data = data.replace(value, MASK.encode())
-        cut = len(data) if final else max(0, len(data) - (len(self.mask[0]) - 1))
-        self.held = data[cut:]
-        return data[:cut]
-
-    def write(self, data: bytes) -> None:
-        if self.mask:
-            data = self._masked(data, final=False)
-        self._write(data)
-
-    def _write(self, data: bytes) -> None:
-        if self.head_left:
-            part = data[:self.head_left]
-            self.fh.write(part)
-            self.head_left -= len(part)
-            data = data[len(part):]
-        if not data:
-            return
-        self.tail.append(data)
-        self.tail_size += len(data)
-        while self.tail_size - len(self.tail[0]) >= self.tail_cap:
-            dropped = self.tail.popleft()
-            self.tail_size -= len(dropped)
-            self.cut += len(dropped)
-
-    def close(self) -> int:
-        """Flush and close; return how many bytes were cut."""
-        if self.mask:
-            self._write(self._masked(b"", final=True))
-        if self.tail_size > self.tail_cap:  # trim the oldest tail chunk to the cap
-            extra = self.tail_size - self.tail_cap
-            self.tail[0] = self.tail[0][extra:]
-            self.tail_size -= extra
-            self.cut += extra
-        if self.cut:
-            self.fh.write(f"\n[... {self.cut} bytes of output cut by the orchestrator: the log "
-                          f"keeps the first and the last bytes ...]\n".encode())
-        for chunk in self.tail:
-            self.fh.write(chunk)
-        self.fh.close()
-        return self.cut
 
 
 def cap_bytes() -> int:
@@ -307,91 +244,6 @@ def log_tail(path: Path, lines: int = 5, window: int = 16384, skip: int = 0) -> 
 
 
 # -- running ---------------------------------------------------------------------------------
-
-def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _end(child: subprocess.Popen[bytes], grace: float) -> None:
-    """TERM the child's group, wait ``grace`` seconds, then KILL whatever is left."""
-    kill_group(child.pid, signal.SIGTERM)
-    try:
-        child.wait(grace)
-    except subprocess.TimeoutExpired:
-        pass
-    kill_group(child.pid, signal.SIGKILL)
-    child.wait()
-
-
-def stream(child: subprocess.Popen[bytes], out: CappedLog, deadline: float,
-           grace: float = GRACE_S) -> bool:
-    """Copy the child's output into ``out`` until it exits or ``deadline`` (monotonic)
-    passes; end its process group either way. Returns True when it timed out."""
-    assert child.stdout is not None
-
-    def sink(data: bytes) -> bool:
-        out.write(data)
-        return True
-
-    return pump(child, {child.stdout: sink}, deadline, grace) == "timed_out"
-
-
-def pump(child: subprocess.Popen[bytes], sinks: Mapping[IO[bytes], Callable[[bytes], bool]],
-         deadline: float, grace: float = GRACE_S) -> str | None:
-    """Feed each pipe's bytes to its sink until the child exits, ``deadline`` passes
-    ("timed_out") or a sink returns False ("stopped"); then end the child's process group
-    (TERM, grace, KILL after a timeout or a stop; KILL of what is left after a normal exit)
-    and drain what the pipes still hold."""
-    sel = selectors.DefaultSelector()
-    for pipe in sinks:
-        os.set_blocking(pipe.fileno(), False)
-        sel.register(pipe, selectors.EVENT_READ)
-    open_pipes = set(sinks)
-    why: str | None = None
-
-    def read_ready(wait: float) -> None:
-        nonlocal why
-        for key, _ in sel.select(wait):
-            pipe: IO[bytes] = key.fileobj  # type: ignore[assignment]
-            while True:
-                try:
-                    data = os.read(pipe.fileno(), CHUNK)
-                except BlockingIOError:
-                    break
-                if not data:
-                    sel.unregister(pipe)
-                    open_pipes.discard(pipe)
-                    break
-                if not sinks[pipe](data) and why is None:
-                    why = "stopped"
-
-    try:
-        while open_pipes and why is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                why = "timed_out"
-                break
-            if child.poll() is not None:
-                break
-            read_ready(min(left, 0.5))
-        if why is not None:
-            _end(child, grace)
-        else:
-            child.wait()
-        # The main process is gone: nothing it left behind may keep a pipe (or run) on.
-        kill_group(child.pid)
-        stop = time.monotonic() + 2.0
-        while open_pipes and time.monotonic() < stop:
-            read_ready(0.2)
-    finally:
-        sel.close()
-        for pipe in sinks:
-            pipe.close()
-    return why
-
 
 # git run on a checkout we did not make reads that checkout's .git/config: a core.fsmonitor
 # command, a hooks path, an external diff or a pager named there would run with our rights.
@@ -469,51 +321,11 @@ def guarded(argv: Sequence[str], env: Mapping[str, str],
     return args, child
 
 
-# Every child of ``run`` carries this setting, a fresh value per run: a descendant that left
-# the process group (fork, setsid, fork) still inherits it, and is found by it in /proc.
-MARK_ENV = "ORCHESTRATOR_RUN_MARK"
-
-
-def end_marked(mark: str) -> list[int]:
-    """SIGKILL every process (of this user) whose environment holds ``MARK_ENV=mark``; the
-    pids ended. Reads /proc (Linux); elsewhere none is found and the process group alone
-    bounds a run."""
-    needle = f"{MARK_ENV}={mark}".encode()
-    ended: list[int] = []
-    proc_dir = Path("/proc")
-    if not proc_dir.is_dir():
-        return ended
-    for entry in proc_dir.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-                ended.append(int(entry.name))
-            except OSError:
-                continue
-    return sorted(ended)
-
-
 def spawn(argv: Sequence[str], *, cwd: str | Path | None, env: Mapping[str, str],
           stdin: str | None, merge: bool = True) -> subprocess.Popen[bytes]:
+    """``supervisor.start`` of ``argv`` with the git guard applied (``guarded``)."""
     args, child_vars = guarded(argv, env, cwd)
-    child = subprocess.Popen(args, cwd=cwd, env=child_vars, start_new_session=True,
-                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                             stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT if merge else subprocess.PIPE)
-    if stdin is not None:
-        assert child.stdin is not None
-        try:
-            child.stdin.write(stdin.encode())
-        except BrokenPipeError:
-            pass
-        child.stdin.close()
-    return child
+    return start(args, cwd=cwd, env=child_vars, stdin=stdin, merge=merge)
 
 
 def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
@@ -532,9 +344,10 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     head = header(argv, cwd)
     scrubbed = child_env(env, allow=allow)
     out = CappedLog(log, cap_bytes(), head,
-                    mask=[scrubbed[k].encode() for k in secret_names(scrubbed)])
+                    mask=[scrubbed[k].encode() for k in secret_names(scrubbed)],
+                    shown_as=MASK.encode())
     started = time.monotonic()
-    mark = uuid.uuid4().hex
+    mark = new_mark()
     try:
         child = spawn(argv, cwd=cwd, env={**scrubbed, MARK_ENV: mark}, stdin=stdin)
     except OSError as exc:
@@ -552,7 +365,7 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     reason = ""
     if timed_out:
         reason = f"\n[timed out after {limit:.0f} s: the process group was ended]\n"
-    reason = _ended_with(log, reason, mark, "run")
+    reason = ended_with(log, reason, mark, "run")
     return Result(code=TIMED_OUT if timed_out else child.returncode, log=log,
                   timed_out=timed_out, duration_s=took, cut_bytes=cut, reason=reason,
                   header_bytes=len(head))
@@ -656,114 +469,79 @@ def capture(argv: Sequence[str], *, cwd: str | Path | None = None,
                     budget_cut=why == "timed_out" and by_budget, argv=tuple(argv))
 
 
-# -- the background-job supervisor (run as a script by flow.core.jobs) ---------------------------
+# -- background jobs: their supervisor (flow.core.supervisor), started for flow.core.jobs ------
 
-def detach_supervisor(spec: Path, env: Mapping[str, str]) -> int:
-    """Start ``supervise(spec)`` as a process of its own session that outlives this one (not
-    waited for here; ``flow.core.jobs`` follows it through its result file). Returns its pid."""
-    child = subprocess.Popen([sys.executable, "-I", "-c", _SUPERVISOR, "supervise", str(spec)],
-                             env=dict(env), cwd="/", start_new_session=True,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    _detached.append(child)
+POLL_S = 0.05  # how often a job started by another process is looked at
+
+
+def detach_job(spec: Path, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
+               log: str, result: Path, pgid: Path, timeout: float,
+               stdin: str | None = None) -> int:
+    """Write the job's spec and start its supervisor (``flow.core.supervisor.supervise``) as
+    a process of its own session that outlives this one; returns its pid. ``env`` is the
+    job's scrubbed environment. The spec carries what the supervisor would otherwise import
+    half the standard library to work out: the command with the git guard applied
+    (``guarded``, whose environment becomes the supervisor's), the log header, and the names
+    (never the values) of the secrets let through, to mask in the log. Not waited for here:
+    ``flow.core.jobs`` follows it through its result file, and ``await_supervisor`` wakes
+    when it ends."""
+    args, supervisor_env = guarded(argv, env, cwd)
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(str(spec), json.dumps({
+        "argv": args, "header": header(argv, cwd or "/").decode("utf-8"), "cwd": cwd,
+        "log": log, "result": str(result), "pgid": str(pgid), "timeout": timeout,
+        "cap": cap_bytes(), "stdin": stdin, "mask_names": secret_names(env),
+        "mask_as": MASK}).encode())
+    wake, hold = os.pipe()
+    try:
+        child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SUPERVISOR, "supervise",
+                                  str(spec)], env=supervisor_env, cwd="/",
+                                 start_new_session=True, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 pass_fds=(hold,))
+    except BaseException:
+        os.close(wake)
+        raise
+    finally:
+        os.close(hold)
+    _detached[child.pid] = (child, wake)
     return child.pid
 
 
-# The supervisor's interpreter is isolated (-I: no PYTHONPATH, no user site, no script dir),
-# so it is pointed at this checkout explicitly: it runs exactly the code that started it.
+# The supervisor's interpreter is isolated (-I: no PYTHONPATH, no user site, no script dir;
+# -S: no site-packages, which it does not use), so it is pointed at this checkout explicitly:
+# it runs exactly the code that started it.
 _SUPERVISOR = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
-               "from flow.core.proc import main; sys.exit(main(sys.argv[1:]))")
+               "from flow.core.supervisor import main; sys.exit(main(sys.argv[1:]))")
+
+
+def await_supervisor(pid: int | None, timeout: float) -> None:
+    """Return once the supervisor ``pid`` has ended or ``timeout`` seconds have passed. One
+    this process started wakes the caller the moment it exits (its wake pipe reaches
+    end-of-file); one another process started (a job adopted on ``--resume``) is looked at
+    again after ``POLL_S``."""
+    entry = _detached.get(pid or 0)
+    if entry is None or entry[1] is None:
+        time.sleep(max(0.0, min(timeout, POLL_S)))
+        return
+    child, wake = entry
+    with selectors.DefaultSelector() as sel:
+        sel.register(wake, selectors.EVENT_READ)
+        woke = sel.select(max(0.0, timeout))
+    if woke and child.poll() is None:  # the pipe closed early: it can no longer tell the end
+        os.close(wake)
+        _detached[child.pid] = (child, None)
+        time.sleep(max(0.0, min(timeout, POLL_S)))
 
 
 def reap() -> None:
     """Collect supervisors of this process that have exited (no zombies in a long-lived
-    server)."""
-    _detached[:] = [c for c in _detached if c.poll() is None]
+    server), closing their wake pipes."""
+    for pid, (child, wake) in list(_detached.items()):
+        if child.poll() is not None:
+            if wake is not None:
+                os.close(wake)
+            del _detached[pid]
 
 
-_detached: list[subprocess.Popen[bytes]] = []
-
-
-def supervise(spec_path: Path) -> int:
-    """Run the job ``spec_path`` describes to its end or its deadline, then write its result
-    file atomically. The supervisor's own environment is the child's (already scrubbed by
-    the starter). A TERM to the supervisor ends the job's group and still writes a result."""
-    spec = json.loads(spec_path.read_text())
-    argv, log = spec["argv"], Path(spec["log"])
-    result_path, pgid_path = Path(spec["result"]), Path(spec["pgid"])
-    head = header(argv, spec.get("cwd"))
-    # the starter names the secrets it let through (never their values: the spec is a file)
-    mask = [os.environ[k].encode() for k in spec.get("mask_names") or () if k in os.environ]
-    out = CappedLog(log, int(spec.get("cap") or DEFAULT_CAP), head, mask=mask)
-    started = time.monotonic()
-    stopping: list[int] = []
-
-    def on_term(signum: int, _frame: object) -> None:
-        stopping.append(signum)
-        raise KeyboardInterrupt
-
-    try:
-        mark = uuid.uuid4().hex  # the job's mark: descendants that escape its group carry it
-        child = spawn(argv, cwd=spec.get("cwd"), env={**os.environ, MARK_ENV: mark},
-                      stdin=spec.get("stdin"))
-    except OSError as exc:
-        reason = f"{argv[0]}: cannot be started: {exc.strerror or exc}\n"
-        out.write(reason.encode())
-        out.close()
-        _write_result(result_path, Result(code=NOT_FOUND, log=log, reason=reason,
-                                          header_bytes=len(head)))
-        return 0
-    write_atomic(pgid_path, str(child.pid).encode())
-    signal.signal(signal.SIGTERM, on_term)
-    deadline = started + float(spec["timeout"])
-    try:
-        timed_out = stream(child, out, deadline)
-    except KeyboardInterrupt:
-        _end(child, 1.0)
-        timed_out = False
-    cut = out.close()
-    reason = ""
-    if timed_out:
-        reason = f"\n[timed out after {float(spec['timeout']):.0f} s: the process group was ended]\n"
-    elif stopping:
-        reason = f"\n[the job was stopped by signal {stopping[0]}]\n"
-    reason = _ended_with(log, reason, mark, "job")
-    code = TIMED_OUT if timed_out else (child.returncode if child.returncode is not None else -15)
-    _write_result(result_path, Result(code=code, log=log, timed_out=timed_out,
-                                      duration_s=time.monotonic() - started, cut_bytes=cut,
-                                      reason=reason, header_bytes=len(head)))
-    return 0
-
-
-
-def _ended_with(log: Path, reason: str, mark: str, owner: str) -> str:
-    """End the descendants that escaped the process group (found by ``mark``), add them to
-    ``reason``, and append the whole reason to the log; the reason returned."""
-    escaped = end_marked(mark)
-    if escaped:
-        reason += (f"\n[{len(escaped)} process(es) that left the {owner}'s process group (a "
-                   f"daemon: fork, setsid, fork) were ended with it: pids "
-                   f"{' '.join(map(str, escaped))}]\n")
-    if reason:
-        with open(log, "ab") as fh:
-            fh.write(reason.encode())
-    return reason
-
-def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _write_result(path: Path, result: Result) -> None:
-    write_atomic(path, json.dumps(result.to_json()).encode())
-
-
-def main(argv: Sequence[str]) -> int:
-    """The supervisor's entry: ``supervise SPEC.json``."""
-    if len(argv) != 2 or argv[0] != "supervise":
-        sys.exit("usage: supervise SPEC.json")
-    return supervise(Path(argv[1]))
+_detached: dict[int, tuple[subprocess.Popen[bytes], int | None]] = {}

@@ -1,0 +1,343 @@
+"""Running one child to its end with the runner's guarantees, and the background-job
+supervisor built on it.
+
+``flow.core.proc`` (the one door for child processes) runs its foreground children through
+``start``, ``stream``/``pump`` and ``CappedLog`` here; ``flow.core.jobs`` starts ``main``
+(``supervise SPEC.json``) in an isolated interpreter of its own session (``python -I -S``)
+to own a job beyond the call's life. The supervisor's start-up lies on the path of every job
+(the job cannot begin before it), so this module imports only the cheap part of the
+standard library (no ``re``, ``dataclasses``, ``pathlib``, ``typing`` or ``uuid``) and
+nothing of the orchestrator: everything a job needs that costs more to work out (the git
+guard, the log header, the scrubbed environment, which secret values to mask) the starter
+works out and writes into the spec or the supervisor's environment.
+
+The starter learns that a supervisor it started has ended from a pipe (``wake_fd``): the
+supervisor holds its write end, passed on to no child, until it exits, so the read end
+reaches end-of-file the moment the result file is in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (about 2 ms)
+if TYPE_CHECKING:
+    from typing import IO
+
+GRACE_S = 5.0
+CHUNK = 65536
+TIMED_OUT, NOT_FOUND = 124, 127
+DEFAULT_CAP = 4 * 1024 * 1024
+
+# Every child carries this setting, a fresh value per run: a descendant that left the
+# process group (fork, setsid, fork) still inherits it, and is found by it in /proc.
+MARK_ENV = "ORCHESTRATOR_RUN_MARK"
+
+
+def new_mark() -> str:
+    return os.urandom(16).hex()
+
+
+class CappedLog:
+    """Writes the first ``cap/2`` bytes to the file as they come and keeps only the last
+    ``cap/2`` in memory; ``close`` marks the cut and appends the tail.
+
+    ``mask`` holds the values of secrets the child was let see: each is written as
+    ``shown_as`` (``flow.core.redact.MASK``, which the runner and the job spec pass), also when it arrives split across reads (the last ``len - 1`` bytes of
+    the longest are held back until more output or ``close``). Bytes, never decoded."""
+
+    def __init__(self, path: str | os.PathLike[str], cap: int, header: bytes,
+                 mask: Sequence[bytes] = (), shown_as: bytes = b"***") -> None:
+        os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+        self.fh = open(path, "wb", buffering=0)  # a running job's log is read as it grows
+        self.fh.write(header)
+        self.head_left = max(1, cap // 2)
+        self.tail_cap = max(1, cap - self.head_left)
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.cut = 0
+        self.mask = sorted({m for m in mask if m}, key=len, reverse=True)
+        self.shown_as = shown_as
+        self.held = b""
+
+    def _masked(self, data: bytes, final: bool) -> bytes:
+        data = self.held + data
+        for value in self.mask:
+            data = data.replace(value, self.shown_as)
+        cut = len(data) if final else max(0, len(data) - (len(self.mask[0]) - 1))
+        self.held = data[cut:]
+        return data[:cut]
+
+    def write(self, data: bytes) -> None:
+        if self.mask:
+            data = self._masked(data, final=False)
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        if self.head_left:
+            part = data[:self.head_left]
+            self.fh.write(part)
+            self.head_left -= len(part)
+            data = data[len(part):]
+        if not data:
+            return
+        self.tail.append(data)
+        self.tail_size += len(data)
+        while self.tail_size - len(self.tail[0]) >= self.tail_cap:
+            dropped = self.tail.popleft()
+            self.tail_size -= len(dropped)
+            self.cut += len(dropped)
+
+    def close(self) -> int:
+        """Flush and close; return how many bytes were cut."""
+        if self.mask:
+            self._write(self._masked(b"", final=True))
+        if self.tail_size > self.tail_cap:  # trim the oldest tail chunk to the cap
+            extra = self.tail_size - self.tail_cap
+            self.tail[0] = self.tail[0][extra:]
+            self.tail_size -= extra
+            self.cut += extra
+        if self.cut:
+            self.fh.write(f"\n[... {self.cut} bytes of output cut by the orchestrator: the log "
+                          f"keeps the first and the last bytes ...]\n".encode())
+        for chunk in self.tail:
+            self.fh.write(chunk)
+        self.fh.close()
+        return self.cut
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def start(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str],
+          stdin: str | None, merge: bool = True) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as it is (``flow.core.proc.spawn`` guards git first) in a process
+    group of its own, stdin from ``/dev/null`` or the given text, stdout piped (stderr
+    merged into it, or piped apart). Raises ``OSError`` when it cannot be started."""
+    child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), start_new_session=True,
+                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT if merge else subprocess.PIPE)
+    if stdin is not None:
+        assert child.stdin is not None
+        try:
+            child.stdin.write(stdin.encode())
+        except BrokenPipeError:
+            pass
+        child.stdin.close()
+    return child
+
+
+def end(child: subprocess.Popen[bytes], grace: float) -> None:
+    """TERM the child's group, wait ``grace`` seconds, then KILL whatever is left."""
+    kill_group(child.pid, signal.SIGTERM)
+    try:
+        child.wait(grace)
+    except subprocess.TimeoutExpired:
+        pass
+    kill_group(child.pid, signal.SIGKILL)
+    child.wait()
+
+
+def stream(child: subprocess.Popen[bytes], out: CappedLog, deadline: float,
+           grace: float = GRACE_S) -> bool:
+    """Copy the child's output into ``out`` until it exits or ``deadline`` (monotonic)
+    passes; end its process group either way. Returns True when it timed out."""
+    assert child.stdout is not None
+
+    def sink(data: bytes) -> bool:
+        out.write(data)
+        return True
+
+    return pump(child, {child.stdout: sink}, deadline, grace) == "timed_out"
+
+
+def pump(child: subprocess.Popen[bytes], sinks: Mapping[IO[bytes], Callable[[bytes], bool]],
+         deadline: float, grace: float = GRACE_S) -> str | None:
+    """Feed each pipe's bytes to its sink until the child exits, ``deadline`` passes
+    ("timed_out") or a sink returns False ("stopped"); then end the child's process group
+    (TERM, grace, KILL after a timeout or a stop; KILL of what is left after a normal exit)
+    and drain what the pipes still hold."""
+    sel = selectors.DefaultSelector()
+    for pipe in sinks:
+        os.set_blocking(pipe.fileno(), False)
+        sel.register(pipe, selectors.EVENT_READ)
+    open_pipes = set(sinks)
+    why: str | None = None
+
+    def read_ready(wait: float) -> None:
+        nonlocal why
+        for key, _ in sel.select(wait):
+            pipe: IO[bytes] = key.fileobj  # type: ignore[assignment]
+            while True:
+                try:
+                    data = os.read(pipe.fileno(), CHUNK)
+                except BlockingIOError:
+                    break
+                if not data:
+                    sel.unregister(pipe)
+                    open_pipes.discard(pipe)
+                    break
+                if not sinks[pipe](data) and why is None:
+                    why = "stopped"
+
+    try:
+        while open_pipes and why is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "timed_out"
+                break
+            if child.poll() is not None:
+                break
+            read_ready(min(left, 0.5))
+        if why is not None:
+            end(child, grace)
+        else:
+            child.wait()
+        # The main process is gone: nothing it left behind may keep a pipe (or run) on.
+        kill_group(child.pid)
+        stop = time.monotonic() + 2.0
+        while open_pipes and time.monotonic() < stop:
+            read_ready(0.2)
+    finally:
+        sel.close()
+        for pipe in sinks:
+            pipe.close()
+    return why
+
+
+def end_marked(mark: str) -> list[int]:
+    """SIGKILL every process (of this user) whose environment holds ``MARK_ENV=mark``; the
+    pids ended. Reads /proc (Linux); elsewhere none is found and the process group alone
+    bounds a run."""
+    needle = f"{MARK_ENV}={mark}".encode()
+    ended: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return ended
+    me = os.getpid()
+    for name in entries:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            try:
+                os.kill(int(name), signal.SIGKILL)
+                ended.append(int(name))
+            except OSError:
+                continue
+    return sorted(ended)
+
+
+def ended_with(log: str | os.PathLike[str], reason: str, mark: str, owner: str) -> str:
+    """End the descendants that escaped the process group (found by ``mark``), add them to
+    ``reason``, and append the whole reason to the log; the reason returned."""
+    escaped = end_marked(mark)
+    if escaped:
+        reason += (f"\n[{len(escaped)} process(es) that left the {owner}'s process group (a "
+                   f"daemon: fork, setsid, fork) were ended with it: pids "
+                   f"{' '.join(map(str, escaped))}]\n")
+    if reason:
+        with open(log, "ab") as fh:
+            fh.write(reason.encode())
+    return reason
+
+
+def result_record(*, code: int, log: str, timed_out: bool = False, lost: bool = False,
+                  duration_s: float = 0.0, cut_bytes: int = 0, reason: str = "",
+                  header_bytes: int = 0) -> dict[str, object]:
+    """How one run ended, as its result file and the job record hold it (read back by
+    ``flow.core.proc.Result.from_json``)."""
+    return {"code": code, "log": log, "timed_out": timed_out, "lost": lost,
+            "duration_s": round(duration_s, 3), "cut_bytes": cut_bytes, "reason": reason,
+            "header_bytes": header_bytes}
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def supervise(spec_path: str) -> int:
+    """Run the job ``spec_path`` describes to its end or its deadline, then write its result
+    file atomically. The spec holds the command as it runs (git already guarded), the log's
+    header, and the names of the secrets the starter let through (never their values: the
+    spec is a file); the supervisor's own environment is the child's, already scrubbed. A
+    TERM to the supervisor ends the job's group and still writes a result."""
+    with open(spec_path, "rb") as fh:
+        spec = json.loads(fh.read())
+    argv, log, result_path = spec["argv"], spec["log"], spec["result"]
+    head = spec["header"].encode("utf-8", "replace")
+    mask = [os.environ[k].encode() for k in spec.get("mask_names") or () if k in os.environ]
+    out = CappedLog(log, int(spec.get("cap") or DEFAULT_CAP), head, mask=mask,
+                    shown_as=str(spec.get("mask_as") or "***").encode())
+    started = time.monotonic()
+    stopping: list[int] = []
+
+    def on_term(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+        raise KeyboardInterrupt
+
+    mark = new_mark()  # the job's mark: descendants that escape its group carry it
+    try:
+        child = start(argv, cwd=spec.get("cwd"), env={**os.environ, MARK_ENV: mark},
+                      stdin=spec.get("stdin"))
+    except OSError as exc:
+        reason = f"{argv[0]}: cannot be started: {exc.strerror or exc}\n"
+        out.write(reason.encode())
+        out.close()
+        _write_result(result_path, result_record(code=NOT_FOUND, log=log, reason=reason,
+                                                 header_bytes=len(head)))
+        return 0
+    write_atomic(spec["pgid"], str(child.pid).encode())
+    signal.signal(signal.SIGTERM, on_term)
+    deadline = started + float(spec["timeout"])
+    try:
+        timed_out = stream(child, out, deadline)
+    except KeyboardInterrupt:
+        end(child, 1.0)
+        timed_out = False
+    cut = out.close()
+    reason = ""
+    if timed_out:
+        reason = f"\n[timed out after {float(spec['timeout']):.0f} s: the process group was ended]\n"
+    elif stopping:
+        reason = f"\n[the job was stopped by signal {stopping[0]}]\n"
+    reason = ended_with(log, reason, mark, "job")
+    code = TIMED_OUT if timed_out else (child.returncode if child.returncode is not None else -15)
+    _write_result(result_path, result_record(
+        code=code, log=log, timed_out=timed_out, duration_s=time.monotonic() - started,
+        cut_bytes=cut, reason=reason, header_bytes=len(head)))
+    return 0
+
+
+def _write_result(path: str, record: dict[str, object]) -> None:
+    write_atomic(path, json.dumps(record).encode())
+
+
+def main(argv: Sequence[str]) -> int:
+    """The supervisor's entry: ``supervise SPEC.json``."""
+    if len(argv) != 2 or argv[0] != "supervise":
+        sys.exit("usage: supervise SPEC.json")
+    return supervise(argv[1])

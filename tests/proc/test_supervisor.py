@@ -1,0 +1,72 @@
+"""The job supervisor: started lean (its start-up delays every job), handed the guarded
+command and the log header by its starter, and waking the waiting call when it ends."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from flow.core import proc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_supervisor_imports_only_the_cheap_standard_library() -> None:
+    """What `python -I -S` loads to supervise a job: nothing of the orchestrator but the
+    supervisor, and none of the modules that made its start-up cost twice as much."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import flow.core.supervisor; "
+            "print(' '.join(sorted(sys.modules)))")
+    loaded = set(subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True,
+                                text=True, check=True).stdout.split())
+    ours = {m for m in loaded if m.split(".")[0] in {"flow", "workspace", "agents"}}
+    assert {"flow", "flow.core", "flow.core.supervisor"} == ours
+    heavy = {"dataclasses", "inspect", "pathlib", "typing", "uuid", "shlex", "fnmatch"}
+    assert set() == heavy & loaded
+
+
+def _job(tmp_path: Path, argv: list[str], env: dict[str, str] | None = None
+         ) -> tuple[int, Path, Path]:
+    base = tmp_path / "jobs"
+    result = base / "j.result.json"
+    pid = proc.detach_job(base / "j.json", argv, cwd=str(tmp_path),
+                          env=proc.child_env(env), log=str(tmp_path / "j.log"),
+                          result=result, pgid=base / "j.pgid", timeout=30)
+    return pid, result, tmp_path / "j.log"
+
+
+def test_the_waiting_call_wakes_when_the_job_ends_not_at_its_timeout(tmp_path: Path) -> None:
+    """`await_supervisor` returns once the supervisor has written the result and exited:
+    after the job's 0.4 s, long before the 30 s asked for."""
+    pid, result, _ = _job(tmp_path, [sys.executable, "-c", "import time; time.sleep(0.4)"])
+    started = time.monotonic()
+    proc.await_supervisor(pid, 30.0)
+    took = time.monotonic() - started
+    proc.reap()
+    assert result.exists() and 0.3 < took < 10
+    assert 0 == json.loads(result.read_text())["code"]
+    assert pid not in proc._detached  # reaped, its pipe closed
+
+
+def test_a_job_started_elsewhere_is_polled_within_the_timeout(tmp_path: Path) -> None:
+    """A pid this process did not start (a job adopted on --resume) is looked at again after
+    a short poll, never waited on past the timeout."""
+    started = time.monotonic()
+    proc.await_supervisor(999_999_999, 5.0)
+    assert time.monotonic() - started < 1
+
+
+def test_the_spec_carries_the_guarded_git_command_and_the_header(tmp_path: Path) -> None:
+    """The starter applies the git guard and writes the header; the log starts with the
+    command as the caller gave it, while the guarded one is what ran."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    pid, result, log = _job(tmp_path, ["git", "status", "--short"])
+    proc.await_supervisor(pid, 30.0)
+    proc.reap()
+    spec = json.loads((tmp_path / "jobs" / "j.json").read_text())
+    assert spec["argv"][:3] == ["git", "-c", "core.fsmonitor="]
+    assert spec["header"].startswith("$ git status --short\n(cwd ")
+    assert log.read_bytes().startswith(b"$ git status --short\n")
+    assert 0 == json.loads(result.read_text())["code"]
