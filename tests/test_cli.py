@@ -191,8 +191,6 @@ def test_a_call_that_waited_while_the_flow_was_restarted_says_so(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A --resume that wins the lock after its flow was moved aside and before a new one was
     written answers flow_not_found with a hint, not a state-loading error."""
-    import filelock
-
     import orchestrator
     import workspace.lock as lock_mod
 
@@ -200,14 +198,13 @@ def test_a_call_that_waited_while_the_flow_was_restarted_says_so(
     _run(tmp_path, "start", "toy", "moved")
     folder = tmp_path / "toy" / "moved"
 
-    class RestartWhileWaiting(filelock.FileLock):
-        def acquire(self, *args: Any, **kwargs: Any) -> Any:
-            got = super().acquire(*args, **kwargs)
+    class RestartWhileWaiting(lock_mod.Flock):
+        def acquire(self, timeout: float) -> None:
+            super().acquire(timeout)
             if folder.exists() and (folder / "flow_state.json").exists():
                 folder.rename(folder.with_name("moved.old"))  # the restart got there first
-            return got
 
-    monkeypatch.setattr(lock_mod, "FileLock", RestartWhileWaiting)
+    monkeypatch.setattr(lock_mod, "Flock", RestartWhileWaiting)
     code = orchestrator.main(["--workspace", str(tmp_path), "--flow", "toy/moved", "--feed",
                               "worker", "--feed-file", str(tmp_path / "none.json")])
     spec = json.loads(capsys.readouterr().out)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +35,70 @@ def test_second_lock_holder_gets_busy_naming_the_first(tmp_path: Path) -> None:
                 pass
     assert "pid" in info.value.details["holder"]
     assert 3 == info.value.exit_code
+
+
+_HOLD = ("import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\n"
+         "time.sleep(float(sys.argv[2]))\n")
+
+
+def _held_elsewhere(path: Path, seconds: float) -> subprocess.Popen[str]:
+    """Another process holding ``path``'s flock for ``seconds``, started once it holds it."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(path), str(seconds)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and "held\n" == holder.stdout.readline()
+    return holder
+
+
+def test_the_lock_is_won_as_soon_as_another_process_lets_it_go(tmp_path: Path) -> None:
+    """A waiter polls within its timeout and wins the lock once the holder process ends."""
+    tmp_path.mkdir(exist_ok=True)
+    holder = _held_elsewhere(tmp_path / ".lock", 0.4)
+    started = time.monotonic()
+    with FlowLock(tmp_path, timeout=10):
+        took = time.monotonic() - started
+    holder.wait()
+    assert 0.2 < took < 5
+
+
+def test_a_lock_held_by_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
+    """kill -9 of the holder frees the lock: no stale lock file to clean up."""
+    holder = _held_elsewhere(tmp_path / ".lock", 60)
+    with pytest.raises(Busy):
+        with FlowLock(tmp_path, timeout=0):
+            pass
+    holder.kill()
+    holder.wait()
+    with FlowLock(tmp_path, timeout=0):
+        pass
+
+
+def test_a_child_started_under_the_lock_does_not_keep_it(tmp_path: Path) -> None:
+    """The lock's descriptor is not inherited: a job started while holding it (and still
+    running) does not hold the flow after the call lets it go."""
+    with FlowLock(tmp_path, timeout=5):
+        child = subprocess.Popen(["sleep", "30"], close_fds=False)
+    try:
+        with FlowLock(tmp_path, timeout=0):
+            pass
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_planted_link_for_the_lock_file_is_refused(tmp_path: Path) -> None:
+    """.lock as a symbolic link (to a file the caller must not create or truncate) is refused,
+    and its target is left alone."""
+    target = tmp_path / "elsewhere"
+    target.write_text("keep")
+    (tmp_path / "flow").mkdir()
+    (tmp_path / "flow" / ".lock").symlink_to(target)
+    with pytest.raises(OSError):
+        with FlowLock(tmp_path / "flow", timeout=0):
+            pass
+    assert "keep" == target.read_text()
 
 
 def test_migrations_run_as_a_chain() -> None:
@@ -111,24 +178,22 @@ def test_a_lock_won_on_a_folder_moved_aside_is_traded_for_the_new_one(
     """If the folder was moved aside (--restart) between opening its lock file and winning
     the lock, and a new flow now lives at the path, the call ends up holding the new
     folder's lock and lets the old one go."""
-    import filelock
-
     import workspace.lock as lock_mod
 
     folder = tmp_path / "flow"
     moved = tmp_path / "flow.old"
+    plain = lock_mod.Flock
 
-    class RestartWhileWaiting(filelock.FileLock):
-        def acquire(self, *args: object, **kwargs: object) -> object:
-            got = super().acquire(*args, **kwargs)  # type: ignore[arg-type]
+    class RestartWhileWaiting(plain):
+        def acquire(self, timeout: float) -> None:
+            super().acquire(timeout)
             if not moved.exists():  # the restart happened just before this lock was won
                 folder.rename(moved)
                 folder.mkdir()
-            return got
 
-    monkeypatch.setattr(lock_mod, "FileLock", RestartWhileWaiting)
+    monkeypatch.setattr(lock_mod, "Flock", RestartWhileWaiting)
     with FlowLock(folder, timeout=5):
-        monkeypatch.setattr(lock_mod, "FileLock", filelock.FileLock)
+        monkeypatch.setattr(lock_mod, "Flock", plain)
         with pytest.raises(Busy):  # the new folder's lock is held by the call above
             with FlowLock(folder, timeout=0.2):
                 pass
