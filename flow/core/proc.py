@@ -528,10 +528,12 @@ def await_supervisor(pid: int | None, timeout: float) -> None:
     with selectors.DefaultSelector() as sel:
         sel.register(wake, selectors.EVENT_READ)
         woke = sel.select(max(0.0, timeout))
-    if woke and child.poll() is None:  # the pipe closed early: it can no longer tell the end
+    if woke and child.poll() is None:
+        # At end-of-file the supervisor has written its result and is exiting (its files
+        # close before it can be reaped) or, against its nature, closed the pipe early:
+        # either way the pipe has said all it can, and later waits poll.
         os.close(wake)
         _detached[child.pid] = (child, None)
-        time.sleep(max(0.0, min(timeout, POLL_S)))
 
 
 def reap() -> None:
