@@ -474,3 +474,35 @@ def test_resume_and_feed_import_nothing_of_the_dashboard_or_graphviz(tmp_path: P
         found[argv[-1]] = sorted(m for m in mods if m.split(".")[0] in heavy
                                  or m.startswith("flow.web"))
     assert {"--resume": [], task["feed_file"]: []} == found
+
+
+_ATEXIT_MARK = ("import atexit, os\n"
+                "atexit.register(lambda: open(os.environ['EXIT_MARK'], 'a').write('teardown\\n'))\n")
+
+
+def test_a_call_ends_without_the_interpreter_teardown_but_a_wrapping_tool_keeps_it(
+        tmp_path: Path) -> None:
+    """Run by python itself, a finished call flushes its one JSON object and its exit code
+    and leaves without tearing down its modules (an atexit hook planted by sitecustomize
+    never runs); run through runpy (as a profiler or coverage runs it), the teardown and
+    the tool's report at exit stay."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_ATEXIT_MARK)
+    mark = tmp_path / "mark"
+    env = {**Driver(tmp_path / "ws", TOY).env, "EXIT_MARK": str(mark),
+           "PYTHONPATH": f"{site}:{Driver(tmp_path / 'ws', TOY).env.get('PYTHONPATH', '')}"}
+    direct = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "ws"),
+                             "--flow", "no/such", "--resume"], env=env, capture_output=True,
+                            text=True)
+    assert (2, "flow_not_found") == (direct.returncode,
+                                     json.loads(direct.stdout)["error"]["code"])
+    assert not mark.exists()
+    runpy = (f"import runpy, sys; sys.argv = [{str(SCRIPT)!r}, '--workspace', "
+             f"{str(tmp_path / 'ws')!r}, '--flow', 'no/such', '--resume']; "
+             f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')")
+    wrapped = subprocess.run([sys.executable, "-c", runpy], env=env, capture_output=True,
+                             text=True)
+    assert (2, "flow_not_found") == (wrapped.returncode,
+                                     json.loads(wrapped.stdout)["error"]["code"])
+    assert "teardown\n" == mark.read_text()

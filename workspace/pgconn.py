@@ -90,3 +90,10 @@ def drop(url: str) -> None:
             conn.close()
         except Exception:  # noqa: BLE001 - a broken connection may fail to close; it is gone
             pass
+
+
+def close_all() -> None:
+    """Close every connection this process opened (a call that ends without the
+    interpreter's teardown ends its sessions cleanly first)."""
+    for url in [u for pid, u in _CONNECTIONS if pid == os.getpid()]:
+        drop(url)
