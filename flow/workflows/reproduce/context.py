@@ -26,7 +26,6 @@ Settings (``ctx.settings``, i.e. the environment):
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,19 +34,12 @@ from flow.core.outcome import Go
 from flow.workflows.reproduce.profiles import Profile, load_profile
 from flow.workflows.reproduce.reproducer.forms import Reproducer, parse_reproducer
 from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.run.deciding import PYTHON_ENV, reproduce_python
 from flow.workflows.reproduce.verdict.models import CannotVerify, Stage
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROFILE_URL_ENV = "ORCHESTRATOR_REPRODUCE_INDEX_URL"
-PYTHON_ENV = "ORCHESTRATOR_REPRODUCE_PYTHON"
 OFFLINE_ENV = "ORCHESTRATOR_REPRODUCE_OFFLINE"
-
-
-def reproduce_python(settings: Mapping[str, str]) -> str:
-    """The interpreter of Stage 1 (see the module docstring): ``ORCHESTRATOR_REPRODUCE_PYTHON``
-    made absolute (symlinks kept), else ``sys.executable``."""
-    value = settings.get(PYTHON_ENV)
-    return os.path.abspath(os.path.expanduser(value)) if value else sys.executable
 
 
 def check_python(settings: Mapping[str, str]) -> None:

@@ -15,8 +15,6 @@ resume before anything else runs.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +25,7 @@ from flow.core.feeds import Feed, RunResult
 from flow.core.outcome import Go
 from flow.core.workflow import Workflow
 from flow.workflows.reproduce import context
+from flow.workflows.reproduce.identity import inputs as _inputs, locate
 from flow.workflows.reproduce.unskip.marker import PendingRestore
 
 
@@ -98,109 +97,6 @@ class BuildResult(Feed):
 
     ok: bool
     detail: str = ""
-
-
-def _read_input(flag: str, raw: str, limit: int, what: str) -> tuple[Path, str]:
-    """The path and UTF-8 text of the file a flag names; WorkflowInputError saying what it is
-    when it is missing, no regular file (a FIFO, /dev/zero, a folder), too large or binary."""
-    from flow.core.boundedfile import UnreadableFile, read_regular
-
-    path = Path(raw).expanduser()
-    try:
-        data = read_regular(path, limit)
-    except UnreadableFile as exc:
-        raise WorkflowInputError(f"{flag} {str(path)!r} {exc.reason}", f"pass {what}") from None
-    try:
-        return path, data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise WorkflowInputError(f"{flag} {str(path)!r} is not UTF-8 text (a binary file?)",
-                                 f"pass {what}") from None
-
-
-def _bounded(opts: dict[str, Any]) -> tuple[int, float | None]:
-    """--repeat (1 to MAX_REPEAT) and --timeout (a finite number of seconds, above 0, at
-    most MAX_TIMEOUT_S); WorkflowInputError quoting a value out of bounds."""
-    import math
-
-    from flow.workflows.reproduce.batch.limits import MAX_REPEAT, MAX_TIMEOUT_S
-
-    repeat = opts.get("repeat")
-    if repeat is not None and not 1 <= int(repeat) <= MAX_REPEAT:
-        raise WorkflowInputError(f"--repeat {repeat} is out of bounds",
-                                 f"pass a whole number from 1 to {MAX_REPEAT}")
-    timeout = opts.get("timeout")
-    if timeout is not None and not (math.isfinite(float(timeout))
-                                    and 0 < float(timeout) <= MAX_TIMEOUT_S):
-        raise WorkflowInputError(f"--timeout {timeout} is not a number of seconds above 0",
-                                 f"pass seconds from above 0 to {MAX_TIMEOUT_S:g}")
-    return int(repeat or 1), (float(timeout) if timeout is not None else None)
-
-
-def _inputs(opts: dict[str, Any]) -> dict[str, Any]:
-    """The normalised inputs; the flow id hashes them. WorkflowInputError for a command or
-    batch file that is not a readable regular text file, a batch past its size limit, a
-    --source-dir that is no folder, a --ci-repo that is no OWNER/NAME, or a --repeat /
-    --timeout out of bounds."""
-    from flow.workflows.reproduce.batch.limits import MAX_BATCH_BYTES, is_repo
-
-    command = opts.get("repro_command")
-    if opts.get("command_file"):
-        _, command = _read_input("--command-file", opts["command_file"], 1 << 20,
-                                 "the path of a file holding the reproducer block")
-    batch = batch_text = None
-    if opts.get("batch"):
-        path, batch_text = _read_input("--batch", opts["batch"], MAX_BATCH_BYTES,
-                                       "a JSON, JSON-lines or one-command-per-line file "
-                                       f"of at most {MAX_BATCH_BYTES} bytes")
-        batch = str(path.resolve())
-    profile = opts.get("profile") or "local"
-    source = opts.get("source_dir")
-    if source:
-        found = Path(source).expanduser().resolve()
-        if not found.is_dir():
-            raise WorkflowInputError(
-                f"--source-dir {source!r} is {'a file' if found.exists() else 'missing'}, "
-                "not a folder", "pass the folder of the source checkout")
-        source = str(found)
-    ci_repo = opts.get("ci_repo")
-    if ci_repo and ci_repo not in ("pytorch", "torch-xpu-ops") and not is_repo(ci_repo):
-        raise WorkflowInputError(f"--ci-repo {ci_repo!r} is not OWNER/NAME",
-                                 "pass pytorch, torch-xpu-ops or an OWNER/NAME such as o/r")
-    repeat, timeout = _bounded(opts)
-    return {"command": command, "stage": opts.get("stage") or "auto",
-            "ci_commit": opts.get("ci_commit"), "source_dir": source,
-            "ci_repo": ci_repo, "failure_pattern": opts.get("failure_pattern"),
-            "profile": profile, "batch_file": batch,
-            "repeat": repeat, "timeout": timeout,
-            "test_extras": [e for e in (opts.get("test_extras") or "").split(",") if e],
-            "batch_text": batch_text}
-
-
-_located: dict[tuple[Any, ...], str] = {}
-
-
-def locate(opts: dict[str, Any], root: Path) -> str:
-    """``reproduce/<12 hex over the inputs>-<8 hex over the environment>``
-    (``reproduce/batch-...`` for a batch): see ``reuse`` for what the key covers. The
-    environment key (git calls, a folder listing) is computed once per call: the CLI
-    asks here before starting the flow, and ``start`` again for its notes."""
-    import os
-
-    from flow.core import proc
-    from flow.workflows.reproduce.verdict.reuse import environment_key, unfinished
-
-    inputs = _inputs(opts)
-    digest = hashlib.sha1(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
-    prefix = f"reproduce/{'batch-' if opts.get('batch') else ''}{digest}"
-    running = unfinished(root, prefix)
-    if running is not None:
-        return running
-    call = proc._call_started  # one key per CLI call or server request, never across them
-    memo = (call, str(root), prefix, inputs["source_dir"], os.environ.get(context.PYTHON_ENV))
-    if call is None or memo not in _located:
-        _located.clear()
-        _located[memo] = f"{prefix}-{environment_key(inputs['source_dir'], os.environ)}"
-    return _located[memo]
 
 
 def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:

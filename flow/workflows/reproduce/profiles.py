@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flow.workflows.reproduce.errors import ProfileError
+from flow.workflows.reproduce.run.deciding import DEFAULT_TIMEOUT_S
 from flow.workflows.reproduce.stage3.rules import BuildEnv
 from reference import DIR as REFERENCE
 
@@ -116,7 +117,7 @@ class Profile(_Strict):
     # an activated environment (e.g. oneAPI's setvars.sh); None: the command is self-contained.
     activate: str | None = None
     # Seconds one reproducer run, setup or install may take (``--timeout`` overrides).
-    timeout_s: float = Field(default=1800.0, gt=0)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
     # How the report words Stage 1's environment ("the nightly wheel", "the current environment").
     nightly_label: str = "the nightly wheel"
     xpu_ops_subdir: str | None = None

@@ -16,6 +16,7 @@ from flow.workflows.reproduce.prepare.rules import after_collect_only
 from flow.workflows.reproduce.profiles import Profile
 from flow.workflows.reproduce.reproducer.forms import Form, Reproducer
 from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.run.deciding import clean_env
 from flow.workflows.reproduce.verdict.models import Stage
 
 
@@ -80,7 +81,7 @@ def project_probe(ctx: Any, profile: Profile, python: str) -> str:
         # ctx.query: a probe the budget cut short runs again as a job, so an empty answer
         # (no project identity) is never kept in project_probe as if it were the answer
         output = ctx.query(envinfo.probe_argv(python, packages, where), cwd=scratch(ctx),
-                           env=runner.clean_env(ctx.settings)).text
+                           env=clean_env(ctx.settings)).text
     ctx.data.project_probe = {"python": python, "tree": where or "", "output": output}
     return output
 

@@ -14,6 +14,7 @@ from flow.workflows.reproduce.context import (
 )
 from flow.workflows.reproduce.profiles import Profile
 from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.run.deciding import attempt_label
 from flow.workflows.reproduce.run.decision import Decision, Next, RerunWithoutSkip, StageMode
 from flow.workflows.reproduce.stage1.rules import stage1 as stage1_table
 from flow.workflows.reproduce.verdict.models import NotReproduced, Stage
@@ -63,8 +64,7 @@ def attempts(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
     runs: list[runner.Exercise] = []
     repeat = max(1, ctx.data.repeat)
     for i in range(repeat):
-        ran = exercise(ctx, profile, label if repeat == 1 else f"{label}-attempt{i + 1}",
-                       aligned=aligned)
+        ran = exercise(ctx, profile, attempt_label(label, repeat, i), aligned=aligned)
         runs.append(ran)
         if ran.outcome.kind not in (Outcome.FAILED, Outcome.PASSED):
             break

@@ -28,9 +28,12 @@ from flow.workflows.reproduce.reproducer.forms import Reproducer
 from flow.workflows.reproduce.run.interpret import (
     Outcome, RunOutcome, collect_only, interpret_command, interpret_pytest, setup_blocker,
 )
+from flow.workflows.reproduce.run.deciding import (
+    DEFAULT_TIMEOUT_S, clean_env, pytest_flags, with_report,
+)
 from flow.workflows.reproduce.verdict.refined_command import FRESH_DIR, render
 
-DEFAULT_TIMEOUT = 1800.0
+DEFAULT_TIMEOUT = DEFAULT_TIMEOUT_S
 
 # launch(key, argv, log, env, timeout, cwd) -> proc.Result: a long run (ctx.job in a step)
 Launch = Callable[[str, list[str], Path, Mapping[str, str], float, "str | None"], proc.Result]
@@ -58,17 +61,6 @@ def foreground(key: str, argv: list[str], log: Path, env: Mapping[str, str],
                timeout: float, cwd: str | None = None) -> proc.Result:
     """A ``Launch`` in the foreground (``proc.run``): for callers without a flow."""
     return proc.run(argv, log=log, cwd=cwd, env=env, timeout=timeout)
-
-
-CLEAN_PATH = "/usr/bin:/bin"
-
-
-def clean_env(settings: Mapping[str, str]) -> dict[str, str]:
-    """The environment the deciding run sees, as a fresh shell would give it: PATH
-    ``/usr/bin:/bin`` and HOME, nothing else (no token, no venv on PATH). What the
-    reproducer needs beyond that is in ``refined_command`` itself (the interpreter by
-    absolute path, env prefixes, ``cd``), so the run that decides is the self-check."""
-    return {"PATH": CLEAN_PATH, "HOME": settings.get("HOME") or os.path.expanduser("~") or "/"}
 
 
 class Exercise(BaseModel):
@@ -140,18 +132,6 @@ def _ended(result: proc.Result, timeout: float) -> str:
             else "lost (the background job vanished twice without a result)")
 
 
-def pytest_flags(rep: Reproducer, bypass: str | None) -> list[str]:
-    """Flags the workflow adds to a pytest reproducer: ``--runxfail`` (an xfail-marked
-    test then fails, so the refined command exits non-zero by itself), or the skip
-    ``bypass`` (``-p no:skipping``, which drops the xfail marks too and cannot be combined
-    with ``--runxfail``, a flag of that plugin)."""
-    if bypass:
-        return bypass.split()
-    if any("no:skipping" in a for a in rep.pytest_args):
-        return []
-    return ["--runxfail"]
-
-
 def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
              settings: Mapping[str, str], log: Path, failure_pattern: str | None,
              markers: tuple[str, ...], launch: Launch, timeout: float = DEFAULT_TIMEOUT,
@@ -171,12 +151,13 @@ def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
     instead (the seed's "cd $(mktemp -d)"), so it does not depend on the workspace."""
     refined = render(rep, cwd=FRESH_DIR if fresh_cwd else cwd, env=extra_env, sv=rep.step_is_pytest, timeout=pytest_timeout,
                      exitfirst=exitfirst, pytest_args=pytest_args, python=python,
-                     pytest_flags=pytest_flags(rep, bypass) if rep.step_is_pytest else None,
+                     pytest_flags=(pytest_flags(rep.pytest_args, bypass) if rep.step_is_pytest
+                                   else None),
                      bin_dir=bin_dir, activate=activate)
     env = clean_env(settings)
     junit = log.with_suffix(".xml")
-    command = f"{refined} -rs --junitxml={shlex.quote(str(junit))}" if rep.step_is_pytest else refined
-    result = launch(key, proc.shell(command), log, env, timeout, "/")
+    result = launch(key, proc.shell(with_report(refined, log, rep.step_is_pytest)), log, env,
+                    timeout, "/")
     output, code = result.output, result.code
     tail = result.tail(20)
     if result.timed_out or result.lost:

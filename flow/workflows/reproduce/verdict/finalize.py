@@ -10,7 +10,7 @@ from typing import Any
 
 from flow.workflows.reproduce.context import interpreter, profile_of
 from flow.workflows.reproduce.profiles import Profile
-from flow.workflows.reproduce.run import runner
+from flow.workflows.reproduce.run.deciding import CLEAN_PATH, clean_env
 from flow.workflows.reproduce.verdict.models import NotReproduced, Stage
 
 
@@ -35,9 +35,9 @@ def finalize(ctx: Any, verdict: Any) -> Any:
             and verdict.stage != Stage.CI_ENV:
         update["base"] = env.tree.head if env.tree and env.tree.git and env.tree.head else WORKING_TREE
     update["rerun_after_fix"] = rerun_after_fix(ctx, profile, env, verdict.stage)
-    home = runner.clean_env(ctx.settings)["HOME"]
+    home = clean_env(ctx.settings)["HOME"]
     exit_code = ctx.data.last_exit if ctx.data.last_exit is not None else 1
-    update["self_check"] = SelfCheck(env=f"PATH={runner.CLEAN_PATH} HOME={home}",
+    update["self_check"] = SelfCheck(env=f"PATH={CLEAN_PATH} HOME={home}",
                                      exit_code=exit_code, fails=exit_code != 0)
     if ctx.data.unskipped:
         update["unskipped"] = ctx.data.unskipped

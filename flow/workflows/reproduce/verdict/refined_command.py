@@ -13,6 +13,7 @@ import shlex
 
 from flow.workflows.reproduce.reproducer.forms import Reproducer, PythonKind, is_setup
 from flow.workflows.reproduce.reproducer.shellsplit import split_commands
+from flow.workflows.reproduce.run.deciding import added_pytest_flags
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -118,16 +119,8 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
     program_uses_path = False
     if rep.step_is_pytest:
         args = list(pytest_args if pytest_args is not None else rep.pytest_args)
-        added: list[str] = []
-        if sv and not {"-sv", "-vs"} & set(args):
-            added.append("-sv")
-        if timeout is not None and not any(a.startswith("--timeout") for a in args):
-            added += ["--timeout", str(timeout)]
-        if exitfirst and "-x" not in args:
-            added.append("-x")
-        for flag in pytest_flags or []:
-            if not (flag.startswith("--") and (flag in args or flag in added)):
-                added.append(flag)
+        added = added_pytest_flags(args, sv=sv, timeout=timeout, exitfirst=exitfirst,
+                                   flags=pytest_flags)
         body = _words([*_pytest_program(rep, python), *added, *args])
     elif rep.python_kind is not None:
         if rep.python_kind is PythonKind.CODE and not rep.step.argv[1:] or (
