@@ -16,7 +16,6 @@ from typing import Any, NoReturn
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # skips a slow entry-point scan
 
 from flow.core.errors import OrchestratorError  # noqa: E402
-from workspace.jsonio import dumps  # noqa: E402
 from workspace.paths import workspace_root  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
@@ -44,6 +43,8 @@ def _flag(argv: list[str], name: str) -> str | None:
 
 
 def _emit(obj: Any, code: int = 0) -> int:
+    from workspace.jsonio import dumps  # orjson: imported once there is an object to print
+
     sys.stdout.buffer.write(dumps(obj) + b"\n")
     sys.stdout.flush()
     return code

@@ -18,7 +18,6 @@ from types import TracebackType
 
 from flow.core.errors import Busy, EnvironmentFault, SettingError
 from workspace.atomic import read_nofollow, refuse_symlink, write_nofollow
-from workspace.jsonio import dumps, loads
 
 ENV_LOCK_TIMEOUT = "ORCHESTRATOR_LOCK_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
@@ -69,6 +68,8 @@ class FlowLock:
                 break
             lock.release()
         self._lock = lock
+        from workspace.jsonio import dumps
+
         info = {"pid": os.getpid(), "command": sys.argv, "since": _now()}
         try:
             write_nofollow(self.holder_path, dumps(info, indent=False))
@@ -88,6 +89,8 @@ class FlowLock:
             self._lock = None
 
     def holder(self) -> dict[str, object]:
+        from workspace.jsonio import loads
+
         try:
             data = loads(read_nofollow(self.holder_path))
         except (OSError, ValueError):

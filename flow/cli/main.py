@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+from flow.cli import ahead
 from flow.core.commands import Commands
 from flow.core.errors import (
     FlowNotFound, OrchestratorError, UsageError, WorkflowInputError, environment_fault,
@@ -107,21 +108,30 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     workflow_name, opts = _which(args, words)
     if args.repo is not None:
         check_repo(args.repo)
-    module = registry.load(workflow_name)
-    flow_id = _flow_id_for(workflow_name, module.locate(opts, root))
-    store = open_store(root, flow_id, url)
-    if args.restart and store.exists():
-        with _naming(flow_id, workflow_name):
-            _move_aside(store)
-    if store.exists():
-        spec = _drive(module, store, args, root, harness, script, new=False, lease=lease)
-        if not (args.resume or args.feed or args.answer is not None):
-            _mark_reused(spec, flow_id, store)
-        return spec
-    if args.resume or args.feed or args.answer:
-        raise FlowNotFound(f"no flow {flow_id!r} to resume in workspace {str(root)!r}",
-                           "start it first (the same command without --resume/--feed/--answer)")
-    return _drive(module, store, args, root, harness, script, new=True, opts=opts, lease=lease)
+    early = None
+    if url is None and not (args.restart or args.resume or args.feed or args.answer is not None):
+        early = ahead.begin(workflow_name, opts, root)  # before the workflow's imports
+    try:
+        module = registry.load(workflow_name)
+        flow_id = _flow_id_for(workflow_name, module.locate(opts, root))
+        store = open_store(root, flow_id, url)
+        if args.restart and store.exists():
+            with _naming(flow_id, workflow_name):
+                _move_aside(store)
+        if store.exists():
+            spec = _drive(module, store, args, root, harness, script, new=False, lease=lease)
+            if not (args.resume or args.feed or args.answer is not None):
+                _mark_reused(spec, flow_id, store)
+            return spec
+        if args.resume or args.feed or args.answer:
+            raise FlowNotFound(f"no flow {flow_id!r} to resume in workspace {str(root)!r}",
+                               "start it first (the same command without "
+                               "--resume/--feed/--answer)")
+        return _drive(module, store, args, root, harness, script, new=True, opts=opts,
+                      lease=lease, held=early is not None and early.flow_id == flow_id)
+    finally:
+        if early is not None:
+            early.close()
 
 
 def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: str,
@@ -244,10 +254,12 @@ def _finished_at(store: StateStore, spec: dict[str, Any], state_file: str) -> st
 
 def _drive(module: Any, store: StateStore, args: argparse.Namespace, root: Path, harness: str,
            script: Path, *, new: bool, opts: dict[str, Any] | None = None,
-           lease: Any = None) -> dict[str, Any]:
+           lease: Any = None, held: bool = False) -> dict[str, Any]:
+    """Run the flow's call under its lock (``held``: this call already holds it, taken to
+    start a job ahead, ``flow.cli.ahead``)."""
     settings = dict(os.environ)
     try:
-        spec = _locked(module, store, args, root, harness, script, new, opts, settings)
+        spec = _locked(module, store, args, root, harness, script, new, opts, settings, held)
         if getattr(store, "url", None) is not None:  # a flow of a campaign: renew, finish
             from flow.cli.campaigns import after_call
 
@@ -263,7 +275,7 @@ def _drive(module: Any, store: StateStore, args: argparse.Namespace, root: Path,
         raise
     finally:
         if new and not _exists(store):
-            _remove_unstarted(store)
+            ahead.remove_unstarted(store.dir, store.root)
 
 
 def _exists(store: StateStore) -> bool:
@@ -281,11 +293,11 @@ def _as_fault(exc: OSError) -> Exception:
 
 def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path, harness: str,
             script: Path, new: bool, opts: dict[str, Any] | None,
-            settings: dict[str, str]) -> dict[str, Any]:
+            settings: dict[str, str], held: bool = False) -> dict[str, Any]:
     from flow.core.engine import Engine
 
     sticky_store = getattr(store, "url", None)
-    with store.lock():
+    with nullcontext() if held else store.lock():
         state = None
         try:
             if new:
@@ -329,17 +341,6 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
             raise
     _clear_error(store)
     return spec
-
-
-def _remove_unstarted(store: StateStore) -> None:
-    """A start that failed leaves no folder behind: only its lock files could be there (the
-    PostgreSQL store keeps no lock files: an empty folder is removed all the same)."""
-    for name in (".lock", ".lock.holder"):
-        (store.dir / name).unlink(missing_ok=True)
-    folder = store.dir
-    while folder != store.root and folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
-        folder = folder.parent
 
 
 def _peek_workflow(store: StateStore) -> str:

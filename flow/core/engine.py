@@ -148,6 +148,13 @@ class Ctx:
         return proc.Captured(done.code, done.output.encode("utf-8"), "",
                              timed_out=done.timed_out, argv=tuple(argv))
 
+    def started_ahead(self, key: str) -> bool:
+        """A job of ``key`` in this visit was started ahead of the engine (by the command
+        line, ``flow.core.jobs.start_ahead``) and waits to be adopted by ``job``."""
+        from flow.core.jobs import is_ahead
+
+        return is_ahead(self.dir, safe_name(f"{self._state.phase}-v{self._state.visit}-{key}"))
+
     def start_job(self, key: str, argv: Sequence[str], *, log_name: str, timeout: float,
                   cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
                   stdin: str | None = None) -> None:

@@ -22,6 +22,18 @@ Killing the harness or the orchestrator never loses a job or restarts its clock:
 supervisor is not the caller's child, and the deadline is recorded in the state. Two callers
 never start the same job twice: they hold the flow's lock, and the record is saved before
 the supervisor starts.
+
+A job may also be started ahead of its step (``start_ahead``): by the command line, under
+the flow's lock, before the engine and the workflow's models are imported, when the
+workflow can tell its first long run from the command line alone (a ``headstart`` module).
+The step that asks for that job id adopts it, start time and all, when it asks for exactly
+the same run (argv, cwd, environment, log, timeout, stdin), and ends it and starts its own
+otherwise; one nobody asked for is ended when the call ends (``discard_ahead``). A
+supervisor of the job's spec found running with no record of it (a call that started it
+ahead and was killed before recording it) is ended before the job is started again.
+
+Standard library only at import (the state's models are imported by ``run_job``), so the
+command line can start a job ahead without them.
 """
 
 from __future__ import annotations
@@ -30,11 +42,14 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flow.core import proc
-from flow.core.state import JobRecord
+
+if TYPE_CHECKING:
+    from flow.core.state import JobRecord
 
 MAX_STARTS = 2
 
@@ -113,6 +128,97 @@ def _end_leftovers(pgid_file: Path, pid: int | None) -> None:
         proc.kill_group(pid)
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """A job started before the engine asked for it (``start_ahead``): what it runs, with
+    the scrubbed environment, and its supervisor."""
+
+    flow_dir: Path
+    job_id: str
+    argv: tuple[str, ...]
+    cwd: str | None
+    env: Mapping[str, str]
+    log_file: str
+    timeout: float
+    stdin: str | None
+    outputs: tuple[str, ...]
+    pid: int
+    started_at: float
+    mark: str
+
+    def runs(self, argv: Sequence[str], cwd: str | None, env: Mapping[str, str],
+             log_file: str, timeout: float, stdin: str | None) -> bool:
+        """The job the step asks for is exactly this one."""
+        return ((tuple(argv), cwd, dict(env), log_file, float(timeout), stdin)
+                == (self.argv, self.cwd, dict(self.env), self.log_file, float(self.timeout),
+                    self.stdin))
+
+    def end(self, *, keep_outputs: bool = False) -> None:
+        """End it now: its supervisor, its process group and every process carrying its mark
+        (one that left the group, or started before the group was written down); then its
+        job files, and the files it writes (``outputs``) unless the step's own run is about
+        to write them anew."""
+        spec, result, pgid = _files(self.flow_dir, self.job_id)
+        proc.stop_supervisor(self.pid)
+        try:
+            proc.kill_group(int(pgid.read_text().strip()))
+        except (OSError, ValueError):
+            pass
+        proc.end_marked(self.mark)
+        for path in (spec, result, pgid, *([] if keep_outputs else map(Path, self.outputs))):
+            path.unlink(missing_ok=True)
+
+
+_ahead: dict[tuple[str, str], Ahead] = {}
+
+
+def start_ahead(flow_dir: Path, job_id: str, argv: Sequence[str], *, cwd: str | None,
+                env: Mapping[str, str], log_file: Path, timeout: float,
+                stdin: str | None = None, outputs: Sequence[Path] = ()) -> Ahead:
+    """Start job ``job_id`` of the flow in ``flow_dir`` before its step asks for it (the
+    caller holds the flow's lock; see the module docstring). ``outputs``: files the run
+    writes besides its log, removed with it if it is ended unused."""
+    spec, result, pgid = _files(flow_dir, job_id)
+    for stale in (result, pgid):
+        stale.unlink(missing_ok=True)
+    clean = proc.child_env(env)
+    mark = proc.new_mark()
+    started = time.time()
+    pid = proc.detach_job(spec, argv, cwd=cwd, env=clean, log=str(log_file), result=result,
+                          pgid=pgid, timeout=timeout, stdin=stdin, mark=mark)
+    early = Ahead(flow_dir=flow_dir, job_id=job_id, argv=tuple(argv), cwd=cwd, env=clean,
+                  log_file=str(log_file), timeout=float(timeout), stdin=stdin,
+                  outputs=tuple(str(p) for p in (log_file, *outputs)), pid=pid,
+                  started_at=started, mark=mark)
+    _ahead[(str(flow_dir), job_id)] = early
+    return early
+
+
+def is_ahead(flow_dir: Path, job_id: str) -> bool:
+    """A job of this id was started ahead for the flow and not yet adopted."""
+    return (str(flow_dir), job_id) in _ahead
+
+
+def discard_ahead(flow_dir: Path) -> list[str]:
+    """End the jobs started ahead for the flow that no step adopted; their ids."""
+    ended = [key for key in _ahead if key[0] == str(flow_dir)]
+    for key in ended:
+        _ahead.pop(key).end()
+    return [job_id for _, job_id in ended]
+
+
+def _end_unrecorded(spec: Path, pgid_file: Path) -> None:
+    """A supervisor of ``spec`` that no record of the flow knows (its starter was killed
+    before recording it): end it and its job, so the job is not run twice at once."""
+    pid = _find_supervisor(spec)
+    if pid is None:
+        return
+    _end_leftovers(pgid_file, pid)
+    stop = time.monotonic() + 5
+    while _alive(pid, spec) and time.monotonic() < stop:
+        time.sleep(0.01)
+
+
 def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any]], None],
             flow_dir: Path, *, job_id: str, key: str, phase: str, visit: int,
             argv: Sequence[str], log_file: Path, cwd: str | None, env: Mapping[str, str],
@@ -121,11 +227,26 @@ def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any
     the state; ``state_jobs`` is the state's job table, changed in place. ``wait=False`` only
     makes sure the job is started (or adopted) and returns its result if it already has one,
     else None: a step starts every job it needs this way, then waits on each."""
+    from flow.core.state import JobRecord
+
     rec = state_jobs.get(job_id)
     if rec is not None and rec.result is not None:
         return proc.Result.from_json(rec.result)
     spec, result_file, pgid_file = _files(flow_dir, job_id)
     clean = proc.child_env(env)
+    early = _ahead.pop((str(flow_dir), job_id), None) if rec is None else None
+    if early is not None:
+        if early.runs(argv, cwd, clean, str(log_file), timeout, stdin):
+            rec = JobRecord(job_id=job_id, key=key, phase=phase, visit=visit, argv=list(argv),
+                            cwd=cwd, log_file=str(log_file), timeout_s=timeout,
+                            started_at=early.started_at,
+                            deadline_at=early.started_at + timeout, pid=early.pid)
+            state_jobs[job_id] = rec
+            save("job_recorded", {"job_id": job_id, "started_ahead": True})
+        else:
+            early.end(keep_outputs=True)
+    elif rec is None and spec.exists():
+        _end_unrecorded(spec, pgid_file)
     if rec is None:
         now = time.time()
         rec = JobRecord(job_id=job_id, key=key, phase=phase, visit=visit, argv=list(argv),

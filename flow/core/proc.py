@@ -476,7 +476,7 @@ POLL_S = 0.05  # how often a job started by another process is looked at
 
 def detach_job(spec: Path, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str],
                log: str, result: Path, pgid: Path, timeout: float,
-               stdin: str | None = None) -> int:
+               stdin: str | None = None, mark: str | None = None) -> int:
     """Write the job's spec and start its supervisor (``flow.core.supervisor.supervise``) as
     a process of its own session that outlives this one; returns its pid. ``env`` is the
     job's scrubbed environment. The spec carries what the supervisor would otherwise import
@@ -484,14 +484,15 @@ def detach_job(spec: Path, argv: Sequence[str], *, cwd: str | None, env: Mapping
     (``guarded``, whose environment becomes the supervisor's), the log header, and the names
     (never the values) of the secrets let through, to mask in the log. Not waited for here:
     ``flow.core.jobs`` follows it through its result file, and ``await_supervisor`` wakes
-    when it ends."""
+    when it ends. ``mark`` (``MARK_ENV``'s value for the job, else the supervisor makes one)
+    lets the starter find every process of the job without the supervisor's help."""
     args, supervisor_env = guarded(argv, env, cwd)
     spec.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(str(spec), json.dumps({
         "argv": args, "header": header(argv, cwd or "/").decode("utf-8"), "cwd": cwd,
         "log": log, "result": str(result), "pgid": str(pgid), "timeout": timeout,
         "cap": cap_bytes(), "stdin": stdin, "mask_names": secret_names(env),
-        "mask_as": MASK}).encode())
+        "mask_as": MASK, "mark": mark}).encode())
     wake, hold = os.pipe()
     try:
         child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SUPERVISOR, "supervise",
@@ -534,6 +535,17 @@ def await_supervisor(pid: int | None, timeout: float) -> None:
         # either way the pipe has said all it can, and later waits poll.
         os.close(wake)
         _detached[child.pid] = (child, None)
+
+
+def stop_supervisor(pid: int) -> None:
+    """End a supervisor this process started, at once (SIGKILL to its process group, then
+    reaped): its job's own group is the caller's to end (``flow.core.jobs``)."""
+    kill_group(pid)
+    entry = _detached.pop(pid, None)
+    if entry is not None:
+        entry[0].wait()
+        if entry[1] is not None:
+            os.close(entry[1])
 
 
 def reap() -> None:

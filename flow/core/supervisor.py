@@ -299,7 +299,9 @@ def supervise(spec_path: str) -> int:
         stopping.append(signum)
         raise KeyboardInterrupt
 
-    mark = new_mark()  # the job's mark: descendants that escape its group carry it
+    # the job's mark, given by the starter or made here: every descendant carries it, those
+    # that escape the job's process group too
+    mark = str(spec.get("mark") or new_mark())
     try:
         child = start(argv, cwd=spec.get("cwd"), env={**os.environ, MARK_ENV: mark},
                       stdin=spec.get("stdin"))

@@ -25,6 +25,9 @@ BUILTIN: dict[str, str] = {
     "review-queue": "flow.workflows.review_queue.declaration",
 }
 ENV_PLUGINS = "ORCHESTRATOR_PLUGINS"
+# Workflows whose first long run the command line can start ahead of the workflow's own
+# imports (``flow.cli.ahead``): a standard-library module with ``plan(opts, root, settings)``.
+HEAD_STARTS: dict[str, str] = {"reproduce": "flow.workflows.reproduce.headstart"}
 
 
 def _plugins() -> dict[str, str]:

@@ -317,7 +317,9 @@ def test_refusals_hold_when_the_first_call_outlives_its_budget_in_a_job(
     store = PgStoreView(pg_cluster)
     ws = tmp_path / "ws"
     drv = Driver(ws, {**store.env(ws), "ORCHESTRATOR_FOREGROUND_S": "1"})
-    first = drv.call(REPRODUCE.start).spec
+    # a passing stage-1 run that outlives the 1 s budget however fast the call is
+    start = [*REPRODUCE.start[:-1], 'python -c "import time; time.sleep(2)"']
+    first = drv.call(start).spec
     assert ("waiting", "job", []) == (first["status"], first.get("waiting_on"), first["tasks"])
     spec = first
     while spec["status"] != "need_agent":

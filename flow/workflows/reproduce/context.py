@@ -105,7 +105,8 @@ def launcher(ctx: Any) -> runner.Launch:
     budget (less ``FOREGROUND_MARGIN_S``) runs in the foreground too (``proc.run``, the
     same runner guarantees): it cannot outlive the call, so the detached supervisor, its
     start-up and the job records would only add time. A key that already has a job (a
-    call before this one started it) stays a job, so its result is never run twice."""
+    call before this one started it, or the command line started it ahead: ``headstart``)
+    stays a job, so it is never run twice."""
     job = getattr(ctx, "job", None)
     if job is None:
         return runner.foreground
@@ -115,12 +116,18 @@ def launcher(ctx: Any) -> runner.Launch:
         from flow.core import proc
 
         if timeout + FOREGROUND_MARGIN_S <= proc.remaining(ctx.settings) \
-                and not _has_job(ctx, key):
+                and not _has_job(ctx, key) and not _started_ahead(ctx, key):
             return runner.foreground(key, argv, log, env, timeout, cwd)
         base = Path(ctx.dir).resolve()
         name = str(log.relative_to(base)) if log.is_relative_to(base) else f"logs/{key}.log"
         return job(key, argv, log_name=name, env=env, timeout=timeout, cwd=cwd)
     return launch
+
+
+def _started_ahead(ctx: Any, key: str) -> bool:
+    """The command line started this key's job ahead (a stand-in context has none)."""
+    asked = getattr(ctx, "started_ahead", None)
+    return bool(asked(key)) if asked is not None else False
 
 
 def _has_job(ctx: Any, key: str) -> bool:
