@@ -72,7 +72,12 @@ def git(tree: Path, *args: str) -> None:
 
 def checkout(tree: Path, info: dict[str, str], which: str) -> None:
     """The buggy commit with the fix's test files on top (BugsInPy's checkout), or the
-    fixed commit. Untracked build outputs (egg-info of an editable install) are kept."""
+    fixed commit. Untracked build outputs (egg-info of an editable install) are kept; the
+    tree's bytecode caches are not: Python trusts a ``.pyc`` whose source has the same size
+    and the same mtime to the second, so a fix that keeps a file's size, checked out within
+    a second of the buggy run, would run the buggy bytecode."""
+    import shutil
+
     git(tree, "checkout", "-qf", info["fixed_commit_id"])
     git(tree, "clean", "-fdq", "-e", "*.egg-info", "-e", "*.so")
     if which == "buggy":
@@ -80,6 +85,8 @@ def checkout(tree: Path, info: dict[str, str], which: str) -> None:
         tests = [t for t in info.get("test_file", "").split(";") if t]
         if tests:
             git(tree, "checkout", info["fixed_commit_id"], "--", *tests)
+    for cache in list(tree.rglob("__pycache__")):
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def timed(argv: list[str] | str, *, cwd: Path | str, env: dict[str, str],
@@ -133,12 +140,14 @@ def one_bug(args: argparse.Namespace, project: str, bug: int, base: Path) -> dic
     command = info["command"]
     row: dict = {"project": project, "bug": bug, "command": command}
     checkout(tree, info, "buggy")
+    direct(tree, python, command)  # untimed: writes the bytecode both timed runs then find
     row["direct_buggy"], t_buggy = direct(tree, python, command)
     extra = ["--timeout", str(args.timeout)] if args.timeout else []
     v_buggy, f_buggy = reproduce(tree, python, command, base / f"{project}-{bug}-buggy", extra)
     refined = v_buggy.get("refined_command")
     row["refined_buggy_exit"] = fresh_shell(refined) if refined else None
     checkout(tree, info, "fixed")
+    direct(tree, python, command)
     row["direct_fixed"], t_fixed = direct(tree, python, command)
     v_fixed, f_fixed = reproduce(tree, python, command, base / f"{project}-{bug}-fixed", extra)
     row["refined_fixed_exit"] = fresh_shell(refined) if refined else None

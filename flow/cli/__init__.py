@@ -2,6 +2,7 @@
 
 - ``argv``     the subcommand parsers (``reproduce``, ``refactor``, ``status``, ...)
 - ``main``     dispatch: start, resume, feed or answer a flow under its lock
+- ``ahead``    a new flow's first long run started ahead of the workflow's imports
 - ``status``   every flow of a workspace at a glance
 - ``fleet``    every flow of a PostgreSQL store, and ``status --campaign``
 - ``campaigns`` the campaign command: claim an item, drive its flow, renew and finish its lease

@@ -6,7 +6,8 @@ in ``flow.workflows.registry.HEAD_STARTS``; its ``plan(opts, root, settings)`` a
 flow id and the job, or None. ``begin`` then takes the new flow's lock (without waiting:
 a caller already there keeps the usual path), makes sure no flow lives there yet, and starts
 the job (``flow.core.jobs.start_ahead``) while the caller goes on to import the workflow and
-run its steps under that same lock. ``HeadStart.close`` ends a job no step adopted, removes
+run its steps under that same lock; its supervisor is started first, ready for the job, so
+that its own start-up overlaps the plan. ``HeadStart.close`` ends a job no step adopted, removes
 what a start that never got as far as a saved state left, and lets the lock go.
 
 Only the file store: a PostgreSQL store holds its locks in the database (and a campaign's
@@ -58,6 +59,20 @@ def begin(workflow: str, opts: dict[str, Any], root: Path) -> HeadStart | None:
     module = HEAD_STARTS.get(workflow)
     if module is None:
         return None
+    from flow.core import proc
+
+    ready = proc.ready_supervisor()  # it starts up while the plan is worked out
+    try:
+        early = _start(module, opts, root, ready)
+    except BaseException:
+        ready.dismiss()
+        raise
+    if early is None:
+        ready.dismiss()
+    return early
+
+
+def _start(module: str, opts: dict[str, Any], root: Path, ready: Any) -> HeadStart | None:
     try:
         plan = import_module(module).plan(opts, root, os.environ)
     except OrchestratorError:
@@ -83,7 +98,8 @@ def begin(workflow: str, opts: dict[str, Any], root: Path) -> HeadStart | None:
             early.close()
             return None
         start_ahead(folder, plan.job_id, plan.argv, cwd=plan.cwd, env=plan.env,
-                    log_file=plan.log_file, timeout=plan.timeout, outputs=plan.outputs)
+                    log_file=plan.log_file, timeout=plan.timeout, outputs=plan.outputs,
+                    ready=ready)
     except BaseException:
         early.close()
         raise

@@ -83,7 +83,15 @@ def _alive(pid: int | None, spec: Path) -> bool:
     if not cmdline:  # a zombie: it has exited
         proc.reap()
         return False
-    return str(spec).encode() in cmdline
+    return str(spec).encode() in cmdline or (b"supervise" in cmdline and _claimed(spec) == pid)
+
+
+def _claimed(spec: Path) -> int | None:
+    """The pid a supervisor started ready took ``spec`` with (``proc.claim_file``), or None."""
+    try:
+        return int(proc.claim_file(spec).read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def _find_supervisor(spec: Path) -> int | None:
@@ -98,12 +106,13 @@ def _find_supervisor(spec: Path) -> int | None:
             continue
         if needle in cmdline and b"supervise" in cmdline:
             return int(entry.name)
-    return None
+    claimed = _claimed(spec)
+    return claimed if claimed is not None and _alive(claimed, spec) else None
 
 
 def _launch(rec: JobRecord, flow_dir: Path, env: Mapping[str, str], stdin: str | None) -> int:
     spec, result, pgid = _files(flow_dir, rec.job_id)
-    for stale in (result, pgid):
+    for stale in (result, pgid, proc.claim_file(spec)):
         stale.unlink(missing_ok=True)
     return proc.detach_job(spec, rec.argv, cwd=rec.cwd, env=env, log=rec.log_file,
                            result=result, pgid=pgid,
@@ -165,7 +174,8 @@ class Ahead:
         except (OSError, ValueError):
             pass
         proc.end_marked(self.mark)
-        for path in (spec, result, pgid, *([] if keep_outputs else map(Path, self.outputs))):
+        for path in (spec, result, pgid, proc.claim_file(spec),
+                     *([] if keep_outputs else map(Path, self.outputs))):
             path.unlink(missing_ok=True)
 
 
@@ -174,18 +184,20 @@ _ahead: dict[tuple[str, str], Ahead] = {}
 
 def start_ahead(flow_dir: Path, job_id: str, argv: Sequence[str], *, cwd: str | None,
                 env: Mapping[str, str], log_file: Path, timeout: float,
-                stdin: str | None = None, outputs: Sequence[Path] = ()) -> Ahead:
+                stdin: str | None = None, outputs: Sequence[Path] = (),
+                ready: proc.Ready | None = None) -> Ahead:
     """Start job ``job_id`` of the flow in ``flow_dir`` before its step asks for it (the
     caller holds the flow's lock; see the module docstring). ``outputs``: files the run
-    writes besides its log, removed with it if it is ended unused."""
+    writes besides its log, removed with it if it is ended unused. ``ready``: a supervisor
+    the caller started before it knew the job (``proc.ready_supervisor``) takes it."""
     spec, result, pgid = _files(flow_dir, job_id)
-    for stale in (result, pgid):
+    for stale in (result, pgid, proc.claim_file(spec)):
         stale.unlink(missing_ok=True)
     clean = proc.child_env(env)
     mark = proc.new_mark()
     started = time.time()
     pid = proc.detach_job(spec, argv, cwd=cwd, env=clean, log=str(log_file), result=result,
-                          pgid=pgid, timeout=timeout, stdin=stdin, mark=mark)
+                          pgid=pgid, timeout=timeout, stdin=stdin, mark=mark, ready=ready)
     early = Ahead(flow_dir=flow_dir, job_id=job_id, argv=tuple(argv), cwd=cwd, env=clean,
                   log_file=str(log_file), timeout=float(timeout), stdin=stdin,
                   outputs=tuple(str(p) for p in (log_file, *outputs)), pid=pid,

@@ -279,17 +279,20 @@ def write_atomic(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def supervise(spec_path: str) -> int:
+def supervise(spec_path: str, env: Mapping[str, str] | None = None) -> int:
     """Run the job ``spec_path`` describes to its end or its deadline, then write its result
     file atomically. The spec holds the command as it runs (git already guarded), the log's
     header, and the names of the secrets the starter let through (never their values: the
-    spec is a file); the supervisor's own environment is the child's, already scrubbed. A
-    TERM to the supervisor ends the job's group and still writes a result."""
+    spec is a file); the child's environment, already scrubbed, is ``env`` (handed over a
+    pipe by a starter that started this supervisor before it knew the job) or this
+    supervisor's own. A TERM to the supervisor ends the job's group and still writes a
+    result."""
+    env = dict(os.environ if env is None else env)
     with open(spec_path, "rb") as fh:
         spec = json.loads(fh.read())
     argv, log, result_path = spec["argv"], spec["log"], spec["result"]
     head = spec["header"].encode("utf-8", "replace")
-    mask = [os.environ[k].encode() for k in spec.get("mask_names") or () if k in os.environ]
+    mask = [env[k].encode() for k in spec.get("mask_names") or () if k in env]
     out = CappedLog(log, int(spec.get("cap") or DEFAULT_CAP), head, mask=mask,
                     shown_as=str(spec.get("mask_as") or "***").encode())
     started = time.monotonic()
@@ -303,7 +306,7 @@ def supervise(spec_path: str) -> int:
     # that escape the job's process group too
     mark = str(spec.get("mark") or new_mark())
     try:
-        child = start(argv, cwd=spec.get("cwd"), env={**os.environ, MARK_ENV: mark},
+        child = start(argv, cwd=spec.get("cwd"), env={**env, MARK_ENV: mark},
                       stdin=spec.get("stdin"))
     except OSError as exc:
         reason = f"{argv[0]}: cannot be started: {exc.strerror or exc}\n"
@@ -339,7 +342,15 @@ def _write_result(path: str, record: dict[str, object]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    """The supervisor's entry: ``supervise SPEC.json``."""
+    """The supervisor's entry: ``supervise SPEC.json``, or ``supervise -``: started ready
+    before the job was known, it reads one line from stdin, ``{"spec": PATH, "env": {...}}``,
+    and supervises that job; end-of-file first (the starter needed no job) ends it at once."""
     if len(argv) != 2 or argv[0] != "supervise":
-        sys.exit("usage: supervise SPEC.json")
-    return supervise(argv[1])
+        sys.exit("usage: supervise SPEC.json | supervise -")
+    if argv[1] != "-":
+        return supervise(argv[1])
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        return 0
+    order = json.loads(line)
+    return supervise(str(order["spec"]), order["env"])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from flow.core import proc
 
 
@@ -102,3 +104,40 @@ def test_the_user_own_filters_stay_theirs(tmp_path: Path) -> None:
     (tmp_path / ".gitconfig").write_text("[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n")
     args, _ = proc.guarded(["git", "-C", str(repo), "status"], env)
     assert "filter.tidy.clean=" in args and not any("filter.lfs" in a for a in args)
+
+
+def _plain_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    import subprocess
+
+    repo = tmp_path / "plain"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q", str(repo)], env=env, check=True)
+    return repo, env
+
+
+def test_a_plain_repository_config_is_read_without_asking_git(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .git/config with no filter and no include section names no filter driver: the
+    guard knows it without a `git config` child (one process less per git call)."""
+    import subprocess
+
+    repo, env = _plain_repo(tmp_path)
+    asked: list[object] = []
+    real = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: asked.append(a) or real(*a, **k))
+    assert [] == proc.repo_filters(["git", "-C", str(repo), "status"], None, env)
+    assert [] == proc.repo_filters(["git", "status"], repo / "sub" / "dir", env)
+    assert [] == asked
+
+
+def test_a_filter_behind_an_include_is_still_found_by_git(tmp_path: Path) -> None:
+    """A filter the local config names only through an [include] (or a git setting in the
+    environment) is left to git to read, so the guard still empties it."""
+    repo, env = _plain_repo(tmp_path)
+    other = tmp_path / "more.cfg"
+    other.write_text('[filter "lfsish"]\n\tclean = touch /nonexistent/x\n')
+    with (repo / ".git" / "config").open("a") as fh:
+        fh.write(f"[include]\n\tpath = {other}\n")
+    assert ["lfsish"] == proc.repo_filters(["git", "-C", str(repo), "status"], None, env)
+    args, _ = proc.guarded(["git", "-C", str(repo), "status"], env)
+    assert "filter.lfsish.clean=" in args

@@ -73,3 +73,34 @@ def test_the_spec_carries_the_guarded_git_command_and_the_header(tmp_path: Path)
     assert spec["header"].startswith("$ git status --short\n(cwd ")
     assert log.read_bytes().startswith(b"$ git status --short\n")
     assert 0 == json.loads(result.read_text())["code"]
+
+
+def test_a_ready_supervisor_with_no_job_ends_at_once() -> None:
+    """Started before its job was known and then not needed: end-of-file on its stdin ends
+    it, and it ran nothing."""
+    ready = proc.ready_supervisor()
+    ready.dismiss()
+    assert 0 == ready.child.wait(10)
+    proc.reap()
+
+
+def test_a_ready_supervisor_runs_the_job_it_is_handed_and_is_known_by_its_claim(
+        tmp_path: Path) -> None:
+    """A ready supervisor takes its job over the pipe (the environment never in a file):
+    the job sees that environment, the claim file names the supervisor (its command line
+    does not name the spec), so a later call can tell it alive and find it."""
+    from flow.core import jobs
+
+    ready = proc.ready_supervisor()
+    base = tmp_path / "jobs"
+    spec, result = base / "j.json", base / "j.result.json"
+    pid = proc.detach_job(spec, ["bash", "-c", "echo $ONLY_HERE; sleep 0.5"], cwd=str(tmp_path),
+                          env={"PATH": "/usr/bin:/bin", "ONLY_HERE": "handed"},
+                          log=str(tmp_path / "j.log"), result=result, pgid=base / "j.pgid",
+                          timeout=30, ready=ready)
+    assert pid == ready.pid and str(pid) == proc.claim_file(spec).read_text()
+    assert "handed" not in spec.read_text()  # the value came over the pipe only
+    assert jobs._alive(pid, spec) and pid == jobs._find_supervisor(spec)
+    proc.await_supervisor(pid, 30.0)
+    assert result.exists() and 0 == json.loads(result.read_text())["code"]
+    assert "handed" in (tmp_path / "j.log").read_text()

@@ -4,7 +4,6 @@ never left behind by a call that ends without it."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -262,10 +261,20 @@ def test_a_call_killed_after_its_head_start_never_runs_the_test_twice_at_once(
     counter = tmp_path / "counter"
     argv = ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir", str(tree),
             "--command", f"pytest {NODE}"]
-    first = Driver(tmp_path / "ws", {"ORCHESTRATOR_TEST_CRASH_AT": "2",
-                                     "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
-                                     "PYTHONPATH": os.pathsep.join(
-                                         [str(Path(__file__).parents[1] / "crashhook")])})
+    hook = {"ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
+            "PYTHONPATH": str(Path(__file__).parents[1] / "crashhook")}
+    # a traced run first (never killed) names the writes: kill before the first state save,
+    # when the run started ahead is under way and no state knows it yet
+    trace = tmp_path / "trace"
+    Driver(tmp_path / "traced", {**hook, "ORCHESTRATOR_TEST_CRASH_AT": "999",
+                                 "ORCHESTRATOR_TEST_CRASH_TRACE": str(trace)}).call(argv)
+    first_save = next(int(n) for n, dest in (line.split("\t") for line in
+                                             trace.read_text().splitlines())
+                      if dest.endswith("flow_state.json"))
+    assert first_save > 1  # the job's spec was written before it
+    counter.unlink()
+    runs.unlink()
+    first = Driver(tmp_path / "ws", {**hook, "ORCHESTRATOR_TEST_CRASH_AT": str(first_save)})
     killed = first.call(argv)
     assert killed.code == -9 and killed.spec is None
     stop = time.monotonic() + 10

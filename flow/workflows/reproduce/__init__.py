@@ -3,6 +3,7 @@
 Rules are pure functions of what a step saw (the seed's tables); steps do the IO through
 ``run.runner`` and hand what they saw to their stage's rules.
 
+- ``identity``      the inputs read and checked, the flow id they hash to (standard library)
 - ``declaration``   the declaration: states, transitions, feeds, the flow's data, start
 - ``context``       what every step reads from its flow (profile, interpreter, launcher)
 - ``profiles``      ``reference/reproduce/*.toml``, validated; ``recipes`` fills their commands
@@ -11,9 +12,11 @@ Rules are pure functions of what a step saw (the seed's tables); steps do the IO
 - ``preflight``     Preflight: NO_REPRODUCER(no_command) before any stage
 - ``prepare/``      Prepare: ``rules`` (where the reproducer runs, the collect-only decision),
                     ``steps`` (get the tree, place the run, collect-only)
-- ``run/``          one run and what it means, shared by every stage: ``runner`` (IO),
-                    ``interpret`` (output -> outcome), ``decision`` (the rows every table
-                    shares), ``attempts`` (``--repeat``, the stage's table, the next trigger)
+- ``run/``          one run and what it means, shared by every stage: ``deciding`` (how
+                    the deciding run is spelled: interpreter, flags, environment, report),
+                    ``runner`` (IO), ``interpret`` (output -> outcome), ``decision`` (the
+                    rows every table shares), ``attempts`` (``--repeat``, the stage's table,
+                    the next trigger)
 - ``unskip/``       "all skipped by @skipIfXpu": ``marker`` (the decorator edit and its
                     restore), ``plan`` (bypass or edit, recorded first), ``steps`` (the re-run)
 - ``stage1/``       Stage 1, the nightly wheel: ``rules`` (same build day, pip argv, the
@@ -29,6 +32,8 @@ Rules are pure functions of what a step saw (the seed's tables); steps do the IO
                     the seed's), ``report`` (the verdict step), ``reuse`` (the flow id)
 - ``batch/``        the sweep of many reproducers: ``entries`` (the file, buckets, reports),
                     ``steps``
+- ``headstart``     the first Stage 1 run worked out from the command line alone, so the
+                    command line can start it before the workflow is imported
 - ``errors``        the exception tree of this workflow
 
 Nothing here imports libcst or PyGithub at import time.
