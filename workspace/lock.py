@@ -68,11 +68,11 @@ class FlowLock:
                 break
             lock.release()
         self._lock = lock
-        from workspace.jsonio import dumps
+        import json  # the standard library's: the lock is taken before orjson is needed
 
         info = {"pid": os.getpid(), "command": sys.argv, "since": _now()}
         try:
-            write_nofollow(self.holder_path, dumps(info, indent=False))
+            write_nofollow(self.holder_path, json.dumps(info).encode())
         except BaseException:
             lock.release()
             raise
@@ -89,10 +89,10 @@ class FlowLock:
             self._lock = None
 
     def holder(self) -> dict[str, object]:
-        from workspace.jsonio import loads
+        import json
 
         try:
-            data = loads(read_nofollow(self.holder_path))
+            data = json.loads(read_nofollow(self.holder_path))
         except (OSError, ValueError):
             return {"pid": None, "command": None, "since": None}
         return data if isinstance(data, dict) else {"raw": data}

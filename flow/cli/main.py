@@ -12,16 +12,16 @@ from contextlib import contextmanager, nullcontext
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workspace.interface import StateStore
 
 from flow.cli import ahead
-from flow.core.commands import Commands
 from flow.core.errors import (
     FlowNotFound, OrchestratorError, UsageError, WorkflowInputError, environment_fault,
 )
-from flow.core.workflow import check_state
 from flow.workflows import registry
-from workspace.interface import StateStore
 from workspace.paths import bad_segment, check_flow_id, check_repo
 from workspace.selection import open_store, store_url
 
@@ -294,7 +294,10 @@ def _as_fault(exc: OSError) -> Exception:
 def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path, harness: str,
             script: Path, new: bool, opts: dict[str, Any] | None,
             settings: dict[str, str], held: bool = False) -> dict[str, Any]:
+    # imported here: a call that starts a run ahead (``ahead``) gets there first
+    from flow.core.commands import Commands
     from flow.core.engine import Engine
+    from flow.core.workflow import check_state
 
     sticky_store = getattr(store, "url", None)
     with nullcontext() if held else store.lock():

@@ -42,9 +42,8 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flow.core import proc
 
@@ -137,8 +136,7 @@ def _end_leftovers(pgid_file: Path, pid: int | None) -> None:
         proc.kill_group(pid)
 
 
-@dataclass(frozen=True)
-class Ahead:
+class Ahead(NamedTuple):
     """A job started before the engine asked for it (``start_ahead``): what it runs, with
     the scrubbed environment, and its supervisor."""
 

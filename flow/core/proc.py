@@ -42,8 +42,8 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from flow.core.redact import (
     MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns,
@@ -160,8 +160,7 @@ def tool(python: str, module: str, *args: str) -> list[str]:
 
 # -- results ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """How one run ended. ``code`` is the exit code (124 timed out, 127 not started, the
     negative signal number if killed by one); ``lost`` is a background job that vanished
     twice without a result; ``log`` holds ``$ argv``, ``(cwd ...)`` and then the output."""
@@ -173,7 +172,7 @@ class Result:
     duration_s: float = 0.0
     cut_bytes: int = 0
     reason: str = ""
-    header_bytes: int = field(default=0, repr=False)
+    header_bytes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -428,8 +427,7 @@ class BudgetSpent(Exception):
         self.what = what
 
 
-@dataclass(frozen=True)
-class Captured:
+class Captured(NamedTuple):
     """A query's answer: its stdout as bytes (the data), stderr as text (the diagnostics).
     ``budget_cut``: it timed out because the call's budget ran out before its own timeout
     (or the budget was spent before it could start): ask again, never record it."""
@@ -538,13 +536,13 @@ def detach_job(spec: Path, argv: Sequence[str], *, cwd: str | None, env: Mapping
     line does not name the spec)."""
     args, supervisor_env = guarded(argv, env, cwd)
     spec.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(str(spec), json.dumps({
+    write_atomic(str(spec), durable=False, data=json.dumps({
         "argv": args, "header": header(argv, cwd or "/").decode("utf-8"), "cwd": cwd,
         "log": log, "result": str(result), "pgid": str(pgid), "timeout": timeout,
         "cap": cap_bytes(), "stdin": stdin, "mask_names": secret_names(env),
         "mask_as": MASK, "mark": mark}).encode())
     if ready is not None:
-        write_atomic(str(claim_file(spec)), str(ready.pid).encode())
+        write_atomic(str(claim_file(spec)), str(ready.pid).encode(), durable=False)
         ready.hand(spec, supervisor_env)
         return ready.pid
     return _spawn_supervisor(str(spec), supervisor_env).pid

@@ -270,12 +270,18 @@ def result_record(*, code: int, log: str, timed_out: bool = False, lost: bool = 
             "header_bytes": header_bytes}
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` whole (a reader sees the old or the new bytes). ``durable=False``
+    skips the fsync, for the files that steer a job while it runs (its spec, its pgid, the
+    claim of the supervisor that took it): they mean nothing once the machine has gone
+    down, and a job found without its supervisor is started again with new ones. A result
+    is always written durably."""
     tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -315,7 +321,7 @@ def supervise(spec_path: str, env: Mapping[str, str] | None = None) -> int:
         _write_result(result_path, result_record(code=NOT_FOUND, log=log, reason=reason,
                                                  header_bytes=len(head)))
         return 0
-    write_atomic(spec["pgid"], str(child.pid).encode())
+    write_atomic(spec["pgid"], str(child.pid).encode(), durable=False)
     signal.signal(signal.SIGTERM, on_term)
     deadline = started + float(spec["timeout"])
     try:

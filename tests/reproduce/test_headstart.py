@@ -174,7 +174,7 @@ def test_a_wrong_plan_is_ended_and_the_steps_own_run_decides(
         got = real(opts, root, settings)
         assert got is not None
         slow = f"sleep 3; touch {marker}"
-        return type(got)(**{**got.__dict__, "argv": ["bash", "-c", slow]})
+        return got._replace(argv=["bash", "-c", slow])
 
     monkeypatch.setattr(headstart, "plan", wrong)
     call = InProcess(tmp_path / "ws").call(["reproduce", "--profile", "local", "--stage",
@@ -201,8 +201,8 @@ def test_a_run_no_step_asks_for_is_ended_with_the_call(
         got = real(opts, root, settings)
         assert got is not None
         seen["plan"] = got
-        return type(got)(**{**got.__dict__, "job_id": "stage1-v1-other",
-                            "argv": ["bash", "-c", f"sleep 3; touch {marker}"]})
+        return got._replace(job_id="stage1-v1-other",
+                            argv=["bash", "-c", f"sleep 3; touch {marker}"])
 
     monkeypatch.setattr(headstart, "plan", stray)
     from flow.core import jobs, proc

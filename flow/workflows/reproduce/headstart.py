@@ -26,9 +26,8 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from flow.workflows.reproduce import identity
 from flow.workflows.reproduce.run.deciding import (
@@ -43,8 +42,7 @@ _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 _STAGE1 = "stage1"  # the phase, and the label of its first run's log
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """The run to start ahead: the flow it belongs to and the job exactly as the step will
     ask for it (``flow.core.jobs.run_job``'s arguments)."""
 
