@@ -2,8 +2,9 @@
 start fails.
 
 A workflow that can tell that run from the command line alone names a ``headstart`` module
-in ``flow.workflows.registry.HEAD_STARTS``; its ``plan(opts, root, settings)`` answers the
-flow id and the job, or None. ``begin`` then takes the new flow's lock (without waiting:
+in ``flow.workflows.registry.HEAD_STARTS``: ``may_plan(opts)`` says from the options alone
+whether a plan may come, and ``plan(opts, root, settings)`` answers the flow id and the job,
+or None. ``begin`` then takes the new flow's lock (without waiting:
 a caller already there keeps the usual path), makes sure no flow lives there yet, and starts
 the job (``flow.core.jobs.start_ahead``) while the caller goes on to import the workflow and
 run its steps under that same lock; its supervisor is started first, ready for the job, so
@@ -56,8 +57,11 @@ def begin(workflow: str, opts: dict[str, Any], root: Path) -> HeadStart | None:
     is busy. Inputs the flow refuses are left for the usual path to refuse."""
     from flow.workflows.registry import HEAD_STARTS
 
-    module = HEAD_STARTS.get(workflow)
-    if module is None:
+    name = HEAD_STARTS.get(workflow)
+    if name is None:
+        return None
+    module = import_module(name)
+    if not module.may_plan(opts):
         return None
     from flow.core import proc
 
@@ -72,9 +76,9 @@ def begin(workflow: str, opts: dict[str, Any], root: Path) -> HeadStart | None:
     return early
 
 
-def _start(module: str, opts: dict[str, Any], root: Path, ready: Any) -> HeadStart | None:
+def _start(module: Any, opts: dict[str, Any], root: Path, ready: Any) -> HeadStart | None:
     try:
-        plan = import_module(module).plan(opts, root, os.environ)
+        plan = module.plan(opts, root, os.environ)
     except OrchestratorError:
         return None
     if plan is None:

@@ -68,21 +68,41 @@ def _files(flow_dir: Path, job_id: str) -> tuple[Path, Path, Path]:
 
 
 def _alive(pid: int | None, spec: Path) -> bool:
-    """True if ``pid`` is still our supervisor for ``spec`` (not a reused pid)."""
+    """True if ``pid`` is still our supervisor for ``spec`` (not a reused pid). One this
+    process started is asked directly (``proc.running``); another's is read in /proc: its
+    command line names the spec (or the claim file names it), and an empty command line is
+    a zombie only when its state says so (a process just past exec has none yet)."""
     if not pid:
         return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+    own = proc.running(pid)
+    if own is not None:
+        return own
+    cmdline = _cmdline(pid)
+    if cmdline is None:
         try:
             os.kill(pid, 0)
         except OSError:
             return False
         return True  # no /proc: trust the signal probe
-    if not cmdline:  # a zombie: it has exited
-        proc.reap()
-        return False
+    if not cmdline:
+        return _state(pid) not in (None, "Z", "X")
     return str(spec).encode() in cmdline or (b"supervise" in cmdline and _claimed(spec) == pid)
+
+
+def _cmdline(pid: int) -> bytes | None:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b"" if Path("/proc").is_dir() else None
+
+
+def _state(pid: int) -> str | None:
+    """The one-letter state in ``/proc/PID/stat`` (``Z`` a zombie), or None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[0] if ")" in stat else None
 
 
 def _claimed(spec: Path) -> int | None:

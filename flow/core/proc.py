@@ -625,6 +625,15 @@ def await_supervisor(pid: int | None, timeout: float) -> None:
         _detached[child.pid] = (child, None)
 
 
+def running(pid: int) -> bool | None:
+    """Whether supervisor ``pid``, one this process started, is still running (asked with
+    ``waitpid``, which also reaps it once it has ended); None for any other pid."""
+    entry = _detached.get(pid)
+    if entry is None:
+        return None
+    return entry[0].poll() is None
+
+
 def stop_supervisor(pid: int) -> None:
     """End a supervisor this process started, at once (SIGKILL to its process group, then
     reaped): its job's own group is the caller's to end (``flow.core.jobs``)."""

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from flow.core import proc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,3 +106,25 @@ def test_a_ready_supervisor_runs_the_job_it_is_handed_and_is_known_by_its_claim(
     proc.await_supervisor(pid, 30.0)
     assert result.exists() and 0 == json.loads(result.read_text())["code"]
     assert "handed" in (tmp_path / "j.log").read_text()
+
+
+def test_a_supervisor_just_past_exec_is_alive_not_lost(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after exec a process has no command line yet (the kernel sets its arguments up
+    after the close-on-exec pipe told Popen it started): that is not a zombie. A supervisor
+    this process started is asked with waitpid; another's by its /proc state."""
+    from flow.core import jobs
+
+    spec = tmp_path / "jobs" / "j.json"
+    monkeypatch.setattr(jobs, "_cmdline", lambda pid: b"")
+    monkeypatch.setattr(jobs, "_state", lambda pid: "R")
+    assert jobs._alive(4242, spec)
+    monkeypatch.setattr(jobs, "_state", lambda pid: "Z")
+    assert not jobs._alive(4242, spec)
+    ready = proc.ready_supervisor()  # ours: its Popen answers, whatever /proc shows
+    try:
+        assert jobs._alive(ready.pid, spec)
+    finally:
+        ready.dismiss()
+        ready.child.wait(10)
+    assert not jobs._alive(ready.pid, spec)

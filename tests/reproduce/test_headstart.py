@@ -285,3 +285,23 @@ def test_a_call_killed_after_its_head_start_never_runs_the_test_twice_at_once(
     time.sleep(2.5)  # long enough for an orphan left running to reach its end
     assert ("REPRODUCED", ["start", "start", "end"]) == (
         done.spec["verdict"]["verdict"], runs.read_text().split())
+
+
+def test_the_way_to_the_head_start_imports_no_heavy_module() -> None:
+    """Everything a call imports before its run starts ahead (the CLI's parsing and
+    dispatch, the plan, the lock, the runner and the job starter) loads no pydantic,
+    orjson, dataclasses (which imports inspect) or transitions: those cost the test's
+    start-up time when they came first."""
+    import subprocess
+
+    code = ("import sys; sys.argv = ['orchestrator.py']\n"
+            "import orchestrator\n"
+            "from flow.cli import ahead, argv, main\n"
+            "from flow.core import jobs, proc\n"
+            "from flow.workflows.reproduce import headstart, identity\n"
+            "from workspace import lock, paths, selection\n"
+            "print(' '.join(sorted(sys.modules)))\n")
+    root = Path(__file__).resolve().parents[2]
+    loaded = set(subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                                text=True, check=True).stdout.split())
+    assert set() == {"pydantic", "orjson", "dataclasses", "inspect", "transitions"} & loaded

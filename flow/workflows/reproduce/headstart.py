@@ -56,11 +56,18 @@ class Plan(NamedTuple):
     outputs: tuple[Path, ...]
 
 
+def may_plan(opts: dict[str, Any]) -> bool:
+    """The options alone leave room for a plan (no file or process is looked at)."""
+    return not (opts.get("batch") or opts.get("ci_commit")
+                or (opts.get("profile") or "local") != "local"
+                or (opts.get("stage") or "auto") not in ("auto", "nightly")
+                or not (opts.get("repro_command") or opts.get("command_file")))
+
+
 def plan(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Plan | None:
     """The first Stage 1 run of the flow these options start, or None (see the module
     docstring). Raises ``WorkflowInputError`` for inputs the flow would refuse too."""
-    if (opts.get("batch") or opts.get("ci_commit") or (opts.get("profile") or "local") != "local"
-            or (opts.get("stage") or "auto") not in ("auto", "nightly")):
+    if not may_plan(opts):
         return None
     given = identity.inputs(opts)
     tree, command = given["source_dir"], given["command"] or ""
