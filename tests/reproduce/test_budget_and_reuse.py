@@ -120,3 +120,25 @@ def test_resume_of_finished_flow_survives_its_own_pycache(tmp_path: Path) -> Non
     changed = drv.call([*argv, "--resume"])
     assert changed.spec is not None and changed.spec["status"] == "error", changed.spec
     assert "flow_not_found" == changed.spec["error"]["code"]
+
+
+def test_a_stage1_verdict_names_the_tree_as_the_run_found_it(tmp_path: Path) -> None:
+    """A test that writes into a tracked file of its own tree does not make the verdict's
+    tree look changed: a Stage 1 verdict names the tree prepare found before any run (the
+    same tree the flow's key was read from)."""
+    env = _env(tmp_path)
+    src = _git_calc(tmp_path, env)
+    (src / "tests" / "test_writes.py").write_text(
+        "from pathlib import Path\n\n\ndef test_writes_then_fails():\n"
+        "    Path('notes.txt').write_text('written by the test\\n')\n    assert False\n")
+    (src / "notes.txt").write_text("tracked\n")
+    for argv in (["add", "-A"], ["commit", "-qm", "a test that writes"]):
+        subprocess.run([REAL_GIT, *argv], cwd=src, env=env, check=True, capture_output=True)
+    head = subprocess.run([REAL_GIT, "rev-parse", "HEAD"], cwd=src, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    spec, _ = _drive(Driver(tmp_path / "ws", env=env),
+                     ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir",
+                      str(src), "--command", "pytest tests/test_writes.py::test_writes_then_fails"])
+    tree = spec["verdict"]["environment"]["tree"]
+    assert ("REPRODUCED", head, False) == (spec["verdict"]["verdict"], tree["head"], tree["dirty"])
+    assert "written by the test\n" == (src / "notes.txt").read_text()  # it did write

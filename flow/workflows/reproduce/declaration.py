@@ -48,6 +48,8 @@ class ReproData(BaseModel):
     # the project probe of the Stage 1 interpreter (environment.probe_argv's output), read
     # by prepare's shadow check and reused by the verdict's environment
     project_probe: dict[str, str] | None = None
+    # the source tree's state as prepare found it, before any run (a Stage 1 verdict's tree)
+    tree_found: dict[str, Any] | None = None
     pytest_args: list[str] | None = None
     # ORCHESTRATOR_REPRODUCE_PYTHON resolved once at start (None in a state saved before
     # it was recorded: ``context.interpreter`` resolves it from the settings then)

@@ -47,7 +47,10 @@ def prepare_tree(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
 
 
 def prepare(ctx: Any) -> Any:
-    """needs_tree per the seed's table, the tree, and the cwd rules (never inside a tree)."""
+    """needs_tree per the seed's table, the tree, and the cwd rules (never inside a tree);
+    the tree's state as found, before any run (what a Stage 1 verdict says it ran on: read
+    here, it costs a run started ahead nothing, and a test that writes into the tree does
+    not make its own tree look changed)."""
     profile, rep = profile_of(ctx), reproducer(ctx)
     if rep.needs_tree or ctx.data.source_dir:
         problem = prepare_tree(ctx, profile, rep)
@@ -58,7 +61,22 @@ def prepare(ctx: Any) -> Any:
         return blocked(ctx, Stage.NIGHTLY, problem)
     ctx.data.python = interpreter(ctx)
     ctx.data.path_head = str(Path(ctx.data.python).parent)
+    where = ctx.data.tree or ctx.data.source_dir
+    if where:
+        ctx.data.tree_found = read_tree(ctx, where).model_dump(mode="json")
     return Go("prepared")
+
+
+def read_tree(ctx: Any, where: str) -> Any:
+    """``envinfo.TreeState`` of ``where`` now, git read through ``ctx.query`` (a read the
+    budget cut short is asked again, never recorded)."""
+    from flow.workflows.reproduce.verdict import environment as envinfo
+
+    def asked(argv: list[str]) -> tuple[int, str]:
+        got = ctx.query(argv, env=ctx.settings)
+        return got.code, got.text
+
+    return envinfo.tree_state(where, asked)
 
 
 def project_probe(ctx: Any, profile: Profile, python: str) -> str:

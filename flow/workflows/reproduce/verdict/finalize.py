@@ -23,7 +23,7 @@ def finalize(ctx: Any, verdict: Any) -> Any:
     if not isinstance(verdict, (Reproduced, NotReproduced)):
         return verdict
     profile = profile_of(ctx)
-    env = describe_environment(ctx, profile)
+    env = describe_environment(ctx, profile, ctx.data.current_stage)
     counts = ctx.data.attempt_counts or {"attempts": 1, "failures": 1}
     if isinstance(verdict, NotReproduced):
         return verdict.model_copy(update={"environment": env.model_dump(mode="json"),
@@ -47,11 +47,14 @@ def finalize(ctx: Any, verdict: Any) -> Any:
     return verdict.model_copy(update=update)
 
 
-def describe_environment(ctx: Any, profile: Profile) -> Any:
+def describe_environment(ctx: Any, profile: Profile, stage: Stage | str | None = None) -> Any:
     """``envinfo.Environment`` of the stage's interpreter and the tree the run used (the
     project identified from installed metadata; prepare's probe reused when it was of
-    this interpreter). When the installed copy is not the tree, a note says so."""
-    from flow.workflows.reproduce.prepare.steps import project_probe
+    this interpreter). A Stage 1 verdict's tree is the one prepare found before any run
+    (``tree_found``); Stage 2 and 3 change the tree (a build, a checkout at the wheel's
+    commit), so theirs is read now. When the installed copy is not the tree, a note says
+    so."""
+    from flow.workflows.reproduce.prepare.steps import project_probe, read_tree
     from flow.workflows.reproduce.verdict import environment as envinfo
 
     python = ctx.data.python or interpreter(ctx)
@@ -60,8 +63,10 @@ def describe_environment(ctx: Any, profile: Profile) -> Any:
     output = project_probe(ctx, profile, python)
     where = ctx.data.tree or ctx.data.source_dir
     tree = None
-    if where:
-        tree = envinfo.tree_state(where, lambda argv: _asked(ctx.query(argv, env=ctx.settings)))
+    if where and ctx.data.tree_found and stage is not None and Stage(stage) is Stage.NIGHTLY:
+        tree = envinfo.TreeState.model_validate(ctx.data.tree_found)
+    elif where:
+        tree = read_tree(ctx, where)
     env = envinfo.read_probe(python, output, project, packages, tree)
     if env.project_install == "installed" and env.project_origin != "the tree" and where:
         note = (f"{env.project} {env.project_version} is installed from {env.project_origin}, "
@@ -74,10 +79,6 @@ def describe_environment(ctx: Any, profile: Profile) -> Any:
     return env
 
 
-def _asked(got: Any) -> tuple[int, str]:
-    """(exit code, stdout) of a ``ctx.query`` (one the budget cut short was run again as a
-    job, so a timeout here is the query's own, never the budget's)."""
-    return got.code, got.text
 
 
 def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:
