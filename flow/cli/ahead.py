@@ -4,7 +4,8 @@ start fails.
 A workflow that can tell that run from the command line alone names a ``headstart`` module
 in ``flow.workflows.registry.HEAD_STARTS``: ``may_plan(opts)`` says from the options alone
 whether a plan may come, and ``plan(opts, root, settings)`` answers the flow id and the job,
-or None. ``begin`` then takes the new flow's lock (without waiting:
+or None. A supervisor is started ready before either is asked (a start that plans nothing
+dismisses it: one idle interpreter for a moment). ``begin`` then takes the new flow's lock (without waiting:
 a caller already there keeps the usual path), makes sure no flow lives there yet, and starts
 the job (``flow.core.jobs.start_ahead``) while the caller goes on to import the workflow and
 run its steps under that same lock; its supervisor is started first, ready for the job, so
@@ -60,14 +61,13 @@ def begin(workflow: str, opts: dict[str, Any], root: Path) -> HeadStart | None:
     name = HEAD_STARTS.get(workflow)
     if name is None:
         return None
-    module = import_module(name)
-    if not module.may_plan(opts):
-        return None
     from flow.core import proc
 
-    ready = proc.ready_supervisor()  # it starts up while the plan is worked out
+    # first of all: its start-up (an interpreter and its imports) overlaps everything below
+    ready = proc.ready_supervisor()
     try:
-        early = _start(module, opts, root, ready)
+        module = import_module(name)
+        early = _start(module, opts, root, ready) if module.may_plan(opts) else None
     except BaseException:
         ready.dismiss()
         raise
