@@ -29,7 +29,7 @@ CHILD = ("import sys\nchunk = b'z' * (1 << 20)\nfor _ in range({mib}):\n"
 PEAK = ("import resource, subprocess, sys\n"
         "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-FOREGROUND = ("import resource, sys\nfrom pathlib import Path\nfrom flow import proc\n"
+FOREGROUND = ("import resource, sys\nfrom pathlib import Path\nfrom flow.core import proc\n"
               "res = proc.run([sys.executable, '-c', sys.argv[1]], log=Path(sys.argv[2]))\n"
               "assert res.code == 0, res.output[-500:]\n"
               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
