@@ -19,8 +19,9 @@ environment (``--venvs DIR/bip-<project>/bin/python``, given as
 3. the buggy run's ``refined_command`` in a fresh shell (``env -i PATH=/usr/bin:/bin bash
    -c``): usable when it fails at the buggy commit and passes once the fix is checked out;
 4. overhead: the reproduce call's wall time over the direct run's, per run; the median is
-   printed, and the median over the runs whose direct run took under a second, with the
-   load average at the end (the machine is shared: say it with the figures).
+   printed (over every run, over the runs whose direct run took under a second, and per
+   project), with the load average at the end (the machine is shared: say it with the
+   figures), and how many runs were started ahead of the workflow's imports (``headstart``).
 
 ``--timeout S`` passes ``--timeout S`` to every reproduce call. The orchestrator runs as
 ``BENCH_PY`` (default ``python3``).
@@ -44,7 +45,6 @@ import argparse
 import json
 import os
 import re
-import shlex
 import statistics
 import subprocess
 import tempfile
@@ -124,6 +124,9 @@ def reproduce(tree: Path, python: str, command: str, workspace: Path,
     except ValueError:
         spec = {}
     verdict = spec.get("verdict") or {"verdict": f"no verdict (exit {code})", "tail": out[-300:]}
+    # whether the run was started ahead of the workflow's imports (the audit says so)
+    verdict = {**verdict, "_started_ahead": any(
+        '"started_ahead":true' in p.read_text() for p in workspace.rglob("audit.jsonl"))}
     return verdict, took
 
 
@@ -162,6 +165,7 @@ def one_bug(args: argparse.Namespace, project: str, bug: int, base: Path) -> dic
     row["usable_refined"] = bool(refined) and row["refined_buggy_exit"] not in (0, None) \
         and row["refined_fixed_exit"] == 0
     row["timings"] = [[t_buggy, f_buggy], [t_fixed, f_fixed]]
+    row["started_ahead"] = [v_buggy["_started_ahead"], v_fixed["_started_ahead"]]
     return row
 
 
@@ -201,6 +205,11 @@ def main() -> int:
         "median_overhead": round(statistics.median(ratios), 3) if ratios else None,
         "median_overhead_under_1s": round(statistics.median(fast), 3) if fast else None,
         "runs_under_1s": len(fast),
+        "runs_started_ahead": sum(sum(r["started_ahead"]) for r in rows),
+        "median_overhead_by_project": {
+            p: round(statistics.median(f / d for r in rows if r["project"] == p
+                                       for d, f in r["timings"] if d > 0), 3)
+            for p in sorted({r["project"] for r in rows})},
         "median_direct_s": round(statistics.median(d for r in rows for d, _ in r["timings"]), 3)
         if rows else None,
         "median_added_s": round(statistics.median(f - d for r in rows for d, f in r["timings"]), 3)
