@@ -20,7 +20,8 @@ What every run gets, whatever the caller:
   (``ORCHESTRATOR_FOREGROUND_S``, default 90 s, under the harness shell tools' limits).
 
 The child itself is started, streamed into its capped log and ended by
-``flow.core.supervisor``, which is also the background-job supervisor: ``flow.core.jobs``
+``flow.core.supervisor``, the only module that imports ``subprocess``, which is also the
+background-job supervisor: ``flow.core.jobs``
 starts it in an isolated interpreter (``python -I -S -c ...``, this checkout's root put first
 on ``sys.path``) to own a job beyond the call's life, and ``detach_job`` hands it
 what it cannot cheaply work out itself (the guarded command, the log header).
@@ -37,7 +38,6 @@ import re
 import selectors
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from collections import deque
@@ -49,8 +49,9 @@ from flow.core.redact import (
     MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns,
 )
 from flow.core.supervisor import (
-    CHUNK, DEFAULT_CAP, GRACE_S, MARK_ENV, NOT_FOUND, TIMED_OUT, CappedLog, end_marked,
-    ended_with, kill_group, new_mark, pump, result_record, start, stream, write_atomic,
+    CHUNK, DEFAULT_CAP, GRACE_S, MARK_ENV, NOT_FOUND, TIMED_OUT, CappedLog, Child, ask,
+    detach, end_marked, ended_with, kill_group, new_mark, pump, result_record, start, stream,
+    write_atomic,
 )
 
 FOREGROUND_ENV = "ORCHESTRATOR_FOREGROUND_S"
@@ -281,15 +282,11 @@ def repo_filters(args: Sequence[str], cwd: str | Path | None,
     at = _subcommand_at(args)
     query = [*args[:at], "config", "--local", "--includes", "--name-only", "--get-regexp",
              _DRIVER_KEYS]
-    try:
-        done = subprocess.run(query, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=10, start_new_session=True)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    if done.returncode != 0:
+    done = ask(query, cwd=cwd, env=env, timeout=min(10.0, remaining()))
+    if done is None or done[0] != 0:
         return []
     names = []
-    for key in done.stdout.decode("utf-8", "replace").splitlines():
+    for key in done[1].decode("utf-8", "replace").splitlines():
         name = key[len("filter."):].rpartition(".")[0]
         if key.startswith("filter.") and name and name not in names:
             names.append(name)
@@ -367,7 +364,7 @@ def guarded(argv: Sequence[str], env: Mapping[str, str],
 
 
 def spawn(argv: Sequence[str], *, cwd: str | Path | None, env: Mapping[str, str],
-          stdin: str | None, merge: bool = True) -> subprocess.Popen[bytes]:
+          stdin: str | None, merge: bool = True) -> Child[bytes]:
     """``supervisor.start`` of ``argv`` with the git guard applied (``guarded``)."""
     args, child_vars = guarded(argv, env, cwd)
     return start(args, cwd=cwd, env=child_vars, stdin=stdin, merge=merge)
@@ -557,7 +554,7 @@ class Ready:
     """A supervisor started before its job is known (``ready_supervisor``): its start-up
     (an interpreter and its imports, about 17 ms) overlaps the caller's own work."""
 
-    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+    def __init__(self, child: Child[bytes]) -> None:
         self.child = child
         self.pid = child.pid
 
@@ -580,14 +577,11 @@ def ready_supervisor() -> Ready:
     return Ready(_spawn_supervisor("-", {}))
 
 
-def _spawn_supervisor(spec: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+def _spawn_supervisor(spec: str, env: Mapping[str, str]) -> Child[bytes]:
     wake, hold = os.pipe()
     try:
-        child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SUPERVISOR, "supervise",
-                                  spec], env=dict(env), cwd="/", start_new_session=True,
-                                 stdin=subprocess.PIPE if spec == "-" else subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 pass_fds=(hold,))
+        child = detach([sys.executable, "-I", "-S", "-c", _SUPERVISOR, "supervise", spec],
+                       env=env, stdin_pipe=spec == "-", keep_fd=hold)
     except BaseException:
         os.close(wake)
         raise
@@ -655,4 +649,4 @@ def reap() -> None:
             del _detached[pid]
 
 
-_detached: dict[int, tuple[subprocess.Popen[bytes], int | None]] = {}
+_detached: dict[int, tuple[Child[bytes], int | None]] = {}

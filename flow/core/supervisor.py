@@ -2,7 +2,9 @@
 supervisor built on it.
 
 ``flow.core.proc`` (the one door for child processes) runs its foreground children through
-``start``, ``stream``/``pump`` and ``CappedLog`` here; ``flow.core.jobs`` starts ``main``
+``start``, ``stream``/``pump`` and ``CappedLog`` here, its short queries through ``ask``
+and job supervisors through ``detach``: this is the only module that imports
+``subprocess``; ``flow.core.jobs`` starts ``main``
 (``supervise SPEC.json``) in an isolated interpreter of its own session (``python -I -S``)
 to own a job beyond the call's life. The supervisor's start-up lies on the path of every job
 (the job cannot begin before it), so this module imports only the cheap part of the
@@ -36,6 +38,9 @@ GRACE_S = 5.0
 CHUNK = 65536
 TIMED_OUT, NOT_FOUND = 124, 127
 DEFAULT_CAP = 4 * 1024 * 1024
+
+# What ``start`` and ``detach`` return: this module is the only one that imports subprocess.
+Child = subprocess.Popen
 
 # Every child carries this setting, a fresh value per run: a descendant that left the
 # process group (fork, setsid, fork) still inherits it, and is found by it in /proc.
@@ -138,6 +143,30 @@ def start(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mappi
             pass
         child.stdin.close()
     return child
+
+
+def ask(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str],
+        timeout: float) -> tuple[int, bytes] | None:
+    """A short query run as it is: (exit code, stdout), stdin from ``/dev/null``, in a session
+    of its own; None when it cannot be started or runs past ``timeout`` (it is ended then)."""
+    try:
+        done = subprocess.run(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=max(timeout, 0.0),
+                              start_new_session=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.returncode, done.stdout
+
+
+def detach(argv: Sequence[str], *, env: Mapping[str, str], stdin_pipe: bool,
+           keep_fd: int) -> Child:
+    """Start ``argv`` at ``/`` in a session of its own, its output discarded, ``keep_fd``
+    inherited (no other descriptor is), stdin a pipe (``stdin_pipe``) or ``/dev/null``: a
+    process meant to outlive its starter (the job supervisor)."""
+    return subprocess.Popen(list(argv), env=dict(env), cwd="/", start_new_session=True,
+                            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            pass_fds=(keep_fd,))
 
 
 def end(child: subprocess.Popen[bytes], grace: float) -> None:
