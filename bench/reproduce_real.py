@@ -109,9 +109,9 @@ def direct(tree: Path, python: str, command: str) -> tuple[int, float]:
 
 
 def reproduce(tree: Path, python: str, command: str, workspace: Path,
-              extra: list[str] | None = None) -> tuple[dict, float]:
+              extra: list[str] | None = None) -> tuple[dict, float, bool]:
     """One fresh reproduce call (``extra``: more flags, ``--timeout S``); (its verdict,
-    wall seconds)."""
+    wall seconds, whether its run was started ahead)."""
     env = {**os.environ, "ORCHESTRATOR_REPRODUCE_PYTHON": python,
            "PYTHONPATH": str(ROOT)}
     code, took, out = timed(["python3" if not os.environ.get("BENCH_PY") else os.environ["BENCH_PY"],
@@ -125,9 +125,8 @@ def reproduce(tree: Path, python: str, command: str, workspace: Path,
         spec = {}
     verdict = spec.get("verdict") or {"verdict": f"no verdict (exit {code})", "tail": out[-300:]}
     # whether the run was started ahead of the workflow's imports (the audit says so)
-    verdict = {**verdict, "_started_ahead": any(
-        '"started_ahead":true' in p.read_text() for p in workspace.rglob("audit.jsonl"))}
-    return verdict, took
+    ahead = any('"started_ahead":true' in p.read_text() for p in workspace.rglob("audit.jsonl"))
+    return verdict, took, ahead
 
 
 def fresh_shell(refined: str) -> int:
@@ -146,13 +145,13 @@ def one_bug(args: argparse.Namespace, project: str, bug: int, base: Path) -> dic
     direct(tree, python, command)  # untimed: writes the bytecode both timed runs then find
     row["direct_buggy"], t_buggy = direct(tree, python, command)
     extra = ["--timeout", str(args.timeout)] if args.timeout else []
-    v_buggy, f_buggy = reproduce(tree, python, command, base / f"{project}-{bug}-buggy", extra)
+    v_buggy, f_buggy, a_buggy = reproduce(tree, python, command, base / f"{project}-{bug}-buggy", extra)
     refined = v_buggy.get("refined_command")
     row["refined_buggy_exit"] = fresh_shell(refined) if refined else None
     checkout(tree, info, "fixed")
     direct(tree, python, command)
     row["direct_fixed"], t_fixed = direct(tree, python, command)
-    v_fixed, f_fixed = reproduce(tree, python, command, base / f"{project}-{bug}-fixed", extra)
+    v_fixed, f_fixed, a_fixed = reproduce(tree, python, command, base / f"{project}-{bug}-fixed", extra)
     row["refined_fixed_exit"] = fresh_shell(refined) if refined else None
     row["verdicts"] = [v_buggy.get("verdict"), v_fixed.get("verdict")]
     row["blockers"] = [v.get("blocker") for v in (v_buggy, v_fixed) if v.get("blocker")]
@@ -165,7 +164,7 @@ def one_bug(args: argparse.Namespace, project: str, bug: int, base: Path) -> dic
     row["usable_refined"] = bool(refined) and row["refined_buggy_exit"] not in (0, None) \
         and row["refined_fixed_exit"] == 0
     row["timings"] = [[t_buggy, f_buggy], [t_fixed, f_fixed]]
-    row["started_ahead"] = [v_buggy["_started_ahead"], v_fixed["_started_ahead"]]
+    row["started_ahead"] = [a_buggy, a_fixed]
     return row
 
 

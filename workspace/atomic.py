@@ -75,7 +75,8 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# open() flags of every workspace file we write or lock: no link followed, not inherited
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def append_line(path: Path, line: bytes) -> None:
@@ -87,7 +88,7 @@ def append_line(path: Path, line: bytes) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with _named(path):
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o666)
         try:
             size = os.fstat(fd).st_size
             # A line torn by a crash mid-write gets its own line end first, so it stays alone.
@@ -100,7 +101,7 @@ def append_line(path: Path, line: bytes) -> None:
 
 def write_nofollow(path: Path, data: bytes, *, append: bool = False) -> None:
     """Write (or append) ``data`` to a workspace file, never through a symbolic link."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | _NOFOLLOW
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | NOFOLLOW
     with _named(path):
         fd = os.open(path, flags, 0o666)
         try:
@@ -115,7 +116,7 @@ def read_nofollow(path: Path, tail: int | None = None) -> bytes:
     """Read a workspace file (its last ``tail`` bytes if given), never through a symbolic
     link (``OSError`` ``ELOOP`` if one)."""
     with _named(path):
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
         with os.fdopen(fd, "rb") as fh:
             if tail is not None:
                 size = os.fstat(fh.fileno()).st_size

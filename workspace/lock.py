@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from flow.core.errors import Busy, EnvironmentFault, SettingError
-from workspace.atomic import read_nofollow, refuse_symlink, write_nofollow
+from workspace.atomic import NOFOLLOW, read_nofollow, refuse_symlink, write_nofollow
 
 ENV_LOCK_TIMEOUT = "ORCHESTRATOR_LOCK_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
@@ -111,7 +111,7 @@ class Flock:
         """Win the lock within ``timeout`` seconds (one try at 0), else ``TimeoutError``."""
         import fcntl
 
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o666)
         deadline, pause = time.monotonic() + timeout, 0.005
         while True:
             try:
@@ -133,9 +133,6 @@ class Flock:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)  # closing the only descriptor lets the lock go
-
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def lock_timeout(env: Mapping[str, str]) -> float:

@@ -138,7 +138,7 @@ class Ctx:
 
         spelled = json.dumps([list(argv), None if cwd is None else str(cwd)])
         key = f"query-{hashlib.sha1(spelled.encode()).hexdigest()[:12]}"
-        job_id = safe_name(f"{self._state.phase}-v{self._state.visit}-{key}")
+        job_id = self._job_id(key)
         if job_id not in self._state.jobs:
             got = proc.capture(argv, cwd=cwd, env=self.settings if env is None else env,
                                timeout=timeout)
@@ -153,7 +153,12 @@ class Ctx:
         line, ``flow.core.jobs.start_ahead``) and waits to be adopted by ``job``."""
         from flow.core.jobs import is_ahead
 
-        return is_ahead(self.dir, safe_name(f"{self._state.phase}-v{self._state.visit}-{key}"))
+        return is_ahead(self.dir, self._job_id(key))
+
+    def _job_id(self, key: str) -> str:
+        from flow.core.jobs import job_id
+
+        return job_id(self._state.phase, self._state.visit, key)
 
     def start_job(self, key: str, argv: Sequence[str], *, log_name: str, timeout: float,
                   cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
@@ -170,7 +175,7 @@ class Ctx:
         engine, state = self._engine, self._state
         return run_job(
             state.jobs, lambda event, fields: engine._save(event, **fields), self.dir,
-            job_id=safe_name(f"{state.phase}-v{state.visit}-{key}"), key=key,
+            job_id=self._job_id(key), key=key,
             phase=state.phase, visit=state.visit, argv=argv, log_file=self.path(log_name),
             cwd=None if cwd is None else str(cwd),
             env=self.settings if env is None else env, timeout=timeout, stdin=stdin, wait=wait)

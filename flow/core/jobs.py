@@ -62,6 +62,13 @@ class Pending(Exception):
         self.job = job
 
 
+def job_id(phase: str, visit: int, key: str) -> str:
+    """The id of a phase visit's job ``key``; its files in ``jobs/`` are named by it."""
+    from workspace.paths import safe_name
+
+    return safe_name(f"{phase}-v{visit}-{key}")
+
+
 def _files(flow_dir: Path, job_id: str) -> tuple[Path, Path, Path]:
     base = flow_dir / "jobs"
     return base / f"{job_id}.json", base / f"{job_id}.result.json", base / f"{job_id}.pgid"
@@ -187,10 +194,7 @@ class Ahead(NamedTuple):
         to write them anew."""
         spec, result, pgid = _files(self.flow_dir, self.job_id)
         proc.stop_supervisor(self.pid)
-        try:
-            proc.kill_group(int(pgid.read_text().strip()))
-        except (OSError, ValueError):
-            pass
+        _end_leftovers(pgid, None)
         proc.end_marked(self.mark)
         for path in (spec, result, pgid, proc.claim_file(spec),
                      *([] if keep_outputs else map(Path, self.outputs))):
@@ -229,12 +233,10 @@ def is_ahead(flow_dir: Path, job_id: str) -> bool:
     return (str(flow_dir), job_id) in _ahead
 
 
-def discard_ahead(flow_dir: Path) -> list[str]:
-    """End the jobs started ahead for the flow that no step adopted; their ids."""
-    ended = [key for key in _ahead if key[0] == str(flow_dir)]
-    for key in ended:
+def discard_ahead(flow_dir: Path) -> None:
+    """End the jobs started ahead for the flow that no step adopted."""
+    for key in [key for key in _ahead if key[0] == str(flow_dir)]:
         _ahead.pop(key).end()
-    return [job_id for _, job_id in ended]
 
 
 def _end_unrecorded(spec: Path, pgid_file: Path) -> None:
@@ -244,7 +246,7 @@ def _end_unrecorded(spec: Path, pgid_file: Path) -> None:
     if pid is None:
         return
     _end_leftovers(pgid_file, pid)
-    stop = time.monotonic() + 5
+    stop = time.monotonic() + min(5.0, proc.remaining())
     while _alive(pid, spec) and time.monotonic() < stop:
         time.sleep(0.01)
 

@@ -539,9 +539,11 @@ def detach_job(spec: Path, argv: Sequence[str], *, cwd: str | None, env: Mapping
         "cap": cap_bytes(), "stdin": stdin, "mask_names": secret_names(env),
         "mask_as": MASK, "mark": mark}).encode())
     if ready is not None:
-        write_atomic(str(claim_file(spec)), str(ready.pid).encode(), durable=False)
-        ready.hand(spec, supervisor_env)
-        return ready.pid
+        claim = claim_file(spec)
+        write_atomic(str(claim), str(ready.pid).encode(), durable=False)
+        if ready.hand(spec, supervisor_env):
+            return ready.pid
+        claim.unlink(missing_ok=True)  # it died before taking the job: start one as usual
     return _spawn_supervisor(str(spec), supervisor_env).pid
 
 
@@ -558,12 +560,17 @@ class Ready:
         self.child = child
         self.pid = child.pid
 
-    def hand(self, spec: Path, env: Mapping[str, str]) -> None:
+    def hand(self, spec: Path, env: Mapping[str, str]) -> bool:
         """Give it its job: the spec's path and the job's environment (over the pipe, never
-        in a file)."""
+        in a file). False when it is gone (its pipe broke) and took nothing."""
         assert self.child.stdin is not None
-        self.child.stdin.write(json.dumps({"spec": str(spec), "env": dict(env)}).encode() + b"\n")
-        self.child.stdin.close()
+        try:
+            self.child.stdin.write(json.dumps({"spec": str(spec), "env": dict(env)}).encode()
+                                   + b"\n")
+            self.child.stdin.close()
+        except BrokenPipeError:
+            return False
+        return True
 
     def dismiss(self) -> None:
         """No job for it: end-of-file on its stdin ends it."""

@@ -128,3 +128,23 @@ def test_a_supervisor_just_past_exec_is_alive_not_lost(
         ready.dismiss()
         ready.child.wait(10)
     assert not jobs._alive(ready.pid, spec)
+
+
+def test_a_ready_supervisor_that_died_is_replaced_by_one_started_as_usual(
+        tmp_path: Path) -> None:
+    """The job handed to a ready supervisor that is gone (its pipe broke) is not lost: a
+    supervisor is started for it the usual way, and the job runs to its result."""
+    import os
+    import signal
+
+    ready = proc.ready_supervisor()
+    os.kill(ready.pid, signal.SIGKILL)
+    ready.child.wait(10)
+    base = tmp_path / "jobs"
+    spec, result = base / "j.json", base / "j.result.json"
+    pid = proc.detach_job(spec, ["bash", "-c", "exit 3"], cwd=str(tmp_path),
+                          env={"PATH": "/usr/bin:/bin"}, log=str(tmp_path / "j.log"),
+                          result=result, pgid=base / "j.pgid", timeout=30, ready=ready)
+    assert pid != ready.pid and not proc.claim_file(spec).exists()
+    proc.await_supervisor(pid, 30.0)
+    assert 3 == json.loads(result.read_text())["code"]

@@ -116,7 +116,7 @@ def launcher(ctx: Any) -> runner.Launch:
         from flow.core import proc
 
         if timeout + FOREGROUND_MARGIN_S <= proc.remaining(ctx.settings) \
-                and not _has_job(ctx, key) and not _started_ahead(ctx, key):
+                and not _has_job(ctx, key):
             return runner.foreground(key, argv, log, env, timeout, cwd)
         base = Path(ctx.dir).resolve()
         name = str(log.relative_to(base)) if log.is_relative_to(base) else f"logs/{key}.log"
@@ -124,18 +124,16 @@ def launcher(ctx: Any) -> runner.Launch:
     return launch
 
 
-def _started_ahead(ctx: Any, key: str) -> bool:
-    """The command line started this key's job ahead (a stand-in context has none)."""
-    asked = getattr(ctx, "started_ahead", None)
-    return bool(asked(key)) if asked is not None else False
-
-
 def _has_job(ctx: Any, key: str) -> bool:
-    """A job of this phase visit with ``key`` is recorded in the flow's state."""
+    """A job of this phase visit with ``key`` is recorded in the flow's state, or was
+    started ahead by the command line (a stand-in context of a unit test has neither)."""
     state = getattr(ctx, "_state", None)
     jobs = getattr(state, "jobs", None) or {}
-    return any(j.key == key and j.phase == state.phase and j.visit == state.visit
-               for j in jobs.values())
+    if any(j.key == key and j.phase == state.phase and j.visit == state.visit
+           for j in jobs.values()):
+        return True
+    ahead = getattr(ctx, "started_ahead", None)
+    return bool(ahead(key)) if ahead is not None else False
 
 
 def entry_prefix(ctx: Any) -> str:

@@ -80,15 +80,16 @@ def plan(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Plan 
     body = _body(words, python)
     if body is None or _shadows(tree, python):
         return None
-    flow_id = identity.locate(opts, root)
-    from workspace.paths import flow_dir, safe_name
+    flow_id = identity.locate(opts, root, given)
+    from flow.core.jobs import job_id
+    from workspace.paths import flow_dir
 
     label = attempt_label(_STAGE1, int(given["repeat"]), 0)
     folder = flow_dir(root, flow_id)
     log = (folder / f"logs/{label}.log").resolve()
     is_pytest = body[1]
     refined = f"cd {shlex.quote(tree)} && {body[0]}"
-    return Plan(flow_id=flow_id, job_id=safe_name(f"{_STAGE1}-v1-{label}"),
+    return Plan(flow_id=flow_id, job_id=job_id(_STAGE1, 1, label),
                 argv=["bash", "-c", with_report(refined, log, is_pytest)], cwd="/",
                 env=clean_env(settings), log_file=log,
                 timeout=float(given["timeout"] or DEFAULT_TIMEOUT_S),

@@ -98,15 +98,16 @@ def inputs(opts: dict[str, Any]) -> dict[str, Any]:
 _located: dict[tuple[Any, ...], str] = {}
 
 
-def locate(opts: dict[str, Any], root: Path) -> str:
+def locate(opts: dict[str, Any], root: Path, given: dict[str, Any] | None = None) -> str:
     """``reproduce/<12 hex over the inputs>-<8 hex over the environment>``
     (``reproduce/batch-...`` for a batch): see ``reuse`` for what the key covers. The
     environment key (git calls, a folder listing) is computed once per call: the CLI
-    asks here before starting the flow, and ``start`` again for its notes."""
+    asks here before starting the flow, and ``start`` again for its notes. ``given``: the
+    ``inputs(opts)`` the caller already read (a command file is not read again)."""
     from flow.core import proc
     from flow.workflows.reproduce.verdict.reuse import environment_key, unfinished
 
-    given = inputs(opts)
+    given = inputs(opts) if given is None else given
     digest = hashlib.sha1(json.dumps(given, sort_keys=True).encode()).hexdigest()[:12]
     prefix = f"reproduce/{'batch-' if opts.get('batch') else ''}{digest}"
     running = unfinished(root, prefix)
