@@ -4,18 +4,18 @@ supervisor built on it.
 ``flow.core.proc`` (the one door for child processes) runs its foreground children through
 ``start``, ``stream``/``pump`` and ``CappedLog`` here, its short queries through ``ask``
 and job supervisors through ``detach``: this is the only module that imports
-``subprocess``; ``flow.core.jobs`` starts ``main``
-(``supervise SPEC.json``) in an isolated interpreter of its own session (``python -I -S``)
-to own a job beyond the call's life. The supervisor's start-up lies on the path of every job
-(the job cannot begin before it), so this module imports only the cheap part of the
-standard library (no ``re``, ``dataclasses``, ``pathlib``, ``typing`` or ``uuid``) and
-nothing of the orchestrator: everything a job needs that costs more to work out (the git
-guard, the log header, the scrubbed environment, which secret values to mask) the starter
-works out and writes into the spec or the supervisor's environment.
+``subprocess``. For ``flow.core.jobs``, ``proc.detach_job`` starts ``main`` (``supervise
+SPEC.json``) in an isolated interpreter of its own session (``python -I -S``) to own a job
+beyond the call's life. The supervisor's start-up lies on the path of every job (the job
+cannot begin before it), so this module imports only the cheap part of the standard library
+(no ``dataclasses``, ``pathlib``, ``typing``, ``uuid`` or ``fnmatch``) and nothing of the
+orchestrator: what costs more to work out (the git guard, the log header, the scrubbed
+environment, which secret values to mask) the starter works out and writes into the spec
+or the supervisor's environment.
 
-The starter learns that a supervisor it started has ended from a pipe (``wake_fd``): the
-supervisor holds its write end, passed on to no child, until it exits, so the read end
-reaches end-of-file the moment the result file is in place.
+The starter learns that a supervisor it started has ended from a pipe: the supervisor holds
+its write end (``detach``'s ``keep_fd``), passed on to no child, until it exits, so the read
+end reaches end-of-file once the result file is in place.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ class CappedLog:
     ``cap/2`` in memory; ``close`` marks the cut and appends the tail.
 
     ``mask`` holds the values of secrets the child was let see: each is written as
-    ``shown_as`` (``flow.core.redact.MASK``, which the runner and the job spec pass), also when it arrives split across reads (the last ``len - 1`` bytes of
-    the longest are held back until more output or ``close``). Bytes, never decoded."""
+    ``shown_as`` (``flow.core.redact.MASK``, which the runner and the job spec pass), also
+    when it arrives split across reads (the last ``len - 1`` bytes of the longest are held
+    back until more output or ``close``). Bytes, never decoded."""
 
     def __init__(self, path: str | os.PathLike[str], cap: int, header: bytes,
                  mask: Sequence[bytes] = (), shown_as: bytes = b"***") -> None:

@@ -109,7 +109,8 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
     from flow.workflows.reproduce.reproducer.forms import parse_reproducer
     from flow.workflows.reproduce.profiles import load_profile
 
-    inputs = _inputs(opts)
+    given = _inputs(opts)
+    inputs = dict(given)
     context.check_python(settings)
     try:
         load_profile(inputs["profile"])
@@ -135,7 +136,7 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
     data = ReproData(**inputs, reproduce_python=context.reproduce_python(settings))
     from flow.workflows.reproduce.verdict.reuse import earlier_runs
 
-    earlier = earlier_runs(root, locate(opts, root))
+    earlier = earlier_runs(root, locate(opts, root, given))
     if earlier:
         data.notes.append("earlier runs of this command on another tree, interpreter or "
                           f"installed set (kept): {'; '.join(earlier[:5])}")

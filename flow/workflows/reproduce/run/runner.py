@@ -33,7 +33,6 @@ from flow.workflows.reproduce.run.deciding import (
 )
 from flow.workflows.reproduce.verdict.refined_command import FRESH_DIR, render
 
-DEFAULT_TIMEOUT = DEFAULT_TIMEOUT_S
 
 # launch(key, argv, log, env, timeout, cwd) -> proc.Result: a long run (ctx.job in a step)
 Launch = Callable[[str, list[str], Path, Mapping[str, str], float, "str | None"], proc.Result]
@@ -134,7 +133,7 @@ def _ended(result: proc.Result, timeout: float) -> str:
 
 def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
              settings: Mapping[str, str], log: Path, failure_pattern: str | None,
-             markers: tuple[str, ...], launch: Launch, timeout: float = DEFAULT_TIMEOUT,
+             markers: tuple[str, ...], launch: Launch, timeout: float = DEFAULT_TIMEOUT_S,
              key: str = "run", python: str | None = None, bin_dir: str | None = None,
              extra_env: dict[str, str] | None = None, pytest_timeout: int | None = None,
              exitfirst: bool = False, bypass: str | None = None,

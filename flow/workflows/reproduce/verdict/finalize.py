@@ -47,7 +47,7 @@ def finalize(ctx: Any, verdict: Any) -> Any:
     return verdict.model_copy(update=update)
 
 
-def describe_environment(ctx: Any, profile: Profile, stage: Stage | str | None = None) -> Any:
+def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     """``envinfo.Environment`` of the stage's interpreter and the tree the run used (the
     project identified from installed metadata; prepare's probe reused when it was of
     this interpreter). A Stage 1 verdict's tree is the one prepare found before any run
@@ -63,7 +63,7 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str | None =
     output = project_probe(ctx, profile, python)
     where = ctx.data.tree or ctx.data.source_dir
     tree = None
-    if where and ctx.data.tree_found and stage is not None and Stage(stage) is Stage.NIGHTLY:
+    if where and ctx.data.tree_found and Stage(stage) is Stage.NIGHTLY:
         tree = envinfo.TreeState.model_validate(ctx.data.tree_found)
     elif where:
         tree = read_tree(ctx, where)
