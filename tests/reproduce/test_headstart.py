@@ -94,11 +94,10 @@ def test_the_run_started_ahead_is_the_run_the_steps_ask_for(tmp_path: Path, comm
     job the steps ask for, and the test ran once per attempt."""
     tree = _project(tmp_path)
     runs = tmp_path / "runs"
-    call = Driver(tmp_path / "ws").call(
-        ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir", str(tree),
-         "--command", command, *extra] if "--stage" not in extra else
-        ["reproduce", "--profile", "local", "--source-dir", str(tree), "--command", command,
-         *extra])
+    stage = [] if "--stage" in extra else ["--stage", "nightly"]
+    call = Driver(tmp_path / "ws").call(["reproduce", "--profile", "local", *stage,
+                                         "--source-dir", str(tree), "--command", command,
+                                         *extra])
     assert call.spec is not None, call.stderr
     attempts = 2 if "--repeat" in extra else 1
     ran = runs.read_text().count("end\n") if runs.exists() else 0
