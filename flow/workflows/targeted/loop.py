@@ -218,16 +218,17 @@ def untraced(report: AffectedReport) -> list[str]:
 def question(data: TargetedData, comments: list[str], labels: list[str]) -> str:
     """The approval question: exactly what would be posted, what each piece costs, why,
     and the judgement a person must make (the plan's own lines)."""
+    from flow.workflows.targeted.report import files_total
+
     lines = [f"Spend CI runners on {data.repo}#{data.number}? Exactly:"]
-    total = 0.0
-    for c in comments:
-        est = data.est.get(c.split(" ", 1)[1])
-        total += est or 0
-        lines.append(f"comment: {c}  (est {f'{est:g}s' if est else '?'})")
+    paths = [c.split(" ", 1)[1] for c in comments]
+    for c, path in zip(comments, paths):
+        est = data.est.get(path)
+        lines.append(f"comment: {c}  (est {f'{est:g}s' if est is not None else 'unknown'})")
     for lab in labels:
         lines.append(f"label: {lab}  (starts {data.costs.get(lab, 'an unknown number of runs')})")
     if comments:
-        lines.append(f"files total: est {total:g}s of GPU time, one runner per file")
+        lines.append(f"files total: {files_total(paths, dict(data.est))}, one runner per file")
     return "\n".join(lines + _why_and_answers(data, "approving", "also add"))
 
 

@@ -217,6 +217,8 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         external=_external(changed, cfg),
         blackwell_only=_blackwell_only(repo_dir, base, worktree, git, changed),
         costs=label_costs(regs, cfg),
+        file_est=_file_est(set(runnable) | {t for f in frontier for t in f.reaches}
+                           | {k.rsplit("@", 1)[0] for h in hubs for k in h.tests}, regs, cfg),
     )
     graph.remember()
     cache.save()  # after the last scan
@@ -240,6 +242,19 @@ def _registration_changes(repo_dir: Path, base: str, worktree: bool, git: GitRea
         if touched and all(any(r.span[0] <= n <= r.span[1] for r in spans) for n in touched):
             out[path] = sorted(key_of(r) for r in spans
                                if any(r.span[0] <= n <= r.span[1] for n in touched))
+    return out
+
+
+def _file_est(paths: set[str], regs: dict[str, list[Registration]],
+              cfg: TargetedConfig) -> dict[str, float | None]:
+    """What ``/rerun-test <path>`` costs: the ``est_time`` of the file's enabled CPU or
+    CUDA registration (the one the rerun workflow resolves the file to; with several,
+    their sum), None when none of them carries one."""
+    out: dict[str, float | None] = {}
+    for path in sorted(paths):
+        runs = [r for r in regs.get(path, []) if actionable(r, cfg)]
+        known = [float(r.est_time) for r in runs if r.est_time is not None]
+        out[path] = sum(known) if runs and len(known) == len(runs) else None
     return out
 
 
