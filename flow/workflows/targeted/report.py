@@ -164,6 +164,10 @@ class AffectedReport(_Row):
     # registration), for every file a plan may post: reached, or past the depth bound;
     # None where the repository registers no est_time (unknown, never 0)
     file_est: dict[str, float | None] = {}
+    # for the same files, the registrations a PR label could select instead (enabled, not
+    # nightly, on a suite a PR job runs, CPU or CUDA): when the plan's labels select all of
+    # them, a /rerun-test of the file would run it twice
+    file_runs: dict[str, list[str]] = {}
 
 
 def _est(value: int | float | None) -> str:
