@@ -377,3 +377,17 @@ def test_a_file_with_no_registered_time_is_unknown_not_zero(flow_of: Any) -> Non
     assert f"comment: /rerun-test {bare}  (est unknown)" in spec["question"]
     assert ("files total: est 1560s of GPU time + 1 file(s) of unknown time, one runner per "
             "file") in spec["question"]
+
+
+def test_the_final_report_never_lists_as_not_run_a_file_that_ran(flow_of: Any) -> None:
+    """A test past the depth bound that joined the files and passed is not also reported
+    as 'left at depth N': the report agrees with itself."""
+    far = "tests/test_far.py"
+    f = flow_of(base={"pkg/mid.py": "from pkg import core\n", "pkg/outer.py": "import pkg.mid\n",
+                      "pkg/edge.py": "import pkg.outer\n",
+                      far: cuda_test("import pkg.edge", est=600)})
+    spec = f.answer(f.start("--depth", "2").spec, "approve").spec
+    done = f.runs_finish(spec).spec
+    assert ("green", "passed") == (done["outcome"], next(
+        x["result"] for x in done["files"] if x["path"] == far))
+    assert [] == [line for line in done["not_run"] if far in line or "left at depth" in line]
