@@ -63,7 +63,8 @@ out = {}
 for name in json.load(sys.stdin):
     try:
         out[name] = [{"backend": r.backend.name, "labels": list(r.labels),
-                      "disabled": r.disabled} for r in ut_parse_one_file(name)]
+                      "disabled": r.disabled, "est_time": r.est_time}
+                     for r in ut_parse_one_file(name)]
     except Exception as exc:  # noqa: BLE001 - the reader's own refusal is the answer
         out[name] = str(exc)
 print(json.dumps(out))
@@ -131,6 +132,35 @@ def miles_reader(work: Path, files: list[str]) -> dict:
     return orjson.loads(got.stdout)
 
 
+def cost(work: Path, plan, report) -> dict:
+    """What the approval question would price the plan at: each /rerun-test file's
+    estimate and the total (``files_total``), and the files where the plan's estimate is
+    missing or 0 although miles' own reader finds an ``est_time`` (target: none)."""
+    from flow.workflows.targeted.report import files_total
+
+    files = [c.split(" ", 1)[1] for c in plan.comments]
+    regs = miles_reader(work, files)
+    theirs = {f: sum(r["est_time"] or 0 for r in regs.get(f, []) if not isinstance(r, str)
+                     and not r["disabled"] and r["backend"] in ("CUDA", "CPU"))
+              for f in files if not isinstance(regs.get(f), str)}
+    mine = {f: report.file_est.get(f) for f in files}
+    known = [v for v in mine.values() if v]
+    return {"est_total": sum(known) if files else 0, "est_text": files_total(files, mine)
+            if files else "", "est": mine,
+            "unpriced": sorted(f for f in files if not mine.get(f) and theirs.get(f))}
+
+
+def question_lines(plan, report) -> list[str]:
+    """The approval question's price lines, as ``loop.question`` writes them."""
+    from flow.workflows.targeted.loop import TargetedData, question, label_costs
+
+    data = TargetedData(repo="radixark/miles", number=0, repo_dir=".", base="HEAD~1",
+                        head_sha="0" * 40, plan=plan,
+                        est={p: e for p, e in report.file_est.items() if e is not None},
+                        costs=label_costs(report))
+    return question(data, list(plan.comments), list(plan.labels)).splitlines()
+
+
 def judge(work: Path, sha: str, plan, report) -> dict:
     """One older commit judged by rules, not by a hand-written answer: a docs-only diff (every
     path under docs/ or a .md/.mdx file, the seed's no-GPU rule) gets no GPU run; every
@@ -173,6 +203,8 @@ def main() -> int:
         t = next((v for k, v in truth.items() if sha.startswith(k)), None)
         row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70]}
         row.update(score(t, plan, report) if t else {"mode": plan.mode, "no_truth": True})
+        row.update(cost(work, plan, report))
+        row["question"] = question_lines(plan, report) if plan.comments else []
         if args.show:
             row["plan"] = {"comments": plan.comments, "labels": plan.labels,
                            "reasons": plan.reasons}
@@ -191,6 +223,7 @@ def main() -> int:
         "extra_files": sum(len(r["extra_files"]) for r in scored),
         "missed_files": sum(len(r["missed_files"]) for r in scored),
         "modes": {m: sum(r["mode"] == m for r in rows) for m in ("files", "labels", "nothing")},
+        **prices(rows),
         "seconds": round(time.perf_counter() - started, 1),
     }
     if args.json:
@@ -207,7 +240,8 @@ def main_older(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     for work, sha, report, plan in walk(Path(args.repo_dir).resolve(), OLDER):
         row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70],
-               **judge(work, sha, plan, report)}
+               **judge(work, sha, plan, report), **cost(work, plan, report)}
+        row["question"] = question_lines(plan, report) if plan.comments else []
         rows.append(row)
         if args.show:
             print(orjson.dumps(row).decode(), flush=True)
@@ -219,11 +253,23 @@ def main_older(args: argparse.Namespace) -> int:
         "rerun_lines_refused_by_miles": sum(len(r["refused"]) for r in rows),
         "nothing_on_code": [r["sha"] for r in rows if r["nothing_on_code"]],
         "modes": {m: sum(r["mode"] == m for r in rows) for m in ("files", "labels", "nothing")},
+        **prices(rows),
         "seconds": round(time.perf_counter() - started, 1),
     }
     out = {"summary": summary, "commits": rows} if args.json else summary
     print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
     return 0
+
+
+def prices(rows: list[dict]) -> dict:
+    """Every files plan's estimated total, the files priced 0 or unknown although miles
+    registers an est_time (target 0), and the approval question of the largest plan."""
+    priced = [r for r in rows if r.get("est_text")]
+    largest = max(priced, key=lambda r: r["est_total"], default=None)
+    return {"plan_totals": {r["sha"]: r["est_text"] for r in priced},
+            "files_unpriced_where_miles_has_est_time": sum(len(r["unpriced"]) for r in rows),
+            "largest_plan": ({"sha": largest["sha"], "question": largest["question"]}
+                             if largest else None)}
 
 
 def truth_of(truth: dict, row: dict) -> dict:

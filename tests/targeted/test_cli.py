@@ -44,7 +44,8 @@ def test_text_report_is_printed_as_is(repo: Repo, tmp_path: Path) -> None:
                           "affected-tests", "--base", "main", "--depth", "2"],
                          cwd=repo.path, capture_output=True, text=True, check=True).stdout
     assert out.startswith("Profile: defaults. Base: merge base of main and HEAD;")
-    assert "\nPlan: run these files\n  comment: /rerun-test tests/test_core.py\n" in out
+    assert ("\nPlan: run these files\n  comment: /rerun-test tests/test_core.py  (est 60s)\n"
+            "  files total: est 60s of GPU time\n") in out
 
 
 def test_profile_and_bounds_are_passed_through(repo: Repo, tmp_path: Path) -> None:

@@ -37,7 +37,25 @@ def ast_facts(source: bytes) -> tuple[list[list], set[str]] | None:
     # A bare string statement (a docstring) names nothing that runs: the scan drops it.
     # (an f-string statement's own literal parts too; literals in its fields still count).
     bare: set[int] = set()
+    raised = {id(n.exc) for n in ast.walk(tree) if isinstance(n, ast.Raise) and n.exc}
     for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and n.args and (id(n) in raised or _message_call(n.func)):
+            first = n.args[0]  # a message for a person: the literal opening it names nothing
+            while True:  # "..." % x, "..." + x, "...".format(x): the literal opening it
+                if isinstance(first, ast.BinOp):
+                    first = first.left
+                elif isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute):
+                    first = first.func.value
+                elif isinstance(first, ast.IfExp):
+                    first = first.body
+                elif isinstance(first, ast.Subscript):  # ("..." % x)[:256]
+                    first = first.value
+                else:
+                    break
+            if isinstance(first, ast.Constant):
+                bare.add(id(first))
+            elif isinstance(first, ast.JoinedStr):
+                bare.update(id(v) for v in first.values if isinstance(v, ast.Constant))
         if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant):
             bare.add(id(n.value))
         elif isinstance(n, ast.Expr) and isinstance(n.value, ast.JoinedStr):
@@ -79,6 +97,24 @@ def ast_facts(source: bytes) -> tuple[list[list], set[str]] | None:
             if name in ("import_module", "__import__"):
                 imports.append([node.args[0].value, -1, []])
     return imports, values - {""}
+
+
+_LOGGERS = {"logger", "logging", "log", "LOG", "LOGGER", "_logger", "_log", "_LOG"}
+_LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal",
+                "log"}
+
+
+def _message_call(func: ast.expr) -> bool:
+    """print(...), warn(...), x.warn(...), logger.info(...), self.log.error(...)."""
+    if isinstance(func, ast.Name):
+        return func.id in ("print", "warn")
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in ("print", "warn"):
+        return True
+    owner = func.value
+    name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", None)
+    return func.attr in _LOG_METHODS and name in _LOGGERS
 
 
 def lexer_facts(source: bytes) -> tuple[list[list], set[str]]:

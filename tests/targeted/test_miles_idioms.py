@@ -151,3 +151,41 @@ def test_registration_only_change_takes_the_labels_that_select_it(repo):
                        {"tests/e2e/test_r.py": test.replace('    disabled="flaky",\n', "")})
     assert (["tests/e2e/test_r.py@stage-c-4-gpu-mi350"], [], "labels", ["run-ci-amd"]) == (
         report.registration_changes, report.tests, plan.mode, plan.labels)
+
+
+LAUNCHER = ("from pathlib import Path\n"
+            '_CONVERTER = Path("tools") / "make_ckpt.py"\n'
+            "def launch(repo_base):\n"
+            '    return f"python {repo_base}/{_CONVERTER} --out /tmp/ckpt"\n')
+
+
+def test_a_script_launched_by_a_path_held_in_a_name_is_traced(repo):
+    """command_utils builds the launch path from a module constant (a Path join); the one
+    CUDA test running the launcher is planned, and train.py naming the script only in an
+    error message is no edge: the script stays 'loaded some other way' nowhere."""
+    base = {"miles/utils/__init__.py": "", "miles/utils/command_utils.py": LAUNCHER,
+            "tools/make_ckpt.py": "print('converting')\n",
+            "train.py": "import miles.lib\n"
+                        "def main(ckpt):\n"
+                        "    if ckpt is None:\n"
+                        '        raise SystemExit("no checkpoint: run tools/make_ckpt.py first")\n',
+            "tests/e2e/test_ckpt.py": cuda(body="from miles.utils.command_utils import launch\n"),
+            "tests/e2e/test_other.py": cuda(body="import miles.lib\n")}
+    report, plan = run(repo, base, {"tools/make_ckpt.py": "print('converting v2')\n"})
+    assert ["/rerun-test tests/e2e/test_ckpt.py"] == plan.comments
+    assert [] == [e.path for e in report.entry_loads]
+
+
+def test_a_path_in_log_text_or_an_exception_is_never_an_edge(repo):
+    """A module that only mentions a script in a log line or a raised error does not load
+    it: a change to the script reaches no test through that module."""
+    base = {"miles/utils/__init__.py": "",
+            "miles/utils/notes.py": "import logging\nlogger = logging.getLogger(__name__)\n"
+                                    "def warn_user():\n"
+                                    '    logger.warning("old ckpt; see tools/make_ckpt.py")\n'
+                                    '    raise ValueError(f"run {1} tools/make_ckpt.py again")\n',
+            "tools/make_ckpt.py": "print('converting')\n",
+            "tests/e2e/test_notes.py": cuda(body="import miles.utils.notes\n")}
+    report, plan = run(repo, base, {"tools/make_ckpt.py": "print('converting v2')\n"})
+    assert "/rerun-test tests/e2e/test_notes.py" not in plan.comments
+    assert "tests/e2e/test_notes.py" not in {t.path for t in report.tests}

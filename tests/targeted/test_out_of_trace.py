@@ -244,3 +244,30 @@ def test_nothing_names_the_profile_rule_that_says_no_gpu_run_is_needed(repo):
     assert plan.reasons[0].startswith("no GPU CI needed: no registered test reaches the change; "
                                       "the profile's rules say the untraced paths need no GPU "
                                       "run (examples/demo/run_demo.py: example code")
+
+
+def test_a_file_past_the_depth_bound_that_a_plan_label_runs_is_not_posted_too(repo):
+    """A test one step past the depth bound joins the files; when the plan's label (here
+    the workflow file's run-ci-short) selects its registration, posting /rerun-test as well
+    would run it twice."""
+    chain = {"miles/b.py": "import miles.lib\n", "miles/c.py": "import miles.b\n",
+             "miles/d.py": "import miles.c\n", "miles/e.py": "import miles.d\n"}
+    base = {**chain, "tests/e2e/test_far.py": cuda(body="import miles.e\n"),
+            "tests/e2e/test_near.py": cuda(labels='["fsdp"]', body="import miles.lib\n"),
+            ".github/workflows/pr-test.yml": "on: pull_request\n"}
+    report, plan = run(repo, base, {"miles/lib.py": "X = 2\n",
+                                    ".github/workflows/pr-test.yml": "on: [pull_request]\n"})
+    assert ["tests/e2e/test_far.py"] == [t for f in report.frontier for t in f.reaches]
+    assert (["/rerun-test tests/e2e/test_near.py"], ["run-ci-short"]) == (
+        plan.comments, plan.labels)
+
+
+def test_narrower_labels_beside_a_scope_label_are_dropped(repo):
+    """run-ci-image already selects every label but long/ft-short/ft-long: a run-ci-short
+    beside it selects nothing more and would restart PR Test once more."""
+    base = {"tests/e2e/test_short.py": cuda(body="import miles.lib\n"),
+            "docker/Dockerfile": "FROM a\n", ".github/workflows/pr-test.yml": "on: x\n"}
+    _, plan = run(repo, base, {"docker/Dockerfile": "FROM b\n",
+                               ".github/workflows/pr-test.yml": "on: y\n"})
+    assert ("labels", ["run-ci-image"]) == (plan.mode, plan.labels)
+    assert any("run-ci-short (run-ci-image selects it)" in j for j in plan.judgement)

@@ -198,3 +198,23 @@ def test_greedy_cover_beyond_exact_limit():
     chosen = cover(universe, labels, [])
     covered = {t for c in labels if c.label in chosen for t in c.tests}
     assert (set(universe), True) == (covered, len(chosen) <= 11)
+
+
+def test_the_text_plan_prices_every_file_it_posts(repo):
+    """affected-tests' plan shows each /rerun-test file's est_time, those past the depth
+    bound too, and a total that leaves unknown times out of the sum."""
+    from flow.workflows.targeted.report import render_text
+
+    files = {**LIB, "pkg/b.py": "import pkg.a\n", "pkg/c.py": "import pkg.b\n",
+             "tests/test_far.py": cuda_test("import pkg.c", est=1900),
+             "tests/test_near.py": cuda_test("import pkg.a", est=300),
+             "tests/test_bare.py": 'import pkg.a\nregister_cuda_ci(suite="stage-b-2-gpu-h200")\n'}
+    repo.commit(files, "base")
+    repo.commit({"pkg/a.py": "A = 2\n"}, "change")
+    report = affected_tests(repo.path, "HEAD~1", 1, 40, TargetedConfig())
+    text = render_text(report, choose(report, TargetedConfig()))
+    assert ["  comment: /rerun-test tests/test_bare.py  (est unknown)",
+            "  comment: /rerun-test tests/test_far.py  (est 1900s)",
+            "  comment: /rerun-test tests/test_near.py  (est 300s)",
+            "  files total: est 2200s of GPU time + 1 file(s) of unknown time"] == [
+        line for line in text.splitlines() if line.startswith(("  comment:", "  files total"))]

@@ -30,12 +30,13 @@ class Flow:
 
     def __init__(self, repo: Repo, fake: FakeGitHub, tmp: Path,
                  script: dict[str, list[tuple[str, str]]] | None = None,
-                 extra: dict[str, str | None] | None = None) -> None:
+                 extra: dict[str, str | None] | None = None,
+                 base: dict[str, str | None] | None = None) -> None:
         self.repo = repo
         repo.commit({"pkg/__init__.py": "", "pkg/core.py": "X = 1\n", "pkg/other.py": "Y = 1\n",
                      A: cuda_test("from pkg import core", est=1500),
                      B: cuda_test("from pkg import core"),
-                     C: cuda_test("from pkg import other")}, "base")
+                     C: cuda_test("from pkg import other"), **(base or {})}, "base")
         repo.git("checkout", "-q", "-b", "pr")
         self.head = repo.commit({"pkg/core.py": "X = 2\n", **(extra or {})}, "change core")
         self.bot = RerunBot(fake, self.head, script or {})
@@ -351,3 +352,42 @@ def test_untraced_change_no_rule_covers_asks_a_person_even_when_approved(
         assert ("labels_added", ["run-ci-rollout"], []) == (done["outcome"], bot.labels(),
                                                             bot.comments())
         assert "a person chose run-ci-rollout for pkg/loaded_somehow.py" == done["decided"]
+
+
+def test_a_file_past_the_depth_bound_costs_its_registered_time(flow_of: Any) -> None:
+    """A test added to the plan from past the depth bound shows its est_time, and the
+    total sums it: a 1,900 s run is never presented as free."""
+    far = "tests/test_far.py"
+    f = flow_of(base={"pkg/mid.py": "from pkg import core\n", "pkg/outer.py": "import pkg.mid\n",
+                      "pkg/edge.py": "import pkg.outer\n",
+                      far: cuda_test("import pkg.edge", est=1900)})
+    spec = f.start("--depth", "2").spec
+    assert rerun(far) in spec["comments"]
+    assert f"comment: /rerun-test {far}  (est 1900s)" in spec["question"]
+    assert "files total: est 3460s of GPU time, one runner per file" in spec["question"]
+    assert 1900 == spec["est"][far]
+
+
+def test_a_file_with_no_registered_time_is_unknown_not_zero(flow_of: Any) -> None:
+    """A planned file whose registration carries no est_time says unknown and is counted
+    apart from the sum, not added as 0."""
+    bare = "tests/test_bare.py"
+    f = flow_of(base={bare: 'from pkg import core\nregister_cuda_ci(suite="stage-b-2-gpu-h200")\n'})
+    spec = f.start().spec
+    assert f"comment: /rerun-test {bare}  (est unknown)" in spec["question"]
+    assert ("files total: est 1560s of GPU time + 1 file(s) of unknown time, one runner per "
+            "file") in spec["question"]
+
+
+def test_the_final_report_never_lists_as_not_run_a_file_that_ran(flow_of: Any) -> None:
+    """A test past the depth bound that joined the files and passed is not also reported
+    as 'left at depth N': the report agrees with itself."""
+    far = "tests/test_far.py"
+    f = flow_of(base={"pkg/mid.py": "from pkg import core\n", "pkg/outer.py": "import pkg.mid\n",
+                      "pkg/edge.py": "import pkg.outer\n",
+                      far: cuda_test("import pkg.edge", est=600)})
+    spec = f.answer(f.start("--depth", "2").spec, "approve").spec
+    done = f.runs_finish(spec).spec
+    assert ("green", "passed") == (done["outcome"], next(
+        x["result"] for x in done["files"] if x["path"] == far))
+    assert [] == [line for line in done["not_run"] if far in line or "left at depth" in line]

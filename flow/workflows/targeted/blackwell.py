@@ -10,10 +10,12 @@ common idiom is a branch on the compute capability::
         ...
 
 A line counts as Blackwell-only when it lies in the body of an ``if`` whose test says
-so: a comparison of a name or attribute spelling ``major``/``capability``/``sm`` (or a
-``get_device_capability()[0]``) with ``>= 10``, ``> 9`` or ``== 10``, or with a tuple
-``>= (10, ...)``; or a call or name spelling ``blackwell`` / ``sm100``. The ``else`` of the
-negation (``if major < 10: ... else:``, ``if not is_blackwell():``) counts too, and so do
+so: a comparison of a name or attribute spelling ``major``/``capability``/``cap``/``sm``
+(or a ``get_device_capability()[0]``) with ``>= 10``, ``> 9`` or ``== 10``, with a tuple
+``>= (10, ...)``, or membership in a literal of majors all 10 or more (``cap[0] in (10,
+12)``, ``major in {10, 12}``); or a call or name spelling the architecture (``blackwell``,
+``sm100``, ``sm120``, ``b200``, ``gb200``). The ``else`` of the negation (``if major < 10:
+... else:``, ``major not in (10, 12)``, ``if not is_blackwell():``) counts too, and so do
 the branches of a conditional expression spread over lines of their own::
 
     scale = (
@@ -32,8 +34,10 @@ from __future__ import annotations
 import ast
 import re
 
-_CAPABILITY = re.compile(r"major|capab|\bsm(?:_version)?\b", re.IGNORECASE)
-_NAMED = re.compile(r"blackwell|sm_?100|sm_?10x", re.IGNORECASE)
+_CAPABILITY = re.compile(r"major|capab|\bcap\b|\bcc\b|\bsm(?:_version)?\b", re.IGNORECASE)
+# Helpers and flags named for the architecture: is_blackwell(), is_sm100(), SM120, b200, gb200.
+_NAMED = re.compile(r"blackwell|sm_?1[02]\d|sm_?1[02]x|(?<![a-z0-9])g?b[23]00(?![0-9])",
+                    re.IGNORECASE)
 
 
 def _spelled(node: ast.AST) -> str:
@@ -62,13 +66,35 @@ def _at_least_ten(op: ast.cmpop, right: ast.expr) -> bool:
     return False
 
 
+def _majors(right: ast.expr) -> list[int] | None:
+    """The integers of a literal tuple, list or set (``(10, 12)``, ``{10, 12}``); the
+    first element of each tuple in it (``{(10, 0), (12, 0)}``); None for anything else."""
+    if not isinstance(right, ast.Tuple | ast.List | ast.Set) or not right.elts:
+        return None
+    out: list[int] = []
+    for elt in right.elts:
+        if isinstance(elt, ast.Tuple) and elt.elts:
+            elt = elt.elts[0]
+        if not (isinstance(elt, ast.Constant) and isinstance(elt.value, int)
+                and not isinstance(elt.value, bool)):
+            return None
+        out.append(elt.value)
+    return out
+
+
+def _capability(test: ast.Compare) -> bool:
+    return _CAPABILITY.search(_spelled(test.left)) is not None
+
+
 def is_blackwell_test(test: ast.expr) -> bool:
     """True when an ``if`` test holds only on Blackwell (see the module docstring)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(is_blackwell_test(v) for v in test.values)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        return (_CAPABILITY.search(_spelled(test.left)) is not None
-                and _at_least_ten(test.ops[0], test.comparators[0]))
+        if isinstance(test.ops[0], ast.In):  # cap[0] in (10, 12), major in {10, 12}
+            majors = _majors(test.comparators[0])
+            return _capability(test) and bool(majors) and min(majors or [0]) >= 10
+        return _capability(test) and _at_least_ten(test.ops[0], test.comparators[0])
     if isinstance(test, ast.Call | ast.Name | ast.Attribute):
         return _NAMED.search(_spelled(test)) is not None
     return False
@@ -89,13 +115,15 @@ def is_not_blackwell_test(test: ast.expr) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return is_blackwell_test(test.operand)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        return (_CAPABILITY.search(_spelled(test.left)) is not None
-                and _below_ten(test.ops[0], test.comparators[0]))
+        if isinstance(test.ops[0], ast.NotIn):  # major not in (10, 12): else is Blackwell
+            majors = _majors(test.comparators[0])
+            return _capability(test) and bool(majors) and min(majors or [0]) >= 10
+        return _capability(test) and _below_ten(test.ops[0], test.comparators[0])
     return False
 
 
-_MAY_GATE = re.compile(rb"(?:>=|==|<)\s*\(?\s*10\b|[<>]=?\s*\(?\s*9\b|blackwell|sm_?10",
-                       re.IGNORECASE)
+_MAY_GATE = re.compile(rb"(?:>=|==|<)\s*\(?\s*10\b|[<>]=?\s*\(?\s*9\b|blackwell|sm_?1[02]"
+                       rb"|\bin\s*[\[({]\s*\(?\s*1[02]\b|g?b[23]00", re.IGNORECASE)
 
 
 def may_gate(source: bytes) -> bool:

@@ -68,7 +68,7 @@ def trace_step(ctx: Any) -> Any:
     d.not_run = loop.not_run(report, plan)
     d.new_tests = loop.new_tests(report)
     d.suites = {t.path: t.suite for t in report.tests}
-    d.est = {t.path: t.est_time for t in report.tests if t.est_time}
+    d.est = {p: e for p, e in report.file_est.items() if e is not None}
     d.costs = loop.label_costs(report)
     d.alternatives = loop.alternatives(plan, _cfg(d), d.costs)
     d.untraced = loop.untraced(report)
@@ -215,8 +215,9 @@ def retrace(ctx: Any) -> Any:
     d.plan = plan
     for t in report.tests:
         d.suites.setdefault(t.path, t.suite)
-        if t.est_time:
-            d.est.setdefault(t.path, t.est_time)
+    for path, est in report.file_est.items():
+        if est is not None:
+            d.est.setdefault(path, est)
     return Go("rerun")
 
 

@@ -7,7 +7,10 @@ warm trace scans nothing. Facts are plain JSON (lists and dicts), one ``orjson.l
   (``importlib.import_module("x")`` / ``__import__("x")``) whose literal may be relative.
 - ``s``: the distinct tokens of every string literal (paths, dotted names, model names),
   plus the repo-relative tail of an f-string part that follows a field and starts with
-  ``/`` (``f"{repo_base_dir}/tools/x.py"`` names ``tools/x.py``: a script launched by path).
+  ``/`` (``f"{repo_base_dir}/tools/x.py"`` names ``tools/x.py``: a script launched by path),
+  and the value of a module-level constant built from literals (``_SCRIPT = Path("tools") /
+  "x.py"``, ``"tools" + "/x.py"``, ``os.path.join(...)``, an f-string of such constants):
+  a launch path held in a name is resolved as a literal one is.
 - ``n``: every word (``\\w+``) of the imports and string tokens, plus ``"\\0rel"`` when the
   file has a relative or dynamic import: the names through which it can reach a file, for
   the import graph's importer index.
@@ -32,7 +35,7 @@ import orjson
 
 from flow.workflows.targeted.lexer import SEP, scan
 
-FACTS_VERSION = 7  # bump when facts, calls or the graph file change shape
+FACTS_VERSION = 8  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]
 Calls = dict[str, Any]  # read_calls: {"c": [top-level calls], "e": syntax error or None}
 
@@ -75,7 +78,8 @@ def _top_call(node: ast.Call) -> dict[str, Any]:
 
 def scan_facts(source: bytes) -> Facts:
     """The facts of ``source`` (see the module docstring). Never raises."""
-    imports, values = scan(source.decode("utf-8", "surrogateescape"))
+    text = source.decode("utf-8", "surrogateescape")
+    imports, values = scan(text)
     # No token spans a NUL, so one findall over the joined values finds each value's own.
     tokens = set(_TOKEN.findall("\0".join(values)))
     # An f-string part that follows a field and starts with "/" continues a path the
@@ -86,6 +90,7 @@ def scan_facts(source: bytes) -> Facts:
                 m = _FIELD_PATH.match(part)
                 if m:
                     tokens.add(m.group(1))
+    tokens.update(t for v in constant_paths(text) for t in _TOKEN.findall(v) if "/" in t)
     names = set(_WORD.findall(" ".join(tokens)))
     for mod, level, imported in imports:
         names.update(_WORD.findall(mod))
@@ -93,6 +98,58 @@ def scan_facts(source: bytes) -> Facts:
         if level != 0:
             names.add(REL)
     return {"i": imports, "s": sorted(tokens), "n": sorted(names)}
+
+
+# A module-level assignment (at column 0, on one line) whose value spells a string.
+_CONSTANT = re.compile(r"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([^\n]*[\"'][^\n]*)$", re.M)
+_PATH_CALLS = {"Path", "PurePath", "PosixPath", "PurePosixPath", "join"}
+
+
+def constant_paths(text: str) -> list[str]:
+    """Values of module-level constants built from literals and earlier such constants:
+    ``Path("a") / "b.py"``, ``"a" + "/b.py"``, ``os.path.join("a", "b.py")``,
+    ``f"{A}/b.py"``. Anything else (a call, ``__file__``, an unknown name) is no constant.
+    Never raises."""
+    known: dict[str, str] = {}
+    for m in _CONSTANT.finditer(text):
+        try:
+            node = ast.parse(m.group(2).strip(), mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        value = _fold(node, known)
+        if value is not None:
+            known[m.group(1)] = value
+    return [v for v in known.values() if "/" in v]
+
+
+def _fold(node: ast.expr, known: dict[str, str]) -> str | None:
+    """The string ``node`` evaluates to from literals and ``known`` constants, or None."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.Name):
+        return known.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
+        left, right = _fold(node.left, known), _fold(node.right, known)
+        if left is None or right is None:
+            return None
+        return f"{left}/{right}" if isinstance(node.op, ast.Div) else left + right
+    if isinstance(node, ast.Call) and not node.keywords:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in _PATH_CALLS and node.args:
+            parts = [_fold(a, known) for a in node.args]
+            return None if None in parts else "/".join(p for p in parts if p is not None)
+        return None
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for v in node.values:
+            part = (_fold(v.value, known) if isinstance(v, ast.FormattedValue)
+                    else _fold(v, known))
+            if part is None:
+                return None
+            out.append(part)
+        return "".join(out)
+    return None
 
 
 def text_facts(source: bytes) -> Facts:

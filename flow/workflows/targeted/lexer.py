@@ -74,6 +74,12 @@ _SELF_DOC = re.compile(r"(?<![=!<>])=\s*$")
 # names example paths and modules), never something the program loads.
 _PROSE_KW = re.compile(r"[(,]\s*(?:help|description|epilog|usage)\s*=\s*\(?\s*\Z")
 PROSE_KEYWORDS = ("help", "description", "epilog", "usage")
+# A literal opening the arguments of an exception raised, a log record or a printed line is
+# a message for a person: a path it names ("run tools/convert.py first") is never loaded.
+_MESSAGE_CALL = re.compile(
+    r"(?:\braise\s+[\w.]+|\b(?:print|warn)"
+    r"|\b(?:logger|logging|log|LOG|LOGGER|_logger|_log|_LOG)\.(?:debug|info|warning|warn|error"
+    r"|exception|critical|fatal|log))\s*\((?:\s|\(|\#[^\n]*)*\Z")
 _STMT_END = re.compile(r"[ \t\f]*(?:\#[^\n]*)?(?:\n|\r|;|\Z)")
 SEP = "\0"  # between an f-string's literal parts: no token spans it
 
@@ -85,8 +91,9 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
     dynamic import's literal). ``values``: every str literal's value, concatenations
     joined, f-string parts separated by ``SEP``, except a literal that is a statement of
     its own (a docstring, or any bare string statement): it has no effect, so it names
-    nothing that runs; and the value of a ``help=`` / ``description=`` / ``epilog=`` /
-    ``usage=`` keyword: text for a person. Never raises.
+    nothing that runs; the value of a ``help=`` / ``description=`` / ``epilog=`` /
+    ``usage=`` keyword, and the first argument of a raised exception, a log call or a
+    ``print``/``warn``: text for a person. Never raises.
     """
     imports: list[list[Any]] = []
     values: list[str] = []
@@ -177,6 +184,7 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
             stmt = _line_start(text, start) and count_depth() == 0
             prose = (_PROSE_KW.search(text, max(0, start - 60), start) is not None
                      and count_depth() > 0)  # a keyword argument, not an assignment
+            prose = prose or _MESSAGE_CALL.search(text, max(0, start - 80), start) is not None
             if start == dyn_arg and "f" not in prefix:
                 imports.append([value, -1, []])
                 dyn_chain = True

@@ -178,9 +178,27 @@ def not_run(report: AffectedReport, plan: Plan) -> list[str]:
             out.append(f"{t.path}: covered by the labels {', '.join(plan.labels)}")
     out += [f"{u.path}: registration unreadable ({u.reason})" for u in report.unreadable]
     out += [f"hub {h.path} not followed ({h.met})" for h in report.hubs]
-    out += [f"{f.importer}: left at depth {report.depth}" for f in report.frontier if f.reaches]
+    for f in report.frontier:
+        left = [p for p in f.reaches if p not in planned]
+        if left:  # past the bound, and not joined to the files
+            out.append(f"{f.importer}: left at depth {report.depth} (not run: "
+                       f"{', '.join(left)})")
     out += [f"judgement: {j}" for j in plan.judgement]
     return sorted(set(out), key=out.index)
+
+
+def still_not_run(data: TargetedData) -> list[str]:
+    """``data.not_run`` without what did run after all: a line whose file, or every test
+    file it names, has a run of its own is no longer true."""
+    ran = {fr.path for fr in data.files.values() if fr.attempts}
+    out = []
+    for line in data.not_run:
+        subject, _, rest = line.partition(":")
+        named = re.findall(r"[\w./-]+\.py", rest.partition("(not run:")[2] or rest)
+        if subject in ran or (named and set(named) <= ran):
+            continue
+        out.append(line)
+    return out
 
 
 def label_costs(report: AffectedReport) -> dict[str, str]:
@@ -218,16 +236,17 @@ def untraced(report: AffectedReport) -> list[str]:
 def question(data: TargetedData, comments: list[str], labels: list[str]) -> str:
     """The approval question: exactly what would be posted, what each piece costs, why,
     and the judgement a person must make (the plan's own lines)."""
+    from flow.workflows.targeted.report import files_total
+
     lines = [f"Spend CI runners on {data.repo}#{data.number}? Exactly:"]
-    total = 0.0
-    for c in comments:
-        est = data.est.get(c.split(" ", 1)[1])
-        total += est or 0
-        lines.append(f"comment: {c}  (est {f'{est:g}s' if est else '?'})")
+    paths = [c.split(" ", 1)[1] for c in comments]
+    for c, path in zip(comments, paths):
+        est = data.est.get(path)
+        lines.append(f"comment: {c}  (est {f'{est:g}s' if est is not None else 'unknown'})")
     for lab in labels:
         lines.append(f"label: {lab}  (starts {data.costs.get(lab, 'an unknown number of runs')})")
     if comments:
-        lines.append(f"files total: est {total:g}s of GPU time, one runner per file")
+        lines.append(f"files total: {files_total(paths, dict(data.est))}, one runner per file")
     return "\n".join(lines + _why_and_answers(data, "approving", "also add"))
 
 
@@ -301,7 +320,7 @@ def final_report(data: TargetedData, outcome: str, cfg: TargetedConfig) -> dict[
     return {"outcome": outcome, "pr": f"{data.repo}#{data.number}", "fix_rounds": data.round,
             "files": files, "failures": failures, "labels_added": data.labels_added,
             "comments_posted": data.posted, "reported": data.reported,
-            "not_run": data.not_run, "timing_lines": timing_lines(data, cfg),
+            "not_run": still_not_run(data), "timing_lines": timing_lines(data, cfg),
             **({"why": list(data.plan.reasons), "judgement": list(data.plan.judgement),
                 "untraced": data.untraced}
                if outcome == "nothing_to_run" and data.plan else {}),

@@ -160,12 +160,31 @@ class AffectedReport(_Row):
     external: list[External] = []  # changed modules imported from outside the repository
     blackwell_only: list[str] = []  # changed files whose changed lines run only on Blackwell
     costs: list[LabelCost] = []  # every label that selects a registration, with its cost
+    # est_time of what ``/rerun-test <file>`` runs (its one enabled CPU or CUDA
+    # registration), for every file a plan may post: reached, or past the depth bound;
+    # None where the repository registers no est_time (unknown, never 0)
+    file_est: dict[str, float | None] = {}
+    # for the same files, the registrations a PR label could select instead (enabled, not
+    # nightly, on a suite a PR job runs, CPU or CUDA): when the plan's labels select all of
+    # them, a /rerun-test of the file would run it twice
+    file_runs: dict[str, list[str]] = {}
 
 
 def _est(value: int | float | None) -> str:
     if value is None:
-        return "est ?"
+        return "est unknown"
     return f"est {value:g}s"
+
+
+def files_total(paths: list[str], est: dict[str, float | None]) -> str:
+    """The summed estimate of ``paths``: ``"est 2300s of GPU time"``; files without an
+    estimate are counted apart as unknown, never summed as 0."""
+    known = [v for p in paths if (v := est.get(p)) is not None]
+    unknown = len(paths) - len(known)
+    if not known:
+        return f"unknown ({unknown} file(s) without est_time)"
+    text = f"est {sum(known):g}s of GPU time"
+    return text + (f" + {unknown} file(s) of unknown time" if unknown else "")
 
 
 def cost_text(cost: LabelCost) -> str:
@@ -220,7 +239,12 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
             mode = "none chosen: a person decides (labels, or no GPU CI needed)"
         lines = [f"Plan: {mode}"]
         lines += [f"  undecided: {u}" for u in undecided]
-        lines += [f"  comment: {c}" for c in getattr(p, "comments", [])]
+        comments = list(getattr(p, "comments", []))
+        lines += [f"  comment: {c}  ({_est(report.file_est.get(c.split(' ', 1)[1]))})"
+                  for c in comments]
+        if comments:
+            lines.append("  files total: " + files_total(
+                [c.split(" ", 1)[1] for c in comments], report.file_est))
         lines += [f"  label: {lab}" for lab in getattr(p, "labels", [])]
         lines += [f"  why: {r}" for r in getattr(p, "reasons", [])]
         lines += [f"  judge: {j}" for j in getattr(p, "judgement", [])]

@@ -117,8 +117,42 @@ def choose(report: AffectedReport, cfg: TargetedConfig) -> Plan:
     ``nothing`` says why no GPU run is needed, or names in ``undecided`` the untraced
     files only a person can judge."""
     undecided: list[str] = []
-    plan = _choose(report, cfg, undecided)
+    plan = _within_scope(_choose(report, cfg, undecided), cfg)
     return plan.model_copy(update={"undecided": sorted(set(undecided))}) if undecided else plan
+
+
+def _within_scope(plan: Plan, cfg: TargetedConfig) -> Plan:
+    """The plan without the labels a scope label beside them already selects: with
+    ``run-ci-all`` (every label) or ``run-ci-image`` (all but its excluded ones), a
+    narrower ``run-ci-x`` selects nothing more, and each added label restarts PR Test.
+    A scope whose exclusions cover another's is dropped beside it the same way."""
+    scopes = [s for s in plan.labels if s in cfg.labels.scopes]
+    if not scopes:
+        return plan
+    prefix = cfg.labels.prefix
+    keep: list[str] = []
+    dropped: list[str] = []
+    for lab in plan.labels:
+        if lab in cfg.labels.scopes:
+            mine = set(cfg.labels.scopes[lab].exclude)
+            wider = [s for s in scopes if s != lab
+                     and set(cfg.labels.scopes[s].exclude) < mine
+                     or (s < lab and set(cfg.labels.scopes[s].exclude) == mine)]
+        elif lab.startswith(prefix) and lab not in cfg.labels.rules:
+            wider = [s for s in scopes
+                     if lab[len(prefix):] not in cfg.labels.scopes[s].exclude]
+        else:
+            wider = []
+        if wider:
+            dropped.append(f"{lab} ({wider[0]} selects it)")
+        else:
+            keep.append(lab)
+    if not dropped:
+        return plan
+    return plan.model_copy(update={
+        "labels": keep,
+        "judgement": [*plan.judgement, "not added, since a scope label beside them selects "
+                      "nothing less and each label restarts PR Test: " + ", ".join(dropped)]})
 
 
 def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -> Plan:
@@ -311,8 +345,10 @@ def _not_twice(rerun: set[str], labels: list[str],
     twice: list[str] = []
     for line in sorted(rerun):
         path = line.split(" ", 1)[1]
-        keys = {f"{t.path}@{t.suite}" for t in report.tests if t.path == path
-                and not t.disabled and not t.nightly and t.on_pr and t.backend != "rocm"}
+        # past the depth bound too: the file's own registrations, not only reached rows
+        keys = set(report.file_runs.get(path, [])) or {
+            f"{t.path}@{t.suite}" for t in report.tests if t.path == path
+            and not t.disabled and not t.nightly and t.on_pr and t.backend != "rocm"}
         if keys and keys <= covered:
             twice.append(path)
         else:

@@ -199,6 +199,9 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
             for p in sorted(reached & set(regs)) for r in regs[p]]
     hit = sorted(reached & acting)
     runnable = [p for p in hit if any(actionable(r, cfg) for r in regs[p])]
+    # every file a plan may post a /rerun-test for: reached, past the depth bound, behind hubs
+    postable = (set(runnable) | {t for f in frontier for t in f.reaches}
+                | {k.rsplit("@", 1)[0] for h in hubs for k in h.tests})
     report = AffectedReport(
         base=base, depth=depth, hub_limit=hub_limit, profile=cfg.source, changed=changed,
         no_gpu=no_gpu, uncommitted=uncommitted, worktree=worktree, tests=rows,
@@ -217,6 +220,10 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         external=_external(changed, cfg),
         blackwell_only=_blackwell_only(repo_dir, base, worktree, git, changed),
         costs=label_costs(regs, cfg),
+        file_est=_file_est(postable, regs, cfg),
+        file_runs={p: sorted(key_of(r) for r in regs.get(p, []) if r.enabled and not r.nightly
+                             and cfg.pr_runs(r.suite) and r.backend in ("cpu", "cuda"))
+                   for p in sorted(postable)},
     )
     graph.remember()
     cache.save()  # after the last scan
@@ -240,6 +247,19 @@ def _registration_changes(repo_dir: Path, base: str, worktree: bool, git: GitRea
         if touched and all(any(r.span[0] <= n <= r.span[1] for r in spans) for n in touched):
             out[path] = sorted(key_of(r) for r in spans
                                if any(r.span[0] <= n <= r.span[1] for n in touched))
+    return out
+
+
+def _file_est(paths: set[str], regs: dict[str, list[Registration]],
+              cfg: TargetedConfig) -> dict[str, float | None]:
+    """What ``/rerun-test <path>`` costs: the ``est_time`` of the file's enabled CPU or
+    CUDA registration (the one the rerun workflow resolves the file to; with several,
+    their sum), None when none of them carries one."""
+    out: dict[str, float | None] = {}
+    for path in sorted(paths):
+        runs = [r for r in regs.get(path, []) if actionable(r, cfg)]
+        known = [float(r.est_time) for r in runs if r.est_time is not None]
+        out[path] = sum(known) if runs and len(known) == len(runs) else None
     return out
 
 
