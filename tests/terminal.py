@@ -58,8 +58,23 @@ class Terminal:
         try:
             code = self.proc.wait(timeout=30)
         finally:
-            os.close(self.leader)
+            self.close()
         return code, self.text
+
+    def close(self) -> None:
+        """End the process if it still runs (a test that failed midway) and the terminal."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.leader >= 0:
+            os.close(self.leader)
+            self.leader = -1
+
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def on_a_terminal(ws: Path, *argv: str, env: dict[str, str] | None = None, columns: int = 100,
