@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(result, str):
         sys.stdout.write(result)
         return code
-    if sys.stdout.isatty():  # a person reads: --help and graph as text (unless --json)
+    if sys.stdout.isatty():  # a person reads: help, graph, demo, errors as text (unless --json)
         from flow.cli.person import text_for, wants_text
 
         text = text_for(argv, result) if wants_text(argv, True) else None
@@ -112,9 +112,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(argv: list[str]) -> int:
-    """``serve``: parse like any call (errors are one JSON object), then run the web page."""
+    """``serve``: parse like any call (errors are one JSON object), then run the web page.
+
+    On a terminal (``flow.cli.person``) it says in words that it serves, where and how to
+    stop it, and when stopped that it stopped; piped, the one JSON object. Ctrl-C at any
+    moment ends it with exit 0.
+    """
     harness = _harness(None)
     root = workspace_root(_flag(argv, "--workspace"))
+    from flow.cli import person
+
+    to_person = person.wants_text(argv, sys.stdout.isatty())
+    shown: list[dict[str, Any]] = []
+
+    def show(obj: dict[str, Any], code: int = 0) -> int:
+        if not to_person:
+            return _emit(obj, code)
+        text = person.text_for(argv, obj) if obj.get("status") == "error" else None
+        shown.append(obj)
+        sys.stdout.write(text or person.serving_text(obj, person.width()))
+        sys.stdout.flush()
+        return code
+
     try:
         from flow.cli.argv import parse
 
@@ -125,10 +144,15 @@ def _serve(argv: list[str]) -> int:
         root = workspace_for(args.store, args.workspace, os.environ)
         from flow.web.server import serve
 
-        return serve(root, args.host or "127.0.0.1", args.port or 0, harness, _emit,
+        code = serve(root, args.host or "127.0.0.1", args.port or 0, harness, show,
                      store_url(args.store, os.environ))
     except OrchestratorError as err:
-        return _emit(_error(err, root, harness), err.exit_code)
+        return show(_error(err, root, harness), err.exit_code)
+    except KeyboardInterrupt:  # stopped before it served
+        return 0
+    if to_person and shown:
+        sys.stdout.write(person.stopped_text(shown[0]))
+    return code
 
 
 def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:

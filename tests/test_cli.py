@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.contract.driver import SCRIPT, Driver, modules_after as _modules_after
+from tests.terminal import on_a_terminal
 
 TOY = {"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}
 
@@ -341,25 +342,7 @@ def test_status_table_has_a_works_on_column(tmp_path: Path) -> None:
 
 def _on_a_terminal(ws: Path, *argv: str) -> tuple[int, str]:
     """Run orchestrator.py with stdout on a pseudo-terminal, as a person's shell does."""
-    import os
-    import pty
-
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(ws), *argv],
-                            stdout=follower, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                            env={**os.environ, **TOY})
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal closes with the child
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    return proc.wait(timeout=60), b"".join(chunks).decode().replace("\r\n", "\n")
+    return on_a_terminal(ws, *argv, env=TOY, stderr=False)
 
 
 @pytest.mark.parametrize("command", [None, "reproduce", "graph", "serve", "status"])
@@ -394,6 +377,81 @@ def test_every_help_example_parses_as_its_command(command: str | None) -> None:
 
     args, _ = parse(shlex.split(EXAMPLES[command])[1:])
     assert (command or "reproduce") == args.command
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("argv", [
+    ["--bogus"],                              # the command line
+    ["--flow", "toy/absent", "--resume"],     # a flow that is not there
+    ["start", "toy", "bad"],                  # inputs the workflow refuses
+])
+def test_an_error_on_a_terminal_says_its_message_once(tmp_path: Path, argv: list[str]) -> None:
+    """On a terminal an error is text: its message once (not again as the top-level copy the
+    JSON carries), its hint once, the same exit code as piped."""
+    code, spec = _run(tmp_path, *argv)
+    shown_code, text = on_a_terminal(tmp_path, *argv, env=TOY)
+    message, hint = spec["error"]["message"], spec["error"]["hint"]
+    assert (code, False, 1, 1) == (shown_code, text.lstrip().startswith("{"),
+                                   _words(text).count(_words(message)),
+                                   _words(text).count(_words(hint)))
+    assert text.startswith(f"error ({spec['error']['code']}): ")
+
+
+def test_an_error_on_a_terminal_stays_json_with_the_json_flag(tmp_path: Path) -> None:
+    """--json, accepted by every command, keeps the error's JSON object on a terminal."""
+    code, text = on_a_terminal(tmp_path, "start", "toy", "bad", "--json", env=TOY)
+    assert (2, "bad_input") == (code, json.loads(text)["error"]["code"])
+
+
+def _toy_with_a_long_error(ws: Path, name: str) -> str:
+    """A toy flow whose last call failed with a long message; that message."""
+    drv = Driver(ws, TOY)
+    spec = drv.call(["start", "toy", name]).spec
+    task = spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps(
+        {"ok": "only after the reviewers agree", "value": "somewhere near a dozen"}))
+    failed = drv.call(["--flow", f"toy/{name}", "--feed", "coder", "--feed-file",
+                       task["feed_file"]]).spec
+    assert "error" == failed["status"]
+    return str(failed["error"]["message"])
+
+
+@pytest.mark.parametrize("columns,limit", [(100, 100), (72, 72), (200, 100)])
+def test_status_on_a_terminal_fits_its_width_and_keeps_every_word(tmp_path: Path, columns: int,
+                                                                  limit: int) -> None:
+    """status fits the terminal, at most 100 columns: a long error is wrapped between words,
+    never cut, and every word of it is shown whole."""
+    message = _toy_with_a_long_error(tmp_path, "a-flow-with-a-fairly-long-name-for-its-column")
+    _toy_with_a_long_error(tmp_path, "short")
+    assert len(f"error invalid_feed: {message}") > 100
+    code, text = on_a_terminal(tmp_path, "status", env=TOY, columns=columns)
+    lines = text.splitlines()
+    assert (0, []) == (code, [line for line in lines if len(line) > limit])
+    shown = text.split()
+    assert ([], 2) == ([w for w in message.split() if w not in shown],
+                       _words(text).count(_words(message)))
+
+
+def test_a_campaigns_table_fits_100_columns_and_keeps_every_word() -> None:
+    """status --campaign's text wraps a lease and a long last error between words."""
+    from flow.cli.fleet import table
+
+    error = ("invalid_feed: the coder's result for item nightly-42 named a test that the "
+             "assessment never listed, so the flow refused it and kept its state as it was")
+    info = {"campaign": "nightly", "kind": "items", "items": 3, "left": 2,
+            "by_state": {"done": 1, "leased": 1, "free": 1}, "expired_leases": 0,
+            "throughput_per_hour": 4.5, "errors": [{"item": "nightly-42", "error": error}],
+            "leases": [{"item": "nightly-42", "holder": "harness-on-the-second-build-machine",
+                        "host": "build-machine-two.example", "pid": 41234,
+                        "since": "2026-03-01T10:00:00Z", "lease_until": "2026-03-01T10:15:00Z",
+                        "expired": False, "claims": 2,
+                        "flow_id": "refactor/core/test_a_rather_long_test_file_name"}]}
+    text = table(info)  # 100 columns unless told
+    assert [] == [line for line in text.splitlines() if len(line) > 100]
+    assert [] == [w for w in error.split() if w not in text.split()]
 
 
 def test_graph_on_a_terminal_prints_mermaid_text(tmp_path: Path) -> None:

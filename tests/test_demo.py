@@ -34,3 +34,23 @@ def test_the_local_test_gate_runs_as_a_job_that_never_holds_a_call(tmp_path: Pat
     assert '"waiting_on": "job"' in call.stderr and '"id": "test-v1-local-r0-cpu"' in call.stderr
     audit = (Path(call.spec["summary_path"]).parent / "audit.jsonl").read_text()
     assert '"event":"job_started"' in audit and '"event":"job_finished"' in audit
+
+
+def test_demo_on_a_terminal_prints_a_line_per_step_and_done_once(tmp_path: Path) -> None:
+    """On a terminal the demo says each step in one line of words (no JSON), then `done` once,
+    after the last step, with the number of calls it made."""
+    import re
+
+    from tests.terminal import on_a_terminal
+
+    code, text = on_a_terminal(tmp_path, "demo", "refactor")
+    lines = text.splitlines()
+    steps = [line for line in lines if line.startswith("step ")]
+    done_at = [i for i, line in enumerate(lines) if re.search(r"\bdone\b", line)]
+    calls = re.search(r"in (\d+) calls", " ".join(text.split()))
+    assert (0, 1, True) == (code, len(done_at), calls is not None)
+    assert calls is not None and int(calls.group(1)) - 1 == len(steps)
+    assert steps == lines[:len(steps)] and done_at == [len(steps)]
+    assert [] == [line for line in steps if "{" in line or '":' in line]
+    assert " ".join(lines[len(steps):]).startswith("done: the demo took test/test_small_ops.py "
+                                                   "to finalize (outcome refactored)")

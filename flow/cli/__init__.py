@@ -8,7 +8,7 @@
 - ``campaigns`` the campaign command: claim an item, drive its flow, renew and finish its lease
 - ``schemas``  the JSON schemas of specs and feeds (``schema NAME``)
 - ``graph``    a workflow's state machine as Mermaid text or a Graphviz picture (``graph NAME``)
-- ``person``   what a terminal shows instead of the JSON object (help text, Mermaid text)
+- ``person``   what a terminal shows instead of the JSON object (help, errors, graph, demo, serve)
 - ``demo``     the bundled demos, driven as a harness would
 
 Nothing is imported here.

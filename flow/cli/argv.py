@@ -38,7 +38,9 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                                      "$ORCHESTRATOR_MAX_FEED_BYTES, default 8 MiB)"}),
     "answer": (("--answer",), {"metavar": "VALUE", "help": "answer the open need_human question "
                                "with one of its option values"}),
-    "json": (("--json",), {"action": "store_true", "help": "print one JSON object instead of text"}),
+    "json": (("--json",), {"action": "store_true", "help": "print one JSON object instead of "
+                          "text (status and affected-tests print text unless given it; so do "
+                          "help, errors, graph, demo and serve on a terminal)"}),
     "source_dir": (("--pytorch-dir", "--source-dir"), {"metavar": "DIR", "help": "the PyTorch (or "
                    "project) checkout (default: the current directory)"}),
     "ci_check": (("--ci-check",), {"action": "store_true", "help": "the seed's spelling of "
@@ -123,7 +125,7 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
     "ci-check": ("watch a PR's CI and debug its failures (the seed's --ci-check)",
                  None, [*FLOW, "ci_check", "pr_number", "repo", "repo_dir", "mark_ready"]),
     "affected-tests": ("list the tests a change can affect (no flow, no GitHub)",
-                       None, [*TARGETED, "json", "include_worktree"]),
+                       None, [*TARGETED, "include_worktree"]),
     "ci-targeted": ("run only the CI a PR's change needs, after a person approves",
                     None, [*FLOW, *TARGETED, "pr_number", "repo", "approved"]),
     "review-queue": ("review the queued [Test] PRs (the seed's --review-queue)",
@@ -132,14 +134,14 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
     "ingest": ("turn reviewer feedback into ruleset findings; --apply-ingest applies them",
                None, [*FLOW, "ingest_feedback", "apply_ingest", "repo"]),
     "status": ("list the flows of the workspace and what each works on", None,
-               ["json", "campaign"]),
+               ["campaign"]),
     "campaign": ("work on a campaign's next item (many harnesses, one PostgreSQL --store)",
                  ("name", "?", "the campaign"), ["items"]),
     "schema": ("list the JSON schemas, or print one (a feed: WORKFLOW.FEED)",
                ("name", "?", "the schema to print (omit to list them)"), []),
     "graph": ("draw a workflow's state machine (Mermaid text, or an svg/png picture), with a "
               "flow's current state and path when --flow is given",
-              ("workflow", "?", "the workflow to draw"), ["flow", "format", "output", "json"]),
+              ("workflow", "?", "the workflow to draw"), ["flow", "format", "output"]),
     "serve": ("a read-only web page of every flow in the workspace (Ctrl-C stops it)",
               None, ["host", "port"]),
     "demo": ("run a built-in example to its end (demo refactor)",
@@ -170,7 +172,7 @@ EXAMPLES: dict[str | None, str] = {
 }
 SEED_FLAGS = {"--ci-check": "ci-check", "--ingest-feedback": "ingest", "--apply-ingest": "ingest",
               "--review-queue": "review-queue"}
-TOP_FLAGS = ["workspace", "store", "harness"]
+TOP_FLAGS = ["workspace", "store", "harness", "json"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -3,6 +3,8 @@
 The replay harness is a real harness in all but judgment: it reads only the printed JSON,
 writes each result to the task's ``feed_file`` and runs the task's ``feed_command`` as printed
 (argument list, no shell). Its answers are recorded files in ``examples/refactor/replay/``.
+Each call's JSON goes to stderr; on a terminal (``flow.cli.person``) one line per step does
+instead, and the end is said once, as text.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ def _example(script: Path) -> Path:
     return src
 
 
-def _call(argv: list[str]) -> dict[str, Any]:
+def _call(argv: list[str], step: int, to_person: bool) -> dict[str, Any]:
+    """One harness call; what it printed goes on to stderr: the JSON object, or for a person
+    at a terminal one line saying what the step asked and what the demo does about it."""
     from flow.core import proc
 
     # Each call the demo makes is a harness call with a foreground budget of its own.
@@ -52,8 +56,27 @@ def _call(argv: list[str]) -> dict[str, Any]:
     except ValueError:
         raise WorkflowInputError(f"the orchestrator printed no JSON (exit {got.code})",
                                  f"its stderr: {got.stderr[-500:]}") from None
-    sys.stderr.write(dumps(spec).decode() + "\n")
+    if not to_person:
+        sys.stderr.write(dumps(spec).decode() + "\n")
+    elif spec.get("status") in {"need_agent", "waiting"}:
+        sys.stderr.write(progress(step, spec) + "\n")
+        sys.stderr.flush()
     return dict(spec)
+
+
+def progress(step: int, spec: dict[str, Any]) -> str:
+    """One line for a person: the step, the flow's phase, what it asked, what the demo does
+    (the last call's end is the caller's ``done``, not a progress line)."""
+    where = f"step {step:>2}  {spec.get('phase')}:"
+    if spec.get("waiting_on") == "job":
+        return f"{where} job {(spec.get('job') or {}).get('id')} runs on; waiting, then resuming"
+    if spec.get("waiting_on") == "budget":
+        return f"{where} {spec.get('cut_short')} ran out of time; waiting, then resuming"
+    tasks = spec.get("tasks") or [{}]
+    task = tasks[0]
+    also = f" (and {len(tasks) - 1} more)" if len(tasks) > 1 else ""
+    return (f"{where} asks the {task.get('agent_name')}{also}; replaying its recorded answer "
+            f"({task.get('feed_schema')})")
 
 
 def _answer(task: dict[str, Any], example: Path, checkout: Path) -> dict[str, Any]:
@@ -92,18 +115,19 @@ def demo_command(words: list[str], args: Namespace, root: Path, harness: str,
     checkout = root / "demo-checkout"
     shutil.rmtree(checkout, ignore_errors=True)
     make_checkout(src, checkout)
+    to_person = sys.stdout.isatty() and not args.json  # the flow.cli.person test
     base = [sys.executable, str(script), "--workspace", str(root), "--harness", harness]
-    spec = _call([*base, "--restart", TEST_FILE, "--pytorch-dir", str(checkout)])
+    spec = _call([*base, "--restart", TEST_FILE, "--pytorch-dir", str(checkout)], 1, to_person)
     calls = 1
     while spec["status"] in {"need_agent", "waiting"} and calls < MAX_CALLS:
         calls += 1
         if spec.get("waiting_on") in {"job", "budget"}:  # a job runs on, or a cut check: wait, resume
             time.sleep(min(float(spec["poll_after_s"]), 5.0))
-            spec = _call(shlex.split(spec["resume_command"]))
+            spec = _call(shlex.split(spec["resume_command"]), calls, to_person)
             continue
         task = spec["tasks"][0]
         Path(task["feed_file"]).write_bytes(dumps(_answer(task, src, checkout)))
-        spec = _call(shlex.split(task["feed_command"]))
+        spec = _call(shlex.split(task["feed_command"]), calls, to_person)
     if spec["status"] != "done":
         err = spec.get("error") or {}
         raise OrchestratorError(

@@ -65,21 +65,27 @@ def campaign_status(name: str, url: str | None, root: Path, harness: str, *,
         from flow.core.render import envelope
 
         return {**envelope(None, root, "done", harness), "campaigns": infos}
-    return "".join(table(i) for i in infos) or "no campaigns in the store\n"
+    from flow.cli.person import width
+
+    return "".join(table(i, width()) for i in infos) or "no campaigns in the store\n"
 
 
-def table(info: dict[str, Any]) -> str:
+def table(info: dict[str, Any], width: int = 100) -> str:
+    """One campaign in lines of at most ``width`` columns, wrapped between words."""
+    from flow.cli.person import wrap
+
     s = info["by_state"]
     rate = info["throughput_per_hour"]
-    lines = [f"campaign {info['campaign']} ({info['kind']}): {info['items']} items, "
-             f"{s['done']} done, {s['leased']} leased ({info['expired_leases']} expired), "
-             f"{s['free']} free; {info['left']} left; "
-             f"{'-' if rate is None else rate} items/hour"]
+    lines = wrap(f"campaign {info['campaign']} ({info['kind']}): {info['items']} items, "
+                 f"{s['done']} done, {s['leased']} leased ({info['expired_leases']} expired), "
+                 f"{s['free']} free; {info['left']} left; "
+                 f"{'-' if rate is None else rate} items/hour", width, "    ", "")
     for lease in info["leases"]:
         mark = " EXPIRED" if lease["expired"] else ""
-        lines.append(f"  {lease['item']}: {lease['holder']} ({lease['host']} pid "
-                     f"{lease['pid']}) since {lease['since']}, until {lease['lease_until']}"
-                     f"{mark}, claims {lease['claims']}, flow {lease['flow_id'] or '-'}")
+        lines.extend(wrap(f"{lease['item']}: {lease['holder']} ({lease['host']} pid "
+                          f"{lease['pid']}) since {lease['since']}, until "
+                          f"{lease['lease_until']}{mark}, claims {lease['claims']}, flow "
+                          f"{lease['flow_id'] or '-'}", width, "      ", "  "))
     for err in info["errors"]:
-        lines.append(f"  last error of {err['item']}: {err['error'][:100]}")
+        lines.extend(wrap(f"last error of {err['item']}: {err['error']}", width, "      ", "  "))
     return "\n".join(lines) + "\n"

@@ -118,34 +118,76 @@ def human_age(seconds: int | None) -> str:
     return f"{seconds}s"
 
 
-def table(rows: list[dict[str, Any]], root: Path | str) -> str:
+HEAD = ("FLOW", "WORKS ON", "WORKFLOW", "PHASE", "PENDING", "AGE")
+NOTE_HEAD = "STATE / LAST ERROR"
+NOTE_ROOM = len(NOTE_HEAD)  # the least room the last column takes (a longer note goes below)
+UNDER = "    "  # what a row's text too long for its line is indented by, on the lines below
+
+
+def note(r: dict[str, Any]) -> str:
+    """A flow's state in a few words: unreadable, its last error, done, who it waits on."""
+    if r.get("unreadable"):
+        return f"UNREADABLE: {r['unreadable']}"
+    if r.get("last_error"):
+        return f"error {r['last_error']}"
+    if r.get("finished"):
+        return f"done ({r.get('outcome') or 'finished'})"
+    if r.get("question"):
+        return "needs a person"
+    if r.get("jobs"):  # a log's last line can be any length: two lines' worth at most
+        from flow.cli.person import clip
+
+        job = r["jobs"][0]
+        return (f"job {job['id']} running {human_age(int(job['elapsed_s'] or 0))}: "
+                f"{clip(job['last_line'], 160)}")
+    return "waiting for tasks" if r.get("pending") else "ready to resume"
+
+
+def table(rows: list[dict[str, Any]], root: Path | str, width: int = 100) -> str:
+    """The flows as a table of at most ``width`` columns: one line per flow while it fits.
+
+    A state or error too long for its row goes on the lines below it, wrapped between words
+    (``flow.cli.person.wrap``), never cut; when the columns leave too little room for it,
+    WORKS ON moves below the row too, and then every column but FLOW.
+    """
+    from flow.cli.person import wrap
+
     if not rows:
         return f"no flows in {root}\n"
-    head = ("FLOW", "WORKS ON", "WORKFLOW", "PHASE", "PENDING", "AGE", "STATE / LAST ERROR")
-    lines = [head]
-    for r in rows:
-        if r.get("unreadable"):
-            note = f"UNREADABLE: {r['unreadable']}"
-        elif r.get("last_error"):
-            note = f"error {r['last_error']}"
-        elif r.get("finished"):
-            note = f"done ({r.get('outcome') or 'finished'})"
-        elif r.get("question"):
-            note = "needs a person"
-        elif r.get("jobs"):
-            job = r["jobs"][0]
-            note = (f"job {job['id']} running {human_age(int(job['elapsed_s'] or 0))}: "
-                    f"{job['last_line']}")
+    cells = [[r["flow_id"], r.get("subject") or "-", str(r.get("workflow")),
+              str(r.get("phase")), str(len(r.get("pending") or [])),
+              human_age(r.get("age_seconds"))] for r in rows]
+    shown = list(range(len(HEAD)))
+    for drop in ([1], [1, 2, 3, 4, 5]):  # WORKS ON below, then everything but FLOW
+        if _span(HEAD, cells, shown) + NOTE_ROOM <= width:
+            break
+        shown = [i for i in range(len(HEAD)) if i not in drop]
+    widths = {i: max(len(c[i]) for c in [list(HEAD), *cells]) for i in shown}
+    lines = ["  ".join(HEAD[i].ljust(widths[i]) for i in shown) + "  " + NOTE_HEAD]
+    for c, r in zip(cells, rows, strict=True):
+        left = "  ".join(c[i].ljust(widths[i]) for i in shown) + "  "
+        text = " ".join(note(r).split())
+        below = [_moved(c, shown)] if len(shown) < len(HEAD) else []
+        if len(left) + len(text) <= width:
+            lines.append(left + text)
         else:
-            note = "waiting for tasks" if r.get("pending") else "ready to resume"
-        lines.append((r["flow_id"], r.get("subject") or "-", str(r.get("workflow")),
-                      str(r.get("phase")),
-                      str(len(r.get("pending") or [])), human_age(r.get("age_seconds")),
-                      note[:100]))
-    widths = [max(len(row[i]) for row in lines) for i in range(len(head) - 1)]
-    out = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1]
-           for row in lines]
-    return "\n".join(out) + "\n"
+            lines.append(left.rstrip())
+            below.append(text)
+        for item in filter(None, below):
+            lines.extend(wrap(item, width, UNDER))
+    return "\n".join(lines) + "\n"
+
+
+def _span(head: tuple[str, ...], cells: list[list[str]], shown: list[int]) -> int:
+    return sum(max(len(c[i]) for c in [list(head), *cells]) + 2 for i in shown)
+
+
+def _moved(c: list[str], shown: list[int]) -> str:
+    """The columns of row ``c`` that did not fit beside FLOW, in words."""
+    parts = [] if 2 in shown else [c[2], f"phase {c[3]}", f"{c[4]} pending", f"age {c[5]}"]
+    if 1 not in shown and c[1] != "-":
+        parts.append(f"works on {c[1]}")
+    return ", ".join(parts)
 
 
 def status(root: Path, harness: str, *, as_json: bool,
@@ -155,7 +197,9 @@ def status(root: Path, harness: str, *, as_json: bool,
     if rows is None:
         rows = collect(root)
     if not as_json:
-        return table(rows, where or root)
+        from flow.cli.person import width
+
+        return table(rows, where or root, width())
     from flow.core.render import envelope
 
     return {**envelope(None, root, "done", harness), "flows": rows}

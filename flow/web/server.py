@@ -3,11 +3,13 @@
 The socket is bound before anything is printed (127.0.0.1 and a port the system picks unless
 ``--host``/``--port`` say otherwise), so the printed URL is already listening; uvicorn then
 serves ``flow.web.app`` on that very socket. Its own log goes to stderr; stdout holds the one
-JSON object of the harness contract. Ctrl-C (SIGINT) or SIGTERM stops it with exit 0.
+JSON object of the harness contract (on a terminal, the same in words: ``flow.cli.person``).
+Ctrl-C (SIGINT) or SIGTERM stops it with exit 0, whenever it comes.
 """
 
 from __future__ import annotations
 
+import signal
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -61,16 +63,22 @@ def serve(root: Path, host: str, port: int, harness: str,
         connect(store)
     sock = bind(host, port)
     url = url_of(sock)
-    emit({**envelope(None, root, "done", harness), "serving": True, "url": url,
-          "read_only": True, **({"store": mask_url(store)} if store else {}),
-          "next_steps": [f"open {url} in a browser; Ctrl-C stops the server"]})
-    config = uvicorn.Config(create_app(root.resolve(), store), log_level="warning", access_log=False,
-                            lifespan="off")
-    server = uvicorn.Server(config)
+    # SIGTERM ends it as Ctrl-C does: uvicorn puts this handler back when it stops and then
+    # raises the signal it caught, which lands here instead of killing the process.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:
+        emit({**envelope(None, root, "done", harness), "serving": True, "url": url,
+              "read_only": True, **({"store": mask_url(store)} if store else {}),
+              "next_steps": [f"open {url} in a browser; Ctrl-C stops the server"]})
+        config = uvicorn.Config(create_app(root.resolve(), store), log_level="warning",
+                                access_log=False, lifespan="off")
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C before uvicorn listens for it, or after it stopped
         pass
     finally:
         sock.close()
     return 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt

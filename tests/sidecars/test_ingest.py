@@ -186,6 +186,27 @@ def test_apply_with_nothing_ticked_does_nothing(drive: Driver, tmp_path: Path, r
     assert (before, False) == (ruleset.read_bytes(), state.exists())
 
 
+def test_apply_takes_a_tick_in_a_numbered_indented_list(drive: Driver, tmp_path: Path,
+                                                        ruleset: Path) -> None:
+    """A box ticked as GitHub also draws it (an indented numbered item) is a finding to apply."""
+    path = _findings(tmp_path, ticked=False)
+    path.write_text(path.read_text().replace("- [ ] **F1**", "  1. [X] **F1**"))
+    spec = js(drive.call(["--apply-ingest", str(path)]))
+    assert ("need_human", ["F1"]) == (spec["status"],
+                                      [f["key"] for f in spec["findings"]])
+
+
+def test_apply_with_nothing_ticked_names_the_lines_it_read(drive: Driver, tmp_path: Path,
+                                                          ruleset: Path) -> None:
+    """The refusal says which checkbox lines it read and that none was ticked."""
+    call = drive.call(["--apply-ingest", str(_findings(tmp_path, ticked=False))])
+    err = js(call)["error"]
+    assert [(3, "finding F1, not ticked"), (7, "finding F2, not ticked")] == [
+        (r["line"], r["read_as"]) for r in err["lines_read"]]
+    assert "none ticked: line 3 (finding F1, not ticked); line 7 (finding F2, not ticked)" \
+        in err["message"]
+
+
 def _edit_title(path: Path, title: str) -> None:
     data = json.loads(path.read_text())
     data["rules"][2]["title"] = title

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from flow.core.errors import WorkflowInputError
 from flow.github.merged import is_merged
-from flow.workflows.ingest.findings import add_section, parse
+from flow.workflows.ingest.findings import add_section, approved, parse
 from flow.workflows.ingest.harvest import bot_summaries, is_candidate, replied_threads
 from flow.workflows.ingest.model import Comment, PrFeedback, Proposal
 
@@ -60,14 +63,70 @@ def test_one_rule_for_merged(state: str, merged_at: str | None, labels: list[str
 @pytest.mark.parametrize(("text", "expected"), [
     ("- [x] **F1** rule `TR003`: a\n    detail\n", [(True, "F1", "detail")]),
     ("- [X] **F1** rule `new`: a\n", [(True, "F1", "")]),
-    ("- [ ] **F1** rule `TR003`: a\n  - [x] **F2** rule `TR001`: smuggled\n",
-     [(False, "F1", "")]),                                # indented box is not a finding
+    ("- [ ] **F1** rule `TR003`: a\n    - [x] **F2** rule `TR001`: smuggled\n",
+     [(False, "F1", "- [x] **F2** rule `TR001`: smuggled")]),  # four spaces: F1's details
     ("    - [x] **F1** rule `TR003`: a\n", []),
+    ("\t- [x] **F1** rule `TR003`: a\n", []),                # a tab is four columns too
     ("- [x] F1 rule TR003: no bold key\n", []),
+    ("- [v] **F1** rule `TR003`: a\n", []),                   # GitHub ticks x or X only
+    ("-[x] **F1** rule `TR003`: a\n", []),                    # nor a box glued to the dash
 ])
 def test_parse(text: str, expected: list[tuple[bool, str, str]]) -> None:
-    """Only column-0 boxes with a bold key count; indented lines are the details."""
+    """Only boxes with a bold key indented under four spaces count; deeper lines are details."""
     assert expected == [(ok, f.key, f.details) for ok, f in parse(text)]
+
+
+@pytest.mark.parametrize("box", [
+    "- [x]", "- [X]", "* [x]", "* [X]", "+ [x]", "+ [X]", "1. [x]", "7. [X]", "2) [x]",
+    " - [x]", "  * [X]", "   + [x]", "  1. [x]", "   10) [X]", "-  [x] ", "*\t[x]",
+])
+def test_every_checkbox_form_github_ticks_is_read_as_ticked(box: str) -> None:
+    """A tick counts in each form GitHub draws as a ticked box, indented up to three spaces."""
+    text = ("# Findings\n\n"
+            "- [ ] **F1** rule `TR003`: left alone by the reviewer\n"
+            "    Proposed edit:\n    nothing to change\n\n"
+            f"{box} **F2** rule `TR001`: imports move to the top of the file\n"
+            "    Proposed edit:\n    keep the import block sorted\n")
+    assert [(False, "F1"), (True, "F2")] == [(ok, f.key) for ok, f in parse(text)]
+
+
+def test_keys_continue_after_a_key_ticked_in_another_form() -> None:
+    """A later harvest numbers its findings after keys written with '*' or '1.' boxes too."""
+    pr = PrFeedback(number=1, title="[Test] t", url="u")
+    prop = [Proposal(rule_id="TR001", summary="s", proposed_edit="e")]
+    text = "# H\n\n* [x] **F4** rule `TR001`: starred\n\n  2. [X] **F6** rule `TR002`: numbered\n"
+    after = add_section(text, "# H\n", pr, prop, "ingest/harvest-c")
+    assert after is not None
+    assert ["F4", "F6", "F7"] == [f.key for _, f in parse(after)]
+
+
+def test_nothing_ticked_names_the_checkbox_lines_it_read(tmp_path: Path) -> None:
+    """Refused when no finding is ticked: the error lists each checkbox-looking line, by
+    number, and how it was read, so a person can mend the tick that was not taken."""
+    path = tmp_path / "PR-3.md"
+    path.write_text("# Findings\n\n"
+                    "- [ ] **F1** rule `TR003`: nobody ticked this one\n"
+                    "    Proposed edit:\n    - [x] a box inside the proposal text\n\n"
+                    "- [v] **F2** rule `TR001`: ticked with the wrong letter\n"
+                    "- [x] F3 rule TR002: ticked, but the key lost its bold\n"
+                    "Plain prose with no box at all.\n")
+    with pytest.raises(WorkflowInputError) as caught:
+        approved(path)
+    expected = [(3, "finding F1, not ticked"), (5, "not a finding: indented four spaces"),
+                (7, "not a checkbox"), (8, "not a finding: no '**F<n>** rule")]
+    read = caught.value.details["lines_read"]
+    assert expected == [(r["line"], r["read_as"][:len(want)])
+                        for r, (_, want) in zip(read, expected, strict=True)]
+    message = caught.value.message
+    assert "none ticked" in message and all(f"line {n} (" in message for n in (3, 5, 7, 8))
+
+
+def test_a_file_without_any_checkbox_says_so(tmp_path: Path) -> None:
+    """A findings file with no box at all is refused with that said plainly."""
+    path = tmp_path / "PR-4.md"
+    path.write_text("# Findings\n\nThe harvest found nothing worth a rule.\n")
+    with pytest.raises(WorkflowInputError, match="found no checkbox line"):
+        approved(path)
 
 
 def test_add_section_continues_keys_and_is_idempotent() -> None:

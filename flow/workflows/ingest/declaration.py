@@ -80,11 +80,7 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Inge
     if opts.get("apply_ingest"):
         path = Path(opts["apply_ingest"]).expanduser().resolve()
         number = findings.pr_number(path)
-        approved = findings.ticked(path)
-        if not approved:
-            raise WorkflowInputError(
-                f"no finding is ticked in {str(path)!r}; nothing to apply",
-                "tick the findings to apply (change '- [ ]' to '- [x]'), then run again")
+        approved = findings.approved(path)  # none ticked: refused, naming the lines read
         return IngestData(mode="apply", repo=repo, ruleset=ruleset, pr=number,
                           findings_file=str(path), approved=approved)
     author = settings.get(AUTHOR_ENV) or DEFAULT_AUTHOR

@@ -1,9 +1,11 @@
 """Findings files (``<root>/ingest/findings/PR-<N>.md``): deterministic rendering and parsing.
 
-A person approves a finding by turning its ``- [ ] `` into ``- [x] ``. Only a line that starts
-at column 0 with a checkbox and a bold finding key counts; every line of text that came from
-GitHub or an agent is indented (or collapsed onto the checkbox line after the key), so no
-comment or proposal can smuggle in a pre-ticked box.
+A person approves a finding by turning its ``- [ ] `` into ``- [x] ``, in any form GitHub
+renders as a ticked box: ``[x]`` or ``[X]`` after ``-``, ``*``, ``+`` or a number (``1.``,
+``1)``), indented by up to three spaces. Only such a line with a bold finding key counts. Every
+line of text that came from GitHub or an agent is indented by four spaces (or collapsed onto the
+checkbox line after the key), and a line indented that far is a finding's details, never a
+finding: no comment or proposal can smuggle in a pre-ticked box.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from pathlib import Path
 from flow.core.errors import WorkflowInputError
 from flow.workflows.ingest.model import ApprovedFinding, PrFeedback, Proposal
 
-_BOX = re.compile(r"^- \[(?P<mark>[ xX])\] \*\*(?P<key>F\d+)\*\* rule `(?P<rule>[A-Za-z0-9]+)`: "
-                  r"(?P<summary>.*)$")
-_KEY = re.compile(r"^- \[[ xX]\] \*\*F(\d+)\*\*", re.MULTILINE)
+# A list item's checkbox as GitHub renders one: up to three spaces (four make it text under the
+# item above), a bullet or a number, the box.
+_ITEM = r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+\[(?P<mark>[ xX])\][ \t]+"
+_BOX = re.compile(_ITEM + r"\*\*(?P<key>F\d+)\*\* rule `(?P<rule>[A-Za-z0-9]+)`: (?P<summary>.*)$")
+_KEY = re.compile(_ITEM + r"\*\*F(?P<n>\d+)\*\*", re.MULTILINE)
+# What a person may have meant as a checkbox: read back when no finding is ticked.
+_LOOKS = re.compile(r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s*)?\[[^\]]{0,3}\]")
 _FILE = re.compile(r"^PR-(\d+)\.md$")
 INDENT = "    "
 
@@ -81,7 +87,7 @@ def add_section(existing: str | None, header: str, pr: PrFeedback, proposals: li
     if existing is not None and f"<!-- ingest: {marker} -->" in existing:
         return None
     text = existing if existing is not None else header
-    keys = [int(k) for k in _KEY.findall(text)]
+    keys = [int(m["n"]) for m in _KEY.finditer(text)]
     return text.rstrip("\n") + "\n\n" + render_section(pr, proposals, max(keys, default=0) + 1,
                                                        marker)
 
@@ -123,11 +129,56 @@ def parse(text: str) -> list[tuple[bool, ApprovedFinding]]:
     return out
 
 
-def ticked(path: Path) -> list[ApprovedFinding]:
-    """The ticked findings of the file at ``path``; ``WorkflowInputError`` if it is unreadable."""
+def approved(path: Path) -> list[ApprovedFinding]:
+    """The ticked findings of the file at ``path``, in file order.
+
+    Raises ``WorkflowInputError`` if the file is unreadable, or if no finding is ticked: then
+    the error names every checkbox-looking line it read and how it read each (``lines_read``),
+    so a person sees why a tick was not taken.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise WorkflowInputError(f"cannot read findings file {str(path)!r}: {exc.strerror or exc}",
                                  "pass the path of a findings file the harvest wrote") from None
-    return [f for ok, f in parse(text) if ok]
+    found = [f for ok, f in parse(text) if ok]
+    if found:
+        return found
+    lines = read_back(text)
+    seen = "; ".join(f"line {r['line']} ({r['read_as']})" for r in lines[:8])
+    more = f"; {len(lines) - 8} more in lines_read" if len(lines) > 8 else ""
+    raise WorkflowInputError(
+        f"no finding is ticked in {str(path)!r}; nothing to apply. "
+        + (f"It read {len(lines)} checkbox line(s), none ticked: {seen}{more}" if lines
+           else "It found no checkbox line in it"),
+        "tick the box of each finding to apply ('- [ ]' to '- [x]') on the finding's own line, "
+        "indented at most three spaces, then run again",
+        lines_read=lines)
+
+
+def read_back(text: str) -> list[dict[str, int | str]]:
+    """Every line of ``text`` that looks like a checkbox, numbered from 1, with how it was
+    read: a ticked or unticked finding, or why it is no finding."""
+    out: list[dict[str, int | str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not _LOOKS.match(line):
+            continue
+        box = _BOX.match(line)
+        if box:
+            read_as = f"finding {box['key']}, " + ("ticked" if box["mark"] != " " else "not ticked")
+        elif _indent(line) >= len(INDENT):
+            read_as = ("not a finding: indented four spaces or more, which marks text under a "
+                       "finding (from GitHub or an agent)")
+        elif re.match(_ITEM, line) is None:
+            read_as = "not a checkbox: the box must be '[ ]', '[x]' or '[X]' after '-', '*', " \
+                      "'+' or '1.', with a space on each side"
+        else:
+            read_as = "not a finding: no '**F<n>** rule `ID`: ' after the box"
+        out.append({"line": number, "text": line.strip()[:120], "read_as": read_as})
+    return out
+
+
+def _indent(line: str) -> int:
+    """The columns of white space ``line`` starts with (a tab counts to the next four)."""
+    wide = line.expandtabs(4)
+    return len(wide) - len(wide.lstrip())
