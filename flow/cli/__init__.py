@@ -1,6 +1,7 @@
 """The command line behind ``orchestrator.py``:
 
 - ``argv``     the subcommand parsers (``reproduce``, ``refactor``, ``status``, ...)
+- ``suggest``  what a mistyped option or command most likely meant (did you mean ...?)
 - ``main``     dispatch: start, resume, feed or answer a flow under its lock
 - ``ahead``    a new flow's first long run started ahead of the workflow's imports
 - ``status``   every flow of a workspace at a glance

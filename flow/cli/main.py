@@ -77,6 +77,10 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     if command == "serve":
         raise UsageError("serve runs only from the command line (it serves until stopped)",
                          "run 'orchestrator.py serve' in a terminal")
+    if command == "mcp":
+        raise UsageError("mcp runs only from the command line (it serves over stdio until "
+                         "its input ends)", "let the harness start 'orchestrator.py mcp' "
+                         "from its MCP configuration")
     if command == "affected-tests":
         from flow.workflows.targeted.affected import affected_tests_command
 
