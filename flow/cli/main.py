@@ -99,11 +99,12 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     if args.flow:
         flow_id = check_flow_id(args.flow)
         store = open_store(root, flow_id, url)
-        if not store.exists():
+        if not store.exists():  # a short id (no workflow folder, a prefix) names one flow
+            from flow.cli.flowids import resolve
+
             where = f"workspace {str(root)!r}" if url is None else store.source
-            raise FlowNotFound(f"no flow {flow_id!r} in {where}",
-                               "run 'orchestrator.py status' to list the flows, or check "
-                               "--workspace")
+            flow_id = resolve(flow_id, root, url, where)
+            store = open_store(root, flow_id, url)
         with _naming(flow_id):
             workflow_name = _peek_workflow(store)
             module = registry.load(workflow_name)
