@@ -1,4 +1,4 @@
-"""The set-up files and README lines for each harness name a server that starts and serves."""
+"""The set-up files and docs/mcp.md lines for each harness name a server that starts and serves."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ TOOLS = {"start", "resume", "feed", "answer", "status", "schema"}
 
 
 def _readme_block(lang: str) -> str:
-    section = (ROOT / "README.md").read_text().split("\n## MCP server", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "mcp.md").read_text()
     [block] = re.findall(rf"```{lang}\n(.*?)```", section, re.S)
     return str(block)
 

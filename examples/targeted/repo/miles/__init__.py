@@ -1,0 +1,1 @@
+"""A toy training package laid out like miles: batching feeds rollout; scoring stands apart."""
