@@ -12,7 +12,6 @@ Nothing here knows the command table itself: ``flow.cli.argv`` passes its names 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 
 from flow.core.errors import UsageError
@@ -22,6 +21,8 @@ CUTOFF = 0.6  # difflib's own default: '--comand' -> '--command', '--stag' -> '-
 
 def closest(word: str, choices: Iterable[str], cutoff: float = CUTOFF) -> str | None:
     """The one choice most like ``word``, or None when none is close enough."""
+    import difflib  # only a call that went wrong pays for it
+
     found = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return found[0] if found else None
 

@@ -105,3 +105,22 @@ def test_a_reproduce_flow_is_found_by_its_hash_alone(tmp_path: Path) -> None:
     short = drv.call(["--flow", flow_id.split("/", 1)[1][:8], "--resume"])
     assert (0, flow_id, 0, flow_id) == (again.code, (again.spec or {}).get("flow_id"),
                                         short.code, (short.spec or {}).get("flow_id"))
+
+
+def test_a_short_id_finds_its_flow_in_the_postgresql_store(tmp_path: Path, pg_url: str,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The same lookup over the PostgreSQL store's flows (moved-aside ones left out)."""
+    monkeypatch.setenv("ORCHESTRATOR_PLUGINS", "tests.contract.toyflow")
+    ws = str(tmp_path / "ws")
+    for argv in (["start", "toy", "pg-one"], ["start", "toy", "pg-one", "--restart"],
+                 ["start", "toy", "pg-two"]):
+        code, spec = call(["--workspace", ws, "--store", pg_url, *argv])
+        assert 0 == code, spec
+    code, spec = call(["--workspace", ws, "--store", pg_url, "--flow", "pg-one", "--resume"])
+    assert (0, "toy/pg-one") == (code, spec["flow_id"]), spec
+    code, spec = call(["--workspace", ws, "--store", pg_url, "--flow", "pg-", "--resume"])
+    assert (2, "flow_not_found") == (code, spec["error"]["code"])  # under four characters
+    code, spec = call(["--workspace", ws, "--store", pg_url, "--flow", "toy/pg", "--resume"])
+    assert (2, "ambiguous_flow", ["toy/pg-one", "toy/pg-two"]) == (
+        code, spec["error"]["code"], spec["error"]["candidates"])
