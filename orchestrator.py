@@ -85,10 +85,14 @@ def _fast_resume(argv: list[str]) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["mcp"]:  # the MCP server: the only call that imports the mcp SDK
-        from flow.mcp.server import serve
+    if "mcp" in argv and not ({"-h", "--help"} & set(argv)):  # its help: as any command's
+        from flow.cli.argv import command_of
 
-        return serve(argv[1:], respond)
+        command, rest = command_of(argv)
+        if command == "mcp":  # the MCP server: the only call that imports the mcp SDK
+            from flow.mcp.server import serve
+
+            return serve(rest, respond)
     fast = _fast_resume(argv)
     if fast is not None:
         return fast
@@ -244,7 +248,7 @@ def _run_by_python() -> bool:
 
 
 def _quick_exit_ok(argv: list[str]) -> bool:
-    return _run_by_python() and argv[:1] != ["mcp"] and "serve" not in argv
+    return _run_by_python() and "mcp" not in argv and "serve" not in argv
 
 
 if __name__ == "__main__":

@@ -277,7 +277,7 @@ def test_a_flag_of_another_command_is_refused(argv: list[str]) -> None:
 
 @pytest.mark.parametrize("command", [None, "reproduce", "refactor", "ci-check", "affected-tests",
                                      "ci-targeted", "review-queue", "ingest", "status", "schema",
-                                     "graph", "serve", "demo", "start"])
+                                     "graph", "serve", "demo", "start", "mcp"])
 def test_every_flag_of_every_command_is_described(command: str | None) -> None:
     """Each command's --help describes every flag and positional it takes."""
     from flow.cli.argv import parser_for
@@ -287,7 +287,7 @@ def test_every_flag_of_every_command_is_described(command: str | None) -> None:
 
 
 @pytest.mark.parametrize("argv", [["reproduce", "--help"], ["refactor", "-h"], ["--help"],
-                                  ["ci-check", "--pr-number", "x", "--help"]])
+                                  ["ci-check", "--pr-number", "x", "--help"], ["mcp", "--help"]])
 def test_command_help_is_one_json_object(tmp_path: Path, argv: list[str]) -> None:
     """`COMMAND --help` prints one JSON object whose usage is that command's own."""
     code, spec = _run(tmp_path, *argv)
@@ -345,7 +345,7 @@ def _on_a_terminal(ws: Path, *argv: str) -> tuple[int, str]:
     return on_a_terminal(ws, *argv, env=TOY, stderr=False)
 
 
-@pytest.mark.parametrize("command", [None, "reproduce", "graph", "serve", "status"])
+@pytest.mark.parametrize("command", [None, "reproduce", "graph", "serve", "status", "mcp"])
 def test_help_on_a_terminal_is_plain_text_with_flags_and_an_example(tmp_path: Path,
                                                                     command: str | None) -> None:
     """On a terminal --help prints the usage as text (not JSON): every flag, an example."""
@@ -368,7 +368,7 @@ def test_json_forces_the_json_object_on_a_terminal(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", [None, "reproduce", "refactor", "ci-check", "affected-tests",
                                      "ci-targeted", "review-queue", "ingest", "status", "schema",
-                                     "graph", "serve", "demo", "start"])
+                                     "graph", "serve", "demo", "start", "mcp"])
 def test_every_help_example_parses_as_its_command(command: str | None) -> None:
     """The example each --help shows is a command line the parser accepts, for that command."""
     import shlex

@@ -1,7 +1,9 @@
 """The command line behind ``orchestrator.py``:
 
 - ``argv``     the subcommand parsers (``reproduce``, ``refactor``, ``status``, ...)
+- ``suggest``  what a mistyped option or command most likely meant (did you mean ...?)
 - ``main``     dispatch: start, resume, feed or answer a flow under its lock
+- ``flowids``  the one flow a short ``--flow`` id (no workflow folder, a prefix) names
 - ``ahead``    a new flow's first long run started ahead of the workflow's imports
 - ``status``   every flow of a workspace at a glance
 - ``fleet``    every flow of a PostgreSQL store, and ``status --campaign``

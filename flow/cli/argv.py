@@ -6,7 +6,9 @@ arguments with that command's parser only (a flag of another command is refused)
 a namespace holding every known option (absent ones as their default), so ``flow.cli.main.run``
 reads ``args.X`` for any flag. ``parser_for(command).format_help()`` is the usage of that
 command (its flags, their defaults, one example from ``EXAMPLES``), or the list of commands. Flags are declared once, as data, in ``FLAGS``; ``COMMANDS`` says which
-flags each command takes.
+flags each command takes. An unknown option, or a first word close to a command's name, is a
+usage error naming what it most likely meant (``flow.cli.suggest``); ``--profile`` lists the
+profiles its workflow's reference folder holds (``PROFILES``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
+from flow.cli import suggest
 from flow.core.errors import UsageError
 
 PROG = "orchestrator.py"
@@ -61,17 +64,22 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                      "of 'review-queue'"}),
     "limit": (("--limit",), {"type": int, "metavar": "N", "help": "review at most N PRs"}),
     "profile": (("--profile",), {"metavar": "NAME", "help": "the named profile of settings for "
-                                 "this workflow (see the README)"}),
+                                 "this workflow"}),  # + its names: ``_profile_help``
     "repro_command": (("--command",), {"metavar": "CMD", "help": "the failing command to "
                       "reproduce (a pytest invocation or a python script)"}),
     "command_file": (("--command-file",), {"metavar": "FILE", "help": "read the command from "
                      "FILE (for commands with awkward quoting)"}),
-    "stage": (("--stage",), {"choices": ["auto", "nightly"], "help": "auto: nightly wheel, then "
-                             "a source build, then the CI environment; nightly: stop after it"}),
+    "stage": (("--stage",), {"choices": ["auto", "nightly"], "default": "auto",
+                             "help": "auto: nightly wheel, then a source build, then the CI "
+                             "environment; nightly: stop after it (default: %(default)s)"}),
     "ci_commit": (("--ci-commit",), {"metavar": "SHA", "help": "the commit the CI failure was "
                                      "seen on"}),
-    "ci_repo": (("--ci-repo",), {"metavar": "NAME", "help": "which CI the failure came from "
-                                 "(pytorch or torch-xpu-ops; default: inferred)"}),
+    "ci_repo": (("--ci-repo",), {"metavar": "OWNER/NAME", "help": "the GitHub repository whose "
+                                 "CI saw the failure, e.g. acme/calc: Stage 3 installs the "
+                                 "wheels of its GitHub Actions runs (with the local profile, "
+                                 "whose ci_env.github.repo is empty, Stage 3 needs it); the "
+                                 "pytorch-xpu profile takes pytorch or torch-xpu-ops instead "
+                                 "(default: inferred from the command's test path)"}),
     "failure_pattern": (("--failure-pattern",), {"metavar": "REGEX", "help": "what the failure "
                         "looks like in the output (default: the test's own failure)"}),
     "batch": (("--batch",), {"metavar": "FILE", "help": "reproduce every entry of this JSON list "
@@ -148,6 +156,8 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
              ("name", "?", "the demo to run: refactor"), []),
     "start": ("start any registered workflow by name (plugins too)",
               ("words", "*", "WORKFLOW [ARGS...]"), FLOW),
+    "mcp": ("serve these calls as MCP tools over stdio (a harness starts it from its MCP "
+            "config)", None, []),
 }
 # command -> one example a person can copy (the top level's is under None)
 EXAMPLES: dict[str | None, str] = {
@@ -169,6 +179,17 @@ EXAMPLES: dict[str | None, str] = {
     "serve": f"{PROG} serve --port 8765",
     "demo": f"{PROG} demo refactor",
     "start": f"{PROG} start review-queue",
+    "mcp": f"{PROG} mcp --workspace agent_space --harness claude",
+}
+# command -> (the folder of reference/ holding its --profile files, what no --profile means);
+# the names listed in --help are the files there, as the workflows' loaders find them
+PROFILES: dict[str, tuple[str, str]] = {
+    "reproduce": ("reproduce", "local"),
+    "review-queue": ("review_queue", "pytorch"),
+    "affected-tests": ("targeted", "the repository's [tool.orchestrator.targeted] table, else "
+                       "the profile whose detect files it has, else the defaults"),
+    "ci-targeted": ("targeted", "the repository's [tool.orchestrator.targeted] table, else "
+                    "the profile whose detect files it has, else the defaults"),
 }
 SEED_FLAGS = {"--ci-check": "ci-check", "--ingest-feedback": "ingest", "--apply-ingest": "ingest",
               "--review-queue": "review-queue"}
@@ -176,9 +197,45 @@ TOP_FLAGS = ["workspace", "store", "harness", "json"]
 
 
 class _Parser(argparse.ArgumentParser):
+    """A parser whose mistakes are usage errors, an unknown option answered with the option
+    of this command it most likely meant (``flow.cli.suggest``)."""
+
+    command: str | None = None
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"bad command line: {message}",
                          f"run '{self.prog} --help' for this command's flags")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        known, extras = self.parse_known_args(args, namespace)
+        if extras:
+            raise suggest.unknown_arguments(self.prog, self.command, extras,
+                                            list(self._option_string_actions), _owners())
+        return known
+
+
+def _owners() -> dict[str, list[str]]:
+    """Option string -> the commands that take it."""
+    owners: dict[str, list[str]] = {}
+    for command, (_, _, names) in COMMANDS.items():
+        for name in names:
+            for option in FLAGS[name][0]:
+                owners.setdefault(option, []).append(command)
+    return owners
+
+
+def _profile_help(command: str | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``--profile``'s help with the profile names ``command``'s workflow knows (the .toml
+    files of its reference folder; a .toml path works too) and what no --profile means."""
+    if command not in PROFILES:
+        return kwargs
+    from reference import DIR
+
+    folder, default = PROFILES[command]
+    names = sorted(p.stem for p in (DIR / folder).glob("*.toml"))
+    path = ", or a .toml path" if command in ("reproduce", "review-queue") else ""
+    return {**kwargs, "help": f"{kwargs['help']}: one of {', '.join(names) or '(none installed)'}"
+                              f"{path} (default: {default})"}
 
 
 def _takes_value(option: str) -> bool:
@@ -240,6 +297,7 @@ def parser_for(command: str | None) -> argparse.ArgumentParser:
         p = _Parser(prog=f"{PROG} {command}", add_help=False, description=desc,
                     epilog=f"example:\n  {EXAMPLES[command]}",
                     formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.command = command
         if positional is not None:
             name, nargs, text = positional
             p.add_argument(name, nargs=nargs, help=text)
@@ -254,6 +312,8 @@ def parser_for(command: str | None) -> argparse.ArgumentParser:
         g = p.add_argument_group(f"{command or 'driving a flow'}")
         for name in names:
             opts, kwargs = FLAGS[name]
+            if name == "profile":
+                kwargs = _profile_help(command, kwargs)
             g.add_argument(*opts, dest=name, **kwargs)
     return p
 
@@ -261,6 +321,11 @@ def parser_for(command: str | None) -> argparse.ArgumentParser:
 def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     """Parse ``argv`` with its command's parser; the namespace holds every known option."""
     command, rest = command_of(argv)
+    words = _positionals(argv)
+    if command == "refactor" and words and words[0][1] != "refactor":  # the seed's bare FILE
+        mistyped = suggest.unknown_command(words[0][1], COMMANDS, PROG)
+        if mistyped is not None:
+            raise mistyped
     parser = parser_for(command)
     values: dict[str, Any] = {name: (False if kw.get("action") == "store_true" else None)
                               for name, (_, kw) in FLAGS.items()}

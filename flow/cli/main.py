@@ -77,6 +77,10 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     if command == "serve":
         raise UsageError("serve runs only from the command line (it serves until stopped)",
                          "run 'orchestrator.py serve' in a terminal")
+    if command == "mcp":
+        raise UsageError("mcp runs only from the command line (it serves over stdio until "
+                         "its input ends)", "let the harness start 'orchestrator.py mcp' "
+                         "from its MCP configuration")
     if command == "affected-tests":
         from flow.workflows.targeted.affected import affected_tests_command
 
@@ -95,11 +99,12 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     if args.flow:
         flow_id = check_flow_id(args.flow)
         store = open_store(root, flow_id, url)
-        if not store.exists():
+        if not store.exists():  # a short id (no workflow folder, a prefix) names one flow
+            from flow.cli.flowids import resolve
+
             where = f"workspace {str(root)!r}" if url is None else store.source
-            raise FlowNotFound(f"no flow {flow_id!r} in {where}",
-                               "run 'orchestrator.py status' to list the flows, or check "
-                               "--workspace")
+            flow_id = resolve(flow_id, root, url, where)
+            store = open_store(root, flow_id, url)
         with _naming(flow_id):
             workflow_name = _peek_workflow(store)
             module = registry.load(workflow_name)

@@ -15,7 +15,6 @@ on a background ``job`` (``poll_after_s`` apart) until it moves or the budget en
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -231,19 +230,15 @@ INNER_SHARE = 0.8  # of the tool call's budget, for the library call inside it
 
 
 def serve(argv: list[str], respond: Respond) -> int:
-    """Parse ``mcp [--workspace DIR] [--harness H]`` and serve over stdio until EOF."""
-    parser = argparse.ArgumentParser(prog="orchestrator.py mcp", description=__doc__)
-    parser.add_argument("--workspace", help="workspace root (env ORCHESTRATOR_WORKSPACE, "
-                                            "else ./agent_space, resolved at start)")
-    parser.add_argument("--harness", choices=["claude", "codex"],
-                        help="harness of flows started here (default as on the CLI)")
-    parser.add_argument("--store", help="where flows live: a folder (the workspace) or a "
-                                        "postgresql:// URL (env ORCHESTRATOR_STORE)")
-    args = parser.parse_args(argv)
+    """Parse ``mcp [--workspace DIR] [--harness H] [--store S]`` with the command line's own
+    parser (``flow.cli.argv``: its --help, and an unknown flag answered with the one it likely
+    meant) and serve over stdio until EOF."""
+    from flow.cli.argv import parser_for
     from workspace.jsonio import dumps
     from workspace.selection import store_url, workspace_for
 
     try:
+        args = parser_for("mcp").parse_args(argv)
         root = workspace_for(args.store, args.workspace, os.environ)
         store = store_url(args.store, os.environ)
     except OrchestratorError as err:  # before serving: one JSON error on stderr, no traceback

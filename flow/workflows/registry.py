@@ -46,7 +46,13 @@ def load(name: str) -> ModuleType:
     """The module of workflow ``name``; ``NotBuilt`` if this installation lacks it."""
     table = {**BUILTIN, **_plugins()}
     if name not in table:
-        raise UsageError(f"unknown workflow {name!r}", f"known workflows: {', '.join(names())}")
+        import difflib
+
+        close = difflib.get_close_matches(name, list(table), n=1)
+        guess = f"did you mean {close[0]}? " if close else ""
+        raise UsageError(f"unknown workflow {name!r}" + (f"; {guess.strip()}" if close else ""),
+                         f"{guess}known workflows: {', '.join(names())}",
+                         **({"did_you_mean": close[0]} if close else {}))
     try:
         return importlib.import_module(table[name])
     except ModuleNotFoundError as exc:

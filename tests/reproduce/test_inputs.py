@@ -100,3 +100,17 @@ def test_a_profile_nested_100000_deep_is_a_clear_refusal(tmp_path: Path) -> None
                        str(profile), "--source-dir", str(CALC), "--command", CMD])
     error = spec["error"]
     assert isinstance(error, dict) and (2, True) == (code, "nested too deep" in error["message"])
+
+
+@pytest.mark.parametrize("extra", [[], ["--stage", "nightly", "--repeat", "2"]])
+def test_no_reproducer_at_all_is_a_usage_error_not_a_verdict(tmp_path: Path,
+                                                             extra: list[str]) -> None:
+    """reproduce without --command, --command-file or --batch: usage error (exit 2) whose hint
+    names --command; no flow and no NO_REPRODUCER verdict (that is for a reproducer given
+    empty, see test_workflow's no-command row)."""
+    code, spec = _start(tmp_path / "ws", *extra)
+    error = spec["error"]
+    assert isinstance(error, dict)
+    assert (2, "error", "usage", True) == (code, spec["status"], error["code"],
+                                           "--command" in error["hint"])
+    assert (None, []) == (spec.get("verdict"), list((tmp_path / "ws").rglob("flow_state.json")))

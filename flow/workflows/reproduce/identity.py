@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from flow.core.errors import WorkflowInputError
+from flow.core.errors import UsageError, WorkflowInputError
 from flow.workflows.reproduce.run.deciding import PYTHON_ENV
 
 
@@ -55,13 +55,28 @@ def _bounded(opts: dict[str, Any]) -> tuple[int, float | None]:
     return int(repeat or 1), (float(timeout) if timeout is not None else None)
 
 
+def missing(opts: dict[str, Any]) -> None:
+    """A call that names no reproducer at all is a usage error, before any flow exists: the
+    seed's NO_REPRODUCER(no_command) ("Preflight") is the verdict on a reproducer that was
+    given and holds nothing to run (an empty --command, a command file of comments), not on
+    a command line that forgot the flag."""
+    if (opts.get("repro_command") is None and not opts.get("command_file")
+            and not opts.get("batch")):
+        raise UsageError("reproduce needs the failing command: none of --command, "
+                         "--command-file or --batch was given",
+                         "pass --command 'pytest path/to/test_x.py::test_name' (or "
+                         "--command-file FILE for awkward quoting, --batch FILE for many)")
+
+
 def inputs(opts: dict[str, Any]) -> dict[str, Any]:
-    """The normalised inputs; the flow id hashes them. WorkflowInputError for a command or
+    """The normalised inputs; the flow id hashes them. UsageError when no reproducer is given
+    at all (no --command, --command-file or --batch); WorkflowInputError for a command or
     batch file that is not a readable regular text file, a batch past its size limit, a
     --source-dir that is no folder, a --ci-repo that is no OWNER/NAME, or a --repeat /
     --timeout out of bounds."""
     from flow.workflows.reproduce.batch.limits import MAX_BATCH_BYTES, is_repo
 
+    missing(opts)
     command = opts.get("repro_command")
     if opts.get("command_file"):
         _, command = _read_input("--command-file", opts["command_file"], 1 << 20,
