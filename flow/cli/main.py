@@ -259,11 +259,13 @@ def _drive(module: Any, store: StateStore, args: argparse.Namespace, root: Path,
     start a job ahead, ``flow.cli.ahead``)."""
     settings = dict(os.environ)
     try:
-        spec = _locked(module, store, args, root, harness, script, new, opts, settings, held)
-        if getattr(store, "url", None) is not None:  # a flow of a campaign: renew, finish
-            from flow.cli.campaigns import after_call
+        token = getattr(args, "lease", None)
+        spec = _locked(module, store, args, root, harness, script, new, opts, settings, held,
+                       lease)
+        if token is not None:  # a flow of a campaign item: finish the item, say so
+            from flow.cli.leases import after_call
 
-            after_call(store, spec, lease, script, root, harness)
+            after_call(store, spec, lease, token, script, root, harness)
         return spec
     except OSError as exc:  # outside the flow's own handling (the lock, the folder itself)
         raise _as_fault(exc) from exc
@@ -293,19 +295,25 @@ def _as_fault(exc: OSError) -> Exception:
 
 def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path, harness: str,
             script: Path, new: bool, opts: dict[str, Any] | None,
-            settings: dict[str, str], held: bool = False) -> dict[str, Any]:
+            settings: dict[str, str], held: bool = False, lease: Any = None) -> dict[str, Any]:
     # imported here: a call that starts a run ahead (``ahead``) gets there first
     from flow.core.commands import Commands
     from flow.core.engine import Engine
     from flow.core.workflow import check_state
 
     sticky_store = getattr(store, "url", None)
+    token = getattr(args, "lease", None)
     with nullcontext() if held else store.lock():
+        if token is not None:  # a campaign item's lease: current, or refused (lease_lost)
+            from flow.cli.leases import check
+
+            check(store, token, lease)
         state = None
         try:
             if new:
                 data = module.start(opts or {}, root, settings)
-                cmds = Commands(script, root, harness, store.flow_id, store=sticky_store)
+                cmds = Commands(script, root, harness, store.flow_id, store=sticky_store,
+                                lease=token)
                 engine = Engine.create(module.WORKFLOW, store, data, cmds, settings)
             else:
                 if not store.exists():  # moved aside (--restart) while this call waited
@@ -320,7 +328,8 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
                 check_state(state, module.WORKFLOW, store.source)
                 store.replay_audit(state)
                 sticky = args.harness or state.harness
-                cmds = Commands(script, root, sticky, store.flow_id, store=sticky_store)
+                cmds = Commands(script, root, sticky, store.flow_id, store=sticky_store,
+                                lease=token)
                 engine = Engine(module.WORKFLOW, store, state, cmds, settings)
             state = engine.state
             if args.feed:
