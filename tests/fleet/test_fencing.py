@@ -13,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from tests.contract.driver import Driver
+from tests.contract.driver import Driver, modules_after
 from tests.contract.scenarios import _toy_answer
 
 TICK = {"ORCHESTRATOR_PLUGINS": "tests.fleet.tickflow"}
@@ -146,3 +146,40 @@ def test_a_stale_holder_cannot_complete_an_item_the_new_holder_finished(
         assert "done by worker 'b'" in stale.spec["error"]["message"]
     assert done == _item(pg_url)
     assert (1, "ticked") == (done["done_count"], done["result"]["outcome"])
+
+
+def test_a_harness_polling_its_resume_command_keeps_its_item_past_three_lease_lengths(
+        tmp_path: Path, pg_url: str) -> None:
+    """Polls are heartbeats: worker a (a 4 s lease) polls the resume command of its flow
+    (waiting on its agent, answered from the cached spec) about every second for more than
+    three lease lengths; worker b's campaign calls meanwhile get nothing_free; a's item
+    keeps its token and a's feed then finishes it."""
+    a = _worker(tmp_path / "A", pg_url, "a", "4")
+    first = a.call(["campaign", "c", "--items", str(_items(tmp_path))])
+    assert (0, "need_agent") == (first.code, first.spec["status"]), first.stderr
+    b = _worker(tmp_path / "B", pg_url, "b", "4")
+    polls, refusals = 0, 0
+    while True:
+        with psycopg.connect(pg_url) as conn:
+            held_s = conn.execute("SELECT extract(epoch FROM now() - leased_at) FROM "
+                                  "campaign_items WHERE item_id = 'i0'").fetchone()[0]
+        if held_s > 3 * 4 + 1:
+            break
+        poll = a.shell(first.spec["resume_command"])
+        assert (0, "waiting") == (poll.code, poll.spec["status"]), poll.stderr
+        polls += 1
+        other = b.call(["campaign", "c"])
+        assert (0, "nothing_free") == (other.code, other.spec.get("outcome")), other.spec
+        refusals += 1
+        time.sleep(0.5)
+    assert polls >= 3 and refusals == polls
+    assert poll.spec["campaign"]["lease_renewed"]
+    # the poll was answered from the cached spec: the engine was never imported
+    assert "flow.core.engine" not in modules_after(shlex.split(first.spec["resume_command"])[2:],
+                                                   a.env)
+    item = _item(pg_url)
+    assert ("leased", "a", 1) == (item["state"], item["holder"], item["token"])
+    task = first.spec["tasks"][0]
+    Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+    done = a.shell(task["feed_command"])
+    assert (0, "done", True) == (done.code, done.spec["status"], done.spec["campaign"]["item_done"])
