@@ -216,8 +216,9 @@ def note_error(conn: Any, campaign: str, item_id: str, token: int, error: str) -
 
 
 def summary(conn: Any, name: str) -> dict[str, Any] | None:
-    """Items by state, who holds which lease since when, last errors, throughput, what is
-    left; None if there is no such campaign."""
+    """Items by state, who holds which lease since when, the items parked for a person (each
+    with its claims, last holder and last error), last errors, throughput, what is left and
+    when the soonest lease ends; None if there is no such campaign."""
     meta = conn.execute(f"SELECT kind, lease_s, {_UTC.format('created_at')} FROM campaigns "
                         "WHERE name = %s", (name,)).fetchone()
     if meta is None:
@@ -234,6 +235,16 @@ def summary(conn: Any, name: str) -> dict[str, Any] | None:
             f"{_UTC.format('lease_until')}, lease_until <= now(), flow_id, claims "
             "FROM campaign_items WHERE campaign = %s AND state = 'leased' ORDER BY position",
             (name,)).fetchall()]
+    parked = [
+        {"item": r[0], "claims": r[1], "last_holder": r[2], "host": r[3], "flow_id": r[4],
+         "parked_at": r[5], "last_error": r[6]}
+        for r in conn.execute(
+            f"SELECT item_id, claims, holder, holder_host, flow_id, {_UTC.format('parked_at')}, "
+            "last_error FROM campaign_items WHERE campaign = %s AND state = 'parked' "
+            "ORDER BY position", (name,)).fetchall()]
+    soonest = conn.execute("SELECT extract(epoch FROM min(lease_until) - now()) FROM "
+                           "campaign_items WHERE campaign = %s AND state = 'leased'",
+                           (name,)).fetchone()[0]
     errors = [{"item": r[0], "error": r[1]} for r in conn.execute(
         "SELECT item_id, last_error FROM campaign_items WHERE campaign = %s AND "
         "last_error IS NOT NULL ORDER BY position", (name,)).fetchall()]
@@ -244,9 +255,11 @@ def summary(conn: Any, name: str) -> dict[str, Any] | None:
     total = sum(counts.values())
     return {
         "campaign": name, "kind": meta[0], "lease_s": meta[1], "created_at": meta[2],
-        "items": total, "by_state": {k: int(counts.get(k, 0)) for k in ("free", "leased", "done")},
-        "expired_leases": int(expired), "leases": leases, "errors": errors,
+        "items": total,
+        "by_state": {k: int(counts.get(k, 0)) for k in ("free", "leased", "done", "parked")},
+        "expired_leases": int(expired), "leases": leases, "parked": parked, "errors": errors,
         "left": total - done,
+        "next_lease_end_s": None if soonest is None else max(0.0, round(float(soonest), 1)),
         "throughput_per_hour": round(done * 3600.0 / seconds, 1) if seconds > 0 else None,
     }
 

@@ -230,18 +230,31 @@ def claim_next(conn: Any, name: str, url: str) -> Any:
 
 
 def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[str, Any]:
-    """The object printed when this worker finds nothing to take."""
+    """The object printed when this worker finds nothing to take: ``campaign_finished``, or
+    ``nothing_free`` with ``poll_after_s`` (when the soonest lease ends) and the items parked
+    for a person."""
     from flow.core.render import envelope
     from workspace import campaign as camp
 
     info = guard(url, "reading the campaign", camp.summary, conn, name)
     left = info["left"] if info else 0
-    steps = ([f"campaign {name!r} is finished: every item is done"] if left == 0 else
-             [f"{left} item(s) are held by other workers' leases; run this command again "
-              "later: an item whose harness died comes back when its lease ends"])
-    return envelope(None, root, "done", harness,
-                    outcome="campaign_finished" if left == 0 else "nothing_free",
-                    campaign=info, next_steps=steps)
+    if left == 0:
+        return envelope(None, root, "done", harness, outcome="campaign_finished", campaign=info,
+                        next_steps=[f"campaign {name!r} is finished: every item is done"])
+    parked = info["by_state"]["parked"] if info else 0
+    held = left - parked
+    steps = []
+    if held:
+        steps.append(f"{held} item(s) are held by other workers' leases; run this command "
+                     "again after poll_after_s: an item whose harness died comes back when "
+                     "its lease ends")
+    if parked:
+        steps.append(f"{parked} item(s) are parked for a person after too many claims "
+                     f"(ORCHESTRATOR_MAX_CLAIMS): see 'status --campaign {name}'")
+    soonest = info.get("next_lease_end_s") if info else None
+    wait = 60 if soonest is None else int(min(600.0, max(5.0, soonest + 1)))
+    return envelope(None, root, "done", harness, outcome="nothing_free", campaign=info,
+                    poll_after_s=wait, next_steps=steps)
 
 
 class MachineLacks(OrchestratorError):

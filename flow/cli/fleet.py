@@ -73,13 +73,18 @@ def table(info: dict[str, Any]) -> str:
     rate = info["throughput_per_hour"]
     lines = [f"campaign {info['campaign']} ({info['kind']}): {info['items']} items, "
              f"{s['done']} done, {s['leased']} leased ({info['expired_leases']} expired), "
-             f"{s['free']} free; {info['left']} left; "
+             f"{s['free']} free, {s.get('parked', 0)} parked; {info['left']} left; "
              f"{'-' if rate is None else rate} items/hour"]
     for lease in info["leases"]:
         mark = " EXPIRED" if lease["expired"] else ""
         lines.append(f"  {lease['item']}: {lease['holder']} ({lease['host']} pid "
                      f"{lease['pid']}) since {lease['since']}, until {lease['lease_until']}"
                      f"{mark}, claims {lease['claims']}, flow {lease['flow_id'] or '-'}")
+    for item in info.get("parked", []):
+        lines.append(f"  PARKED {item['item']}: claimed {item['claims']} times without "
+                     f"finishing (last holder {item['last_holder'] or '-'} on "
+                     f"{item['host'] or '-'}, flow {item['flow_id'] or '-'}); a person looks "
+                     "at why before it runs again")
     for err in info["errors"]:
         lines.append(f"  last error of {err['item']}: {err['error'][:100]}")
     return "\n".join(lines) + "\n"

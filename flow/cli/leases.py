@@ -100,3 +100,33 @@ def outcome_of(spec: dict[str, Any]) -> dict[str, Any]:
         if isinstance(spec.get(key), (str, bool, int, float)):
             out[key] = spec[key]
     return out
+
+
+def reap(conn: Any, name: str, root: Path, url: str) -> list[str]:
+    """On this machine's next campaign call: end the jobs that flows of campaign ``name``
+    still run from this workspace when their item is no longer worked on here (another
+    worker took it over elsewhere, or it is done, given back or parked); the flows whose
+    jobs were ended. The current holder's own runs here are left alone."""
+    import socket
+
+    from flow.cli.campaigns import guard
+    from flow.core.jobs import end_local
+
+    rows = guard(url, "reading the campaign's flows", lambda: conn.execute(
+        "SELECT c.flow_id, c.state, c.holder_host, f.root FROM campaign_items c LEFT JOIN "
+        "flows f ON f.flow_id = c.flow_id WHERE c.campaign = %s AND c.flow_id IS NOT NULL",
+        (name,)).fetchall())
+    here = socket.gethostname()
+    ended: list[str] = []
+    for flow_id, state, host, flow_root in rows:
+        folder = root / str(flow_id)
+        if not (folder / "jobs").is_dir():
+            continue
+        if state == "leased" and host == here and flow_root in (None, str(root)):
+            continue  # held here: its runs are the holder's
+        try:
+            if end_local(folder):
+                ended.append(str(flow_id))
+        except OSError:
+            continue
+    return ended

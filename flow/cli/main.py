@@ -149,6 +149,9 @@ def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: s
                          "[--items FILE] --store postgresql://USER@HOST:PORT/DB")
     conn = campaigns.open_campaign(name, args, words, root, url)
     assert url is not None
+    from flow.cli.leases import reap
+
+    reap(conn, name, root, url)  # what dead holders here left running
     spec: dict[str, Any] = {}
     for _ in range(campaigns.MAX_ROUNDS):
         lease = campaigns.claim_next(conn, name, url)

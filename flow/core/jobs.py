@@ -366,32 +366,34 @@ def _iso(epoch: float) -> str:
 def end_local(flow_dir: Path) -> list[str]:
     """End every job of the flow still running from ``flow_dir`` on this machine (its
     supervisor, its command's process group, and, when the spec names its mark, every
-    process carrying it); the ids of the jobs ended. A flow whose campaign lease this
-    worker lost leaves no run of its own behind here: the new holder runs it again."""
+    process carrying it) and remove its job files but the log and any result; the ids of
+    the jobs ended. A flow whose campaign lease this worker lost leaves no run of its own
+    behind here: the new holder runs it again where it works."""
     ended: list[str] = []
     folder = flow_dir / "jobs"
     specs = sorted(folder.glob("*.json")) if folder.is_dir() else []
     for spec in specs:
-        if spec.name.endswith(".result.json"):
-            continue
         job = spec.name[: -len(".json")]
         _, result, pgid = _files(flow_dir, job)
+        if spec.name.endswith(".result.json") or result.exists():
+            continue
         pid = _find_supervisor(spec)
         try:
-            group = int(pgid.read_text().strip())
+            group: int | None = int(pgid.read_text().strip())
         except (OSError, ValueError):
             group = None
-        if pid is None and (group is None or result.exists()):
-            continue
         try:
             mark = json.loads(spec.read_bytes()).get("mark")
         except (OSError, ValueError, AttributeError):
             mark = None
         if pid is not None:
             proc.kill_group(pid)
-        if group is not None and not result.exists():
+        if group is not None:
             proc.kill_group(group)
         if isinstance(mark, str) and mark:
             proc.end_marked(mark)
-        ended.append(job)
+        for path in (spec, pgid, proc.claim_file(spec)):
+            path.unlink(missing_ok=True)
+        if pid is not None or group is not None:
+            ended.append(job)
     return ended

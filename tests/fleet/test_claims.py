@@ -1,0 +1,143 @@
+"""At-least-once made safe, on a real PostgreSQL server: an item whose holders keep dying is
+parked for a person after ORCHESTRATOR_MAX_CLAIMS claims instead of looping through the
+fleet, and a holder killed mid-run leaves no run of its own behind on its machine once
+another worker took its item over."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from tests.contract.driver import SCRIPT, Driver
+
+TICK = {"ORCHESTRATOR_PLUGINS": "tests.fleet.tickflow"}
+SLEEPER = ("import os, pathlib, time\n"
+           "pathlib.Path('job.pid').write_text(str(os.getpid()))\n"
+           "time.sleep(300)\n")
+
+
+def _items(tmp: Path, items: list[tuple[str, list[str]]]) -> Path:
+    path = tmp / "items.json"
+    path.write_text(json.dumps([{"id": i, "argv": argv} for i, argv in items]))
+    return path
+
+
+def _expired(url: str, item: str) -> bool:
+    with psycopg.connect(url) as conn:
+        return bool(conn.execute("SELECT state = 'leased' AND lease_until <= now() FROM "
+                                 "campaign_items WHERE item_id = %s", (item,)).fetchone()[0])
+
+
+def _wait(what: str, ok: Any, bound: float = 60.0) -> None:
+    deadline = time.monotonic() + bound
+    while not ok():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.1)
+
+
+def test_an_item_whose_holders_keep_dying_is_parked_after_max_claims_and_shown(
+        tmp_path: Path, pg_url: str) -> None:
+    """Three workers in turn claim the poison item and die (their lease runs out); the
+    fourth call parks it (ORCHESTRATOR_MAX_CLAIMS, default 3) and takes the good item
+    instead; status --campaign shows it parked for a person with its claims and last
+    holder; nothing_free then says so, with poll_after_s."""
+    items = _items(tmp_path, [("poison", ["start", "tick", "poison"]),
+                              ("good", ["start", "tick", "good"])])
+    for n in range(3):
+        drv = Driver(tmp_path / f"W{n}", {**TICK, "ORCHESTRATOR_STORE": pg_url,
+                                          "ORCHESTRATOR_WORKER": f"w{n}",
+                                          "ORCHESTRATOR_LEASE_S": "1"})
+        call = drv.call(["campaign", "c", "--items", str(items)])
+        assert (0, "poison") == (call.code, call.spec["campaign"]["item"]), call.stderr
+        _wait("the lease ran out", lambda: _expired(pg_url, "poison"))
+    fourth = Driver(tmp_path / "W3", {**TICK, "ORCHESTRATOR_STORE": pg_url,
+                                      "ORCHESTRATOR_WORKER": "w3",
+                                      "ORCHESTRATOR_LEASE_S": "600"})
+    took = fourth.call(["campaign", "c"])
+    assert (0, "good") == (took.code, took.spec["campaign"]["item"]), took.stderr
+    shown = fourth.call(["status", "--campaign", "c", "--json"]).spec["campaigns"][0]
+    assert {"free": 0, "leased": 1, "done": 0, "parked": 1} == shown["by_state"]
+    [parked] = shown["parked"]
+    assert ("poison", 3, "w2", "tick/poison") == (parked["item"], parked["claims"],
+                                                  parked["last_holder"], parked["flow_id"])
+    other = Driver(tmp_path / "W4", {**TICK, "ORCHESTRATOR_STORE": pg_url,
+                                     "ORCHESTRATOR_WORKER": "w4"})
+    nothing = other.call(["campaign", "c"])
+    assert ("nothing_free", True) == (nothing.spec["outcome"],
+                                      nothing.spec["poll_after_s"] > 0), nothing.spec
+    assert any("parked for a person" in s for s in nothing.spec["next_steps"])
+
+
+def test_the_status_table_names_a_parked_item_for_a_person(tmp_path: Path,
+                                                           pg_url: str) -> None:
+    """With ORCHESTRATOR_MAX_CLAIMS=1 an item whose only holder died is parked at the next
+    claim; the status table says PARKED with its claims and last holder."""
+    items = _items(tmp_path, [("p", ["start", "tick", "p"])])
+    env = {**TICK, "ORCHESTRATOR_STORE": pg_url, "ORCHESTRATOR_MAX_CLAIMS": "1"}
+    first = Driver(tmp_path / "A", {**env, "ORCHESTRATOR_WORKER": "a",
+                                    "ORCHESTRATOR_LEASE_S": "1"})
+    assert 0 == first.call(["campaign", "c", "--items", str(items)]).code
+    _wait("the lease ran out", lambda: _expired(pg_url, "p"))
+    second = Driver(tmp_path / "B", {**env, "ORCHESTRATOR_WORKER": "b"})
+    assert "nothing_free" == second.call(["campaign", "c"]).spec["outcome"]
+    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "B"),
+                            "status", "--campaign", "c"], capture_output=True, text=True,
+                           env=second.env, timeout=60).stdout
+    assert "0 done, 0 leased (0 expired), 0 free, 1 parked" in table
+    assert "PARKED p: claimed 1 times without finishing (last holder a" in table
+
+
+def _pid(path: Path) -> int:
+    _wait(f"{path} written", lambda: path.is_file() and path.read_text().strip() != "")
+    return int(path.read_text())
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def test_a_killed_holders_run_is_ended_on_its_machine_once_its_item_is_taken_over(
+        tmp_path: Path, pg_url: str) -> None:
+    """Worker a's flow runs a background job, then a dies; its lease runs out and worker b
+    (another workspace) takes the item over and runs the job anew; a's machine's next
+    campaign call ends a's run (and leaves b's, the holder's, running)."""
+    items = _items(tmp_path, [("j", ["start", "jobs", "j0"])])
+    env = {"ORCHESTRATOR_PLUGINS": "tests.proc.jobflow", "JOBFLOW_SCRIPT": SLEEPER,
+           "JOBFLOW_TIMEOUT": "600", "ORCHESTRATOR_FOREGROUND_S": "2",
+           "ORCHESTRATOR_STORE": pg_url}
+    a = Driver(tmp_path / "A", {**env, "ORCHESTRATOR_WORKER": "a", "ORCHESTRATOR_LEASE_S": "1"})
+    b = Driver(tmp_path / "B", {**env, "ORCHESTRATOR_WORKER": "b",
+                                "ORCHESTRATOR_LEASE_S": "600"})
+    pids: list[int] = []
+    try:
+        first = a.call(["campaign", "c", "--items", str(items)])
+        assert (0, "waiting") == (first.code, first.spec["status"]), first.stderr
+        pids.append(_pid(tmp_path / "A" / "jobs" / "j0" / "job.pid"))
+        assert _running(pids[0])
+        _wait("a's lease ran out", lambda: _expired(pg_url, "j"))
+        took = b.call(["campaign", "c"])
+        assert (0, "waiting", "j") == (took.code, took.spec["status"],
+                                       took.spec["campaign"]["item"]), took.stderr
+        pids.append(_pid(tmp_path / "B" / "jobs" / "j0" / "job.pid"))
+        back = a.call(["campaign", "c"])  # a's harness, restarted on its machine
+        assert (0, "nothing_free") == (back.code, back.spec["outcome"]), back.stderr
+        _wait("a's run ended", lambda: not _running(pids[0]), bound=30)
+        assert _running(pids[1])  # the holder's run goes on
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
