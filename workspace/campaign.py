@@ -41,6 +41,8 @@ class Lease:
     flow_id: str | None
     claims: int
     lease_until: str
+    lease_s: float = DEFAULT_LEASE_S  # this holder's lease length
+    campaign_lease_s: float = DEFAULT_LEASE_S  # the length the campaign was defined with
 
 
 def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any]]],
@@ -48,7 +50,8 @@ def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any
     """Create campaign ``name`` with ``items`` (id, payload) if new; add missing items.
 
     Defining the same campaign again (every worker runs the same command) adds nothing twice.
-    A campaign of another kind under the same name is refused. Returns the number of items.
+    A campaign of another kind under the same name, or an item id it has with other start
+    words, is refused (nothing added). Returns the number of items.
     """
     with conn.transaction():
         conn.execute("INSERT INTO campaigns (name, kind, lease_s) VALUES (%s, %s, %s) "
@@ -58,6 +61,19 @@ def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any
             raise UsageError(f"campaign {name!r} exists and is a {row[0]} campaign, not {kind}",
                              "pick another --campaign name, or run the command it was made "
                              "with", code="campaign_kind")
+        known = dict(conn.execute("SELECT item_id, payload FROM campaign_items WHERE "
+                                  "campaign = %s AND item_id = ANY(%s)",
+                                  (name, [i for i, _ in items])).fetchall())
+        differ = [i for i, payload in items if i in known and known[i] != payload]
+        if differ:
+            shown = ", ".join(repr(i) for i in differ[:10])
+            more = f" and {len(differ) - 10} more" if len(differ) > 10 else ""
+            raise UsageError(
+                f"campaign {name!r} already has item(s) {shown}{more} with other start words "
+                "than this definition gives them; nothing was added",
+                "a campaign's items never change: give the new items other ids, or define "
+                "another campaign (another NAME) for the new list", code="campaign_conflict",
+                items=differ[:50])
         start = conn.execute("SELECT coalesce(max(position), -1) + 1 FROM campaign_items "
                              "WHERE campaign = %s", (name,)).fetchone()[0]
         with conn.cursor() as cur:
@@ -85,7 +101,8 @@ def claim(conn: Any, name: str, worker: str, host: str, pid: int,
             f"UPDATE campaign_items c SET lease_until = now() + {length}, lease_s = %s, "
             "holder_host = %s, holder_pid = %s FROM campaigns m WHERE m.name = c.campaign AND "
             "c.campaign = %s AND c.state = 'leased' AND c.holder = %s AND c.lease_until > now() "
-            f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}",
+            f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}, "
+            "coalesce(c.lease_s, m.lease_s), m.lease_s",
             (lease_s, lease_s, host, pid, name, worker)).fetchone()
         if row is None:
             conn.execute("UPDATE campaign_items SET state = 'parked', parked_at = now(), "
@@ -101,13 +118,14 @@ def claim(conn: Any, name: str, worker: str, host: str, pid: int,
                 f"lease_until = now() + {length}, lease_s = %s, claims = c.claims + 1 "
                 "FROM next, campaigns m WHERE c.campaign = next.campaign AND "
                 "c.item_id = next.item_id AND m.name = c.campaign "
-                f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}",
+                f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}, "
+                "coalesce(c.lease_s, m.lease_s), m.lease_s",
                 (name, worker, worker, host, pid, lease_s, lease_s)).fetchone()
     if row is None:
         return None
-    item_id, token, payload, flow_id, claims, lease_until = row
+    item_id, token, payload, flow_id, claims, lease_until, length, defined = row
     return Lease(name, item_id, int(token), list(payload["argv"]), flow_id, int(claims),
-                 lease_until)
+                 lease_until, float(length), float(defined))
 
 
 def bind(conn: Any, lease: Lease, flow_id: str) -> None:

@@ -370,6 +370,21 @@ def item_argv(lease: Any, root: Path, url: str, harness: str) -> list[str]:
     return [*(["--flow", lease.flow_id, "--resume"] if lease.flow_id else lease.argv), *sticky]
 
 
+def say_lease(spec: dict[str, Any], lease: Any) -> None:
+    """Put the lease's length in the spec's ``campaign`` block, and say so when this worker's
+    ``ORCHESTRATOR_LEASE_S`` differs from the length the campaign was defined with (each
+    worker's own setting sets its leases; one without it gets the campaign's)."""
+    block = spec.get("campaign")
+    if not isinstance(block, dict):
+        return
+    block["lease_s"] = lease.lease_s
+    if lease.lease_s != lease.campaign_lease_s:
+        block["lease_note"] = (
+            f"this worker's leases last {lease.lease_s:g} s ({ENV_LEASE}); campaign "
+            f"{lease.campaign!r} was defined with {lease.campaign_lease_s:g} s, which workers "
+            f"without {ENV_LEASE} get")
+
+
 def note_failure(url: str, lease: Any, err: OrchestratorError) -> None:
     """Keep a failed call's error on its item (the lease stays: the next call retries)."""
     from workspace import campaign as camp

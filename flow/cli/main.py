@@ -166,6 +166,7 @@ def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: s
             raise
         assert isinstance(result, dict)
         spec = result
+        campaigns.say_lease(spec, lease)
         if not (spec.get("status") == "done" and spec.get("campaign", {}).get("item_done")):
             return spec
     return spec

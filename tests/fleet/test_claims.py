@@ -141,3 +141,49 @@ def test_a_killed_holders_run_is_ended_on_its_machine_once_its_item_is_taken_ove
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def test_a_campaign_redefined_with_other_start_words_for_an_id_is_refused(
+        tmp_path: Path, pg_url: str) -> None:
+    """A second definition giving item i0 other start words is refused (exit 2,
+    campaign_conflict naming i0) and adds nothing, not even its new item; the same
+    definition again is accepted."""
+    env = {**TICK, "ORCHESTRATOR_STORE": pg_url, "ORCHESTRATOR_WORKER": "a"}
+    drv = Driver(tmp_path / "A", env)
+    first = tmp_path / "one"
+    first.mkdir()
+    assert 0 == drv.call(["campaign", "c", "--items", str(_items(
+        first, [("i0", ["start", "tick", "x"])]))]).code
+    other = tmp_path / "two"
+    other.mkdir()
+    refused = drv.call(["campaign", "c", "--items", str(_items(
+        other, [("i0", ["start", "tick", "y"]), ("i1", ["start", "tick", "z"])]))])
+    assert (2, "campaign_conflict", ["i0"]) == (refused.code, refused.spec["error"]["code"],
+                                                refused.spec["error"]["items"])
+    assert "'i0'" in refused.spec["error"]["message"]
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute("SELECT item_id, payload FROM campaign_items").fetchall()
+    assert [("i0", {"argv": ["start", "tick", "x"]})] == rows
+    again = drv.call(["campaign", "c", "--items", str(first / "items.json")])
+    assert (0, "i0") == (again.code, again.spec["campaign"]["item"]), again.stderr
+
+
+def test_a_later_workers_own_lease_length_is_taken_and_said(tmp_path: Path,
+                                                           pg_url: str) -> None:
+    """The campaign is defined with a 600 s lease; a worker with ORCHESTRATOR_LEASE_S=30
+    holds its item for 30 s (not 600), and its campaign block says both lengths."""
+    items = _items(tmp_path, [("i0", ["start", "tick", "x"]), ("i1", ["start", "tick", "y"])])
+    env = {**TICK, "ORCHESTRATOR_STORE": pg_url}
+    a = Driver(tmp_path / "A", {**env, "ORCHESTRATOR_WORKER": "a",
+                                "ORCHESTRATOR_LEASE_S": "600"})
+    assert 0 == a.call(["campaign", "c", "--items", str(items)]).code
+    b = Driver(tmp_path / "B", {**env, "ORCHESTRATOR_WORKER": "b", "ORCHESTRATOR_LEASE_S": "30"})
+    took = b.call(["campaign", "c"])
+    assert (0, "i1") == (took.code, took.spec["campaign"]["item"]), took.stderr
+    with psycopg.connect(pg_url) as conn:
+        left = conn.execute("SELECT extract(epoch FROM lease_until - now()) FROM "
+                            "campaign_items WHERE item_id = 'i1'").fetchone()[0]
+    assert 20 < float(left) <= 30
+    block = took.spec["campaign"]
+    assert 30 == block["lease_s"]
+    assert "30 s" in block["lease_note"] and "600 s" in block["lease_note"]
