@@ -298,5 +298,6 @@ def done_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) -> 
 def error_spec(err: Any, root: Path, harness: str, state: FlowState | None = None,
                workspace: Path | None = None) -> dict[str, Any]:
     body = err.to_json()
+    retry = {"poll_after_s": body["poll_after_s"]} if "poll_after_s" in body else {}
     return envelope(state, root, "error", harness, workspace, error=body,
-                    message=body["message"])
+                    message=body["message"], **retry)
