@@ -8,7 +8,8 @@
 - ``pgconn``     one connection per process to it; ``pgschema`` its versioned schema;
                  ``pgerrors`` its URL rules and errors; ``pgoutputs`` a flow's outputs
                  (verdicts, reports, summaries, accepted feeds) kept beside its state
-- ``campaign``   campaigns: items split among workers by leases in the PostgreSQL store
+- ``campaign``   campaigns: items split among workers by leases in the PostgreSQL store;
+                 ``campaignstatus`` what an operator reads about one
 - ``paths``, ``atomic``, ``jsonio``, ``migrations``  where files are, atomic writes, JSON,
                  migrations of the state's shape
 

@@ -201,6 +201,7 @@ def open_campaign(name: str, args: argparse.Namespace, words: list[str], root: P
                   url: str | None) -> Any:
     """The store's connection, once the campaign is defined (if the command lists items)."""
     from workspace import campaign as camp
+    from workspace import campaignstatus
     from workspace.pgconn import connect
 
     if url is None:
@@ -213,7 +214,7 @@ def open_campaign(name: str, args: argparse.Namespace, words: list[str], root: P
         kind, items = defined
         guard(url, "defining the campaign", camp.define, conn, name, kind, items,
               lease_seconds(os.environ) or camp.DEFAULT_LEASE_S)
-    elif guard(url, "reading the campaign", camp.summary, conn, name) is None:
+    elif guard(url, "reading the campaign", campaignstatus.summary, conn, name) is None:
         raise UsageError(f"no campaign {name!r} in the store",
                          "define it first: campaign NAME --items FILE, reproduce --batch FILE "
                          "--campaign NAME, or refactor --campaign NAME --pytorch-dir CHECKOUT")
@@ -234,13 +235,20 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
     ``nothing_free`` with ``poll_after_s`` (when the soonest lease ends) and the items parked
     for a person."""
     from flow.core.render import envelope
-    from workspace import campaign as camp
+    from workspace.campaignstatus import summary
 
-    info = guard(url, "reading the campaign", camp.summary, conn, name)
+    info = guard(url, "reading the campaign", summary, conn, name)
     left = info["left"] if info else 0
     if left == 0:
+        steps = [f"campaign {name!r} is finished: every item is done"]
+        if info and info["kind"] == "reproduce":
+            from flow.cli.campaignreport import write_report
+
+            info["report"] = guard(url, "reading the campaign's verdicts", write_report, conn,
+                                   name, root)
+            steps.append(f"read {info['report']['report_path']}")
         return envelope(None, root, "done", harness, outcome="campaign_finished", campaign=info,
-                        next_steps=[f"campaign {name!r} is finished: every item is done"])
+                        next_steps=steps)
     parked = info["by_state"]["parked"] if info else 0
     held = left - parked
     steps = []

@@ -93,13 +93,10 @@ def after_call(store: Any, spec: dict[str, Any], lease: Any, token: int | None, 
 
 
 def outcome_of(spec: dict[str, Any]) -> dict[str, Any]:
-    """What a person looks for in a done item: the verdict of a reproduce flow, whether a
-    refactor changed the file, the flow's own outcome."""
-    out: dict[str, Any] = {}
-    for key in ("verdict", "refactored", "changed", "reason"):
-        if isinstance(spec.get(key), (str, bool, int, float)):
-            out[key] = spec[key]
-    return out
+    """What a person looks for in a done item besides its outcome: a reproduce flow's
+    verdict (``status --campaign`` shows it and buckets a reproduce campaign by it)."""
+    verdict = spec.get("verdict")
+    return {"verdict": verdict} if isinstance(verdict, dict) else {}
 
 
 def reap(conn: Any, name: str, root: Path, url: str) -> list[str]:
