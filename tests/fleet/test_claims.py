@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from tests.contract.driver import SCRIPT, Driver
 
@@ -108,11 +109,13 @@ def _running(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
+@pytest.mark.parametrize("back", ["campaign", "stale resume"])
 def test_a_killed_holders_run_is_ended_on_its_machine_once_its_item_is_taken_over(
-        tmp_path: Path, pg_url: str) -> None:
+        tmp_path: Path, pg_url: str, back: str) -> None:
     """Worker a's flow runs a background job, then a dies; its lease runs out and worker b
     (another workspace) takes the item over and runs the job anew; a's machine's next
-    campaign call ends a's run (and leaves b's, the holder's, running)."""
+    campaign call, or a's own stale resume (refused, lease_lost), ends a's run and leaves
+    b's, the holder's, running."""
     items = _items(tmp_path, [("j", ["start", "jobs", "j0"])])
     env = {"ORCHESTRATOR_PLUGINS": "tests.proc.jobflow", "JOBFLOW_SCRIPT": SLEEPER,
            "JOBFLOW_TIMEOUT": "600", "ORCHESTRATOR_FOREGROUND_S": "2",
@@ -131,8 +134,13 @@ def test_a_killed_holders_run_is_ended_on_its_machine_once_its_item_is_taken_ove
         assert (0, "waiting", "j") == (took.code, took.spec["status"],
                                        took.spec["campaign"]["item"]), took.stderr
         pids.append(_pid(tmp_path / "B" / "jobs" / "j0" / "job.pid"))
-        back = a.call(["campaign", "c"])  # a's harness, restarted on its machine
-        assert (0, "nothing_free") == (back.code, back.spec["outcome"]), back.stderr
+        if back == "campaign":  # a's harness, restarted on its machine
+            again = a.call(["campaign", "c"])
+            assert (0, "nothing_free") == (again.code, again.spec["outcome"]), again.stderr
+        else:  # a's harness, paused past its lease, polls again
+            again = a.shell(first.spec["resume_command"])
+            assert (3, "lease_lost") == (again.code, again.spec["error"]["code"])
+            assert ["work-v1-main"] == again.spec["error"]["jobs_ended"]
         _wait("a's run ended", lambda: not _running(pids[0]), bound=30)
         assert _running(pids[1])  # the holder's run goes on
     finally:
