@@ -308,7 +308,10 @@ def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any
             done = _read_result(result_file)  # it may have finished as we looked
             if done is not None:
                 return _finish(rec, done, save)
-            _end_leftovers(pgid_file, rec.pid)
+            # the recorded pid is a process of this machine only if the job was started from
+            # this folder (its spec is here): a flow taken over from another machine or
+            # workspace must not signal whatever process has that number here
+            _end_leftovers(pgid_file, rec.pid if spec.exists() else None)
             rec.history.append({"start": rec.starts, "pid": rec.pid, "lost_at": time.time()})
             if rec.starts >= MAX_STARTS:
                 lost = proc.Result(code=-1, log=log_file, lost=True,

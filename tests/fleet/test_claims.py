@@ -109,6 +109,18 @@ def _running(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
+def _supervisor(flow_dir: Path) -> int:
+    """The pid of the supervisor running the flow's job from ``flow_dir`` (found in /proc)."""
+    spec = str(flow_dir / "jobs" / "work-v1-main.json").encode()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and spec in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"no supervisor of {spec!r}")
+
+
 @pytest.mark.parametrize("back", ["campaign", "stale resume"])
 def test_a_killed_holders_run_is_ended_on_its_machine_once_its_item_is_taken_over(
         tmp_path: Path, pg_url: str, back: str) -> None:
@@ -129,11 +141,15 @@ def test_a_killed_holders_run_is_ended_on_its_machine_once_its_item_is_taken_ove
         assert (0, "waiting") == (first.code, first.spec["status"]), first.stderr
         pids.append(_pid(tmp_path / "A" / "jobs" / "j0" / "job.pid"))
         assert _running(pids[0])
+        supervisor = _supervisor(tmp_path / "A" / "jobs" / "j0")
         _wait("a's lease ran out", lambda: _expired(pg_url, "j"))
         took = b.call(["campaign", "c"])
         assert (0, "waiting", "j") == (took.code, took.spec["status"],
                                        took.spec["campaign"]["item"]), took.stderr
         pids.append(_pid(tmp_path / "B" / "jobs" / "j0" / "job.pid"))
+        # b signalled no process by the number a's state recorded (on a fleet that number is
+        # another machine's): a's supervisor and run are a's machine's to end
+        assert _running(supervisor) and _running(pids[0])
         if back == "campaign":  # a's harness, restarted on its machine
             again = a.call(["campaign", "c"])
             assert (0, "nothing_free") == (again.code, again.spec["outcome"]), again.stderr
