@@ -317,7 +317,7 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
             if new:
                 data = module.start(opts or {}, root, settings)
                 cmds = Commands(script, root, harness, store.flow_id, store=sticky_store,
-                                lease=token)
+                                lease=token, adapter=harness_adapter(harness))
                 engine = Engine.create(module.WORKFLOW, store, data, cmds, settings)
             else:
                 if not store.exists():  # moved aside (--restart) while this call waited
@@ -333,7 +333,7 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
                 store.replay_audit(state)
                 sticky = args.harness or state.harness
                 cmds = Commands(script, root, sticky, store.flow_id, store=sticky_store,
-                                lease=token)
+                                lease=token, adapter=harness_adapter(sticky))
                 engine = Engine(module.WORKFLOW, store, state, cmds, settings)
             state = engine.state
             if args.feed:
@@ -357,6 +357,15 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
             raise
     _clear_error(store)
     return spec
+
+
+def harness_adapter(harness: str) -> Any:
+    """The adapter of ``harness`` the engine renders task fields with (``agents``)."""
+    if harness == "codex":
+        from agents import codex
+        return codex
+    from agents import claude
+    return claude
 
 
 def _peek_workflow(store: StateStore) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,8 @@ class Commands:
     python: str = sys.executable
     store: str | None = None  # a postgresql:// store URL (no password), repeated when set
     lease: int | None = None  # a campaign item's lease token, repeated in the flow's commands
+    # the harness's adapter (agents.claude / agents.codex) that renders its task fields
+    adapter: Any = field(default=None, compare=False)
 
     def _store(self) -> list[str]:
         return ["--store", self.store] if self.store else []

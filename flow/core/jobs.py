@@ -64,7 +64,7 @@ class Pending(Exception):
 
 def job_id(phase: str, visit: int, key: str) -> str:
     """The id of a phase visit's job ``key``; its files in ``jobs/`` are named by it."""
-    from workspace.paths import safe_name
+    from flow.core.naming import safe_name
 
     return safe_name(f"{phase}-v{visit}-{key}")
 
