@@ -59,7 +59,7 @@ def _fast_resume(argv: list[str]) -> int | None:
     opts: dict[str, str] = {}
     it = iter(argv)
     for arg in it:
-        if arg in {"--flow", "--workspace", "--harness", "--store"}:
+        if arg in {"--flow", "--workspace", "--harness", "--store", "--lease"}:
             value = next(it, None)
             if value is None:
                 return None
@@ -80,7 +80,34 @@ def _fast_resume(argv: list[str]) -> int | None:
         return None
     if spec.get("harness") != opts.get("--harness", spec.get("harness")):
         return None
+    if "--lease" in opts and not _heartbeat(store, spec, opts["--lease"]):
+        return None
     return _emit(spec)
+
+
+def _heartbeat(store: Any, spec: dict[str, Any], token: str) -> bool:
+    """A poll of a leased flow is its heartbeat: renew the item's lease if ``token`` is
+    still its own and the cached spec's commands carry that very token; False sends the call
+    down the full path (a done flow finishes its item there, a stale token is refused there
+    under the flow's lock, ``flow.cli.leases``)."""
+    import shlex
+
+    url = getattr(store, "url", None)
+    if url is None or not token.isdigit() or spec.get("status") == "done":
+        return False
+    words = shlex.split(str(spec.get("resume_command", "")))
+    at = words.index("--lease") if "--lease" in words else -1
+    if at < 0 or words[at + 1:at + 2] != [token]:
+        return False
+    from workspace import campaign
+    from workspace.pgconn import connect
+
+    try:
+        name, item, _, _ = campaign.hold(connect(url), store.flow_id, int(token))
+    except Exception:  # noqa: BLE001 - lost, or the store failed: the full path says which
+        return False
+    spec["campaign"] = {"name": name, "item": item, "lease": int(token), "lease_renewed": True}
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

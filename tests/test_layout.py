@@ -116,12 +116,16 @@ def test_no_shipped_module_is_in_an_import_circle() -> None:
     assert [] == _cycles(_graph())
 
 
-# Which layer may import which: the machine knows no workflow and no front end; the GitHub
-# adapter knows no workflow; a workflow knows no front end. (prefix of the importer ->
+# Which layer may import which: the machine knows no workflow, no front end, no store and no
+# harness (the stores implement its interface, ``flow.core.store``; the command line hands it
+# the harness's adapter); the stores know no harness; the GitHub adapter knows no workflow; a
+# workflow knows no front end. (prefix of the importer ->
 # prefixes it must not import)
 LAYERS = {
-    "flow.core": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "flow.github", "orchestrator"),
-    "workspace": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "flow.github", "orchestrator"),
+    "flow.core": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "flow.github", "orchestrator",
+                  "workspace", "agents"),
+    "workspace": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "flow.github", "orchestrator",
+                  "agents"),
     "agents": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "flow.github", "orchestrator"),
     "flow.github": ("flow.workflows", "flow.cli", "flow.mcp", "flow.web", "orchestrator"),
     "flow.workflows": ("flow.cli", "flow.mcp", "flow.web", "orchestrator"),

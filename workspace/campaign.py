@@ -19,6 +19,7 @@ from flow.core.errors import OrchestratorError, UsageError
 from workspace.jsonio import dumps
 
 DEFAULT_LEASE_S = 600.0
+DEFAULT_MAX_CLAIMS = 3
 _UTC = "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
 
@@ -40,6 +41,8 @@ class Lease:
     flow_id: str | None
     claims: int
     lease_until: str
+    lease_s: float = DEFAULT_LEASE_S  # this holder's lease length
+    campaign_lease_s: float = DEFAULT_LEASE_S  # the length the campaign was defined with
 
 
 def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any]]],
@@ -47,7 +50,8 @@ def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any
     """Create campaign ``name`` with ``items`` (id, payload) if new; add missing items.
 
     Defining the same campaign again (every worker runs the same command) adds nothing twice.
-    A campaign of another kind under the same name is refused. Returns the number of items.
+    A campaign of another kind under the same name, or an item id it has with other start
+    words, is refused (nothing added). Returns the number of items.
     """
     with conn.transaction():
         conn.execute("INSERT INTO campaigns (name, kind, lease_s) VALUES (%s, %s, %s) "
@@ -57,6 +61,19 @@ def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any
             raise UsageError(f"campaign {name!r} exists and is a {row[0]} campaign, not {kind}",
                              "pick another --campaign name, or run the command it was made "
                              "with", code="campaign_kind")
+        known = dict(conn.execute("SELECT item_id, payload FROM campaign_items WHERE "
+                                  "campaign = %s AND item_id = ANY(%s)",
+                                  (name, [i for i, _ in items])).fetchall())
+        differ = [i for i, payload in items if i in known and known[i] != payload]
+        if differ:
+            shown = ", ".join(repr(i) for i in differ[:10])
+            more = f" and {len(differ) - 10} more" if len(differ) > 10 else ""
+            raise UsageError(
+                f"campaign {name!r} already has item(s) {shown}{more} with other start words "
+                "than this definition gives them; nothing was added",
+                "a campaign's items never change: give the new items other ids, or define "
+                "another campaign (another NAME) for the new list", code="campaign_conflict",
+                items=differ[:50])
         start = conn.execute("SELECT coalesce(max(position), -1) + 1 FROM campaign_items "
                              "WHERE campaign = %s", (name,)).fetchone()[0]
         with conn.cursor() as cur:
@@ -69,18 +86,28 @@ def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any
                                 (name,)).fetchone()[0])
 
 
-def claim(conn: Any, name: str, worker: str, host: str, pid: int) -> Lease | None:
+def claim(conn: Any, name: str, worker: str, host: str, pid: int,
+          lease_s: float | None = None, max_claims: int = DEFAULT_MAX_CLAIMS) -> Lease | None:
     """The item ``worker`` holds (lease renewed), else the next free or expired one; None
-    when nothing is left to take (every item done, or held by a live lease)."""
+    when nothing is left to take (every item done or parked, or held by a live lease).
+
+    ``lease_s`` is this worker's lease length (None: the campaign's). An expired item that
+    was claimed ``max_claims`` times already is parked for a person instead of claimed again
+    (a poison item that kills every worker that takes it must not loop forever)."""
     until = _UTC.format("c.lease_until")
+    length = "coalesce(%s::float8, m.lease_s) * interval '1 second'"
     with conn.transaction():
         row = conn.execute(
-            "UPDATE campaign_items c SET lease_until = now() + m.lease_s * interval '1 second', "
+            f"UPDATE campaign_items c SET lease_until = now() + {length}, lease_s = %s, "
             "holder_host = %s, holder_pid = %s FROM campaigns m WHERE m.name = c.campaign AND "
             "c.campaign = %s AND c.state = 'leased' AND c.holder = %s AND c.lease_until > now() "
-            f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}",
-            (host, pid, name, worker)).fetchone()
+            f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}, "
+            "coalesce(c.lease_s, m.lease_s), m.lease_s",
+            (lease_s, lease_s, host, pid, name, worker)).fetchone()
         if row is None:
+            conn.execute("UPDATE campaign_items SET state = 'parked', parked_at = now(), "
+                         "lease_until = NULL WHERE campaign = %s AND state = 'leased' AND "
+                         "lease_until <= now() AND claims >= %s", (name, max_claims))
             row = conn.execute(
                 "WITH next AS (SELECT campaign, item_id FROM campaign_items WHERE campaign = %s "
                 "AND (state = 'free' OR (state = 'leased' AND lease_until <= now())) "
@@ -88,16 +115,17 @@ def claim(conn: Any, name: str, worker: str, host: str, pid: int) -> Lease | Non
                 "ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED) "
                 "UPDATE campaign_items c SET state = 'leased', token = c.token + 1, "
                 "holder = %s, holder_host = %s, holder_pid = %s, leased_at = now(), "
-                "lease_until = now() + m.lease_s * interval '1 second', claims = c.claims + 1 "
+                f"lease_until = now() + {length}, lease_s = %s, claims = c.claims + 1 "
                 "FROM next, campaigns m WHERE c.campaign = next.campaign AND "
                 "c.item_id = next.item_id AND m.name = c.campaign "
-                f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}",
-                (name, worker, worker, host, pid)).fetchone()
+                f"RETURNING c.item_id, c.token, c.payload, c.flow_id, c.claims, {until}, "
+                "coalesce(c.lease_s, m.lease_s), m.lease_s",
+                (name, worker, worker, host, pid, lease_s, lease_s)).fetchone()
     if row is None:
         return None
-    item_id, token, payload, flow_id, claims, lease_until = row
+    item_id, token, payload, flow_id, claims, lease_until, length, defined = row
     return Lease(name, item_id, int(token), list(payload["argv"]), flow_id, int(claims),
-                 lease_until)
+                 lease_until, float(length), float(defined))
 
 
 def bind(conn: Any, lease: Lease, flow_id: str) -> None:
@@ -106,17 +134,11 @@ def bind(conn: Any, lease: Lease, flow_id: str) -> None:
                  "AND token = %s", (flow_id, lease.campaign, lease.item_id, lease.token))
 
 
-def of_flow(conn: Any, flow_id: str) -> tuple[str, str, int] | None:
-    """(campaign, item, token) of the leased item worked on by ``flow_id``, or None."""
-    row = conn.execute("SELECT campaign, item_id, token FROM campaign_items WHERE flow_id = %s "
-                       "AND state = 'leased'", (flow_id,)).fetchone()
-    return None if row is None else (row[0], row[1], int(row[2]))
-
-
 def renew(conn: Any, campaign: str, item_id: str, token: int) -> bool:
     """Extend the lease from now; False if the token is no longer the item's (lost)."""
     cur = conn.execute(
-        "UPDATE campaign_items c SET lease_until = now() + m.lease_s * interval '1 second' "
+        "UPDATE campaign_items c SET lease_until = now() + "
+        "coalesce(c.lease_s, m.lease_s) * interval '1 second' "
         "FROM campaigns m WHERE m.name = c.campaign AND c.campaign = %s AND c.item_id = %s "
         "AND c.token = %s AND c.state = 'leased'", (campaign, item_id, token))
     return cur.rowcount == 1
@@ -124,13 +146,70 @@ def renew(conn: Any, campaign: str, item_id: str, token: int) -> bool:
 
 def complete(conn: Any, campaign: str, item_id: str, token: int,
              result: dict[str, Any]) -> bool:
-    """Mark the item done with ``result``, only under the current token; False if lost."""
+    """Mark the item done with ``result``, only under the current token; False if lost. The
+    holder stays named (who finished it) and the item's last error goes (it is done). Done
+    again under the same token (the holder's repeated last call) is True and changes
+    nothing: an item is marked done exactly once."""
     cur = conn.execute(
         "UPDATE campaign_items SET state = 'done', done_count = done_count + 1, result = %s, "
-        "done_at = now(), holder = NULL, lease_until = NULL WHERE campaign = %s AND "
+        "done_at = now(), lease_until = NULL, last_error = NULL WHERE campaign = %s AND "
         "item_id = %s AND token = %s AND state = 'leased'",
         (dumps(result, indent=False).decode(), campaign, item_id, token))
-    return cur.rowcount == 1
+    if cur.rowcount == 1:
+        return True
+    row = conn.execute("SELECT state = 'done' FROM campaign_items WHERE campaign = %s AND "
+                       "item_id = %s AND token = %s", (campaign, item_id, token)).fetchone()
+    return bool(row and row[0])
+
+
+def hold(conn: Any, flow_id: str, token: int, campaign: str | None = None,
+         item_id: str | None = None) -> tuple[str, str, int, str]:
+    """Check that ``token`` is the current lease of the item ``flow_id`` works on (or of
+    ``campaign``/``item_id``, for a flow not yet begun) and renew it from now: the fencing
+    check of every call that carries a token, and its heartbeat. Returns (campaign, item,
+    token, state); ``state`` is ``done`` when the holder itself finished the item. Raises
+    ``LeaseLost`` naming the current holder when another claim took the item (or it was
+    given back or parked): nothing is renewed then."""
+    where = ("c.campaign = %s AND c.item_id = %s", (campaign, item_id)) if item_id else \
+        ("c.flow_id = %s", (flow_id,))
+    row = conn.execute(
+        "UPDATE campaign_items c SET lease_until = now() + "
+        "coalesce(c.lease_s, m.lease_s) * interval '1 second' FROM campaigns m "
+        f"WHERE m.name = c.campaign AND {where[0]} AND c.token = %s AND c.state = 'leased' "
+        "RETURNING c.campaign, c.item_id", (*where[1], token)).fetchone()
+    if row is not None:
+        return row[0], row[1], token, "leased"
+    rows = conn.execute(
+        f"SELECT c.campaign, c.item_id, c.token, c.state, c.holder, c.holder_host, "
+        f"c.holder_pid, {_UTC.format('c.leased_at')}, {_UTC.format('c.lease_until')} "
+        f"FROM campaign_items c WHERE {where[0]} ORDER BY c.state = 'leased' DESC",
+        where[1]).fetchall()
+    for r in rows:
+        if int(r[2]) == token and r[3] == "done":
+            return r[0], r[1], token, "done"
+    raise lost(flow_id, token, rows[0] if rows else None)
+
+
+def lost(flow_id: str, token: int, row: Any) -> LeaseLost:
+    """The error of a call whose token ``token`` is not the item's current lease."""
+    if row is None:
+        return LeaseLost(f"lease {token} names no campaign item of flow {flow_id!r}",
+                         "drop this flow's work; run the campaign command for the next item",
+                         campaign=None, holder=None)
+    name, item, current, state, holder, host, pid, since, until = row
+    who = {"worker": holder, "host": host, "pid": pid, "since": since, "lease_until": until}
+    now = {"leased": f"worker {holder!r} (host {host}, pid {pid}) holds it since {since}, "
+                     f"until {until}",
+           "done": f"it was done by worker {holder!r} (host {host})",
+           "parked": "it is parked for a person (claimed too many times)",
+           "free": "it went back to the pool"}.get(str(state), f"it is {state}")
+    return LeaseLost(
+        f"campaign {name!r} item {item!r}: this call's lease (token {token}) is no longer the "
+        f"item's (token {current}): {now}; nothing was done",
+        "stop working on this item (drop its tasks and results: the holder does them); run "
+        "the campaign command for your next item",
+        campaign={"name": name, "item": item, "token": token, "current_token": int(current),
+                  "state": state}, holder=who if state in ("leased", "done") else None)
 
 
 def give_back(conn: Any, lease: Lease, worker: str, error: str) -> bool:
@@ -152,43 +231,3 @@ def note_error(conn: Any, campaign: str, item_id: str, token: int, error: str) -
     """Keep the last error of a call on the item (the lease stays)."""
     conn.execute("UPDATE campaign_items SET last_error = %s WHERE campaign = %s AND "
                  "item_id = %s AND token = %s", (error[:500], campaign, item_id, token))
-
-
-def summary(conn: Any, name: str) -> dict[str, Any] | None:
-    """Items by state, who holds which lease since when, last errors, throughput, what is
-    left; None if there is no such campaign."""
-    meta = conn.execute(f"SELECT kind, lease_s, {_UTC.format('created_at')} FROM campaigns "
-                        "WHERE name = %s", (name,)).fetchone()
-    if meta is None:
-        return None
-    counts = dict(conn.execute("SELECT state, count(*) FROM campaign_items WHERE campaign = %s "
-                               "GROUP BY state", (name,)).fetchall())
-    expired = conn.execute("SELECT count(*) FROM campaign_items WHERE campaign = %s AND "
-                           "state = 'leased' AND lease_until <= now()", (name,)).fetchone()[0]
-    leases = [
-        {"item": r[0], "holder": r[1], "host": r[2], "pid": r[3], "since": r[4],
-         "lease_until": r[5], "expired": r[6], "flow_id": r[7], "claims": r[8]}
-        for r in conn.execute(
-            f"SELECT item_id, holder, holder_host, holder_pid, {_UTC.format('leased_at')}, "
-            f"{_UTC.format('lease_until')}, lease_until <= now(), flow_id, claims "
-            "FROM campaign_items WHERE campaign = %s AND state = 'leased' ORDER BY position",
-            (name,)).fetchall()]
-    errors = [{"item": r[0], "error": r[1]} for r in conn.execute(
-        "SELECT item_id, last_error FROM campaign_items WHERE campaign = %s AND "
-        "last_error IS NOT NULL ORDER BY position", (name,)).fetchall()]
-    span = conn.execute(
-        "SELECT count(*), extract(epoch FROM max(done_at) - min(leased_at)) FROM "
-        "campaign_items WHERE campaign = %s AND state = 'done'", (name,)).fetchone()
-    done, seconds = int(span[0]), float(span[1] or 0.0)
-    total = sum(counts.values())
-    return {
-        "campaign": name, "kind": meta[0], "lease_s": meta[1], "created_at": meta[2],
-        "items": total, "by_state": {k: int(counts.get(k, 0)) for k in ("free", "leased", "done")},
-        "expired_leases": int(expired), "leases": leases, "errors": errors,
-        "left": total - done,
-        "throughput_per_hour": round(done * 3600.0 / seconds, 1) if seconds > 0 else None,
-    }
-
-
-def names(conn: Any) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT name FROM campaigns ORDER BY name").fetchall()]

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from flow.core.errors import UsageError
+from flow.core.naming import is_inside, safe_name  # noqa: F401 (re-exported)
 
 ENV_WORKSPACE = "ORCHESTRATOR_WORKSPACE"
 STATE_FILE = "flow_state.json"
@@ -64,16 +65,3 @@ def flow_dir(root: Path, flow_id: str) -> Path:
     return root / check_flow_id(flow_id)
 
 
-def is_inside(root: Path, path: Path) -> bool:
-    """True if ``path`` (resolved, symlinks followed) lies inside ``root``."""
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True
-
-
-def safe_name(text: str) -> str:
-    """A file-name-safe rendering of ``text`` (for task ids and feed files)."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")
-    return cleaned[:120] or "x"

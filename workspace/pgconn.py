@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 ENV_CONNECT_TIMEOUT = "ORCHESTRATOR_STORE_CONNECT_TIMEOUT"
 
 _CONNECTIONS: dict[tuple[int, str], Any] = {}  # (pid, url): a forked child opens its own
+_OPENED: set[str] = set()  # a connection opened in this process: a write may have happened
 
 
 FLOOR_S = 1.0  # a save after a step that spent the budget still gets this long to commit
@@ -75,10 +76,11 @@ def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=int(float(timeout)),
                                application_name="skill-orchestrator")
     except (psycopg.Error, ValueError) as exc:
-        raise unavailable(url, exc, "connecting") from None
+        raise unavailable(url, exc, "connecting", nothing_written=not _OPENED) from None
     _bound(conn, url)
     ensure_schema(conn, url)
     _CONNECTIONS[key] = conn
+    _OPENED.add(url)
     return conn
 
 

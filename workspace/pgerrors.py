@@ -79,9 +79,48 @@ class StoreTimeout(StoreUnavailable):
     exit_code = 3
 
 
-def unavailable(url: str, exc: BaseException, doing: str) -> StoreUnavailable:
-    """The error for a failed ``doing`` on the store at ``url``."""
+class StoreDown(StoreUnavailable):
+    """The server cannot be reached now (stopped, restarting, the network): exit 3 with
+    ``poll_after_s``, like a busy flow; every caller carries on by itself once it is back."""
+
+    code = "store_unavailable"
+    exit_code = 3
+
+
+POLL_DOWN_S = 5
+# what a server that is down or restarting answers: no connection, or an admin shutdown,
+# crash shutdown or start-up in progress (SQLSTATE 57P01-57P03), a connection failure (08...)
+_DOWN_STATES = ("57P01", "57P02", "57P03")
+_NOT_DOWN = ("authentication", "password", "does not exist", "permission denied", "role ",
+             "ssl", "certificate", "no pg_hba.conf entry")
+
+
+def is_down(exc: BaseException) -> bool:
+    """True if ``exc`` says the server is unreachable or restarting (worth retrying), not
+    that the URL, the user or the database is wrong."""
+    state = str(getattr(exc, "sqlstate", None) or "")
+    if state in _DOWN_STATES or state.startswith("08"):
+        return True
+    text = str(exc).lower()
+    return type(exc).__name__ == "OperationalError" and not state and \
+        not any(word in text for word in _NOT_DOWN)
+
+
+def unavailable(url: str, exc: BaseException, doing: str,
+                nothing_written: bool = False) -> StoreUnavailable:
+    """The error for a failed ``doing`` on the store at ``url``. ``nothing_written``: the
+    caller knows this call wrote nothing (it failed on its first connection)."""
     detail = scrub(" ".join(str(exc).split()))[:400]
+    if is_down(exc):
+        return StoreDown(
+            f"the PostgreSQL store {mask_url(url)!r} cannot be reached while {doing} (down or "
+            f"restarting): {detail}",
+            f"run the same command again after poll_after_s ({POLL_DOWN_S} s) until the server "
+            "is back (pg_isready -d URL): " + (
+                "nothing was written" if nothing_written else
+                "every write is one transaction, so what this call was writing then is either "
+                "whole or not there, and the same command carries on from what was saved"),
+            store=mask_url(url), poll_after_s=POLL_DOWN_S)
     if getattr(exc, "sqlstate", None) == "57014":  # query_canceled: the statement timeout
         return StoreTimeout(
             f"the PostgreSQL store {mask_url(url)!r} did not finish {doing} within this "

@@ -13,7 +13,7 @@ from typing import Any
 
 from workspace.pgerrors import StoreUnavailable, mask_url, unavailable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIGRATION_LOCK = 7_201_022  # the advisory lock key that serialises migrations
 
 MIGRATIONS: dict[int, str] = {
@@ -81,6 +81,12 @@ MIGRATIONS: dict[int, str] = {
         updated_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (flow_id, name)
     );
+    """,
+    # Each holder's own lease length (its ORCHESTRATOR_LEASE_S; NULL: the campaign's), the
+    # most claims an item may take before it is parked for a person, and when it was parked.
+    3: """
+    ALTER TABLE campaign_items ADD COLUMN lease_s double precision;
+    ALTER TABLE campaign_items ADD COLUMN parked_at timestamptz;
     """,
 }
 

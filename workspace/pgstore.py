@@ -61,6 +61,9 @@ class PgFlowStore(FlowStore):
         self.url = url
         self.source = f"{mask_url(url)} flow {flow_id!r}"
         self.fence: int | None = None
+        # (campaign, item, token): the campaign lease this call acts under, checked again in
+        # every save's transaction (``flow.cli.leases``); None outside a campaign
+        self.lease_fence: tuple[str, str, int] | None = None
         self._synced: dict[str, str] = {}  # outputs (name -> sha) in common with the database
 
     def _conn(self) -> Any:
@@ -102,6 +105,8 @@ class PgFlowStore(FlowStore):
         data = pgoutputs.rebase(bytes(rows[0][0]), rows[0][1], str(self.root))
         state = parse_state(data, self.source)
         self._fetch_outputs()
+        if state.pending():  # a flow taken over here: its tasks' feed files are written here
+            self.feeds_dir.mkdir(parents=True, exist_ok=True)
         return state
 
     def _fetch_outputs(self) -> None:
@@ -214,6 +219,8 @@ class PgFlowStore(FlowStore):
                                        (self.flow_id,)).fetchone()
                     if self.fence is None or row is None or row[0] != self.fence:
                         raise self._fenced(row[0] if row else None)
+                    if self.lease_fence is not None:
+                        self._check_lease(conn)
                     conn.execute(
                         "INSERT INTO flows (flow_id, workflow, state, revision, updated_at, "
                         "root) VALUES (%s, %s, %s, %s, now(), %s) ON CONFLICT (flow_id) DO "
@@ -245,6 +252,17 @@ class PgFlowStore(FlowStore):
                     raise unavailable(self.url, exc, "saving the state") from None
             except psycopg.Error as exc:
                 raise unavailable(self.url, exc, "saving the state") from None
+
+    def _check_lease(self, conn: Any) -> None:
+        """Inside the save's transaction: the item's lease is still this call's (the row is
+        locked until the commit, so no claim slips in between); ``LeaseLost`` if not."""
+        from workspace import campaign
+
+        name, item, token = self.lease_fence or ("", "", 0)
+        row = conn.execute("SELECT token, state FROM campaign_items WHERE campaign = %s AND "
+                           "item_id = %s FOR SHARE", (name, item)).fetchone()
+        if row is None or int(row[0]) != token or row[1] not in ("leased", "done"):
+            campaign.hold(conn, self.flow_id, token, name, item)  # raises, naming the holder
 
     def _relock(self) -> str:
         """After a lost session: the lock again, without waiting, if the fence is still ours

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from flow.core.errors import StateLoadError
 from workspace.atomic import (
     append_line, read_nofollow, refuse_symlink, write_atomic, write_nofollow,
 )
+from flow.core.naming import now_iso  # noqa: F401 (re-exported)
 from workspace.jsonio import dumps, loads
 from workspace.paths import AUDIT_FILE, SPEC_CACHE, STATE_FILE, flow_dir
 
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 
 
 TAIL_BYTES = 64 * 1024
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class FlowStore:

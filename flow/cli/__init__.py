@@ -7,7 +7,8 @@
 - ``ahead``    a new flow's first long run started ahead of the workflow's imports
 - ``status``   every flow of a workspace at a glance
 - ``fleet``    every flow of a PostgreSQL store, and ``status --campaign``
-- ``campaigns`` the campaign command: claim an item, drive its flow, renew and finish its lease
+- ``campaigns`` the campaign command: define, claim an item, drive its flow
+- ``leases``   a leased flow's calls: the token checked and renewed, the item finished
 - ``schemas``  the JSON schemas of specs and feeds (``schema NAME``)
 - ``graph``    a workflow's state machine as Mermaid text or a Graphviz picture (``graph NAME``)
 - ``person``   what a terminal shows instead of the JSON object (help, errors, graph, demo, serve)

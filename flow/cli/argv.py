@@ -39,6 +39,9 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "feed_file": (("--feed-file",), {"metavar": "PATH", "help": "the result JSON (the task's "
                                      "feed_file; a regular file of at most "
                                      "$ORCHESTRATOR_MAX_FEED_BYTES, default 8 MiB)"}),
+    "lease": (("--lease",), {"type": int, "metavar": "TOKEN", "help": "the campaign lease "
+                             "this call acts under (the printed commands of a campaign's flow "
+                             "carry it; a stale one is refused, lease_lost); sticky"}),
     "answer": (("--answer",), {"metavar": "VALUE", "help": "answer the open need_human question "
                                "with one of its option values"}),
     "json": (("--json",), {"action": "store_true", "help": "print one JSON object instead of "
@@ -117,7 +120,7 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "items": (("--items",), {"metavar": "FILE", "help": "the campaign's items: a JSON list of "
                              '{"id": ..., "argv": [start words of a flow]}'}),
 }
-FLOW = ["flow", "resume", "restart", "feed", "feed_file", "answer"]
+FLOW = ["flow", "resume", "restart", "feed", "feed_file", "answer", "lease"]
 REPRODUCE = ["repro_command", "command_file", "stage", "ci_commit", "source_dir", "ci_repo",
              "failure_pattern", "profile", "batch", "repeat", "test_extras", "timeout"]
 TARGETED = ["base", "depth", "hub_limit", "repo_dir", "profile"]

@@ -2,10 +2,10 @@
 
 Every harness runs the same command; each call works on the item its worker holds, else
 claims the next free one (``workspace.campaign``), starts or resumes that item's flow and
-prints the flow's spec with a ``campaign`` block (name, item, lease). Calls on the flow
-itself (``--flow ID --feed/--resume``, the printed commands) renew the item's lease
-(``after_call``); when the flow ends, the item is marked done under its lease token and the
-spec says to run the campaign command again for the next item.
+prints the flow's spec with a ``campaign`` block (name, item, lease). The flow's printed
+commands carry the lease token; every call with it is checked and renews the lease, and when
+the flow ends the item is marked done under that token (``flow.cli.leases``); the spec then
+says to run the campaign command again for the next item.
 
 The items: ``campaign NAME --items FILE`` (a JSON list of ``{"id", "argv"}``, the start words
 of any workflow), ``reproduce --batch FILE --campaign NAME`` (one reproduce flow per entry),
@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from workspace.jsonio import loads
 
 ENV_WORKER = "ORCHESTRATOR_WORKER"
 ENV_LEASE = "ORCHESTRATOR_LEASE_S"
+ENV_MAX_CLAIMS = "ORCHESTRATOR_MAX_CLAIMS"
 ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
 MAX_ROUNDS = 50  # items finished within one call before it stops and prints
 
@@ -41,12 +40,13 @@ def worker_name(env: dict[str, str] | os._Environ[str]) -> str:
     return env.get(ENV_WORKER, "").strip() or socket.gethostname()
 
 
-def lease_seconds(env: Any) -> float:
+def lease_seconds(env: Any) -> float | None:
+    """This worker's ``ORCHESTRATOR_LEASE_S`` (None when unset: the campaign's length)."""
     from flow.core.errors import SettingError
 
     raw = env.get(ENV_LEASE, "").strip()
     if not raw:
-        return 600.0
+        return None
     try:
         value = float(raw)
     except ValueError:
@@ -54,6 +54,20 @@ def lease_seconds(env: Any) -> float:
     if not 1.0 <= value <= 7 * 86400:
         raise SettingError(ENV_LEASE, raw, "a number of seconds from 1 to 604800")
     return value
+
+
+def max_claims(env: Any) -> int:
+    """``ORCHESTRATOR_MAX_CLAIMS``: how many claims an item may take before it is parked for
+    a person (default 3)."""
+    from flow.core.errors import SettingError
+    from workspace.campaign import DEFAULT_MAX_CLAIMS
+
+    raw = env.get(ENV_MAX_CLAIMS, "").strip()
+    if not raw:
+        return DEFAULT_MAX_CLAIMS
+    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+        raise SettingError(ENV_MAX_CLAIMS, raw, "a whole number of claims from 1 to 1000")
+    return int(raw)
 
 
 def items_for(args: argparse.Namespace, words: list[str], root: Path) -> tuple[str, list[
@@ -187,6 +201,7 @@ def open_campaign(name: str, args: argparse.Namespace, words: list[str], root: P
                   url: str | None) -> Any:
     """The store's connection, once the campaign is defined (if the command lists items)."""
     from workspace import campaign as camp
+    from workspace import campaignstatus
     from workspace.pgconn import connect
 
     if url is None:
@@ -198,8 +213,8 @@ def open_campaign(name: str, args: argparse.Namespace, words: list[str], root: P
     if defined is not None:
         kind, items = defined
         guard(url, "defining the campaign", camp.define, conn, name, kind, items,
-              lease_seconds(os.environ))
-    elif guard(url, "reading the campaign", camp.summary, conn, name) is None:
+              lease_seconds(os.environ) or camp.DEFAULT_LEASE_S)
+    elif guard(url, "reading the campaign", campaignstatus.summary, conn, name) is None:
         raise UsageError(f"no campaign {name!r} in the store",
                          "define it first: campaign NAME --items FILE, reproduce --batch FILE "
                          "--campaign NAME, or refactor --campaign NAME --pytorch-dir CHECKOUT")
@@ -211,22 +226,43 @@ def claim_next(conn: Any, name: str, url: str) -> Any:
     from workspace import campaign as camp
 
     return guard(url, "claiming an item", camp.claim, conn, name, worker_name(os.environ),
-                 socket.gethostname(), os.getpid())
+                 socket.gethostname(), os.getpid(), lease_seconds(os.environ),
+                 max_claims(os.environ))
 
 
 def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[str, Any]:
-    """The object printed when this worker finds nothing to take."""
+    """The object printed when this worker finds nothing to take: ``campaign_finished``, or
+    ``nothing_free`` with ``poll_after_s`` (when the soonest lease ends) and the items parked
+    for a person."""
     from flow.core.render import envelope
-    from workspace import campaign as camp
+    from workspace.campaignstatus import summary
 
-    info = guard(url, "reading the campaign", camp.summary, conn, name)
+    info = guard(url, "reading the campaign", summary, conn, name)
     left = info["left"] if info else 0
-    steps = ([f"campaign {name!r} is finished: every item is done"] if left == 0 else
-             [f"{left} item(s) are held by other workers' leases; run this command again "
-              "later: an item whose harness died comes back when its lease ends"])
-    return envelope(None, root, "done", harness,
-                    outcome="campaign_finished" if left == 0 else "nothing_free",
-                    campaign=info, next_steps=steps)
+    if left == 0:
+        steps = [f"campaign {name!r} is finished: every item is done"]
+        if info and info["kind"] == "reproduce":
+            from flow.cli.campaignreport import write_report
+
+            info["report"] = guard(url, "reading the campaign's verdicts", write_report, conn,
+                                   name, root)
+            steps.append(f"read {info['report']['report_path']}")
+        return envelope(None, root, "done", harness, outcome="campaign_finished", campaign=info,
+                        next_steps=steps)
+    parked = info["by_state"]["parked"] if info else 0
+    held = left - parked
+    steps = []
+    if held:
+        steps.append(f"{held} item(s) are held by other workers' leases; run this command "
+                     "again after poll_after_s: an item whose harness died comes back when "
+                     "its lease ends")
+    if parked:
+        steps.append(f"{parked} item(s) are parked for a person after too many claims "
+                     f"(ORCHESTRATOR_MAX_CLAIMS): see 'status --campaign {name}'")
+    soonest = info.get("next_lease_end_s") if info else None
+    wait = 60 if soonest is None else int(min(600.0, max(5.0, soonest + 1)))
+    return envelope(None, root, "done", harness, outcome="nothing_free", campaign=info,
+                    poll_after_s=wait, next_steps=steps)
 
 
 class MachineLacks(OrchestratorError):
@@ -337,8 +373,24 @@ def refuse_if_lacking(conn: Any, lease: Any, root: Path, url: str) -> None:
 
 def item_argv(lease: Any, root: Path, url: str, harness: str) -> list[str]:
     """The command line that starts (first claim) or resumes (later ones) the item's flow."""
-    sticky = ["--workspace", str(root), "--store", url, "--harness", harness]
+    sticky = ["--workspace", str(root), "--store", url, "--harness", harness,
+              "--lease", str(lease.token)]
     return [*(["--flow", lease.flow_id, "--resume"] if lease.flow_id else lease.argv), *sticky]
+
+
+def say_lease(spec: dict[str, Any], lease: Any) -> None:
+    """Put the lease's length in the spec's ``campaign`` block, and say so when this worker's
+    ``ORCHESTRATOR_LEASE_S`` differs from the length the campaign was defined with (each
+    worker's own setting sets its leases; one without it gets the campaign's)."""
+    block = spec.get("campaign")
+    if not isinstance(block, dict):
+        return
+    block["lease_s"] = lease.lease_s
+    if lease.lease_s != lease.campaign_lease_s:
+        block["lease_note"] = (
+            f"this worker's leases last {lease.lease_s:g} s ({ENV_LEASE}); campaign "
+            f"{lease.campaign!r} was defined with {lease.campaign_lease_s:g} s, which workers "
+            f"without {ENV_LEASE} get")
 
 
 def note_failure(url: str, lease: Any, err: OrchestratorError) -> None:
@@ -348,7 +400,7 @@ def note_failure(url: str, lease: Any, err: OrchestratorError) -> None:
 
     guard(url, "recording the item's error", camp.note_error, connect(url), lease.campaign,
           lease.item_id, lease.token, f"{err.code}: {err.message}")
-    err.details["campaign"] = {"name": lease.campaign, "item": lease.item_id}
+    err.details.setdefault("campaign", {"name": lease.campaign, "item": lease.item_id})
 
 
 def guard(url: str, doing: str, fn: Any, *a: Any) -> Any:
@@ -361,38 +413,3 @@ def guard(url: str, doing: str, fn: Any, *a: Any) -> Any:
         return fn(*a)
     except psycopg.Error as exc:
         raise unavailable(url, exc, doing) from None
-
-
-def after_call(store: Any, spec: dict[str, Any], lease: Any, script: Path,
-               root: Path, harness: str) -> None:
-    """Renew the lease of the item this flow works on; on ``done``, mark the item done."""
-    from workspace import campaign as camp
-    from workspace.pgconn import connect
-
-    conn = connect(store.url)
-    if lease is not None:
-        guard(store.url, "binding the flow", camp.bind, conn, lease, store.flow_id)
-        held = (lease.campaign, lease.item_id, lease.token)
-    else:
-        held = guard(store.url, "finding the flow's campaign", camp.of_flow, conn,
-                      store.flow_id)
-    if held is None:
-        return
-    name, item, token = held
-    command = shlex.join([sys.executable, str(script), "--workspace", str(root), "--store",
-                          store.url, "--harness", harness, "campaign", name])
-    block: dict[str, Any] = {"name": name, "item": item, "command": command}
-    if spec.get("status") == "done":
-        result = {k: spec.get(k) for k in ("outcome", "flow_id") if k in spec}
-        ok = guard(store.url, "finishing the item", camp.complete, conn, name, item, token,
-                    result)
-        block["item_done"] = ok
-        spec.setdefault("next_steps", []).append(
-            f"campaign {name!r}: item {item!r} is done; run the campaign command for the "
-            f"next item: {command}" if ok else
-            f"campaign {name!r}: this worker's lease on {item!r} had ended and another "
-            f"worker took it; run the campaign command for the next item: {command}")
-    else:
-        block["lease_renewed"] = guard(store.url, "renewing the lease", camp.renew, conn,
-                                        name, item, token)
-    spec["campaign"] = block

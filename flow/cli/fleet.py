@@ -1,5 +1,6 @@
 """The fleet at a glance: every flow of a PostgreSQL store, and ``status --campaign NAME``
-(items by state, who holds which lease since when, last errors, throughput, what is left;
+(items by state, who holds which lease and whether it is alive, parked items, each done
+item's outcome, last errors, throughput, what is left, a reproduce campaign's report;
 ``--campaign all`` for every campaign of the store), as a table or as JSON."""
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def store_status(url: str, root: Path, harness: str, *, as_json: bool) -> dict[s
 def campaign_status(name: str, url: str | None, root: Path, harness: str, *,
                     as_json: bool) -> dict[str, Any] | str:
     from flow.cli.campaigns import guard
-    from workspace import campaign as camp
+    from workspace import campaignstatus as camp
     from workspace.pgconn import connect
 
     if url is None:
@@ -60,6 +61,11 @@ def campaign_status(name: str, url: str | None, root: Path, harness: str, *,
         if info is None:
             raise UsageError(f"no campaign {n!r} in the store",
                              "run 'status --campaign all' to list the campaigns")
+        if info["kind"] == "reproduce":  # a fleet-wide batch: report.md's buckets
+            from flow.cli.campaignreport import write_report
+
+            info["report"] = guard(url, "reading the campaign's verdicts", write_report, conn,
+                                   n, root)
         infos.append(info)
     if as_json:
         from flow.core.render import envelope
@@ -78,14 +84,31 @@ def table(info: dict[str, Any], width: int = 100) -> str:
     rate = info["throughput_per_hour"]
     lines = wrap(f"campaign {info['campaign']} ({info['kind']}): {info['items']} items, "
                  f"{s['done']} done, {s['leased']} leased ({info['expired_leases']} expired), "
-                 f"{s['free']} free; {info['left']} left; "
+                 f"{s['free']} free, {s.get('parked', 0)} parked; {info['left']} left; "
                  f"{'-' if rate is None else rate} items/hour", width, "    ", "")
     for lease in info["leases"]:
-        mark = " EXPIRED" if lease["expired"] else ""
-        lines.extend(wrap(f"{lease['item']}: {lease['holder']} ({lease['host']} pid "
-                          f"{lease['pid']}) since {lease['since']}, until "
-                          f"{lease['lease_until']}{mark}, claims {lease['claims']}, flow "
-                          f"{lease['flow_id'] or '-'}", width, "      ", "  "))
+        alive = ("alive" if lease["alive"] else "NOT ALIVE (lease expired)") + \
+            f", last seen {lease['last_seen_s_ago']:g} s ago"
+        lines.extend(wrap(f"{lease['item']}: {lease['holder']} on {lease['host']}, {alive}; "
+                          f"since {lease['since']}, until {lease['lease_until']}, claims "
+                          f"{lease['claims']}, flow {lease['flow_id'] or '-'}",
+                          width, "      ", "  "))
+    for item in info.get("done", []):
+        verdict = (item.get("verdict") or {}).get("verdict")
+        shown = item.get("outcome") if verdict in (None, item.get("outcome")) else \
+            f"{item.get('outcome')} ({verdict})"
+        lines.extend(wrap(f"done {item['item']}: {shown or '-'} by {item['by'] or '-'} at "
+                          f"{item['done_at']}, flow {item['flow_id'] or '-'}",
+                          width, "      ", "  "))
+    for item in info.get("parked", []):
+        lines.extend(wrap(f"PARKED {item['item']}: claimed {item['claims']} times without "
+                          f"finishing (last holder {item['last_holder'] or '-'} on "
+                          f"{item['host'] or '-'}, flow {item['flow_id'] or '-'}); a person "
+                          "looks at why before it runs again", width, "      ", "  "))
     for err in info["errors"]:
         lines.extend(wrap(f"last error of {err['item']}: {err['error']}", width, "      ", "  "))
+    report = info.get("report")
+    if report:
+        counts = ", ".join(f"{k}: {v}" for k, v in report["counts"].items())
+        lines.extend(wrap(f"report ({counts}): {report['report_path']}", width, "      ", "  "))
     return "\n".join(lines) + "\n"

@@ -154,6 +154,9 @@ def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: s
                          "[--items FILE] --store postgresql://USER@HOST:PORT/DB")
     conn = campaigns.open_campaign(name, args, words, root, url)
     assert url is not None
+    from flow.cli.leases import reap
+
+    reap(conn, name, root, url)  # what dead holders here left running
     spec: dict[str, Any] = {}
     for _ in range(campaigns.MAX_ROUNDS):
         lease = campaigns.claim_next(conn, name, url)
@@ -168,6 +171,7 @@ def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: s
             raise
         assert isinstance(result, dict)
         spec = result
+        campaigns.say_lease(spec, lease)
         if not (spec.get("status") == "done" and spec.get("campaign", {}).get("item_done")):
             return spec
     return spec
@@ -264,11 +268,13 @@ def _drive(module: Any, store: StateStore, args: argparse.Namespace, root: Path,
     start a job ahead, ``flow.cli.ahead``)."""
     settings = dict(os.environ)
     try:
-        spec = _locked(module, store, args, root, harness, script, new, opts, settings, held)
-        if getattr(store, "url", None) is not None:  # a flow of a campaign: renew, finish
-            from flow.cli.campaigns import after_call
+        token = getattr(args, "lease", None)
+        spec = _locked(module, store, args, root, harness, script, new, opts, settings, held,
+                       lease)
+        if token is not None:  # a flow of a campaign item: finish the item, say so
+            from flow.cli.leases import after_call
 
-            after_call(store, spec, lease, script, root, harness)
+            after_call(store, spec, lease, token, script, root, harness)
         return spec
     except OSError as exc:  # outside the flow's own handling (the lock, the folder itself)
         raise _as_fault(exc) from exc
@@ -298,19 +304,25 @@ def _as_fault(exc: OSError) -> Exception:
 
 def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path, harness: str,
             script: Path, new: bool, opts: dict[str, Any] | None,
-            settings: dict[str, str], held: bool = False) -> dict[str, Any]:
+            settings: dict[str, str], held: bool = False, lease: Any = None) -> dict[str, Any]:
     # imported here: a call that starts a run ahead (``ahead``) gets there first
     from flow.core.commands import Commands
     from flow.core.engine import Engine
     from flow.core.workflow import check_state
 
     sticky_store = getattr(store, "url", None)
+    token = getattr(args, "lease", None)
     with nullcontext() if held else store.lock():
+        if token is not None:  # a campaign item's lease: current, or refused (lease_lost)
+            from flow.cli.leases import check
+
+            check(store, token, lease)
         state = None
         try:
             if new:
                 data = module.start(opts or {}, root, settings)
-                cmds = Commands(script, root, harness, store.flow_id, store=sticky_store)
+                cmds = Commands(script, root, harness, store.flow_id, store=sticky_store,
+                                lease=token, adapter=harness_adapter(harness))
                 engine = Engine.create(module.WORKFLOW, store, data, cmds, settings)
             else:
                 if not store.exists():  # moved aside (--restart) while this call waited
@@ -325,7 +337,8 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
                 check_state(state, module.WORKFLOW, store.source)
                 store.replay_audit(state)
                 sticky = args.harness or state.harness
-                cmds = Commands(script, root, sticky, store.flow_id, store=sticky_store)
+                cmds = Commands(script, root, sticky, store.flow_id, store=sticky_store,
+                                lease=token, adapter=harness_adapter(sticky))
                 engine = Engine(module.WORKFLOW, store, state, cmds, settings)
             state = engine.state
             if args.feed:
@@ -349,6 +362,15 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
             raise
     _clear_error(store)
     return spec
+
+
+def harness_adapter(harness: str) -> Any:
+    """The adapter of ``harness`` the engine renders task fields with (``agents``)."""
+    if harness == "codex":
+        from agents import codex
+        return codex
+    from agents import claude
+    return claude
 
 
 def _peek_workflow(store: StateStore) -> str:

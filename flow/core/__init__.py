@@ -7,7 +7,11 @@
 - ``feeds``     the base models of fed results; ``feedfile`` the bounded feed-file reader
 - ``boundedfile`` reading a file someone else names: regular, bounded, never blocking
 - ``engine``    the driver: runs steps, emits tasks, applies feeds and answers, saves
-- ``render``    the JSON specs a harness follows; ``commands`` the absolute commands in them
+- ``store``     the interface of where a flow lives (the stores in ``workspace`` implement it)
+- ``render``    the JSON specs a harness follows (task fields by the harness's adapter the
+                command line hands over); ``commands`` the absolute commands in them
+- ``jsonio``    the one way JSON is written; ``atomic`` atomic and no-follow file writes;
+                ``naming`` file-safe names, paths kept inside a folder, UTC stamps
 - ``jobs``      background jobs a flow owns beyond one call
 - ``proc``      the one door for child processes, and the foreground budget
 - ``supervisor`` a child run to its end (capped log, process group, deadline); the job

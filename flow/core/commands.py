@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -18,13 +19,19 @@ class Commands:
     flow_id: str
     python: str = sys.executable
     store: str | None = None  # a postgresql:// store URL (no password), repeated when set
+    lease: int | None = None  # a campaign item's lease token, repeated in the flow's commands
+    # the harness's adapter (agents.claude / agents.codex) that renders its task fields
+    adapter: Any = field(default=None, compare=False)
 
     def _store(self) -> list[str]:
         return ["--store", self.store] if self.store else []
 
     def base(self) -> list[str]:
+        """The flow's own commands: a leased flow's carry its token (a stale holder's are
+        refused, ``flow.cli.leases``)."""
+        lease = ["--lease", str(self.lease)] if self.lease is not None else []
         return [self.python, str(self.script), "--workspace", str(self.root), *self._store(),
-                "--harness", self.harness, "--flow", self.flow_id]
+                "--harness", self.harness, "--flow", self.flow_id, *lease]
 
     def resume(self) -> str:
         return shlex.join([*self.base(), "--resume"])

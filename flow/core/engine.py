@@ -20,11 +20,10 @@ from flow.core.feedfile import max_feed_bytes, read_feed
 from flow.core.outcome import Ask, Done, Go, Human, Sleep, Task
 from flow.core.state import FlowState, Question, TaskRecord
 from flow.core.workflow import Workflow
-from workspace.atomic import write_atomic
-from workspace.jsonio import digest, dumps, loads
-from workspace.paths import is_inside, safe_name
-from workspace.interface import StateStore
-from workspace.store import now_iso
+from flow.core.atomic import write_atomic
+from flow.core.jsonio import digest, dumps, loads
+from flow.core.naming import is_inside, now_iso, safe_name
+from flow.core.store import StateStore
 
 if TYPE_CHECKING:
     from flow.core.proc import Result
@@ -89,15 +88,11 @@ class Ctx:
         return p
 
     def write_json(self, name: str, obj: Any) -> Path:
-        from workspace.atomic import write_atomic
-
         p = self.path(name)
         write_atomic(p, dumps(obj))
         return p
 
     def write_text(self, name: str, text: str) -> Path:
-        from workspace.atomic import write_atomic
-
         p = self.path(name)
         write_atomic(p, text.encode("utf-8"))
         return p

@@ -16,7 +16,7 @@ from typing import Any
 
 from flow.core.boundedfile import UnreadableFile, read_regular
 from flow.core.errors import FeedRejected, SettingError
-from workspace.jsonio import loads
+from flow.core.jsonio import loads
 
 ENV_MAX_FEED = "ORCHESTRATOR_MAX_FEED_BYTES"
 DEFAULT_MAX_FEED = 8 * 1024 * 1024

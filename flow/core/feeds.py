@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
-from workspace.paths import is_inside
+from flow.core.naming import is_inside
 
 
 class Feed(BaseModel):

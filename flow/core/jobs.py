@@ -64,7 +64,7 @@ class Pending(Exception):
 
 def job_id(phase: str, visit: int, key: str) -> str:
     """The id of a phase visit's job ``key``; its files in ``jobs/`` are named by it."""
-    from workspace.paths import safe_name
+    from flow.core.naming import safe_name
 
     return safe_name(f"{phase}-v{visit}-{key}")
 
@@ -308,7 +308,10 @@ def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any
             done = _read_result(result_file)  # it may have finished as we looked
             if done is not None:
                 return _finish(rec, done, save)
-            _end_leftovers(pgid_file, rec.pid)
+            # the recorded pid is a process of this machine only if the job was started from
+            # this folder (its spec is here): a flow taken over from another machine or
+            # workspace must not signal whatever process has that number here
+            _end_leftovers(pgid_file, rec.pid if spec.exists() else None)
             rec.history.append({"start": rec.starts, "pid": rec.pid, "lost_at": time.time()})
             if rec.starts >= MAX_STARTS:
                 lost = proc.Result(code=-1, log=log_file, lost=True,
@@ -361,3 +364,39 @@ def poll_after(rec: JobRecord) -> int:
 
 def _iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def end_local(flow_dir: Path) -> list[str]:
+    """End every job of the flow still running from ``flow_dir`` on this machine (its
+    supervisor, its command's process group, and, when the spec names its mark, every
+    process carrying it) and remove its job files but the log and any result; the ids of
+    the jobs ended. A flow whose campaign lease this worker lost leaves no run of its own
+    behind here: the new holder runs it again where it works."""
+    ended: list[str] = []
+    folder = flow_dir / "jobs"
+    specs = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    for spec in specs:
+        job = spec.name[: -len(".json")]
+        _, result, pgid = _files(flow_dir, job)
+        if spec.name.endswith(".result.json") or result.exists():
+            continue
+        pid = _find_supervisor(spec)
+        try:
+            group: int | None = int(pgid.read_text().strip())
+        except (OSError, ValueError):
+            group = None
+        try:
+            mark = json.loads(spec.read_bytes()).get("mark")
+        except (OSError, ValueError, AttributeError):
+            mark = None
+        if pid is not None:
+            proc.kill_group(pid)
+        if group is not None:
+            proc.kill_group(group)
+        if isinstance(mark, str) and mark:
+            proc.end_marked(mark)
+        for path in (spec, pgid, proc.claim_file(spec)):
+            path.unlink(missing_ok=True)
+        if pid is not None or group is not None:
+            ended.append(job)
+    return ended

@@ -34,12 +34,16 @@ def envelope(state: FlowState | None, root: Path, status: str, harness: str,
     return out
 
 
-def _adapter(harness: str) -> Any:
-    if harness == "codex":
-        from agents import codex
-        return codex
-    from agents import claude
-    return claude
+def _adapter(cmds: Commands) -> Any:
+    """The harness's adapter (``render_task``, ``cron_on_complete``: ``agents.claude`` or
+    ``agents.codex``), handed to the engine with its commands by the command line: the
+    engine knows no harness of its own."""
+    if cmds.adapter is None:
+        from flow.core.errors import WorkflowBug
+
+        raise WorkflowBug(f"no adapter for harness {cmds.harness!r} came with the commands",
+                          "build Commands with adapter=agents.claude or agents.codex")
+    return cmds.adapter
 
 
 def task_spec(task: TaskRecord, cmds: Commands, agents: dict[str, str],
@@ -74,7 +78,7 @@ def task_spec(task: TaskRecord, cmds: Commands, agents: dict[str, str],
                      f"to feed_file, then run feed_command."),
         }
     else:
-        body = _adapter(cmds.harness).render_task(task, agents)
+        body = _adapter(cmds).render_task(task, agents)
     spec = {**common, **body}
     spec.update(task.extra)
     return spec
@@ -209,8 +213,8 @@ def _cron_job(workspace: Path, flow_id: str, interval: str, harness: str,
     """Read and update the flow's cron record: whether the interval changed since the last
     printed spec, when the job was created, and whether it must be renewed now (Claude's
     recurring jobs expire; the renewal resets the creation time)."""
-    from workspace.atomic import write_atomic
-    from workspace.jsonio import dumps, loads
+    from flow.core.atomic import write_atomic
+    from flow.core.jsonio import dumps, loads
 
     path = workspace / CRON_FILE
     try:
@@ -255,7 +259,7 @@ def cron_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands, rea
                     "token' on every firing). Polling from this session works as it is. For a "
                     "crontab line, restart the flow with "
                     "ORCHESTRATOR_GITHUB_TOKEN_FILE=/abs/path/to/a/file/holding/the/token.")
-    oc = _adapter(cmds.harness).cron_on_complete(cmds.resume(), cron_interval, poll_seconds,
+    oc = _adapter(cmds).cron_on_complete(cmds.resume(), cron_interval, poll_seconds,
                                                   shipped_skill(skill), log_file, job, env_note)
     if env_note and oc.get("user_cron_line"):
         # A line that can only fail ("no GitHub token" in cron.log on every firing) is not
@@ -270,7 +274,7 @@ def cron_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands, rea
 
 def _done_cron(workspace: Path) -> dict[str, Any]:
     """On `done`: which cron job to delete (when the flow ever scheduled one)."""
-    from workspace.jsonio import loads
+    from flow.core.jsonio import loads
 
     try:
         record = loads((workspace / CRON_FILE).read_bytes())
@@ -298,5 +302,6 @@ def done_spec(state: FlowState, root: Path, workspace: Path, cmds: Commands) -> 
 def error_spec(err: Any, root: Path, harness: str, state: FlowState | None = None,
                workspace: Path | None = None) -> dict[str, Any]:
     body = err.to_json()
+    retry = {"poll_after_s": body["poll_after_s"]} if "poll_after_s" in body else {}
     return envelope(state, root, "error", harness, workspace, error=body,
-                    message=body["message"])
+                    message=body["message"], **retry)

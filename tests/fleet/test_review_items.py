@@ -58,7 +58,8 @@ def test_two_harnesses_split_the_review_queue_one_pr_each_time(
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT item_id, state, done_count, holder FROM campaign_items "
                             "ORDER BY position").fetchall()
-    assert [(f"{UPSTREAM}#{n}", "done", 1, None) for n in (1, 2, 3)] == rows
+    assert [(f"{UPSTREAM}#{n}", "done", 1, w) for n, w in ((1, "a"), (2, "b"), (3, "b"))] \
+        == rows  # a done item names the worker that finished it
     bodies = _comments(fake_github)
     assert 3 == len(bodies)
     for n in (1, 2, 3):

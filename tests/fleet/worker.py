@@ -4,8 +4,9 @@ answers, answer a person's question with the first option, run the campaign comm
 when an item is done), until the campaign says it is finished.
 
 ``python -m tests.fleet.worker SCRIPT WORKSPACE CAMPAIGN`` with ``ORCHESTRATOR_STORE`` and
-``ORCHESTRATOR_WORKER`` set. A call that fails on the store (exit 4: the database restarting)
-is run again after a pause, as a harness would. Writes one line per call to stdout.
+``ORCHESTRATOR_WORKER`` set. A call that fails on the store (exit 3 with poll_after_s: the
+database restarting) is run again after a pause, as a harness would. Writes one line per call
+to stdout.
 """
 
 from __future__ import annotations

@@ -85,6 +85,10 @@ class Cluster:
     def stop(self) -> None:
         self._ctl("stop")
 
+    def start_again(self) -> None:
+        """Start the stopped server on its data and port (an outage's end)."""
+        self._ctl("start")
+
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{dbname}"
 

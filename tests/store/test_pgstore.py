@@ -223,7 +223,8 @@ def test_first_calls_racing_on_an_empty_database_migrate_it_once(
 
 
 def test_an_unreachable_store_is_a_json_error_with_a_hint(tmp_path: Path) -> None:
-    """A store nobody listens on: exit 4 store_unavailable, a hint, no traceback."""
+    """A store nobody listens on: exit 3 store_unavailable (retryable, with poll_after_s),
+    a hint that says nothing was written, no traceback."""
     import socket
 
     with socket.socket() as s:
@@ -231,8 +232,10 @@ def test_an_unreachable_store_is_a_json_error_with_a_hint(tmp_path: Path) -> Non
         port = s.getsockname()[1]
     drv = _driver(tmp_path / "ws", f"postgresql://nobody@127.0.0.1:{port}/none")
     call = drv.call(TOY.start, {"PGPASSWORD": "s3cret-pw"})
-    assert (4, "store_unavailable") == (call.code, call.spec["error"]["code"])
+    assert (3, "store_unavailable") == (call.code, call.spec["error"]["code"])
+    assert call.spec["poll_after_s"] > 0
     assert "pg_isready" in call.spec["error"]["hint"]
+    assert "nothing was written" in call.spec["error"]["hint"]
     assert "Traceback" not in call.stderr
     assert "s3cret-pw" not in json.dumps(call.spec) + call.stderr
     assert [] == list((tmp_path / "ws").rglob("*"))

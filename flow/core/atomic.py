@@ -1,0 +1,133 @@
+"""Atomic file writes: a temporary file in the same folder, fsync, ``os.replace``."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
+
+@contextmanager
+def _named(path: str | Path) -> Iterator[None]:
+    """An ``OSError`` raised on a descriptor (``os.read`` of a folder opened as the audit
+    log, ``os.fstat``, ``os.write``) names no file; give it ``path``, so the error a reader
+    sees says which workspace file is wrong."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc.filename, (str, bytes)):
+            raise
+        raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new bytes, never a mix.
+
+    An existing file keeps its permission bits (a restored test file, a script); a new one
+    gets the usual ``0o666`` less the umask, not ``mkstemp``'s private ``0o600``. The folder is
+    created if needed. Raises ``OSError`` on failure; the old file is then intact.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+@cache
+def _umask() -> int:
+    # os.umask can only be read by setting it; read it once per process and put it back.
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def _fsync_dir(folder: Path) -> None:
+    # The rename is durable only once the directory entry is on disk.
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# open() flags of every workspace file we write or lock: no link followed, not inherited
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def append_line(path: Path, line: bytes) -> None:
+    """Append one line (a newline is added) and fsync; used for the audit log.
+
+    The file is opened without following a symbolic link (``ELOOP`` if one was planted), so
+    an append can never land outside the workspace. One ``write`` call per line: a kill
+    leaves the line whole or absent.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _named(path):
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o666)
+        try:
+            size = os.fstat(fd).st_size
+            # A line torn by a crash mid-write gets its own line end first, so it stays alone.
+            lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+            os.write(fd, lead + line + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_nofollow(path: Path, data: bytes, *, append: bool = False) -> None:
+    """Write (or append) ``data`` to a workspace file, never through a symbolic link."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | NOFOLLOW
+    with _named(path):
+        fd = os.open(path, flags, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+
+
+def read_nofollow(path: Path, tail: int | None = None) -> bytes:
+    """Read a workspace file (its last ``tail`` bytes if given), never through a symbolic
+    link (``OSError`` ``ELOOP`` if one)."""
+    with _named(path):
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            if tail is not None:
+                size = os.fstat(fh.fileno()).st_size
+                fh.seek(max(size - tail, 0))
+            return fh.read()
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise ``OSError(ELOOP)`` if ``path`` is a symbolic link (for folders we write into)."""
+    import errno
+
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "is a symbolic link; the orchestrator does not follow "
+                                   "links in its workspace", str(path))
