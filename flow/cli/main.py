@@ -302,6 +302,11 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
     sticky_store = getattr(store, "url", None)
     with nullcontext() if held else store.lock():
         state = None
+        # "New or existing" is decided again under the lock: an identical start that waited
+        # here while another created the flow joins it, as --resume would (never a second
+        # ``created``, never revisions from 1 again).
+        joined = new and store.exists()
+        new = new and not joined
         try:
             if new:
                 data = module.start(opts or {}, root, settings)
@@ -343,6 +348,8 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
                 _record_error(store, err)
             raise
     _clear_error(store)
+    if joined:
+        _mark_reused(spec, store.flow_id, store)
     return spec
 
 
