@@ -9,8 +9,10 @@ dismisses it: one idle interpreter for a moment). ``begin`` then takes the new f
 a caller already there keeps the usual path), makes sure no flow lives there yet, and starts
 the job (``flow.core.jobs.start_ahead``) while the caller goes on to import the workflow and
 run its steps under that same lock; its supervisor is started first, ready for the job, so
-that its own start-up overlaps the plan. ``HeadStart.close`` ends a job no step adopted, removes
-what a start that never got as far as a saved state left, and lets the lock go.
+that its own start-up overlaps the plan; the job's ``ahead.json`` (written before it starts)
+carries the workflow and options the flow is started with. ``HeadStart.close`` ends the job
+and removes what a start that never got as far as a saved state left (a saved flow keeps
+what its steps decided: ``flow.core.jobs.settle_ahead``), and lets the lock go.
 
 Only the file store: a PostgreSQL store holds its locks in the database (and a campaign's
 items are claimed there), so its calls never start anything ahead. Nothing here imports

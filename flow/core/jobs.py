@@ -26,11 +26,15 @@ the supervisor starts.
 A job may also be started ahead of its step (``start_ahead``): by the command line, under
 the flow's lock, before the engine and the workflow's models are imported, when the
 workflow can tell its first long run from the command line alone (a ``headstart`` module).
-The step that asks for that job id adopts it, start time and all, when it asks for exactly
-the same run (argv, cwd, environment, log, timeout, stdin), and ends it and starts its own
-otherwise; one nobody asked for is ended when the call ends (``discard_ahead``). A
-supervisor of the job's spec found running with no record of it (a call that started it
-ahead and was killed before recording it) is ended before the job is started again.
+Its record, the flow's ``ahead.json``, is written before it starts (what it runs, the
+phase visit that will ask for it, how the flow is started), so a call killed after starting
+it leaves it findable. The step that asks for that job id adopts it, start time and all,
+from this call or from ``ahead.json``, when it asks for exactly the same run (argv, cwd,
+environment, log, timeout, stdin), and ends it and starts its own otherwise. After each
+call's steps (``settle_ahead``, under the lock) one the state records loses its
+``ahead.json``, one the flow may still ask for is kept running, any other is ended. A
+supervisor of a job's spec found running with no record of it anywhere is ended before the
+job is started again.
 
 Standard library only at import (the state's models are imported by ``run_job``), so the
 command line can start a job ahead without them.
