@@ -94,19 +94,45 @@ def test_jobs_started_together_run_side_by_side(tmp_path: Path) -> None:
     assert ("done", [0, 0], ["met", "met"]) == (spec["status"], spec["codes"], spec["tails"])
 
 
+def _wait_for(condition: Any, what: str, bound: float = 120.0) -> Any:
+    """Poll ``condition`` until it answers something true (a busy machine may take long:
+    the bound is generous, and only a bound)."""
+    stop = time.monotonic() + bound
+    while True:
+        got = condition()
+        if got:
+            return got
+        assert time.monotonic() < stop, f"waited {bound} s for {what}"
+        time.sleep(0.05)
+
+
 def test_status_shows_a_running_job_with_elapsed_time_and_last_line(tmp_path: Path) -> None:
-    """`status --json` and the table name the running job, its elapsed time and last line."""
-    script = "import time\nprint('building step 7', flush=True)\ntime.sleep(4)"
-    drv = _driver(tmp_path, script, ORCHESTRATOR_FOREGROUND_S="1.5")
+    """`status --json` and the table name the running job, its elapsed time (growing from
+    one look to the next) and its last line; the job runs until the test releases it."""
+    release = tmp_path / "release"
+    script = (f"import os, time\nprint('building step 7', flush=True)\n"
+              f"stop = time.monotonic() + 300\n"
+              f"while not os.path.exists({str(release)!r}) and time.monotonic() < stop:\n"
+              f"    time.sleep(0.05)\n")
+    ws = tmp_path / "ws"
+    drv = _driver(ws, script, ORCHESTRATOR_FOREGROUND_S="1.5")
     assert "waiting" == drv.call(["start", "jobs", "s"]).spec["status"]  # type: ignore[index]
-    rows = drv.call(["status", "--json"]).spec["flows"]  # type: ignore[index]
-    jobs = rows[0]["jobs"]
-    assert "work-v1-main" == jobs[0]["id"] and "building step 7" == jobs[0]["last_line"]
-    assert jobs[0]["elapsed_s"] >= 1
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
+
+    def printed() -> list[dict[str, Any]] | None:
+        jobs = drv.call(["status", "--json"]).spec["flows"][0]["jobs"]  # type: ignore[index]
+        return jobs if jobs and jobs[0]["last_line"] == "building step 7" else None
+
+    jobs = _wait_for(printed, "the job's first line in status")
+    assert "work-v1-main" == jobs[0]["id"] and jobs[0]["elapsed_s"] >= 0
+    later = _wait_for(lambda: (lambda j: j if j[0]["elapsed_s"] > jobs[0]["elapsed_s"] else None)(
+        drv.call(["status", "--json"]).spec["flows"][0]["jobs"]),  # type: ignore[index]
+        "the elapsed time to grow")
+    assert "work-v1-main" == later[0]["id"]
+    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(ws), "status"],
                            capture_output=True, text=True, env=drv.env).stdout
     assert "job work-v1-main running" in table and "building step 7" in table
-    _until_done(drv, "jobs/s")
+    release.write_text("")
+    assert "done" == _until_done(drv, "jobs/s", limit=300)["status"]
 
 
 def test_kill_9_of_the_orchestrator_never_loses_or_restarts_the_job(tmp_path: Path) -> None:
@@ -128,17 +154,26 @@ def test_a_vanished_job_is_started_once_more_then_reported_lost(tmp_path: Path) 
     """A supervisor killed outright: its command is ended, the job starts once more; a second
     loss is an honest `lost` result, never a success."""
     pids = tmp_path / "pids"
-    script = f"import os, time\nopen({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\ntime.sleep(60)"
+    script = f"import os, time\nopen({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\ntime.sleep(300)"
     drv = _driver(tmp_path / "ws", script, ORCHESTRATOR_FOREGROUND_S="1")
     assert "waiting" == drv.call(["start", "jobs", "l"]).spec["status"]  # type: ignore[index]
+    spec: dict[str, Any] = {}
     for start in (1, 2):
         record = _state(tmp_path / "ws", "jobs/l")["jobs"]["work-v1-main"]
         assert start == record["starts"]
+        _wait_for(lambda: pids.exists() and len(pids.read_text().split()) >= start,
+                  f"command {start} to start")
         os.kill(record["pid"], signal.SIGKILL)
-        time.sleep(0.2)
-        spec = _resume(drv, "jobs/l")
+        _wait_for(lambda: _gone(record["pid"], wait=0), "the killed supervisor to exit")
+        # the next --resume finds it gone: started once more (waiting), or, the second
+        # time, lost; a --resume that looked before the kill landed just waits again
+        spec = _wait_for(lambda: (lambda s: s if s["status"] != "waiting" or _state(
+            tmp_path / "ws", "jobs/l")["jobs"]["work-v1-main"]["starts"] > start else None)(
+            _resume(drv, "jobs/l")), "a --resume to see the job gone")
     assert ("done", True, -1) == (spec["status"], spec["lost"], spec["code"])
-    assert all(_gone(pid) for pid in pids.read_text().split())  # none left running
+    assert 2 == len(pids.read_text().split())
+    for pid in pids.read_text().split():  # none left running
+        _wait_for(lambda: _gone(pid, wait=0), f"command {pid} to be ended")
 
 
 def test_a_job_past_its_timeout_is_ended_and_marked_timed_out(tmp_path: Path) -> None:

@@ -161,6 +161,21 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _wait_for(condition: Any, what: str, bound: float = 120.0) -> None:
+    stop = time.monotonic() + bound
+    while not condition():
+        assert time.monotonic() < stop, f"waited {bound} s for {what}"
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
 def test_a_wrong_plan_is_ended_and_the_steps_own_run_decides(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A plan that does not spell the steps' run (here: a command of its own) is ended when
@@ -169,10 +184,12 @@ def test_a_wrong_plan_is_ended_and_the_steps_own_run_decides(
     marker = tmp_path / "wrong-ran"
     real = headstart.plan
 
+    pid = tmp_path / "wrong-pid"
+
     def wrong(opts: dict[str, Any], root: Path, settings: Any) -> Any:
         got = real(opts, root, settings)
         assert got is not None
-        slow = f"sleep 3; touch {marker}"
+        slow = f"echo $$ > {pid}; sleep 300; touch {marker}"
         return got._replace(argv=["bash", "-c", slow])
 
     monkeypatch.setattr(headstart, "plan", wrong)
@@ -180,11 +197,13 @@ def test_a_wrong_plan_is_ended_and_the_steps_own_run_decides(
                                             "nightly", "--source-dir", str(tree),
                                             "--command", f"pytest {NODE}"])
     assert call.spec is not None
-    time.sleep(3.5)
+    # ended, not left to its end: its shell (if it got as far as starting) is gone
+    if pid.exists():
+        _wait_for(lambda: not _alive(int(pid.read_text())), "the wrong run to be ended")
     assert ("REPRODUCED", False, False) == (call.spec["verdict"]["verdict"],
                                             _started_ahead(tmp_path / "ws"), marker.exists())
     log = next((tmp_path / "ws").rglob("stage1.log")).read_text()
-    assert "sleep 3" not in log and "-m pytest" in log
+    assert "sleep 300" not in log and "-m pytest" in log
 
 
 def test_a_run_no_step_asks_for_is_ended_with_the_call(
@@ -192,7 +211,7 @@ def test_a_run_no_step_asks_for_is_ended_with_the_call(
     """A job started ahead under an id no step asks for is ended when the call ends, and
     its files are gone."""
     tree = _project(tmp_path)
-    marker = tmp_path / "stray-ran"
+    marker, pid = tmp_path / "stray-ran", tmp_path / "stray-pid"
     real = headstart.plan
     seen: dict[str, Any] = {}
 
@@ -201,7 +220,7 @@ def test_a_run_no_step_asks_for_is_ended_with_the_call(
         assert got is not None
         seen["plan"] = got
         return got._replace(job_id="stage1-v1-other",
-                            argv=["bash", "-c", f"sleep 3; touch {marker}"])
+                            argv=["bash", "-c", f"echo $$ > {pid}; sleep 300; touch {marker}"])
 
     monkeypatch.setattr(headstart, "plan", stray)
     from flow.core import jobs, proc
@@ -222,7 +241,8 @@ def test_a_run_no_step_asks_for_is_ended_with_the_call(
     folder = next((tmp_path / "ws").rglob("flow_state.json")).parent
     assert started and _gone(started[0]) and started[0] not in proc._detached
     assert not list((folder / "jobs").glob("stage1-v1-other*"))
-    time.sleep(3.5)
+    if pid.exists():  # its shell got as far as starting: ended with the call
+        _wait_for(lambda: not _alive(int(pid.read_text())), "the stray run to be ended")
     assert not marker.exists()
 
 
@@ -230,13 +250,12 @@ def test_a_start_refused_after_the_head_start_leaves_no_folder_and_no_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The flow refuses to start after its run was started ahead: the call answers the
     error (exit 2), the run is ended, and no flow folder is left in the workspace."""
-    tree = _project(tmp_path, nap=2)
-    runs = tmp_path / "runs"
+    tree, runs, release = _held_project(tmp_path)
     from flow.core.errors import WorkflowInputError
     from flow.workflows.reproduce import declaration
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.3)  # the run started ahead is under way
+        _wait_for(runs.exists, "the run started ahead to be under way")
         raise WorkflowInputError("refused for the test", "nothing to mend")
 
     monkeypatch.setattr(declaration, "start", refuse)
@@ -244,10 +263,12 @@ def test_a_start_refused_after_the_head_start_leaves_no_folder_and_no_run(
         ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir", str(tree),
          "--command", f"pytest {NODE}"])
     assert (2, "error") == (call.code, call.spec and call.spec["status"])
-    time.sleep(2.5)
+    for pid in Path(f"{runs}.pid").read_text().split():
+        _wait_for(lambda: not _alive(int(pid)), "the run to be ended")
+    release.write_text("")  # too late: nothing is left to go on
     assert not list((tmp_path / "ws").rglob("*.json"))
     assert not [p for p in (tmp_path / "ws").rglob("*") if p.is_file()]
-    assert "end" not in (runs.read_text() if runs.exists() else "")
+    assert ["start"] == runs.read_text().split()
 
 
 # The killed-call tests' test waits for a release file on its first run only (``hold``):
@@ -264,6 +285,8 @@ def _note(word):
 
 def test_count_keeps_duplicates():
     first = not os.path.exists({runs!r})
+    with open({runs!r} + ".pid", "a") as fh:
+        fh.write(f"{{os.getpid()}}\\n")
     _note("start")
     stop = time.monotonic() + 300
     while first and not os.path.exists({release!r}) and time.monotonic() < stop:
@@ -279,13 +302,6 @@ def _held_project(tmp_path: Path) -> tuple[Path, Path, Path]:
     (tree / "tests" / "test_bag.py").write_text(HELD.format(runs=str(runs),
                                                             release=str(release)))
     return tree, runs, release
-
-
-def _wait_for(condition: Any, what: str, bound: float = 120.0) -> None:
-    stop = time.monotonic() + bound
-    while not condition():
-        assert time.monotonic() < stop, f"waited {bound} s for {what}"
-        time.sleep(0.02)
 
 
 def _killed_after_head_start(tmp_path: Path, argv: list[str]) -> tuple[Path, int]:
@@ -309,14 +325,6 @@ def _killed_after_head_start(tmp_path: Path, argv: list[str]) -> tuple[Path, int
     call.wait()
     _wait_for(lambda: (tmp_path / "runs").exists(), "the run started ahead to begin")
     return claims[0].parent.parent, int(claims[0].read_text())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 ARGV = ["reproduce", "--profile", "local", "--stage", "nightly", "--command", f"pytest {NODE}"]
