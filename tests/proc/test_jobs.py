@@ -30,7 +30,7 @@ def _resume(drv: Driver, flow: str, **env: str) -> dict[str, Any]:
     return call.spec
 
 
-def _until_done(drv: Driver, flow: str, limit: float = 60) -> dict[str, Any]:
+def _until_done(drv: Driver, flow: str, limit: float = 300) -> dict[str, Any]:
     stop = time.monotonic() + limit
     while True:
         spec = _resume(drv, flow)
@@ -44,7 +44,7 @@ def _start_until(drv: Driver, ws: Path, name: str, marker: Path) -> subprocess.P
     cli = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(ws), "start",
                             "jobs", name], env=drv.env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-    stop = time.monotonic() + 20
+    stop = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < stop:
         time.sleep(0.05)
     return cli
@@ -70,7 +70,7 @@ def test_a_long_job_answers_waiting_then_resume_reads_its_result(tmp_path: Path)
     assert spec is not None and "waiting" == spec["status"] and "job" == spec["waiting_on"]
     job = spec["job"]
     assert job["log_file"].endswith("logs/main.log") and spec["poll_after_s"] >= 5
-    assert job["elapsed_s"] < 5 and spec["resume_command"].endswith("--resume")
+    assert 0 <= job["elapsed_s"] < job["timeout_s"] and spec["resume_command"].endswith("--resume")
     started = _state(tmp_path, "jobs/b")["jobs"]["work-v1-main"]["started_at"]
     done = _until_done(drv, "jobs/b")
     assert ("done", 0) == (done["status"], done["code"])
@@ -85,7 +85,7 @@ def test_jobs_started_together_run_side_by_side(tmp_path: Path) -> None:
     script = ("import pathlib, sys, time\n"
               "me = int(sys.argv[1])\n"
               "pathlib.Path(f'mark-{me}').touch()\n"
-              "stop = time.monotonic() + 15\n"
+              "stop = time.monotonic() + 300\n"
               "while not pathlib.Path(f'mark-{1 - me}').exists() and time.monotonic() < stop:\n"
               "    time.sleep(0.05)\n"
               "print('met' if pathlib.Path(f'mark-{1 - me}').exists() else 'alone')\n")
@@ -182,17 +182,18 @@ def test_a_job_past_its_timeout_is_ended_and_marked_timed_out(tmp_path: Path) ->
                   JOBFLOW_TIMEOUT="2", ORCHESTRATOR_FOREGROUND_S="30")
     spec = drv.call(["start", "jobs", "t"]).spec
     assert spec is not None
+    if spec["status"] == "waiting":  # a busy machine: the deadline came after the budget
+        spec = _until_done(drv, "jobs/t")
     assert ("done", 124, True) == (spec["status"], spec["code"], spec["timed_out"])
     assert "timed out after 2 s" in spec["tail"]
 
 
 def test_a_job_left_holding_stdout_does_not_hold_the_call(tmp_path: Path) -> None:
-    """A job whose command exits leaving `sleep 45 &` behind finishes at once, no orphan."""
-    script = "import os, sys\nos.system('sleep 45 & echo $! > sleeper.pid')\nsys.exit(1)"
-    started = time.monotonic()
+    """A job whose command exits leaving `sleep 600 &` behind finishes at once (within the
+    call, which a held stdout would keep past the driver's bound), no orphan."""
+    script = "import os, sys\nos.system('sleep 600 & echo $! > sleeper.pid')\nsys.exit(1)"
     spec = _driver(tmp_path, script).call(["start", "jobs", "f"]).spec
     assert spec is not None and ("done", 1) == (spec["status"], spec["code"])
-    assert time.monotonic() - started < 15
     pid = (tmp_path / "jobs" / "f" / "sleeper.pid").read_text().strip()
     assert _gone(pid)
 
@@ -262,7 +263,7 @@ def test_a_harness_giving_up_on_a_call_ends_its_foreground_children(tmp_path: Pa
     cli = _start_until(drv, tmp_path / "ws", "g", pidfile)
     time.sleep(0.2)
     cli.send_signal(signal.SIGTERM)
-    assert -signal.SIGTERM == cli.wait(10)
+    assert -signal.SIGTERM == cli.wait(120)
     assert _gone(pidfile.read_text())
 
 
@@ -277,7 +278,8 @@ def test_refeeding_an_applied_result_while_its_job_runs_changes_nothing(tmp_path
     feed = ["--flow", "feedjob/r", "--feed", task["feed_as"], "--feed-file", task["feed_file"]]
     waiting = drv.call(feed).spec
     assert waiting is not None and "waiting" == waiting["status"]
-    time.sleep(3)  # the job has ended by now
+    _wait_for(lambda: list((tmp_path / "feedjob" / "r" / "jobs").glob("*.result.json")),
+              "the job to end")
     state = tmp_path / "feedjob" / "r" / "flow_state.json"
     before = state.read_bytes()
     again = drv.call(feed).spec
@@ -296,7 +298,9 @@ def test_a_job_child_that_daemonizes_is_ended_with_the_job(tmp_path: Path) -> No
               f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
               "        time.sleep(60)\n"
               "    os._exit(0)\n"
-              "time.sleep(0.5)\n")
+              f"stop = time.monotonic() + 300\n"
+              f"while not os.path.exists({str(pid_file)!r}) and time.monotonic() < stop:\n"
+              "    time.sleep(0.05)\n")
     drv = _driver(tmp_path, script)
     drv.call(["start", "jobs", "d"])
     spec = _until_done(drv, "jobs/d")
