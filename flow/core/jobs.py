@@ -257,8 +257,6 @@ def start_ahead(flow_dir: Path, job_id: str, argv: Sequence[str], *, cwd: str | 
     ``phase``/``visit``: the phase visit whose step will ask for it; ``start``: how the flow
     is started (its workflow and options), so that a later call can start it from there.
     All of it is written to the flow's ``ahead.json`` before the job starts."""
-    from workspace.atomic import write_atomic
-
     spec, result, pgid = _files(flow_dir, job_id)
     for stale in (result, pgid, proc.claim_file(spec)):
         stale.unlink(missing_ok=True)
@@ -271,7 +269,10 @@ def start_ahead(flow_dir: Path, job_id: str, argv: Sequence[str], *, cwd: str | 
                   started_at=started, mark=mark)
     record = {**early._asdict(), "flow_dir": str(flow_dir), "phase": phase, "visit": visit,
               "start": dict(start or {})}
-    write_atomic(flow_dir / AHEAD_FILE, json.dumps(record).encode())
+    # not fsynced, as the job's spec: it steers a running job, which a crash of the machine
+    # ends too
+    flow_dir.mkdir(parents=True, exist_ok=True)
+    proc.write_atomic(str(flow_dir / AHEAD_FILE), json.dumps(record).encode(), durable=False)
     try:
         pid = proc.detach_job(spec, argv, cwd=cwd, env=clean, log=str(log_file), result=result,
                               pgid=pgid, timeout=timeout, stdin=stdin, mark=mark, ready=ready)
