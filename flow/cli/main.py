@@ -373,7 +373,7 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
         finally:
             _settle_ahead(store, state)
     _clear_error(store)
-    if joined:
+    if joined and not args.resume:  # a start that found the flow there: as a start says it
         _mark_reused(spec, store.flow_id, store)
     return spec
 
