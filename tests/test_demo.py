@@ -29,7 +29,10 @@ def test_demo_of_an_unknown_workflow_is_a_usage_error(tmp_path: Path) -> None:
 def test_the_local_test_gate_runs_as_a_job_that_never_holds_a_call(tmp_path: Path) -> None:
     """With a 2 s foreground budget the local test gate outlives a call: the flow answers
     `waiting` on its job, the replay harness resumes, and the flow still reaches done."""
-    call = Driver(tmp_path, {"ORCHESTRATOR_FOREGROUND_S": "2"}).call(["demo", "refactor"])
+    # the demo replays the whole flow in one process: bounded generously, as a busy
+    # machine (a loaded CI runner) may take minutes for it
+    call = Driver(tmp_path, {"ORCHESTRATOR_FOREGROUND_S": "2"}).call(["demo", "refactor"],
+                                                                     timeout=1200)
     assert call.spec is not None and (0, "done") == (call.code, call.spec["status"])
     assert '"waiting_on": "job"' in call.stderr and '"id": "test-v1-local-r0-cpu"' in call.stderr
     audit = (Path(call.spec["summary_path"]).parent / "audit.jsonl").read_text()

@@ -9,8 +9,10 @@ dismisses it: one idle interpreter for a moment). ``begin`` then takes the new f
 a caller already there keeps the usual path), makes sure no flow lives there yet, and starts
 the job (``flow.core.jobs.start_ahead``) while the caller goes on to import the workflow and
 run its steps under that same lock; its supervisor is started first, ready for the job, so
-that its own start-up overlaps the plan. ``HeadStart.close`` ends a job no step adopted, removes
-what a start that never got as far as a saved state left, and lets the lock go.
+that its own start-up overlaps the plan; the job's ``ahead.json`` (written before it starts)
+carries the workflow and options the flow is started with. ``HeadStart.close`` ends the job
+and removes what a start that never got as far as a saved state left (a saved flow keeps
+what its steps decided: ``flow.core.jobs.settle_ahead``), and lets the lock go.
 
 Only the file store: a PostgreSQL store holds its locks in the database (and a campaign's
 items are claimed there), so its calls never start anything ahead. Nothing here imports
@@ -40,14 +42,18 @@ class HeadStart:
         return Path(self._lock.folder)
 
     def close(self) -> None:
-        """End the job if no step took it, clear an unstarted folder, release the lock."""
-        from flow.core.jobs import discard_ahead
+        """A flow that never got as far as a saved state: end the job, clear the folder.
+        A saved flow keeps what its steps decided (``flow.core.jobs.settle_ahead``: adopted,
+        kept for a later step, or ended). Then release the lock."""
+        from flow.core.jobs import discard_ahead, forget_ahead
         from workspace.paths import STATE_FILE
 
         try:
-            discard_ahead(self.folder)
             if not (self.folder / STATE_FILE).exists():
+                discard_ahead(self.folder)
                 remove_unstarted(self.folder, self.root)
+            else:
+                forget_ahead(self.folder)
         finally:
             self._lock.__exit__(None, None, None)
 
@@ -67,7 +73,7 @@ def begin(workflow: str, opts: dict[str, Any], root: Path) -> HeadStart | None:
     ready = proc.ready_supervisor()
     try:
         module = import_module(name)
-        early = _start(module, opts, root, ready) if module.may_plan(opts) else None
+        early = _start(module, workflow, opts, root, ready) if module.may_plan(opts) else None
     except BaseException:
         ready.dismiss()
         raise
@@ -76,7 +82,8 @@ def begin(workflow: str, opts: dict[str, Any], root: Path) -> HeadStart | None:
     return early
 
 
-def _start(module: Any, opts: dict[str, Any], root: Path, ready: Any) -> HeadStart | None:
+def _start(module: Any, workflow: str, opts: dict[str, Any], root: Path,
+           ready: Any) -> HeadStart | None:
     try:
         plan = module.plan(opts, root, os.environ)
     except OrchestratorError:
@@ -103,11 +110,20 @@ def _start(module: Any, opts: dict[str, Any], root: Path, ready: Any) -> HeadSta
             return None
         start_ahead(folder, plan.job_id, plan.argv, cwd=plan.cwd, env=plan.env,
                     log_file=plan.log_file, timeout=plan.timeout, outputs=plan.outputs,
-                    ready=ready)
+                    ready=ready, phase=plan.phase, visit=plan.visit,
+                    start={"workflow": workflow, "opts": start_options(opts)})
     except BaseException:
         early.close()
         raise
     return early
+
+
+def start_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """The options a flow was started with, as JSON keeps them (a later ``--resume`` starts
+    the flow from them when the call that started its job ahead ended before saving it)."""
+    return {k: v for k, v in opts.items()
+            if isinstance(v, (str, int, float, bool, type(None)))
+            or isinstance(v, list) and all(isinstance(w, str) for w in v)}
 
 
 def remove_unstarted(folder: Path, root: Path) -> None:

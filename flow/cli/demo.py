@@ -21,7 +21,8 @@ from flow.core.errors import OrchestratorError, UsageError, WorkflowInputError
 from workspace.jsonio import dumps, loads
 
 TEST_FILE = "test/test_small_ops.py"
-MAX_CALLS = 60
+MAX_CALLS = 60  # calls that answer a task: a flow asking more loops
+MAX_WAITS = 720  # resumes of a running job (5 s apart: an hour of a busy machine)
 
 
 def make_checkout(example: Path, dest: Path) -> Path:
@@ -118,13 +119,15 @@ def demo_command(words: list[str], args: Namespace, root: Path, harness: str,
     to_person = sys.stdout.isatty() and not args.json  # the flow.cli.person test
     base = [sys.executable, str(script), "--workspace", str(root), "--harness", harness]
     spec = _call([*base, "--restart", TEST_FILE, "--pytorch-dir", str(checkout)], 1, to_person)
-    calls = 1
-    while spec["status"] in {"need_agent", "waiting"} and calls < MAX_CALLS:
-        calls += 1
+    calls, waits = 1, 0
+    while spec["status"] in {"need_agent", "waiting"} and calls < MAX_CALLS \
+            and waits < MAX_WAITS:
         if spec.get("waiting_on") in {"job", "budget"}:  # a job runs on, or a cut check: wait, resume
+            waits += 1  # how long a job takes is the machine's; only answers count as calls
             time.sleep(min(float(spec["poll_after_s"]), 5.0))
             spec = _call(shlex.split(spec["resume_command"]), calls, to_person)
             continue
+        calls += 1
         task = spec["tasks"][0]
         Path(task["feed_file"]).write_bytes(dumps(_answer(task, src, checkout)))
         spec = _call(shlex.split(task["feed_command"]), calls, to_person)
@@ -135,5 +138,5 @@ def demo_command(words: list[str], args: Namespace, root: Path, harness: str,
             f"{err.get('message', spec.get('question', ''))}",
             err.get("hint") or "run the printed resume_command to look at the flow",
             code="demo_stopped")
-    return {**spec, "demo": {"calls": calls, "checkout": str(checkout),
+    return {**spec, "demo": {"calls": calls + waits, "checkout": str(checkout),
                              "replay": str(src / "replay")}}

@@ -22,7 +22,7 @@ from flow.core.errors import (
     FlowNotFound, OrchestratorError, UsageError, WorkflowInputError, environment_fault,
 )
 from flow.workflows import registry
-from workspace.paths import bad_segment, check_flow_id, check_repo
+from workspace.paths import AHEAD_FILE, bad_segment, check_flow_id, check_repo
 from workspace.selection import open_store, store_url
 
 LEGACY = (("ci_check", "ci"), ("ingest_feedback", "ingest"), ("apply_ingest", "ingest"),
@@ -99,15 +99,19 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     if args.flow:
         flow_id = check_flow_id(args.flow)
         store = open_store(root, flow_id, url)
-        if not store.exists():  # a short id (no workflow folder, a prefix) names one flow
+        begun = _begun_ahead(store, args) if not store.exists() else None
+        if begun is None and not store.exists():  # a short id (no workflow folder, a prefix)
             from flow.cli.flowids import resolve
 
             where = f"workspace {str(root)!r}" if url is None else store.source
             flow_id = resolve(flow_id, root, url, where)
             store = open_store(root, flow_id, url)
         with _naming(flow_id):
-            workflow_name = _peek_workflow(store)
+            workflow_name = _peek_workflow(store) if begun is None else begun["workflow"]
             module = registry.load(workflow_name)
+        if begun is not None:  # its job started ahead, the flow not yet saved: start it
+            return _drive(module, store, args, root, harness, script, new=True,
+                          opts=begun["opts"], lease=lease)
         return _drive(module, store, args, root, harness, script, new=False, lease=lease)
 
     workflow_name, opts = _which(args, words)
@@ -120,15 +124,16 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
         module = registry.load(workflow_name)
         flow_id = _flow_id_for(workflow_name, module.locate(opts, root))
         store = open_store(root, flow_id, url)
-        if args.restart and store.exists():
+        if args.restart and (store.exists()
+                             or url is None and (store.dir / AHEAD_FILE).exists()):
             with _naming(flow_id, workflow_name):
-                _move_aside(store)
+                _move_aside(store, saved=store.exists())
         if store.exists():
             spec = _drive(module, store, args, root, harness, script, new=False, lease=lease)
             if not (args.resume or args.feed or args.answer is not None):
                 _mark_reused(spec, flow_id, store)
             return spec
-        if args.resume or args.feed or args.answer:
+        if (args.resume or args.feed or args.answer) and _begun_ahead(store, args) is None:
             raise FlowNotFound(f"no flow {flow_id!r} to resume in workspace {str(root)!r}",
                                "start it first (the same command without "
                                "--resume/--feed/--answer)")
@@ -137,6 +142,24 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     finally:
         if early is not None:
             early.close()
+
+
+def _begun_ahead(store: StateStore, args: argparse.Namespace) -> dict[str, Any] | None:
+    """How the flow is started (workflow, options) when it is not saved yet but a call
+    that ended before saving it started its first job ahead (its ``ahead.json``): a
+    ``--resume`` then starts it from there and adopts that job. None otherwise (a feed or
+    an answer has no task to go to yet; the PostgreSQL store starts nothing ahead)."""
+    if getattr(store, "url", None) is not None or not args.resume or args.feed \
+            or args.answer is not None:
+        return None
+    from flow.core.jobs import read_ahead
+
+    raw = read_ahead(store.dir)
+    start = raw.get("start") if raw is not None else None
+    if not isinstance(start, dict) or not isinstance(start.get("workflow"), str) \
+            or not isinstance(start.get("opts"), dict):
+        return None
+    return start
 
 
 def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: str,
@@ -318,6 +341,11 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
 
             check(store, token, lease)
         state = None
+        # "New or existing" is decided again under the lock: an identical start that waited
+        # here while another created the flow joins it, as --resume would (never a second
+        # ``created``, never revisions from 1 again).
+        joined = new and store.exists()
+        new = new and not joined
         try:
             if new:
                 data = module.start(opts or {}, root, settings)
@@ -360,7 +388,11 @@ def _locked(module: Any, store: StateStore, args: argparse.Namespace, root: Path
                 err.workspace = store.dir  # type: ignore[attr-defined]
                 _record_error(store, err)
             raise
+        finally:
+            _settle_ahead(store, state)
     _clear_error(store)
+    if joined and not args.resume:  # a start that found the flow there: as a start says it
+        _mark_reused(spec, store.flow_id, store)
     return spec
 
 
@@ -371,6 +403,24 @@ def harness_adapter(harness: str) -> Any:
         return codex
     from agents import claude
     return claude
+
+
+def _settle_ahead(store: StateStore, state: Any) -> None:
+    """Under the flow's lock, once the steps are done: a job started ahead is the flow's
+    (recorded), kept for the step that will ask for it, or ended (``jobs.settle_ahead``);
+    a flow whose start failed ends it. The file store only (nothing starts ahead else)."""
+    if getattr(store, "url", None) is not None:
+        return
+    from flow.core.jobs import discard_ahead, settle_ahead
+
+    try:
+        if not _exists(store):
+            discard_ahead(store.dir)
+        elif state is not None:
+            settle_ahead(store.dir, state.jobs, state.visits, state.phase,
+                         state.result is not None or bool(state.aborted))
+    except OSError:
+        pass  # what is left is found again through its ahead.json by the next call
 
 
 def _peek_workflow(store: StateStore) -> str:
@@ -392,11 +442,17 @@ def _clear_error(store: StateStore) -> None:
     store.record_error(None)
 
 
-def _move_aside(store: StateStore) -> None:
+def _move_aside(store: StateStore, saved: bool = True) -> None:
     """Rename the flow folder to ``<name>.old-<UTC stamp>[-n]`` (never onto an earlier one),
-    holding the flow's lock: a call working on the flow (a cron tick mid-step) finishes
-    first, and one that holds it too long makes the restart answer Busy, moving nothing."""
+    after ending a job started ahead that no step recorded, holding the flow's lock: a call
+    working on the flow (a cron tick mid-step) finishes first, and one that holds it too
+    long makes the restart answer Busy, moving nothing."""
     with store.lock():
-        store.move_aside(time.strftime("%Y%m%dT%H%M%S", time.gmtime()))
+        if getattr(store, "url", None) is None:  # a job started ahead goes with the flow
+            from flow.core.jobs import discard_ahead
+
+            discard_ahead(store.dir)
+        if saved:  # else only a job started ahead was there, now ended
+            store.move_aside(time.strftime("%Y%m%dT%H%M%S", time.gmtime()))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from workspace.jsonio import loads
-from workspace.paths import STATE_FILE
+from workspace.paths import AHEAD_FILE, STATE_FILE
 
 
 def collect(root: Path) -> list[dict[str, Any]]:
@@ -38,8 +38,44 @@ def collect(root: Path) -> list[dict[str, Any]]:
             row["last_error"] = f"{err.get('code')}: {err.get('message')}"
         except (OSError, ValueError):
             row["last_error"] = None
+        early = _ahead_job(folder)
+        if early is not None and early["id"] not in {j["id"] for j in row.get("jobs") or []}:
+            row["jobs"] = [*(row.get("jobs") or []), early]
         rows.append(row)
-    return rows
+    for path in sorted(root.rglob(AHEAD_FILE)):
+        folder = path.parent
+        if (folder / STATE_FILE).exists() or ".old-" in str(folder.relative_to(root)):
+            continue
+        early = _ahead_job(folder)
+        if early is None:
+            continue
+        start = early.pop("start", None) or {}
+        rows.append({"flow_id": str(folder.relative_to(root)), "path": str(folder),
+                     "workflow": start.get("workflow"), "phase": None, "revision": None,
+                     "updated_at": None, "pending": [], "question": None, "finished": False,
+                     "outcome": None, "age_seconds": None, "jobs": [early], "subject": None,
+                     "last_error": None, "unsaved": True})
+    return sorted(rows, key=lambda r: r["flow_id"])
+
+
+def _ahead_job(folder: Path) -> dict[str, Any] | None:
+    """The job a call started ahead for the flow in ``folder`` and no step recorded yet (the
+    call ended first): as ``_jobs`` shows a job, ``started_ahead`` and ``finished`` added."""
+    from flow.core.jobs import read_ahead
+
+    raw = read_ahead(folder)
+    if raw is None:
+        return None
+    from flow.core.proc import log_tail
+
+    started = raw.get("started_at")
+    last = log_tail(Path(str(raw.get("log_file"))), 1)
+    done = (folder / "jobs" / f"{raw['job_id']}.result.json").exists()
+    return {"id": raw["job_id"], "log_file": raw.get("log_file"),
+            "elapsed_s": round(time.time() - started, 1) if isinstance(started, float)
+            else None, "timeout_s": raw.get("timeout"), "last_line": last[0] if last else "",
+            "started_ahead": True, "finished": done,
+            **({"start": raw.get("start") or {}} if not (folder / STATE_FILE).exists() else {})}
 
 
 def describe(raw: Any) -> dict[str, Any]:
@@ -138,8 +174,12 @@ def note(r: dict[str, Any]) -> str:
         from flow.cli.person import clip
 
         job = r["jobs"][0]
-        return (f"job {job['id']} running {human_age(int(job['elapsed_s'] or 0))}: "
+        state = "finished" if job.get("finished") else "running"
+        text = (f"job {job['id']} {state} {human_age(int(job['elapsed_s'] or 0))}: "
                 f"{clip(job['last_line'], 160)}")
+        if r.get("unsaved"):
+            text = f"started ahead, not saved yet (--resume adopts it); {text}"
+        return text
     return "waiting for tasks" if r.get("pending") else "ready to resume"
 
 

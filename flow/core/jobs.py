@@ -26,11 +26,15 @@ the supervisor starts.
 A job may also be started ahead of its step (``start_ahead``): by the command line, under
 the flow's lock, before the engine and the workflow's models are imported, when the
 workflow can tell its first long run from the command line alone (a ``headstart`` module).
-The step that asks for that job id adopts it, start time and all, when it asks for exactly
-the same run (argv, cwd, environment, log, timeout, stdin), and ends it and starts its own
-otherwise; one nobody asked for is ended when the call ends (``discard_ahead``). A
-supervisor of the job's spec found running with no record of it (a call that started it
-ahead and was killed before recording it) is ended before the job is started again.
+Its record, the flow's ``ahead.json``, is written before it starts (what it runs, the
+phase visit that will ask for it, how the flow is started), so a call killed after starting
+it leaves it findable. The step that asks for that job id adopts it, start time and all,
+from this call or from ``ahead.json``, when it asks for exactly the same run (argv, cwd,
+environment, log, timeout, stdin), and ends it and starts its own otherwise. After each
+call's steps (``settle_ahead``, under the lock) one the state records loses its
+``ahead.json``, one the flow may still ask for is kept running, any other is ended. A
+supervisor of a job's spec found running with no record of it anywhere is ended before the
+job is started again.
 
 Standard library only at import (the state's models are imported by ``run_job``), so the
 command line can start a job ahead without them.
@@ -46,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flow.core import proc
+from workspace.paths import AHEAD_FILE
 
 if TYPE_CHECKING:
     from flow.core.state import JobRecord
@@ -164,27 +169,28 @@ def _end_leftovers(pgid_file: Path, pid: int | None) -> None:
 
 
 class Ahead(NamedTuple):
-    """A job started before the engine asked for it (``start_ahead``): what it runs, with
-    the scrubbed environment, and its supervisor."""
+    """A job started before the engine asked for it (``start_ahead``): what it runs (the
+    scrubbed environment by its digest), and its supervisor (None when a later call read it
+    from the flow's ``ahead.json`` and found no supervisor running any more)."""
 
     flow_dir: Path
     job_id: str
     argv: tuple[str, ...]
     cwd: str | None
-    env: Mapping[str, str]
+    env_sha: str
     log_file: str
     timeout: float
     stdin: str | None
     outputs: tuple[str, ...]
-    pid: int
+    pid: int | None
     started_at: float
     mark: str
 
     def runs(self, argv: Sequence[str], cwd: str | None, env: Mapping[str, str],
              log_file: str, timeout: float, stdin: str | None) -> bool:
         """The job the step asks for is exactly this one."""
-        return ((tuple(argv), cwd, dict(env), log_file, float(timeout), stdin)
-                == (self.argv, self.cwd, dict(self.env), self.log_file, float(self.timeout),
+        return ((tuple(argv), cwd, env_digest(env), log_file, float(timeout), stdin)
+                == (self.argv, self.cwd, self.env_sha, self.log_file, float(self.timeout),
                     self.stdin))
 
     def end(self, *, keep_outputs: bool = False) -> None:
@@ -193,50 +199,135 @@ class Ahead(NamedTuple):
         job files, and the files it writes (``outputs``) unless the step's own run is about
         to write them anew."""
         spec, result, pgid = _files(self.flow_dir, self.job_id)
-        proc.stop_supervisor(self.pid)
+        if self.pid:
+            proc.stop_supervisor(self.pid)
         _end_leftovers(pgid, None)
         proc.end_marked(self.mark)
         for path in (spec, result, pgid, proc.claim_file(spec),
                      *([] if keep_outputs else map(Path, self.outputs))):
             path.unlink(missing_ok=True)
+        (self.flow_dir / AHEAD_FILE).unlink(missing_ok=True)
 
 
 _ahead: dict[tuple[str, str], Ahead] = {}
 
 
+def env_digest(env: Mapping[str, str]) -> str:
+    """A digest of a job's (scrubbed) environment: what ``ahead.json`` keeps of it."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(sorted(env.items())).encode()).hexdigest()
+
+
+def read_ahead(flow_dir: Path) -> dict[str, Any] | None:
+    """The flow's ``ahead.json`` (the job a call started ahead and no step recorded yet, and
+    how that call started the flow), or None."""
+    try:
+        raw = json.loads((flow_dir / AHEAD_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return raw if isinstance(raw, dict) and isinstance(raw.get("job_id"), str) else None
+
+
+def _recorded_ahead(flow_dir: Path, job_id: str | None = None) -> Ahead | None:
+    """The job ``ahead.json`` names (only if it is ``job_id``), its supervisor looked up."""
+    raw = read_ahead(flow_dir)
+    if raw is None or job_id is not None and raw["job_id"] != job_id:
+        return None
+    spec = _files(flow_dir, raw["job_id"])[0]
+    try:
+        return Ahead(flow_dir=flow_dir, job_id=raw["job_id"], argv=tuple(raw["argv"]),
+                     cwd=raw["cwd"], env_sha=raw["env_sha"], log_file=raw["log_file"],
+                     timeout=float(raw["timeout"]), stdin=raw["stdin"],
+                     outputs=tuple(raw["outputs"]), pid=_find_supervisor(spec),
+                     started_at=float(raw["started_at"]), mark=raw["mark"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def start_ahead(flow_dir: Path, job_id: str, argv: Sequence[str], *, cwd: str | None,
                 env: Mapping[str, str], log_file: Path, timeout: float,
                 stdin: str | None = None, outputs: Sequence[Path] = (),
-                ready: proc.Ready | None = None) -> Ahead:
+                ready: proc.Ready | None = None, phase: str = "", visit: int = 1,
+                start: Mapping[str, Any] | None = None) -> Ahead:
     """Start job ``job_id`` of the flow in ``flow_dir`` before its step asks for it (the
     caller holds the flow's lock; see the module docstring). ``outputs``: files the run
     writes besides its log, removed with it if it is ended unused. ``ready``: a supervisor
-    the caller started before it knew the job (``proc.ready_supervisor``) takes it."""
+    the caller started before it knew the job (``proc.ready_supervisor``) takes it.
+    ``phase``/``visit``: the phase visit whose step will ask for it; ``start``: how the flow
+    is started (its workflow and options), so that a later call can start it from there.
+    All of it is written to the flow's ``ahead.json`` before the job starts."""
     spec, result, pgid = _files(flow_dir, job_id)
     for stale in (result, pgid, proc.claim_file(spec)):
         stale.unlink(missing_ok=True)
     clean = proc.child_env(env)
     mark = proc.new_mark()
     started = time.time()
-    pid = proc.detach_job(spec, argv, cwd=cwd, env=clean, log=str(log_file), result=result,
-                          pgid=pgid, timeout=timeout, stdin=stdin, mark=mark, ready=ready)
-    early = Ahead(flow_dir=flow_dir, job_id=job_id, argv=tuple(argv), cwd=cwd, env=clean,
-                  log_file=str(log_file), timeout=float(timeout), stdin=stdin,
-                  outputs=tuple(str(p) for p in (log_file, *outputs)), pid=pid,
+    early = Ahead(flow_dir=flow_dir, job_id=job_id, argv=tuple(argv), cwd=cwd,
+                  env_sha=env_digest(clean), log_file=str(log_file), timeout=float(timeout),
+                  stdin=stdin, outputs=tuple(str(p) for p in (log_file, *outputs)), pid=None,
                   started_at=started, mark=mark)
+    record = {**early._asdict(), "flow_dir": str(flow_dir), "phase": phase, "visit": visit,
+              "start": dict(start or {})}
+    # not fsynced, as the job's spec: it steers a running job, which a crash of the machine
+    # ends too
+    flow_dir.mkdir(parents=True, exist_ok=True)
+    proc.write_atomic(str(flow_dir / AHEAD_FILE), json.dumps(record).encode(), durable=False)
+    try:
+        pid = proc.detach_job(spec, argv, cwd=cwd, env=clean, log=str(log_file), result=result,
+                              pgid=pgid, timeout=timeout, stdin=stdin, mark=mark, ready=ready)
+    except BaseException:
+        (flow_dir / AHEAD_FILE).unlink(missing_ok=True)
+        raise
+    early = early._replace(pid=pid)
     _ahead[(str(flow_dir), job_id)] = early
     return early
 
 
 def is_ahead(flow_dir: Path, job_id: str) -> bool:
-    """A job of this id was started ahead for the flow and not yet adopted."""
-    return (str(flow_dir), job_id) in _ahead
+    """A job of this id was started ahead for the flow (by this call, or by one that ended
+    before a step recorded it) and not yet adopted."""
+    return (str(flow_dir), job_id) in _ahead or _recorded_ahead(flow_dir, job_id) is not None
 
 
 def discard_ahead(flow_dir: Path) -> None:
     """End the jobs started ahead for the flow that no step adopted."""
     for key in [key for key in _ahead if key[0] == str(flow_dir)]:
         _ahead.pop(key).end()
+    early = _recorded_ahead(flow_dir)
+    if early is not None:
+        early.end()
+
+
+def forget_ahead(flow_dir: Path) -> None:
+    """Let this call's jobs started ahead for the flow run on unowned by it: its
+    ``ahead.json`` (or the state's record) is what a later call finds them by."""
+    for key in [key for key in _ahead if key[0] == str(flow_dir)]:
+        _ahead.pop(key)
+
+
+def settle_ahead(flow_dir: Path, jobs: Mapping[str, Any], visits: Mapping[str, int],
+                 phase: str, finished: bool) -> None:
+    """After a call's steps, under the flow's lock: the job started ahead that the state
+    records is the flow's own now (its ``ahead.json`` goes); one the flow may still ask for
+    (its phase visit not yet passed, the flow unfinished) is kept running for the step that
+    will adopt it, in a later call; any other is ended. This call's own (``start_ahead``) is
+    forgotten here either way: what is kept is found again through ``ahead.json``."""
+    raw = read_ahead(flow_dir)
+    mine = [key for key in _ahead if key[0] == str(flow_dir)]
+    if raw is None:
+        for key in mine:
+            _ahead.pop(key).end()
+        return
+    job, wanted_phase, visit = raw["job_id"], raw.get("phase"), int(raw.get("visit") or 1)
+    seen = int(visits.get(wanted_phase, 0)) if wanted_phase else 0
+    if job in jobs:
+        forget_ahead(flow_dir)
+        (flow_dir / AHEAD_FILE).unlink(missing_ok=True)
+    elif not finished and (seen < visit or phase == wanted_phase and seen == visit):
+        forget_ahead(flow_dir)
+    else:
+        discard_ahead(flow_dir)
 
 
 def _end_unrecorded(spec: Path, pgid_file: Path) -> None:
@@ -266,7 +357,9 @@ def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any
         return proc.Result.from_json(rec.result)
     spec, result_file, pgid_file = _files(flow_dir, job_id)
     clean = proc.child_env(env)
-    early = _ahead.pop((str(flow_dir), job_id), None) if rec is None else None
+    early = None
+    if rec is None:  # started ahead by this call, else by one that ended before recording it
+        early = _ahead.pop((str(flow_dir), job_id), None) or _recorded_ahead(flow_dir, job_id)
     if early is not None:
         if early.runs(argv, cwd, clean, str(log_file), timeout, stdin):
             rec = JobRecord(job_id=job_id, key=key, phase=phase, visit=visit, argv=list(argv),
@@ -275,6 +368,7 @@ def run_job(state_jobs: dict[str, JobRecord], save: Callable[[str, dict[str, Any
                             deadline_at=early.started_at + timeout, pid=early.pid)
             state_jobs[job_id] = rec
             save("job_recorded", {"job_id": job_id, "started_ahead": True})
+            (flow_dir / AHEAD_FILE).unlink(missing_ok=True)
         else:
             early.end(keep_outputs=True)
     elif rec is None and spec.exists():

@@ -62,10 +62,13 @@ class Driver:
             filter(None, [str(ROOT), self.env.get("PYTHONPATH", "")]))
         self.calls: list[Call] = []
 
-    def call(self, argv: list[str], extra_env: dict[str, str] | None = None) -> Call:
+    def call(self, argv: list[str], extra_env: dict[str, str] | None = None,
+             timeout: float = 120) -> Call:
+        """One call in a process of its own; ``timeout`` only bounds a hung call (a call
+        that drives a whole flow, such as ``demo``, passes a generous one)."""
         proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(self.workspace),
                                *argv], capture_output=True, text=True,
-                              env={**self.env, **(extra_env or {})}, timeout=120)
+                              env={**self.env, **(extra_env or {})}, timeout=timeout)
         spec = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
         call = Call(argv, proc.returncode, spec, proc.stderr)
         self.calls.append(call)
@@ -147,7 +150,8 @@ class InProcess(Driver):
         self.calls.append(call)
         return call
 
-    def call(self, argv: list[str], extra_env: dict[str, str] | None = None) -> Call:
+    def call(self, argv: list[str], extra_env: dict[str, str] | None = None,
+             timeout: float = 120) -> Call:
         return self._inproc(["--workspace", str(self.workspace), *argv], argv, extra_env)
 
     def shell(self, command: str, extra_env: dict[str, str] | None = None) -> Call:

@@ -6,9 +6,10 @@ import time
 from pathlib import Path
 
 
-def gone(pid: str | int, wait: float = 3.0) -> bool:
+def gone(pid: str | int, wait: float = 120.0) -> bool:
     """True once ``pid`` has exited within ``wait`` seconds (a zombie waiting for init to
-    reap it has exited)."""
+    reap it has exited). The bound is generous: it returns as soon as the process is gone,
+    and a busy machine may take long to deliver and handle a signal."""
     stop = time.monotonic() + wait
     while True:
         try:

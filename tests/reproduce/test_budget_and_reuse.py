@@ -1,6 +1,7 @@
 """A check the foreground budget cut short is asked again, never recorded (the verdict's
 tree state under a 1 s budget and a slowed git), and a finished verdict is found again by
-``--resume`` after its own run wrote ``__pycache__`` into a git tree."""
+``--resume`` after its own run wrote ``__pycache__`` into a git tree, or a data file into
+its tree."""
 from __future__ import annotations
 
 import json
@@ -142,3 +143,38 @@ def test_a_stage1_verdict_names_the_tree_as_the_run_found_it(tmp_path: Path) -> 
     tree = spec["verdict"]["environment"]["tree"]
     assert ("REPRODUCED", head, False) == (spec["verdict"]["verdict"], tree["head"], tree["dirty"])
     assert "written by the test\n" == (src / "notes.txt").read_text()  # it did write
+
+
+WRITES = '''from pathlib import Path
+
+
+def test_mean():
+    # the test leaves a data file in its own tree, as many do
+    (Path(__file__).parent / "measured.json").write_text("[1, 2]")
+    assert sum([1, 2]) / 2 == 2
+'''
+
+
+def test_resume_of_finished_flow_survives_a_data_file_its_test_wrote(tmp_path: Path) -> None:
+    """The test writes a new data file into its (non-git) tree: the same command with
+    --resume, and the same start, still find the finished flow by its id; a file a person
+    changes afterwards is still another flow."""
+    tree = tmp_path / "proj"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_mean.py").write_text(WRITES)
+    drv = Driver(tmp_path / "ws")
+    argv = ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir", str(tree),
+            "--command", "pytest tests/test_mean.py"]
+    spec, _ = _drive(drv, argv)
+    assert ("done", "REPRODUCED") == (spec["status"], spec["verdict"]["verdict"])
+    assert (tree / "tests" / "measured.json").exists()
+    again = drv.call([*argv, "--resume"])
+    assert again.spec is not None, again.stderr
+    assert ("done", spec["flow_id"]) == (again.spec["status"], again.spec["flow_id"]), \
+        json.dumps(again.spec.get("error"))
+    start = drv.call(argv)
+    assert start.spec is not None and (spec["flow_id"], True) == (
+        start.spec["flow_id"], "reused_from" in start.spec), start.spec
+    (tree / "tests" / "measured.json").write_text("[1, 2, 3]  # edited by a person")
+    changed = drv.call([*argv, "--resume"])
+    assert changed.spec is not None and "flow_not_found" == changed.spec["error"]["code"]

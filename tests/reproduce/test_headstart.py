@@ -161,6 +161,21 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _wait_for(condition: Any, what: str, bound: float = 120.0) -> None:
+    stop = time.monotonic() + bound
+    while not condition():
+        assert time.monotonic() < stop, f"waited {bound} s for {what}"
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
 def test_a_wrong_plan_is_ended_and_the_steps_own_run_decides(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A plan that does not spell the steps' run (here: a command of its own) is ended when
@@ -169,10 +184,12 @@ def test_a_wrong_plan_is_ended_and_the_steps_own_run_decides(
     marker = tmp_path / "wrong-ran"
     real = headstart.plan
 
+    pid = tmp_path / "wrong-pid"
+
     def wrong(opts: dict[str, Any], root: Path, settings: Any) -> Any:
         got = real(opts, root, settings)
         assert got is not None
-        slow = f"sleep 3; touch {marker}"
+        slow = f"echo $$ > {pid}; sleep 300; touch {marker}"
         return got._replace(argv=["bash", "-c", slow])
 
     monkeypatch.setattr(headstart, "plan", wrong)
@@ -180,11 +197,13 @@ def test_a_wrong_plan_is_ended_and_the_steps_own_run_decides(
                                             "nightly", "--source-dir", str(tree),
                                             "--command", f"pytest {NODE}"])
     assert call.spec is not None
-    time.sleep(3.5)
+    # ended, not left to its end: its shell (if it got as far as starting) is gone
+    if pid.exists():
+        _wait_for(lambda: not _alive(int(pid.read_text())), "the wrong run to be ended")
     assert ("REPRODUCED", False, False) == (call.spec["verdict"]["verdict"],
                                             _started_ahead(tmp_path / "ws"), marker.exists())
     log = next((tmp_path / "ws").rglob("stage1.log")).read_text()
-    assert "sleep 3" not in log and "-m pytest" in log
+    assert "sleep 300" not in log and "-m pytest" in log
 
 
 def test_a_run_no_step_asks_for_is_ended_with_the_call(
@@ -192,7 +211,7 @@ def test_a_run_no_step_asks_for_is_ended_with_the_call(
     """A job started ahead under an id no step asks for is ended when the call ends, and
     its files are gone."""
     tree = _project(tmp_path)
-    marker = tmp_path / "stray-ran"
+    marker, pid = tmp_path / "stray-ran", tmp_path / "stray-pid"
     real = headstart.plan
     seen: dict[str, Any] = {}
 
@@ -201,7 +220,7 @@ def test_a_run_no_step_asks_for_is_ended_with_the_call(
         assert got is not None
         seen["plan"] = got
         return got._replace(job_id="stage1-v1-other",
-                            argv=["bash", "-c", f"sleep 3; touch {marker}"])
+                            argv=["bash", "-c", f"echo $$ > {pid}; sleep 300; touch {marker}"])
 
     monkeypatch.setattr(headstart, "plan", stray)
     from flow.core import jobs, proc
@@ -222,7 +241,8 @@ def test_a_run_no_step_asks_for_is_ended_with_the_call(
     folder = next((tmp_path / "ws").rglob("flow_state.json")).parent
     assert started and _gone(started[0]) and started[0] not in proc._detached
     assert not list((folder / "jobs").glob("stage1-v1-other*"))
-    time.sleep(3.5)
+    if pid.exists():  # its shell got as far as starting: ended with the call
+        _wait_for(lambda: not _alive(int(pid.read_text())), "the stray run to be ended")
     assert not marker.exists()
 
 
@@ -230,13 +250,12 @@ def test_a_start_refused_after_the_head_start_leaves_no_folder_and_no_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The flow refuses to start after its run was started ahead: the call answers the
     error (exit 2), the run is ended, and no flow folder is left in the workspace."""
-    tree = _project(tmp_path, nap=2)
-    runs = tmp_path / "runs"
+    tree, runs, release = _held_project(tmp_path)
     from flow.core.errors import WorkflowInputError
     from flow.workflows.reproduce import declaration
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.3)  # the run started ahead is under way
+        _wait_for(runs.exists, "the run started ahead to be under way")
         raise WorkflowInputError("refused for the test", "nothing to mend")
 
     monkeypatch.setattr(declaration, "start", refuse)
@@ -244,46 +263,145 @@ def test_a_start_refused_after_the_head_start_leaves_no_folder_and_no_run(
         ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir", str(tree),
          "--command", f"pytest {NODE}"])
     assert (2, "error") == (call.code, call.spec and call.spec["status"])
-    time.sleep(2.5)
+    for pid in Path(f"{runs}.pid").read_text().split():
+        _wait_for(lambda: not _alive(int(pid)), "the run to be ended")
+    release.write_text("")  # too late: nothing is left to go on
     assert not list((tmp_path / "ws").rglob("*.json"))
     assert not [p for p in (tmp_path / "ws").rglob("*") if p.is_file()]
-    assert "end" not in (runs.read_text() if runs.exists() else "")
+    assert ["start"] == runs.read_text().split()
 
 
-def test_a_call_killed_after_its_head_start_never_runs_the_test_twice_at_once(
+# The killed-call tests' test waits for a release file on its first run only (``hold``):
+# the run started ahead is under way, and stays so, until the test lets it end.
+HELD = '''import os
+import time
+from bag import count
+
+
+def _note(word):
+    with open({runs!r}, "a") as fh:
+        fh.write(word + "\\n")
+
+
+def test_count_keeps_duplicates():
+    first = not os.path.exists({runs!r})
+    with open({runs!r} + ".pid", "a") as fh:
+        fh.write(f"{{os.getpid()}}\\n")
+    _note("start")
+    stop = time.monotonic() + 300
+    while first and not os.path.exists({release!r}) and time.monotonic() < stop:
+        time.sleep(0.02)
+    _note("end")
+    assert count(["a", "a"]) == 2
+'''
+
+
+def _held_project(tmp_path: Path) -> tuple[Path, Path, Path]:
+    tree = _project(tmp_path)
+    runs, release = tmp_path / "runs", tmp_path / "release"
+    (tree / "tests" / "test_bag.py").write_text(HELD.format(runs=str(runs),
+                                                            release=str(release)))
+    return tree, runs, release
+
+
+def _killed_after_head_start(tmp_path: Path, argv: list[str]) -> tuple[Path, int]:
+    """Start the call, kill -9 it the moment its head start's supervisor has taken the job
+    (the claim file naming it appears), wait until the run is under way; (the flow's
+    folder, the supervisor's pid)."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.contract.driver import ROOT, SCRIPT
+
+    ws = tmp_path / "ws"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    call = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(ws), *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    claims: list[Path] = []
+    _wait_for(lambda: claims.extend(ws.rglob("jobs/*.supervisor")) or claims,
+              "the head start's claim file")
+    call.send_signal(signal.SIGKILL)
+    call.wait()
+    _wait_for(lambda: (tmp_path / "runs").exists(), "the run started ahead to begin")
+    return claims[0].parent.parent, int(claims[0].read_text())
+
+
+ARGV = ["reproduce", "--profile", "local", "--stage", "nightly", "--command", f"pytest {NODE}"]
+
+
+@pytest.mark.parametrize("next_call", ["resume", "same start", "resume by id"])
+def test_a_call_killed_after_its_head_start_leaves_a_flow_the_next_call_adopts(
+        tmp_path: Path, next_call: str) -> None:
+    """Killed right after its head start: the flow and its job are there (``status`` shows
+    the job running), and the next call (--resume, the same start, or --flow ID --resume)
+    adopts the run: the test ran once, start to end, and the verdict is REPRODUCED."""
+    tree, runs, release = _held_project(tmp_path)
+    argv = [*ARGV, "--source-dir", str(tree)]
+    folder, supervisor = _killed_after_head_start(tmp_path, argv)
+    flow_id = str(folder.relative_to(tmp_path / "ws"))
+    drv = Driver(tmp_path / "ws")
+    shown = drv.call(["status", "--json"])
+    assert shown.spec is not None, shown.stderr
+    [row] = [r for r in shown.spec["flows"] if r["flow_id"] == flow_id]
+    assert ["stage1-v1-stage1"] == [j["id"] for j in row["jobs"]], row
+    release.write_text("")
+    again = {"resume": [*argv, "--resume"], "same start": argv,
+             "resume by id": ["--flow", flow_id, "--resume"]}[next_call]
+    done = drv.call(again)
+    for _ in range(20):
+        if done.spec is None or done.spec["status"] != "waiting":
+            break
+        done = drv.shell(done.spec["resume_command"])
+    assert done.spec is not None and "verdict" in done.spec, (done.spec, done.stderr)
+    audit = _audit(tmp_path / "ws")
+    assert ("REPRODUCED", ["start", "end"], flow_id) == (
+        done.spec["verdict"]["verdict"], runs.read_text().split(), done.spec["flow_id"])
+    assert (1, True, []) == (sum(1 for r in audit if r["event"] == "created"),
+                             _started_ahead(tmp_path / "ws"),
+                             [r for r in audit if r["event"] == "job_lost"])
+    assert not (folder / "ahead.json").exists()
+    _wait_for(lambda: not _alive(supervisor), "the adopted run's supervisor to end")
+
+
+def test_a_run_started_ahead_that_nobody_adopts_is_ended_by_the_next_call(
         tmp_path: Path) -> None:
-    """The call is killed after it started the run ahead and before any state was saved:
-    the next call ends that orphaned run before it starts its own, so the test ran to its
-    end once, and the verdict is REPRODUCED."""
-    tree = _project(tmp_path, nap=2)
-    runs = tmp_path / "runs"
-    counter = tmp_path / "counter"
-    argv = ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir", str(tree),
-            "--command", f"pytest {NODE}"]
-    hook = {"ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
-            "PYTHONPATH": str(Path(__file__).parents[1] / "crashhook")}
-    # a traced run first (never killed) names the writes: kill before the first state save,
-    # when the run started ahead is under way and no state knows it yet
-    trace = tmp_path / "trace"
-    Driver(tmp_path / "traced", {**hook, "ORCHESTRATOR_TEST_CRASH_AT": "999",
-                                 "ORCHESTRATOR_TEST_CRASH_TRACE": str(trace)}).call(argv)
-    first_save = next(int(n) for n, dest in (line.split("\t") for line in
-                                             trace.read_text().splitlines())
-                      if dest.endswith("flow_state.json"))
-    assert first_save > 1  # the job's spec was written before it
-    counter.unlink()
-    runs.unlink()
-    first = Driver(tmp_path / "ws", {**hook, "ORCHESTRATOR_TEST_CRASH_AT": str(first_save)})
-    killed = first.call(argv)
-    assert killed.code == -9 and killed.spec is None
-    stop = time.monotonic() + 10
-    while not (runs.exists() and "start" in runs.read_text()) and time.monotonic() < stop:
-        time.sleep(0.05)
-    done = Driver(tmp_path / "ws").call(argv)
+    """The killed call's run hangs (its test never released); the next call is a
+    --restart, which runs the test anew: the orphan is ended first, never left to its
+    timeout, and only the new run reaches its end."""
+    tree, runs, release = _held_project(tmp_path)
+    argv = [*ARGV, "--source-dir", str(tree)]
+    folder, supervisor = _killed_after_head_start(tmp_path, argv)
+    done = Driver(tmp_path / "ws").call([*argv, "--restart"])
     assert done.spec is not None, done.stderr
-    time.sleep(2.5)  # long enough for an orphan left running to reach its end
-    assert ("REPRODUCED", ["start", "start", "end"]) == (
-        done.spec["verdict"]["verdict"], runs.read_text().split())
+    _wait_for(lambda: not _alive(supervisor), "the orphan's supervisor to be ended")
+    assert ("REPRODUCED", ["start", "start", "end"]) == (done.spec["verdict"]["verdict"],
+                                                         runs.read_text().split())
+
+
+def test_a_call_whose_budget_runs_out_before_stage1_leaves_its_early_run_to_be_adopted(
+        tmp_path: Path) -> None:
+    """The call's foreground budget is spent before Stage 1 asks for its run: the call
+    answers waiting and its run started ahead goes on; the --resume that reaches Stage 1
+    adopts it (the test ran once) instead of ending it and running the test again."""
+    tree, runs, release = _held_project(tmp_path)
+    argv = [*ARGV, "--source-dir", str(tree)]
+    drv = Driver(tmp_path / "ws")
+    first = drv.call(argv, {"ORCHESTRATOR_FOREGROUND_S": "0.001"})
+    assert first.spec is not None and first.spec["status"] == "waiting", first.stderr
+    assert not any(r["event"] == "job_recorded" and r.get("job_id") == "stage1-v1-stage1"
+                   for r in _audit(tmp_path / "ws")), "the budget lasted to Stage 1"
+    _wait_for(lambda: runs.exists(), "the run started ahead to begin")
+    release.write_text("")
+    done = first
+    for _ in range(40):
+        if done.spec is None or done.spec["status"] != "waiting":
+            break
+        done = drv.shell(done.spec["resume_command"])
+    assert done.spec is not None, done.stderr
+    assert ("REPRODUCED", ["start", "end"], True) == (
+        done.spec["verdict"]["verdict"], runs.read_text().split(),
+        _started_ahead(tmp_path / "ws"))
 
 
 def test_the_way_to_the_head_start_imports_no_heavy_module() -> None:

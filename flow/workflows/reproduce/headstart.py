@@ -54,6 +54,8 @@ class Plan(NamedTuple):
     log_file: Path
     timeout: float
     outputs: tuple[Path, ...]
+    phase: str = _STAGE1  # the phase visit whose step asks for the job
+    visit: int = 1
 
 
 def may_plan(opts: dict[str, Any]) -> bool:

@@ -120,7 +120,7 @@ def locate(opts: dict[str, Any], root: Path, given: dict[str, Any] | None = None
     asks here before starting the flow, and ``start`` again for its notes. ``given``: the
     ``inputs(opts)`` the caller already read (a command file is not read again)."""
     from flow.core import proc
-    from flow.workflows.reproduce.verdict.reuse import environment_key, unfinished
+    from flow.workflows.reproduce.verdict.reuse import aliased, environment_key, unfinished
 
     given = inputs(opts) if given is None else given
     digest = hashlib.sha1(json.dumps(given, sort_keys=True).encode()).hexdigest()[:12]
@@ -133,4 +133,4 @@ def locate(opts: dict[str, Any], root: Path, given: dict[str, Any] | None = None
     if call is None or memo not in _located:
         _located.clear()
         _located[memo] = f"{prefix}-{environment_key(given['source_dir'], os.environ)}"
-    return _located[memo]
+    return aliased(root, _located[memo]) or _located[memo]

@@ -3,6 +3,7 @@ the flow with the outcome, the verdict and what the caller does next.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flow.core.outcome import Done
@@ -51,6 +52,22 @@ def _cannot_verify_steps(ctx: Any, verdict: Any) -> list[str]:
     return steps + ["fix the blocker, then re-run with --restart"]
 
 
+def remember_tree_as_left(ctx: Any) -> None:
+    """The flow stays found by the tree its own runs left (a data file the test wrote):
+    when the tree's environment key differs now from the one in the flow id, an alias
+    ``<prefix>-<key now>.alias`` beside the flow folder names the flow (``identity.locate``
+    follows it). A tree changed afterwards by anyone else has yet another key: a new flow."""
+    from flow.workflows.reproduce.verdict.reuse import environment_key, write_alias
+
+    folder = Path(ctx.dir)
+    prefix, _, key = folder.name.rpartition("-")
+    if not prefix:
+        return
+    now = environment_key(ctx.data.source_dir, ctx.settings)
+    if now != key:
+        write_alias(folder.with_name(f"{prefix}-{now}"), folder.name)
+
+
 def finish(ctx: Any) -> Any:
     """Write verdict.json and report.json; Done with outcome, verdict and report."""
     verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
@@ -68,6 +85,7 @@ def finish(ctx: Any) -> Any:
     # the clock, so a resumed flow ends exactly as an uninterrupted one)
     ctx.write_json("report.json", {**dumped, "decided_at": datetime.now(timezone.utc).strftime(
         "%Y-%m-%dT%H:%M:%SZ")})
+    remember_tree_as_left(ctx)
     steps = {
         "REPRODUCED": _reproduced_steps(verdict),
         "NOT_REPRODUCED": ["report to the user (or triage) that the failure no longer reproduces"],

@@ -101,6 +101,37 @@ def environment_key(source_dir: str | None, env: Mapping[str, str]) -> str:
     return digest.hexdigest()[:8]
 
 
+ALIAS_SUFFIX = ".alias"
+
+
+def write_alias(where: Path, name: str) -> None:
+    """``<where>.alias`` names the flow folder ``name`` beside it (see ``aliased``)."""
+    from workspace.atomic import write_atomic
+
+    try:
+        write_atomic(where.with_name(where.name + ALIAS_SUFFIX), name.encode())
+    except OSError:
+        pass  # only a convenience: without it a changed tree is a new flow, as before
+
+
+def aliased(root: Path, flow_id: str) -> str | None:
+    """The flow a finished flow's alias file names for ``flow_id`` (the key of the tree its
+    own runs left, ``verdict.report.remember_tree_as_left``), when no flow lives at
+    ``flow_id`` and that one does; else None."""
+    folder = root / flow_id
+    if folder.exists():
+        return None
+    try:
+        name = (folder.parent / (folder.name + ALIAS_SUFFIX)).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    prefix = folder.name.rpartition("-")[0]
+    if not name.startswith(prefix + "-") or "/" in name or name in (".", "..") \
+            or not (folder.parent / name / "flow_state.json").is_file():
+        return None
+    return str(Path(flow_id).parent / name)
+
+
 def unfinished(root: Path, prefix: str) -> str | None:
     """The flow id of an unfinished flow of the same inputs (``reproduce/<prefix>-*``), if
     any: a call with the same command resumes it, whatever the tree looks like meanwhile
