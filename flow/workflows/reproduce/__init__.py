@@ -14,6 +14,7 @@ Rules are pure functions of what a step saw (the seed's tables); steps do the IO
                     ``steps`` (get the tree, place the run, collect-only)
 - ``run/``          one run and what it means, shared by every stage: ``deciding`` (how
                     the deciding run is spelled: interpreter, flags, environment, report),
+                    ``block`` (what a shell block's setup leaves for its step),
                     ``runner`` (IO), ``interpret`` (output -> outcome), ``decision`` (the
                     rows every table shares), ``attempts`` (``--repeat``, the stage's table,
                     the next trigger)
