@@ -7,7 +7,7 @@ Rules are pure functions of what a step saw (the seed's tables); steps do the IO
 - ``declaration``   the declaration: states, transitions, feeds, the flow's data, start
 - ``context``       what every step reads from its flow (profile, interpreter, launcher)
 - ``profiles``      ``reference/reproduce/*.toml``, validated; ``recipes`` fills their commands
-- ``reproducer/``   Inputs: ``shellsplit`` splits an issue's shell block, ``forms`` names its
+- ``reproducer/``   Inputs: ``shellsplit`` (with ``heredoc``) splits an issue's shell block, ``forms`` names its
                     form and decides ``needs_tree``
 - ``preflight``     Preflight: NO_REPRODUCER(no_command) before any stage
 - ``prepare/``      Prepare: ``rules`` (where the reproducer runs, the collect-only decision),

@@ -125,7 +125,12 @@ def run_setup(rep: Reproducer, *, cwd: str, env: Mapping[str, str], log: Path,
         return None
     if state_file is not None:
         script.append(capture_script(state_file, interpreter_names(rep)))
-    result = launch("setup", proc.shell("\n".join(script)), log, env, timeout, None)
+    # the script is a file the shell sources (a block of thousands of steps is longer
+    # than one argument may be)
+    source = log.with_suffix(".sh")
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text("\n".join(script) + "\n", encoding="utf-8", errors="surrogateescape")
+    result = launch("setup", proc.shell(f". {shlex.quote(str(source))}"), log, env, timeout, None)
     if result.timed_out or result.lost:
         return f"setup steps {_ended(result, timeout)}: {result.tail(5)}"
     if result.code == 0:
