@@ -91,7 +91,9 @@ def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
         ctx.data.batch_unskip = True  # pending restore is saved before the file is edited
         return Go("next")
     if go.trigger == "decided":
-        return _next(ctx, entry.id, ctx.data.verdict)
+        from flow.workflows.reproduce.verdict.finalize import with_environment
+
+        return _next(ctx, entry.id, with_environment(ctx, ctx.data.verdict))
     if go.trigger in {"next", "to_stage2", "to_stage3"}:  # act() set the stage to go to
         later = (ctx.data.batch_to_stage2 if ctx.data.current_stage == Stage.SOURCE_BUILD
                  else ctx.data.batch_to_stage3)

@@ -47,6 +47,17 @@ def finalize(ctx: Any, verdict: Any) -> Any:
     return verdict.model_copy(update=update)
 
 
+def with_environment(ctx: Any, verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A CANNOT_VERIFY verdict (a collection error, a failed setup step, a timeout) with
+    ``environment`` filled as every other verdict has it, once prepare chose the
+    interpreter; any other verdict as it is."""
+    if not verdict or verdict.get("verdict") != "CANNOT_VERIFY" or verdict.get("environment") \
+            or not ctx.data.python:
+        return verdict
+    env = describe_environment(ctx, profile_of(ctx), verdict.get("stage") or Stage.NIGHTLY)
+    return {**verdict, "environment": env.model_dump(mode="json")}
+
+
 def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     """``envinfo.Environment`` of the stage's interpreter and the tree the run used (the
     project identified from installed metadata; prepare's probe reused when it was of

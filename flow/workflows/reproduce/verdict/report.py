@@ -53,6 +53,9 @@ def _cannot_verify_steps(ctx: Any, verdict: Any) -> list[str]:
 
 def finish(ctx: Any) -> Any:
     """Write verdict.json and report.json; Done with outcome, verdict and report."""
+    from flow.workflows.reproduce.verdict.finalize import with_environment
+
+    ctx.data.verdict = with_environment(ctx, ctx.data.verdict)
     verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
     if getattr(verdict, "verdict", "") == "CANNOT_VERIFY" and verdict.stage == "ci_env":
         passed = "stages nightly and source_build passed (the test did not fail there)"
