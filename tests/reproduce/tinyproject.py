@@ -25,16 +25,31 @@ def get_requires_for_build_wheel(config_settings=None):
     return []
 
 
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    base = os.path.join(here, "src") if os.path.isdir(os.path.join(here, "src")) else here
+    return _wheel(wheel_directory, {NAME + "_editable.pth": (base + "\\n").encode()})
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     here = os.path.dirname(os.path.abspath(__file__))
-    dist = NAME + "-" + VERSION
+    base = os.path.join(here, "src") if os.path.isdir(os.path.join(here, "src")) else here
     files = {}
-    for root, _dirs, names in os.walk(os.path.join(here, NAME)):
+    for root, _dirs, names in os.walk(os.path.join(base, NAME)):
         for name in names:
             if name.endswith(".py"):
                 path = os.path.join(root, name)
                 with open(path, "rb") as handle:
-                    files[os.path.relpath(path, here).replace(os.sep, "/")] = handle.read()
+                    files[os.path.relpath(path, base).replace(os.sep, "/")] = handle.read()
+    return _wheel(wheel_directory, files)
+
+
+def _wheel(wheel_directory, files):
+    dist = NAME + "-" + VERSION
     files[dist + ".dist-info/METADATA"] = (
         "Metadata-Version: 2.1\\nName: " + NAME + "\\nVersion: " + VERSION + "\\n").encode()
     files[dist + ".dist-info/WHEEL"] = (
@@ -90,12 +105,15 @@ def _git(root: Path, *args: str) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
-def make(root: Path, tests_dir: str = "tests") -> Path:
-    """The project at its buggy commit (tests under ``tests_dir``)."""
-    (root / "tinycalc").mkdir(parents=True)
+def make(root: Path, tests_dir: str = "tests", src_layout: bool = False,
+         pytest_config: str = "") -> Path:
+    """The project at its buggy commit (tests under ``tests_dir``; the package under
+    ``src/`` with ``src_layout``; ``pytest_config`` appended to pyproject.toml)."""
+    package = root / ("src" if src_layout else "") / "tinycalc"
+    package.mkdir(parents=True)
     (root / "tinybackend.py").write_text(BACKEND)
-    (root / "pyproject.toml").write_text(PYPROJECT)
-    (root / "tinycalc" / "__init__.py").write_text(BUGGY)
+    (root / "pyproject.toml").write_text(PYPROJECT + pytest_config)
+    (package / "__init__.py").write_text(BUGGY)
     (root / tests_dir).mkdir()
     (root / tests_dir / "test_add.py").write_text(TEST)
     _git(root, "init", "-q")
@@ -106,7 +124,8 @@ def make(root: Path, tests_dir: str = "tests") -> Path:
 
 def fix(root: Path) -> None:
     """Commit the fixed ``add``."""
-    (root / "tinycalc" / "__init__.py").write_text(FIXED)
+    package = root / "src" / "tinycalc" if (root / "src").is_dir() else root / "tinycalc"
+    (package / "__init__.py").write_text(FIXED)
     _git(root, "commit", "-qam", "fix")
 
 

@@ -84,6 +84,11 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
                 f"not from the tree {where}; a fix in the tree is not seen by that copy")
         if note not in ctx.data.notes:
             ctx.data.notes.append(note)
+    if env.project_install == "editable" and env.other_code:
+        note = (f"WARNING: this verdict ran other code than the tree: {env.other_code}; a fix "
+                "in the tree is not seen until the tree is installed (rerun_after_fix)")
+        if note not in ctx.data.notes:
+            ctx.data.notes.append(note)
     if not ctx.data.installed_versions:
         ctx.data.installed_versions = {n: v for n, v in env.packages.items()
                                        if n in profile.nightly.packages}

@@ -77,6 +77,9 @@ def finish(ctx: Any) -> Any:
         "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
         "CANNOT_VERIFY": _cannot_verify_steps(ctx, verdict),
     }[verdict.verdict]
+    other = (getattr(verdict, "environment", None) or {}).get("other_code")
+    if other:
+        steps = [f"this verdict ran other code than the tree: {other}", *steps]
     return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
                  "verdict_path": str(ctx.path("verdict.json")), "reuse_key": ctx.flow_id},
                 steps)
