@@ -76,3 +76,18 @@ def test_a_block_runs_in_the_venv_it_activates(tmp_path: Path, activate: str) ->
             (fixed.get("environment") or {}).get("interpreter")) == (
         1, "REPRODUCED", venv_python, False, 1, True, 0, "NOT_REPRODUCED", venv_python), (
         buggy, fixed, rerun.stderr)
+
+
+def test_a_block_that_stays_in_its_empty_folder_runs_in_a_fresh_one(tmp_path: Path) -> None:
+    """A block whose setup writes nothing and cds nowhere: its refined_command starts in a
+    fresh ``mktemp -d``, never in the workspace's scratch folder."""
+    text = "export GREETING=hello\ntrue\npython -c \"import os, sys; sys.exit(os.environ['GREETING'] == 'hello')\""
+    call = Driver(tmp_path / "ws").call(["reproduce", "--profile", "local", "--stage",
+                                          "nightly", "--command", text])
+    assert call.spec is not None, call.stderr
+    verdict = call.spec["verdict"]
+    refined = verdict.get("refined_command", "")
+    alone = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", "bash", "-c", refined]).returncode
+    assert ("REPRODUCED", True, False, 1) == (
+        verdict["verdict"], refined.startswith('cd "$(mktemp -d)" && '),
+        str(tmp_path / "ws") in refined.split(" -c ")[0], alone), verdict
