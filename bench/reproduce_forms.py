@@ -151,10 +151,11 @@ def main() -> int:
     parser.add_argument("--repos", required=True)
     parser.add_argument("--python", required=True, help="the projects' interpreter")
     parser.add_argument("--json", help="write every figure here")
-    parser.add_argument("--forms", nargs="+", default=list(FORMS), choices=FORMS,
-                        help="only these forms (default: all three)")
+    parser.add_argument("--forms", default=",".join(FORMS),
+                        help="only these forms, comma-separated (default: all three)")
     parser.add_argument("bugs", nargs="+", help="project:1,2,3")
     args = parser.parse_args()
+    args.forms = [f for f in args.forms.split(",") if f in FORMS]
     base = Path(tempfile.mkdtemp(prefix="reproduce-forms-"))
     rows = []
     for spec in args.bugs:
