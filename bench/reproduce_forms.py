@@ -15,7 +15,10 @@ then the fixed commit). Each bug is given three ways:
 3. ``shell``: an issue-body block: ``cd TREE``, ``python -m venv --system-site-packages
    VENV && . VENV/bin/activate``, ``pip install --no-deps --no-build-isolation -e .``,
    then the snippet (offline: the venv borrows the base interpreter's setuptools; no
-   dependency is fetched, the projects here have none at run time).
+   dependency is fetched, the projects here have none at run time);
+4. ``shell-away``: the same block with ``cd "$(mktemp -d)"`` before the snippet, as a
+   block that tests the installed copy from outside the tree is written (there only the
+   activated venv can import the project).
 
 For every form and state, bash's own exit code (``bash -c COMMAND`` from the tree, the
 project interpreter's bin first on PATH: a person's shell) is recorded next to the
@@ -66,11 +69,12 @@ SNIPPETS: dict[tuple[str, int], tuple[str, str]] = {
                   "out = format_meter(1, 9999, 1, unit_scale=True); "
                   "assert '10.0K ' in out, repr(out)", "AssertionError"),
 }
-FORMS = ("pytest", "python", "shell")
+FORMS = ("pytest", "python", "shell", "shell-away")
 
 
 def commands(info: dict[str, str], snippet: str, tree: Path, venv: Path) -> dict[str, str]:
-    """The bug's reproducer in each form (double quotes around the snippet, as the
+    """The bug's reproducer in each form (``shell-away``: the block with its snippet run
+    from a fresh folder; double quotes around the snippet, as the
     refined_command contract asks; the snippets hold no ``"``, ``$`` or backtick)."""
     node = info["command"].split("pytest", 1)[1].split()[-1]
     code = f'python -c "{snippet}"'
@@ -81,7 +85,9 @@ def commands(info: dict[str, str], snippet: str, tree: Path, venv: Path) -> dict
         "pip install -q --no-deps --no-build-isolation -e .",
         code,
     ])
-    return {"pytest": f"python -m pytest {node}", "python": code, "shell": block}
+    away = block.rsplit("\n", 1)
+    return {"pytest": f"python -m pytest {node}", "python": code, "shell": block,
+            "shell-away": f'{away[0]}\ncd "$(mktemp -d)"\n{away[1]}'}
 
 
 def bash_exit(command: str, tree: Path, python: str) -> int:

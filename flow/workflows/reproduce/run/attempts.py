@@ -24,12 +24,11 @@ def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
     """One run of the reproducer; ``aligned`` adds what Stage 3 folded from the CI job log."""
     rep = reproducer(ctx)
     align = ctx.data.ci_env if aligned else {}
-    block = None
-    if ctx.data.block and ctx.data.current_stage == Stage.NIGHTLY.value:
-        from flow.workflows.reproduce.run.block import BlockState, uses_folder
+    from flow.workflows.reproduce.run.block import BlockState, uses_folder
 
-        # the stage whose setup ran: its variables, PATH and interpreter carry over
-        block = BlockState.model_validate(ctx.data.block)
+    # a shell block's setup ran in this stage: its variables, PATH and interpreter carry
+    block = (BlockState.model_validate(ctx.data.block)
+             if ctx.data.block and ctx.data.current_stage == Stage.NIGHTLY.value else None)
     # a run "outside any source tree" in the flow's empty scratch dir: refined_command cds
     # to a fresh temp dir instead, so it still runs once the workspace is gone
     fresh = ctx.data.cwd == scratch(ctx) and (

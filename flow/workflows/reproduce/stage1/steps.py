@@ -114,9 +114,10 @@ def carry_block(ctx: Any, state_file: Any, env: dict[str, str]) -> None:
     ctx.data.cwd_rule = ("where the shell block's setup left the shell (its cd lines, as bash "
                          "ran them)" if uses_folder(state, scratch(ctx))
                          else "outside any source tree (the block's setup wrote nothing)")
-    if state.program and state.program != ctx.data.python:
-        from pathlib import Path
+    from pathlib import Path
 
+    if state.program and Path(state.program).parent != Path(ctx.data.python or "").parent:
+        # another environment than the project interpreter's (an activated venv)
         ctx.data.notes.append(f"the shell block's environment resolves the interpreter to "
                               f"{state.program} (not {ctx.data.python}); the reproduce step "
                               "runs with it")
