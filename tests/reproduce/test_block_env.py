@@ -81,7 +81,8 @@ def test_a_block_runs_in_the_venv_it_activates(tmp_path: Path, activate: str) ->
 def test_a_block_that_stays_in_its_empty_folder_runs_in_a_fresh_one(tmp_path: Path) -> None:
     """A block whose setup writes nothing and cds nowhere: its refined_command starts in a
     fresh ``mktemp -d``, never in the workspace's scratch folder."""
-    text = "export GREETING=hello\ntrue\npython -c \"import os, sys; sys.exit(os.environ['GREETING'] == 'hello')\""
+    text = ("export GREETING=hello\ntrue\n"
+            "python -c \"import os, sys; sys.exit(os.environ['GREETING'] == 'hello')\"")
     call = Driver(tmp_path / "ws").call(["reproduce", "--profile", "local", "--stage",
                                           "nightly", "--command", text])
     assert call.spec is not None, call.stderr
