@@ -114,7 +114,7 @@ def test_quote_removal_as_bash_does() -> None:
     ("echo 'abc", "unclosed ' quote"),
     ('python -c "print(1)', 'unclosed " quote'),
     ("echo $(date", r"unclosed \$\("),
-    ("python - <<EOF\nprint(1)\n", "here-document <<EOF is never closed"),
+    ("python - <<EOF\nprint(1)\n", "here-document <<EOF opened on line 1 is never closed"),
     ("Traceback (most recent call last):\n  x", "bash cannot parse the block at line 1"),
 ])
 def test_unparsable_blocks_say_where(text: str, match: str) -> None:

@@ -7,13 +7,14 @@ Rules are pure functions of what a step saw (the seed's tables); steps do the IO
 - ``declaration``   the declaration: states, transitions, feeds, the flow's data, start
 - ``context``       what every step reads from its flow (profile, interpreter, launcher)
 - ``profiles``      ``reference/reproduce/*.toml``, validated; ``recipes`` fills their commands
-- ``reproducer/``   Inputs: ``shellsplit`` splits an issue's shell block, ``forms`` names its
+- ``reproducer/``   Inputs: ``shellsplit`` (with ``heredoc``) splits an issue's shell block, ``forms`` names its
                     form and decides ``needs_tree``
 - ``preflight``     Preflight: NO_REPRODUCER(no_command) before any stage
 - ``prepare/``      Prepare: ``rules`` (where the reproducer runs, the collect-only decision),
                     ``steps`` (get the tree, place the run, collect-only)
 - ``run/``          one run and what it means, shared by every stage: ``deciding`` (how
                     the deciding run is spelled: interpreter, flags, environment, report),
+                    ``block`` (what a shell block's setup leaves for its step),
                     ``runner`` (IO), ``interpret`` (output -> outcome), ``decision`` (the
                     rows every table shares), ``attempts`` (``--repeat``, the stage's table,
                     the next trigger)

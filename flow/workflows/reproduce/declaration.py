@@ -51,6 +51,8 @@ class ReproData(BaseModel):
     # the source tree's state as prepare found it, before any run (a Stage 1 verdict's tree)
     tree_found: dict[str, Any] | None = None
     pytest_args: list[str] | None = None
+    # what a shell block's setup left for its reproduce step (run.block.BlockState)
+    block: dict[str, Any] | None = None
     # ORCHESTRATOR_REPRODUCE_PYTHON resolved once at start (None in a state saved before
     # it was recorded: ``context.interpreter`` resolves it from the settings then)
     reproduce_python: str | None = None

@@ -10,8 +10,14 @@ from flow.workflows.reproduce.verdict.models import NoReproducer
 
 
 def preflight(command: str | None) -> NoReproducer | None:
-    """NO_REPRODUCER(no_command) when there is no command; None to go on."""
+    """NO_REPRODUCER(no_command) when there is no command to run: none at all, or a block
+    bash would run nothing of but comments and setup (no step exercises anything); None
+    to go on."""
     if command is None or not command.strip():
+        return NoReproducer(reason="no_command")
+    from flow.workflows.reproduce.reproducer.forms import parse_reproducer
+
+    if parse_reproducer(command) is None:
         return NoReproducer(reason="no_command")
     return None
 

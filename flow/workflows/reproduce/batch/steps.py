@@ -29,13 +29,14 @@ from flow.workflows.reproduce.context import (
 from flow.workflows.reproduce.prepare.steps import collect, place, prepare, prepare_tree
 from flow.workflows.reproduce.run import runner
 from flow.workflows.reproduce.run.attempts import act, decide
-from flow.workflows.reproduce.stage1.steps import install_nightly
+from flow.workflows.reproduce.stage1.steps import carry_block, install_nightly
 from flow.workflows.reproduce.stage2.steps import source_build
 from flow.workflows.reproduce.stage3 import steps as stage3_steps
 from flow.workflows.reproduce.unskip.steps import unskip
 from flow.workflows.reproduce.verdict.models import VERDICT_ADAPTER, NoReproducer, Stage
 
 _PER_ENTRY: dict[str, Any] = dict(verdict=None, tree=None, cwd=None, cwd_rule=None, pytest_args=None,
+                  block=None,
                   rerun_done=False,
                   pending_restore=None, batch_unskip=False, current_stage=Stage.NIGHTLY.value,
                   ci_env={}, bypass=None, unskipped=None, restore_kept=None,
@@ -91,7 +92,9 @@ def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
         ctx.data.batch_unskip = True  # pending restore is saved before the file is edited
         return Go("next")
     if go.trigger == "decided":
-        return _next(ctx, entry.id, ctx.data.verdict)
+        from flow.workflows.reproduce.verdict.finalize import with_environment
+
+        return _next(ctx, entry.id, with_environment(ctx, ctx.data.verdict))
     if go.trigger in {"next", "to_stage2", "to_stage3"}:  # act() set the stage to go to
         later = (ctx.data.batch_to_stage2 if ctx.data.current_stage == Stage.SOURCE_BUILD
                  else ctx.data.batch_to_stage3)
@@ -155,12 +158,14 @@ def entry(ctx: Any) -> Any:
             return _settle(ctx, item, blocked(ctx, Stage.NIGHTLY, problem))
         env = {**env_of(ctx), "VIRTUAL_ENV": str(Path(ctx.data.path_head).parent),
                "PIP_PYTHON": ctx.data.python}
+    state_file = ctx.path(f"logs/{item.id}/setup.state")
     problem = runner.run_setup(rep, cwd=scratch(ctx), env=env,
-                                         log=ctx.path(f"logs/{item.id}/setup.log"),
-                                         launch=launcher(ctx),
-                                         timeout=run_timeout(ctx, profile))
+                               log=ctx.path(f"logs/{item.id}/setup.log"),
+                               launch=launcher(ctx), timeout=run_timeout(ctx, profile),
+                               state_file=state_file)
     if problem:
         return _settle(ctx, item, blocked(ctx, Stage.NIGHTLY, problem))
+    carry_block(ctx, state_file, env)
     decision = decide(ctx, profile, Stage.NIGHTLY, f"{item.id}/stage1")
     return _settle(ctx, item, act(ctx, decision))
 

@@ -39,11 +39,80 @@ def shadowing_package(cwd: str | Path, package: str) -> Path | None:
     return None
 
 
-def resolve_bare_node(node_id: str, tree: str | Path, test_dir: str = "test") -> str | None:
-    """The repo-relative file defining a bare ``Class::test`` node id, searched under
-    ``<tree>/<test_dir>`` (seed: "pytest rootdir discovery needs the tree"). torch's
-    device-generic names (``TestFooXPU::test_bar_xpu_float32``) are found through their
-    source names. None when no file or more than one file defines it (never a guess)."""
+_SKIP_DIRS = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "node_modules",
+                        "build", "dist", "site-packages", "__pycache__"})
+
+
+def pytest_testpaths(tree: str | Path) -> list[str]:
+    """The ``testpaths`` of the project's pytest configuration at the tree's root, in
+    pytest's order of precedence (``pytest.ini``, ``pyproject.toml``, ``tox.ini``,
+    ``setup.cfg``: the first file that configures pytest decides); [] when none says."""
+    import configparser
+    import tomllib
+
+    root = Path(tree)
+    for name, section in (("pytest.ini", "pytest"), ("pyproject.toml", None),
+                          ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        path = root / name
+        if not path.is_file():
+            continue
+        try:
+            if section is None:
+                tool = tomllib.loads(path.read_text(errors="replace")).get("tool", {})
+                pytest_cfg = tool.get("pytest", {})
+                options = pytest_cfg.get("ini_options", pytest_cfg) if isinstance(
+                    pytest_cfg, dict) else {}
+                if not pytest_cfg:
+                    continue
+                value = options.get("testpaths", [])
+                return [value] if isinstance(value, str) else [str(v) for v in value]
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(path.read_text(errors="replace"))
+        except (ValueError, configparser.Error, OSError):
+            continue
+        if parser.has_section(section):
+            return parser.get(section, "testpaths", fallback="").split()
+    return []
+
+
+_TEST_NAME = re.compile(r"^(test_.*|.*_test)\.py$")
+
+
+def _test_files(folder: Path, named_as_tests: bool = False) -> list[Path]:
+    """The ``.py`` files under ``folder`` (``named_as_tests``: only ``test_*.py`` and
+    ``*_test.py``, the files pytest collects by default), sorted, outside virtualenvs,
+    VCS and build dirs."""
+    found: list[Path] = []
+    if not folder.is_dir():
+        return [folder] if folder.suffix == ".py" and folder.is_file() else []
+    for path in sorted(folder.rglob("*.py")):
+        if named_as_tests and not _TEST_NAME.match(path.name):
+            continue
+        if not _SKIP_DIRS.intersection(path.relative_to(folder).parts[:-1]):
+            found.append(path)
+    return found
+
+
+def bare_node_places(tree: str | Path) -> list[str]:
+    """Where a bare node id is looked for, in order: the pytest configuration's
+    ``testpaths`` (globs expanded), then ``test/`` and ``tests/``, then the whole tree
+    (pytest's rootdir)."""
+    root = Path(tree)
+    places: list[str] = []
+    for entry in pytest_testpaths(root):
+        matches = sorted(root.glob(entry)) if any(c in entry for c in "*?[") else [root / entry]
+        places += [m.relative_to(root).as_posix() for m in matches if m.exists()]
+    places += ["test", "tests", "."]
+    return list(dict.fromkeys(places))
+
+
+def resolve_bare_node(node_id: str, tree: str | Path) -> str | None:
+    """The repo-relative file defining a bare ``Class::test`` node id (seed: "pytest rootdir
+    discovery needs the tree"), looked for where the project's pytest configuration says
+    tests are, then in both layouts, then the whole tree (``bare_node_places``): the first
+    place where any file defines it decides. torch's device-generic names
+    (``TestFooXPU::test_bar_xpu_float32``) are found through their source names. None when
+    no file or more than one file of that place defines it (never a guess)."""
     parts = [p for p in node_id.split("::") if p]
     if len(parts) < 2:
         return None
@@ -53,12 +122,15 @@ def resolve_bare_node(node_id: str, tree: str | Path, test_dir: str = "test") ->
     class_re = re.compile(r"^class (%s)\b" % "|".join(map(re.escape, classes)), re.M)
     test_re = re.compile(r"^\s+def (%s)\(" % "|".join(map(re.escape, tests)), re.M)
     root = Path(tree)
-    hits = []
-    for path in sorted((root / test_dir).rglob("*.py")):
-        text = path.read_text(errors="replace")
-        if class_re.search(text) and test_re.search(text):
-            hits.append(path.relative_to(root).as_posix())
-    return hits[0] if len(hits) == 1 else None
+    for place in bare_node_places(root):
+        hits = []
+        for path in _test_files(root / place, named_as_tests=place == "."):
+            text = path.read_text(errors="replace")
+            if class_re.search(text) and test_re.search(text):
+                hits.append(path.relative_to(root).as_posix())
+        if hits:
+            return hits[0] if len(set(hits)) == 1 else None
+    return None
 
 
 class CwdChoice(BaseModel):
@@ -112,9 +184,12 @@ def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str 
         for node in bare:
             found = resolve_bare_node(node, tree)
             if found is None:
+                where = ", ".join(p if p != "." else "the rest of the tree"
+                                  for p in bare_node_places(tree))
                 raise UnresolvedNodeId(
-                    f"bare node id {node!r} is defined in no single file under {tree}/test; "
-                    "give the reproducer as path/test_file.py::Class::test", node_id=node)
+                    f"bare node id {node!r} is defined in no single file of {tree} (looked in "
+                    f"{where}); give the reproducer as path/test_file.py::Class::test",
+                    node_id=node)
             resolved[node] = f"{found}::{node}"
         rep = rep.model_copy(update={
             "pytest_args": [resolved.get(a, a) for a in rep.pytest_args],

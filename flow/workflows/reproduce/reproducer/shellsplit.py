@@ -115,7 +115,14 @@ def _unescape_double(text: str) -> str:
 
 
 def _unescape_ansi_c(text: str) -> str:
-    """The inside of ``$'...'`` (the common escapes, ``\\xHH`` and octal ``\\NNN``)."""
+    """The inside of ``$'...'`` (the common escapes, ``\\xHH`` and octal ``\\NNN``). A NUL
+    (``\\0``, ``\\x00``) ends the string there, as in bash, whose words are C strings: no
+    NUL ever reaches a program's arguments."""
+    value = _ansi_c_escapes(text)
+    return value.split("\0", 1)[0]
+
+
+def _ansi_c_escapes(text: str) -> str:
     out, i = [], 0
     while i < len(text):
         c = text[i]
@@ -302,7 +309,10 @@ def _unit(node: Any, src: _Source, text: str) -> Command:
         cmd.piped = True
         return cmd
     if kind == "list":
-        return _unit(node.named_children[0], src, text)
+        first = node.named_children[0]
+        while first.type == "list":  # a long ``||`` chain nests to the left: walk, not recurse
+            first = first.named_children[0]
+        return _unit(first, src, text)
     if kind in {"command", "declaration_command", "unset_command", "variable_assignment",
                 "variable_assignments"}:
         return _simple(node, src, text)
@@ -310,25 +320,28 @@ def _unit(node: Any, src: _Source, text: str) -> Command:
 
 
 def _emit(node: Any, src: _Source, out: list[Command], background: bool) -> None:
-    """Append the units ``node`` runs as: ``&&`` lists split, everything else whole."""
-    text = src.of(node).strip()
+    """Append the units ``node`` runs as: ``&&`` lists split, everything else whole. An
+    ``&&`` list nests to the left, one level per command: it is walked with a stack, so
+    thousands of ``&&``-joined commands split as a few do."""
     if background:
-        cmd = _unit(node, src, f"{text} &")
+        cmd = _unit(node, src, f"{src.of(node).strip()} &")
         cmd.background = True
         out.append(cmd)
         return
-    if node.type == "list":
-        ops = [c.type for c in node.children if not c.is_named]
-        if ops == ["&&"]:
-            left, right = node.named_children[0], node.named_children[-1]
-            _emit(left, src, out, False)
-            _emit(right, src, out, False)
-            return
-    if node.type == "redirected_statement":
-        heredoc = next((c for c in node.named_children if c.type == "heredoc_redirect"), None)
-        if heredoc is not None and _split_heredoc_list(node, heredoc, src, out):
-            return
-    out.append(_unit(node, src, text))
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "list":
+            ops = [c.type for c in current.children if not c.is_named]
+            if ops == ["&&"]:
+                stack += [current.named_children[-1], current.named_children[0]]
+                continue
+        if current.type == "redirected_statement":
+            heredoc = next((c for c in current.named_children
+                            if c.type == "heredoc_redirect"), None)
+            if heredoc is not None and _split_heredoc_list(current, heredoc, src, out):
+                continue
+        out.append(_unit(current, src, src.of(current).strip()))
 
 
 def _split_heredoc_list(node: Any, heredoc: Any, src: _Source, out: list[Command]) -> bool:
@@ -378,8 +391,9 @@ def _problem(root: Any, src: _Source) -> str | None:
             if kind == "heredoc_end":
                 start = next((c for c in parent.children if c.type == "heredoc_start"), None)
                 delim = src.of(start).strip("'\"") if start is not None else "EOF"
-                return (f"here-document <<{delim} is never closed; end it with a line "
-                        f"holding only {delim}")
+                line = src.text[:src.offset(parent.start_byte)].count("\n") + 1
+                return (f"here-document <<{delim} opened on line {line} is never closed; "
+                        f"end it with a line holding only {delim}")
             return (f"{kind!r} missing at offset {src.offset(node.start_byte)}: {snippet!r}; "
                     "complete the shell syntax")
         if node.type == "ERROR" and first is None:
@@ -404,12 +418,25 @@ def _problem(root: Any, src: _Source) -> str | None:
 
 def split_commands(text: str) -> list[Command]:
     """Split shell text into the units bash runs, in order. Never returns empty commands.
-    Raises ReproducerParseError when bash could not parse the text."""
+    Raises ReproducerParseError when bash could not parse the text.
+
+    The grammar refuses a here-document whose line goes on after a ``;`` (``cat <<EOF;
+    python f.py``, ``cat <<A; cat <<B``), which bash runs: such a block is read as bash
+    reads it, the rest of the line after the here-documents' bodies (``heredoc_lines``)."""
     if not text.strip():
         return []
     src = _Source(text)
     tree = _parser().parse(src.data)
     problem = _problem(tree.root_node, src)
+    if problem is not None:
+        from flow.workflows.reproduce.reproducer.heredoc import heredoc_lines
+
+        moved = heredoc_lines(text)
+        if moved is not None and moved != text:
+            moved_src = _Source(moved)
+            moved_tree = _parser().parse(moved_src.data)
+            if _problem(moved_tree.root_node, moved_src) is None:
+                src, tree, problem = moved_src, moved_tree, None
     if problem is not None:
         raise ReproducerParseError(problem, text=text)
     out: list[Command] = []

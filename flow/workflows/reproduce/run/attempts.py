@@ -24,9 +24,15 @@ def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
     """One run of the reproducer; ``aligned`` adds what Stage 3 folded from the CI job log."""
     rep = reproducer(ctx)
     align = ctx.data.ci_env if aligned else {}
+    from flow.workflows.reproduce.run.block import BlockState, uses_folder
+
+    # a shell block's setup ran in this stage: its variables, PATH and interpreter carry
+    block = (BlockState.model_validate(ctx.data.block)
+             if ctx.data.block and ctx.data.current_stage == Stage.NIGHTLY.value else None)
     # a run "outside any source tree" in the flow's empty scratch dir: refined_command cds
     # to a fresh temp dir instead, so it still runs once the workspace is gone
-    fresh = ctx.data.cwd == scratch(ctx) and not rep.setup
+    fresh = ctx.data.cwd == scratch(ctx) and (
+        not rep.setup or block is not None and not uses_folder(block, scratch(ctx)))
     return runner.exercise(rep, cwd=ctx.data.cwd, pytest_args=ctx.data.pytest_args,
                            fresh_cwd=fresh,
                            settings=ctx.settings, log=ctx.path(f"logs/{label}.log"),
@@ -37,7 +43,7 @@ def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
                            timeout=run_timeout(ctx, profile), key=label,
                            extra_env=align.get("env") or None,
                            pytest_timeout=align.get("timeout"),
-                           exitfirst=bool(align.get("exitfirst")))
+                           exitfirst=bool(align.get("exitfirst")), block=block)
 
 
 def table(ctx: Any, stage: str, ran: runner.Exercise, label: str = "the nightly wheel") -> Decision:

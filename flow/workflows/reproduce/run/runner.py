@@ -20,6 +20,7 @@ import os
 import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,6 +33,9 @@ from flow.workflows.reproduce.run.deciding import (
     DEFAULT_TIMEOUT_S, clean_env, pytest_flags, with_report,
 )
 from flow.workflows.reproduce.verdict.refined_command import FRESH_DIR, render
+
+if TYPE_CHECKING:
+    from flow.workflows.reproduce.run.block import BlockState
 
 
 # launch(key, argv, log, env, timeout, cwd) -> proc.Result: a long run (ctx.job in a step)
@@ -106,16 +110,27 @@ def collect(rep: Reproducer, *, python: str, cwd: str, pytest_args: list[str],
 
 
 def run_setup(rep: Reproducer, *, cwd: str, env: Mapping[str, str], log: Path,
-              launch: Launch, timeout: float) -> str | None:
+              launch: Launch, timeout: float, state_file: Path | None = None) -> str | None:
     """Run a shell block's setup steps in order, in one ``bash -c`` (``proc.shell``) so
-    cd/export carry over, from ``cwd``. Returns the blocker of the first failing step (or
-    of the timeout), or None."""
+    cd/export/activate carry over, from ``cwd``; with ``state_file``, the script ends by
+    writing what the block leaves for its reproduce step there (``block.capture_script``;
+    read it with ``setup_state``). Returns the blocker of the first failing step (or of
+    the timeout), or None."""
+    from flow.workflows.reproduce.run.block import capture_script, interpreter_names
+
     script = [f"cd {shlex.quote(cwd)} || exit 1"]
     for i, step in enumerate(rep.setup):
         script.append(f"{step.text}\nrc=$?; if [ $rc -ne 0 ]; then echo __SETUP_FAILED__ {i} $rc; exit $rc; fi")
     if len(script) == 1:
         return None
-    result = launch("setup", proc.shell("\n".join(script)), log, env, timeout, None)
+    if state_file is not None:
+        script.append(capture_script(state_file, interpreter_names(rep)))
+    # the script is a file the shell sources (a block of thousands of steps is longer
+    # than one argument may be)
+    source = log.with_suffix(".sh")
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text("\n".join(script) + "\n", encoding="utf-8", errors="surrogateescape")
+    result = launch("setup", proc.shell(f". {shlex.quote(str(source))}"), log, env, timeout, None)
     if result.timed_out or result.lost:
         return f"setup steps {_ended(result, timeout)}: {result.tail(5)}"
     if result.code == 0:
@@ -124,6 +139,14 @@ def run_setup(rep: Reproducer, *, cwd: str, env: Mapping[str, str], log: Path,
               if line.startswith("__SETUP_FAILED__")]
     index = int(marker[-1][1]) if marker else len(rep.setup) - 1
     return setup_blocker(rep.setup[index].text, result.code)
+
+
+def setup_state(state_file: Path, env: Mapping[str, str]) -> "BlockState | None":
+    """What the setup run with ``env`` left in ``state_file`` (``block.read_state``; the
+    environment compared is the one the child saw: secrets dropped)."""
+    from flow.workflows.reproduce.run.block import read_state
+
+    return read_state(state_file, proc.child_env(env))
 
 
 def _ended(result: proc.Result, timeout: float) -> str:
@@ -137,7 +160,8 @@ def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
              key: str = "run", python: str | None = None, bin_dir: str | None = None,
              extra_env: dict[str, str] | None = None, pytest_timeout: int | None = None,
              exitfirst: bool = False, bypass: str | None = None,
-             activate: str | None = None, fresh_cwd: bool = False) -> Exercise:
+             activate: str | None = None, fresh_cwd: bool = False,
+             block: "BlockState | None" = None) -> Exercise:
     """Render the refined command and run it exactly as a caller will: ``bash -c`` in a
     clean environment (``clean_env``), through ``launch`` with ``timeout``; interpret it
     per form. A timed-out or lost run is BLOCKED with ``timed out after N s`` and the
@@ -147,12 +171,20 @@ def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
     no outcome); the refined command returned is the contract's string. ``pytest_timeout``
     is the ``--timeout`` a CI job log asked for (a pytest-timeout flag in the command).
     ``fresh_cwd``: ``cwd`` is an empty scratch dir; the command cds to a fresh ``mktemp -d``
-    instead (the seed's "cd $(mktemp -d)"), so it does not depend on the workspace."""
+    instead (the seed's "cd $(mktemp -d)"), so it does not depend on the workspace.
+    ``block``: what a shell block's setup left (its variables and PATH go before the
+    step, ``python`` is then the interpreter the block's PATH resolved)."""
+    block_env, path_word = None, None
+    if block is not None:
+        from flow.workflows.reproduce.run.block import prefix_env
+
+        block_env, path_word = prefix_env(block, rep)
     refined = render(rep, cwd=FRESH_DIR if fresh_cwd else cwd, env=extra_env, sv=rep.step_is_pytest, timeout=pytest_timeout,
                      exitfirst=exitfirst, pytest_args=pytest_args, python=python,
                      pytest_flags=(pytest_flags(rep.pytest_args, bypass) if rep.step_is_pytest
                                    else None),
-                     bin_dir=bin_dir, activate=activate)
+                     bin_dir=bin_dir, activate=activate, block_env=block_env,
+                     path_word=path_word)
     env = clean_env(settings)
     junit = log.with_suffix(".xml")
     result = launch(key, proc.shell(with_report(refined, log, rep.step_is_pytest)), log, env,

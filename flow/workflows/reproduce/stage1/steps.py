@@ -88,9 +88,37 @@ def stage1(ctx: Any) -> Any:
     problem = install_nightly(ctx, profile)
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
-    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env_of(ctx),
+    env = env_of(ctx)
+    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env,
                                log=ctx.path("logs/setup.log"), launch=launcher(ctx),
-                               timeout=run_timeout(ctx, profile))
+                               timeout=run_timeout(ctx, profile),
+                               state_file=ctx.path("logs/setup.state"))
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
+    carry_block(ctx, ctx.path("logs/setup.state"), env)
     return act(ctx, decide(ctx, profile, Stage.NIGHTLY, "stage1"))
+
+
+def carry_block(ctx: Any, state_file: Any, env: dict[str, str]) -> None:
+    """A shell block's setup ran: its reproduce step runs where bash would run it (the
+    folder the block ended in, its variables, the interpreter its PATH resolves, such as
+    an activated venv's), never with the project interpreter put in its place. A block
+    that ended in the empty folder it started in runs in a fresh ``mktemp -d``."""
+    from flow.workflows.reproduce.run.block import uses_folder
+
+    state = runner.setup_state(state_file, env)
+    if state is None:
+        return
+    ctx.data.block = state.model_dump(mode="json")
+    ctx.data.cwd = state.cwd
+    ctx.data.cwd_rule = ("where the shell block's setup left the shell (its cd lines, as bash "
+                         "ran them)" if uses_folder(state, scratch(ctx))
+                         else "outside any source tree (the block's setup wrote nothing)")
+    from pathlib import Path
+
+    if state.program and Path(state.program).parent != Path(ctx.data.python or "").parent:
+        # another environment than the project interpreter's (an activated venv)
+        ctx.data.notes.append(f"the shell block's environment resolves the interpreter to "
+                              f"{state.program} (not {ctx.data.python}); the reproduce step "
+                              "runs with it")
+        ctx.data.python, ctx.data.path_head = state.program, str(Path(state.program).parent)

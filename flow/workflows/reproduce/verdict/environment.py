@@ -261,6 +261,27 @@ class Environment(BaseModel):
     project_imports: list[str] = []
     packages: dict[str, str] = {}
     tree: TreeState | None = None
+    # set when the interpreter imports the project from another folder than the tree (an
+    # editable install of another clone, a copy installed from elsewhere): the verdict is
+    # about that code, not the tree's
+    other_code: str | None = None
+
+
+def _other_code(proj: dict | None, origin: str | None, tree: TreeState | None) -> str | None:
+    """What the run imports instead of the tree, in words; None when it is the tree's code
+    (installed from the tree or a folder inside it, or not installed)."""
+    if proj is None or tree is None or origin is None or origin == "the tree":
+        return None
+    url = str(proj.get("url") or "")
+    if url.startswith("file://"):
+        folder, root = Path(url[7:]).resolve(), Path(tree.path).resolve()
+        if folder.is_relative_to(root):
+            return None
+    if proj.get("editable"):
+        return (f"the interpreter imports {proj.get('name')} from {origin} (an editable "
+                f"install of another folder), not from the tree {tree.path}")
+    return (f"the interpreter imports {proj.get('name')} {proj.get('version')} installed "
+            f"from {origin}, not from the tree {tree.path}")
 
 
 def probe_argv(python: str, packages: list[str], tree: str | None = None) -> list[str]:
@@ -310,13 +331,14 @@ def read_probe(python: str, output: str, project: str | None, packages: list[str
     if project:
         install = ("not installed" if proj is None
                    else "editable" if proj.get("editable") else "installed")
+    origin = _origin(proj, tree.path if tree else None) if proj else None
     return Environment(
         interpreter=python, python_version=found.get("python_version"), project=project,
         project_version=proj.get("version") if proj else None, project_install=install,
-        project_origin=_origin(proj, tree.path if tree else None) if proj else None,
+        project_origin=origin,
         project_imports=list(proj.get("top_level") or []) if proj else [],
         packages={n: d["version"] for n, d in dists.items() if n in packages},
-        tree=tree)
+        tree=tree, other_code=_other_code(proj, origin, tree))
 
 
 def _setup_py_name(text: str) -> str | None:
@@ -417,6 +439,11 @@ def rerun_after_fix(env: Environment, source_dir: str | None, build_note: str | 
         return build_note
     if env.project_install == "installed" and source_dir:
         return reinstall_command(env.interpreter, source_dir)
+    if env.project_install == "editable" and env.other_code and source_dir:
+        # an editable install of another folder: the tree's code is seen once the tree is
+        # the one installed editable
+        return " ".join(shlex.quote(w) for w in [env.interpreter, "-m", "pip", "install",
+                                                  "--no-deps", "-e", source_dir])
     return ""
 
 

@@ -47,6 +47,17 @@ def finalize(ctx: Any, verdict: Any) -> Any:
     return verdict.model_copy(update=update)
 
 
+def with_environment(ctx: Any, verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A CANNOT_VERIFY verdict (a collection error, a failed setup step, a timeout) with
+    ``environment`` filled as every other verdict has it, once prepare chose the
+    interpreter; any other verdict as it is."""
+    if not verdict or verdict.get("verdict") != "CANNOT_VERIFY" or verdict.get("environment") \
+            or not ctx.data.python:
+        return verdict
+    env = describe_environment(ctx, profile_of(ctx), verdict.get("stage") or Stage.NIGHTLY)
+    return {**verdict, "environment": env.model_dump(mode="json")}
+
+
 def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     """``envinfo.Environment`` of the stage's interpreter and the tree the run used (the
     project identified from installed metadata; prepare's probe reused when it was of
@@ -63,7 +74,15 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     output = project_probe(ctx, profile, python)
     where = ctx.data.tree or ctx.data.source_dir
     tree = None
-    if where and ctx.data.tree_found and Stage(stage) is Stage.NIGHTLY:
+    other = other_tree(ctx, where)
+    if other is not None:
+        # the command cd'd into another git tree: that tree ran, so its HEAD is named
+        tree = read_tree(ctx, other)
+        note = (f"the reproducer ran in {ctx.data.cwd}, inside the git tree {other} (not "
+                f"--source-dir {where}); the verdict names that tree's HEAD")
+        if note not in ctx.data.notes:
+            ctx.data.notes.append(note)
+    elif where and ctx.data.tree_found and Stage(stage) is Stage.NIGHTLY:
         tree = envinfo.TreeState.model_validate(ctx.data.tree_found)
     elif where:
         tree = read_tree(ctx, where)
@@ -73,12 +92,36 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
                 f"not from the tree {where}; a fix in the tree is not seen by that copy")
         if note not in ctx.data.notes:
             ctx.data.notes.append(note)
+    if env.project_install == "editable" and env.other_code:
+        note = (f"WARNING: this verdict ran other code than the tree: {env.other_code}; a fix "
+                "in the tree is not seen until the tree is installed (rerun_after_fix)")
+        if note not in ctx.data.notes:
+            ctx.data.notes.append(note)
     if not ctx.data.installed_versions:
         ctx.data.installed_versions = {n: v for n, v in env.packages.items()
                                        if n in profile.nightly.packages}
     return env
 
 
+
+
+def other_tree(ctx: Any, where: str | None) -> str | None:
+    """The top of the git work tree the reproducer ran in (its ``cwd``, after the
+    command's own ``cd``s) when that is not the source tree ``where``; None when it ran in
+    the source tree, outside any git tree, or in the flow's own folder."""
+    from pathlib import Path
+
+    cwd = ctx.data.cwd
+    if not cwd or not where or not Path(cwd).is_dir():
+        return None
+    here, source = Path(cwd).resolve(), Path(where).resolve()
+    if here.is_relative_to(source) or here.is_relative_to(Path(ctx.dir).resolve()):
+        return None
+    got = ctx.query(["git", "-C", str(here), "rev-parse", "--show-toplevel"], env=ctx.settings)
+    top = got.text.strip().splitlines()[-1] if got.code == 0 and got.text.strip() else ""
+    if not top or Path(top).resolve() == source:
+        return None
+    return top
 
 
 def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:

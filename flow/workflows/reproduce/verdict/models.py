@@ -133,6 +133,7 @@ class CannotVerify(_Verdict):
     verdict: Literal["CANNOT_VERIFY"] = "CANNOT_VERIFY"
     stage: Stage
     blocker: str = Field(min_length=1)
+    environment: dict[str, Any] | None = None   # where it was blocked, once a stage began
 
 
 Verdict = Annotated[

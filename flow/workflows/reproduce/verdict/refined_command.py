@@ -97,7 +97,8 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
            sv: bool = False, timeout: int | None = None, exitfirst: bool = False,
            pytest_args: list[str] | None = None, python: str | None = None,
            pytest_flags: list[str] | None = None, bin_dir: str | None = None,
-           activate: str | None = None) -> str:
+           activate: str | None = None, block_env: dict[str, str] | None = None,
+           path_word: str | None = None) -> str:
     """The refined command for ``rep``.
 
     ``cwd`` (decided by the caller's cwd rules) becomes ``cd DIR &&``; ``env`` is merged
@@ -109,10 +110,13 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
     environment that reproduced: it replaces a bare ``python``/``pytest`` so the command
     runs the same way from a fresh shell; ``bin_dir`` (that environment's bin) is put
     first on PATH for any other program the step runs (a console script). ``activate``
-    is a profile's activation command, run first (``activate && ...``). Setup steps are
-    never included. Raises ValueError on an env name that is not a shell name.
+    is a profile's activation command, run first (``activate && ...``). ``block_env``
+    and ``path_word`` are what a shell block's setup left for its step (``run.block``:
+    the variables it set, ``PATH=<venv>/bin:"$PATH"``), put before the step's own
+    prefixes. Setup steps are never included. Raises ValueError on an env name that is
+    not a shell name.
     """
-    merged = {**rep.env, **(env or {})}
+    merged = {**(block_env or {}), **rep.env, **(env or {})}
     for name in merged:
         if not _ENV_NAME.fullmatch(name):
             raise ValueError(f"env var name {name!r} is not a shell name; drop or rename it")
@@ -139,7 +143,9 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
     exports = " && ".join(f"export {n}={_value(rep, n, merged[n])}" for n in merged if n in expanded)
     prefix = " ".join(f"{name}={_value(rep, name, value)}" for name, value in merged.items()
                       if name not in expanded)
-    if program_uses_path and "PATH" not in merged:
+    if path_word and "PATH" not in merged:
+        prefix = " ".join(filter(None, [path_word, prefix]))
+    elif program_uses_path and "PATH" not in merged:
         prefix = " ".join(filter(None, [f'PATH={shlex.quote(bin_dir or "")}:"$PATH"', prefix]))
     command = f"{prefix} {body}" if prefix else body
     command = f"{exports} && {command}" if exports else command

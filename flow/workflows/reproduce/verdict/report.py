@@ -70,6 +70,9 @@ def remember_tree_as_left(ctx: Any) -> None:
 
 def finish(ctx: Any) -> Any:
     """Write verdict.json and report.json; Done with outcome, verdict and report."""
+    from flow.workflows.reproduce.verdict.finalize import with_environment
+
+    ctx.data.verdict = with_environment(ctx, ctx.data.verdict)
     verdict = VERDICT_ADAPTER.validate_python(ctx.data.verdict)
     if getattr(verdict, "verdict", "") == "CANNOT_VERIFY" and verdict.stage == "ci_env":
         passed = "stages nightly and source_build passed (the test did not fail there)"
@@ -92,6 +95,9 @@ def finish(ctx: Any) -> Any:
         "NO_REPRODUCER": ["ask the reporter for a runnable reproducer command"],
         "CANNOT_VERIFY": _cannot_verify_steps(ctx, verdict),
     }[verdict.verdict]
+    other = (getattr(verdict, "environment", None) or {}).get("other_code")
+    if other:
+        steps = [f"this verdict ran other code than the tree: {other}", *steps]
     return Done({"outcome": verdict.verdict, "verdict": dumped["verdict"], "report": dumped,
                  "verdict_path": str(ctx.path("verdict.json")), "reuse_key": ctx.flow_id},
                 steps)
