@@ -30,7 +30,7 @@ def collect(root: Path) -> list[dict[str, Any]]:
             continue
         row: dict[str, Any] = {"flow_id": str(folder.relative_to(root)), "path": str(folder)}
         try:
-            row.update(describe(loads(path.read_bytes())))
+            row.update(describe(loads(path.read_bytes()), folder))
         except (OSError, ValueError, AttributeError) as exc:
             row.update(workflow=None, phase=None, unreadable=str(exc))
         try:
@@ -42,9 +42,16 @@ def collect(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def describe(raw: Any) -> dict[str, Any]:
-    """The status fields of one raw state (``AttributeError`` if it is no object)."""
+def describe(raw: Any, folder: Path | None = None,
+             allowed: Any = None) -> dict[str, Any]:
+    """The status fields of one raw state (``AttributeError`` if it is no object). With the
+    flow's ``folder``, a job whose own result file is there is finished, not running
+    (``flow.cli.jobstate``); ``allowed(path)`` says which logs may be read (default: any the
+    state names)."""
+    from flow.cli.jobstate import anywhere, finished, job_views, progress, running
+
     pending = [t for t in raw.get("tasks", []) if t.get("status") == "pending"]
+    views = job_views(raw.get("jobs"), folder, allowed or anywhere)
     return dict(
         workflow=raw.get("workflow"), phase=raw.get("phase"),
         revision=raw.get("revision"), updated_at=raw.get("updated_at"),
@@ -53,26 +60,19 @@ def describe(raw: Any) -> dict[str, Any]:
         finished=raw.get("result") is not None,
         outcome=(raw.get("result") or {}).get("outcome"),
         age_seconds=_age(raw.get("updated_at")),
-        jobs=_jobs(raw.get("jobs") or {}),
+        jobs=[_brief(v) for v in running(views)],
+        finished_jobs=[_brief(v) for v in finished(views)],
+        progress=progress(raw, views),
         subject=subject(raw.get("workflow"), raw.get("data")),
     )
 
 
-def _jobs(jobs: dict[str, Any]) -> list[dict[str, Any]]:
-    """The running background jobs of a flow: elapsed time and the log's last line."""
-    from flow.core.proc import log_tail
+def _brief(view: dict[str, Any]) -> dict[str, Any]:
+    """A job as ``status`` lists it: running (elapsed, last line) or finished (exit, end)."""
+    keep = ("id", "phase", "log_file", "elapsed_s", "timeout_s", "last_line", "started_at",
+            "code", "timed_out", "lost", "ended_at", "duration_s")
+    return {k: view[k] for k in keep if k in view}
 
-    out = []
-    now = time.time()
-    for job in jobs.values():
-        if not isinstance(job, dict) or job.get("result") is not None:
-            continue
-        started = job.get("started_at")
-        last = log_tail(Path(str(job.get("log_file"))), 1)
-        out.append({"id": job.get("job_id"), "log_file": job.get("log_file"),
-                    "elapsed_s": round(now - started, 1) if isinstance(started, float) else None,
-                    "timeout_s": job.get("timeout_s"), "last_line": last[0] if last else ""})
-    return out
 def subject(workflow: Any, data: Any) -> str | None:
     """What a flow works on, in a person's words: the test file, the command, the PR.
 
@@ -109,6 +109,18 @@ def _age(stamp: Any) -> int | None:
         return None
 
 
+def steps(progress: Any) -> str:
+    """`` (entry 3 of 10, shard 2 of 4 done)``: the step k of N of a flow's long work."""
+    if not isinstance(progress, dict) or not progress:
+        return ""
+    parts = []
+    if progress.get("batch"):
+        parts.append(f"entry {progress['batch']['entry']} of {progress['batch']['of']}")
+    if progress.get("jobs"):
+        parts.append(f"{progress['jobs']['done']} of {progress['jobs']['of']} jobs done")
+    return f" ({', '.join(parts)})"
+
+
 def human_age(seconds: int | None) -> str:
     if seconds is None:
         return "?"
@@ -134,8 +146,12 @@ def table(rows: list[dict[str, Any]], root: Path | str) -> str:
             note = "needs a person"
         elif r.get("jobs"):
             job = r["jobs"][0]
-            note = (f"job {job['id']} running {human_age(int(job['elapsed_s'] or 0))}: "
-                    f"{job['last_line']}")
+            note = (f"job {job['id']} running {human_age(int(job['elapsed_s'] or 0))}"
+                    f"{steps(r.get('progress'))}: {job['last_line']}")
+        elif r.get("finished_jobs"):
+            job = r["finished_jobs"][0]
+            note = (f"job {job['id']} finished (exit {job.get('code')}) at "
+                    f"{job.get('ended_at')}; --resume takes its result")
         else:
             note = "waiting for tasks" if r.get("pending") else "ready to resume"
         lines.append((r["flow_id"], r.get("subject") or "-", str(r.get("workflow")),
