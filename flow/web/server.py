@@ -3,7 +3,8 @@
 The socket is bound before anything is printed (127.0.0.1 and a port the system picks unless
 ``--host``/``--port`` say otherwise), so the printed URL is already listening; uvicorn then
 serves ``flow.web.app`` on that very socket. Its own log goes to stderr; stdout holds the one
-JSON object of the harness contract. Ctrl-C (SIGINT) or SIGTERM stops it with exit 0.
+JSON object of the harness contract. Only the Host names it serves are answered
+(``flow.web.hosts``); ``--host`` other than a loopback name warns on stderr. Ctrl-C (SIGINT) or SIGTERM stops it with exit 0.
 """
 
 from __future__ import annotations
@@ -59,12 +60,20 @@ def serve(root: Path, host: str, port: int, harness: str,
         from workspace.pgconn import connect
 
         connect(store)
+    import sys
+
+    from flow.web.hosts import open_warning, served_names
+
     sock = bind(host, port)
     url = url_of(sock)
+    warning = open_warning(host)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     emit({**envelope(None, root, "done", harness), "serving": True, "url": url,
           "read_only": True, **({"store": mask_url(store)} if store else {}),
           "next_steps": [f"open {url} in a browser; Ctrl-C stops the server"]})
-    config = uvicorn.Config(create_app(root.resolve(), store), log_level="warning", access_log=False,
+    config = uvicorn.Config(create_app(root.resolve(), store, served_names(host)),
+                            log_level="warning", access_log=False,
                             lifespan="off")
     server = uvicorn.Server(config)
     try:

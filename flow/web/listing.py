@@ -1,0 +1,118 @@
+"""The list of flows as a page and ``status --needs-me`` show it: one word of state per
+flow, what needs a person first, search, filters and pages.
+
+``state_of`` names what a flow waits on (error, done, person, job, agent, ready, stuck,
+unreadable). The inbox is what needs a person: a question (``need_human``), a last error or
+a state that cannot be read, and a stuck flow (not finished, no job running, no question,
+untouched for ``ORCHESTRATOR_STUCK_S`` seconds, default an hour: nobody drives it). The list
+puts those first (in that order, then the rest by flow id), counts them, filters by state,
+workflow and a search over the flow id and what it works on, and cuts pages of ``PAGE``.
+Pure functions over the index's summaries (``flow.web.index``); nothing is read here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+STATES = ("person", "error", "stuck", "unreadable", "job", "agent", "ready", "done")
+NEEDS_ME = ("person", "error", "unreadable", "stuck")
+RANK = {s: i for i, s in enumerate(STATES)}
+PAGE = 100
+STUCK_S = 3600.0
+
+
+def stuck_after() -> float:
+    raw = os.environ.get("ORCHESTRATOR_STUCK_S", "").strip()
+    try:
+        return float(raw) if raw else STUCK_S
+    except ValueError:
+        return STUCK_S
+
+
+def state_of(row: dict[str, Any], age: float | None = None, stuck_s: float = STUCK_S) -> str:
+    """One word for what a flow waits on."""
+    if row.get("unreadable"):
+        return "unreadable"
+    if row.get("last_error"):
+        return "error"
+    if row.get("finished"):
+        return "done"
+    if row.get("question"):
+        return "person"
+    if row.get("jobs"):
+        return "job"
+    if age is not None and age > stuck_s:
+        return "stuck"
+    return "agent" if row.get("pending") else "ready"
+
+
+def _age(row: dict[str, Any], now: float) -> int | None:
+    import calendar
+
+    try:
+        stamp = calendar.timegm(time.strptime(str(row.get("updated_at")), "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return None
+    return int(now - stamp)
+
+
+def shown(rows: list[dict[str, Any]], now: float | None = None) -> list[dict[str, Any]]:
+    """Each summary copied with its ``state``, ``age_seconds``, ``age``, ``updated_epoch``
+    and running jobs' ``elapsed_s`` as of ``now``, what needs a person first."""
+    from flow.cli.status import human_age
+
+    now = time.time() if now is None else now
+    stuck_s = stuck_after()
+    out = []
+    for row in rows:
+        age = _age(row, now)
+        jobs = [{**j, "elapsed_s": round(now - j["started_at"], 1)
+                 if isinstance(j.get("started_at"), float) else j.get("elapsed_s")}
+                for j in row.get("jobs") or []]
+        item = {**row, "jobs": jobs, "age_seconds": age, "age": human_age(age),
+                "updated_epoch": None if age is None else int(now) - age}
+        item["state"] = state_of(item, age, stuck_s)
+        out.append(item)
+    out.sort(key=lambda r: (RANK.get(r["state"], len(RANK)), r["flow_id"]))
+    return out
+
+
+def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many flows are in each state (every state named, zeros included)."""
+    out = dict.fromkeys(STATES, 0)
+    for row in rows:
+        out[row["state"]] = out.get(row["state"], 0) + 1
+    return out
+
+
+def choose(rows: list[dict[str, Any]], *, state: str = "", workflow: str = "", q: str = "",
+           needs_me: bool = False) -> list[dict[str, Any]]:
+    """The rows a filter keeps (``q``: words all found in the flow id or the subject)."""
+    words = q.lower().split()
+    out = []
+    for r in rows:
+        if needs_me and r["state"] not in NEEDS_ME:
+            continue
+        if state and r["state"] != state or workflow and r.get("workflow") != workflow:
+            continue
+        hay = f"{r['flow_id']} {r.get('subject') or ''}".lower()
+        if all(w in hay for w in words):
+            out.append(r)
+    return out
+
+
+def page_of(rows: list[dict[str, Any]], page: int, size: int = PAGE
+            ) -> tuple[list[dict[str, Any]], int, int]:
+    """Rows of page ``page`` (from 1, clamped), that page and the number of pages."""
+    pages = max(1, -(-len(rows) // size))
+    page = min(max(1, page), pages)
+    return rows[(page - 1) * size: page * size], page, pages
+
+
+def needs_me(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The inbox: what needs a person, first things first, with why."""
+    why = {"person": "asks a person", "error": "failed", "unreadable": "state unreadable",
+           "stuck": "stuck"}
+    return [{**r, "why": why[r["state"]]} for r in shown(rows) if r["state"] in NEEDS_ME]
