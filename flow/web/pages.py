@@ -71,6 +71,8 @@ def flow_page(root: Path, flow_id: str, src: Any = None) -> dict[str, Any] | Non
             "path": states_taken(history, str(raw.get("phase"))),
             "question": raw.get("question"),
             "answer_command": _answer_command(root, raw, flow_id, getattr(src, "url", None)),
+            "resume_command": _commands(root, raw, flow_id, getattr(src, "url", None)).resume()
+            if raw.get("result") is None else None,
             "tasks": pending_tasks(src.last_spec(flow_id), raw, _feeder(root, raw, flow_id,
                                                                           src)),
             "jobs": jobs_of(root, raw, src.folder(flow_id)),
@@ -96,11 +98,16 @@ def _answer_command(root: Path, raw: dict[str, Any], flow_id: str,
     """The absolute command that records a person's answer (interpreter, script, workspace,
     store, harness: it runs from a fresh shell), the same one the flow's need_human spec
     prints."""
+    return _commands(root, raw, flow_id, store).answer("VALUE")
+
+
+def _commands(root: Path, raw: dict[str, Any], flow_id: str, store: str | None) -> Any:
+    """The flow's command maker (``flow.core.commands``): absolute, runnable from anywhere."""
     from flow.core.commands import Commands
 
     script = Path(__file__).resolve().parents[2] / "orchestrator.py"
     return Commands(script, root.resolve(), str(raw.get("harness") or "claude"),
-                    flow_id, store=store).answer("VALUE")
+                    flow_id, store=store)
 
 
 def timeline(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -21,9 +21,6 @@
   function key(node) {
     return node.nodeType === 1 ? node.getAttribute("data-key") : null;
   }
-  function same(a, b) {
-    return a.nodeType === b.nodeType && a.nodeName === b.nodeName && key(a) === key(b);
-  }
   function attrs(to, from) {
     var i;
     for (i = to.attributes.length - 1; i >= 0; i--) {
@@ -35,19 +32,31 @@
       if (to.getAttribute(a.name) !== a.value) to.setAttribute(a.name, a.value);
     }
   }
+  // The old child that new node `w` updates: the one with its data-key, else the first of
+  // the next few unkeyed ones of its kind (and id) from position `at`.
+  function match(to, w, at, byKey) {
+    var k = key(w);
+    if (k !== null) return byKey[k] || null;
+    for (var i = at; i < Math.min(to.childNodes.length, at + 6); i++) {
+      var h = to.childNodes[i];
+      if (key(h) !== null || h.nodeType !== w.nodeType || h.nodeName !== w.nodeName) continue;
+      if (w.nodeType !== 1 || h.id === w.id) return h;
+    }
+    return null;
+  }
   // Make the children of `to` equal to those of `from`, touching only what differs.
   function morph(to, from) {
     var want = Array.prototype.slice.call(from.childNodes);
-    var have = Array.prototype.slice.call(to.childNodes);
     var byKey = {};
-    have.forEach(function (n) { var k = key(n); if (k !== null) byKey[k] = n; });
+    Array.prototype.forEach.call(to.childNodes, function (n) {
+      var k = key(n); if (k !== null) byKey[k] = n;
+    });
     var at = 0;
     want.forEach(function (w) {
-      var k = key(w);
+      var h = match(to, w, at, byKey);
+      if (key(w) !== null) delete byKey[key(w)];
       var current = to.childNodes[at];
-      var h = k !== null ? byKey[k] : current;
-      if (k !== null) delete byKey[k];
-      if (h && same(h, w)) {
+      if (h) {
         if (h !== current) to.insertBefore(h, current || null);
         if (w.nodeType === 3 || w.nodeType === 8) {
           if (h.nodeValue !== w.nodeValue) h.nodeValue = w.nodeValue;
@@ -61,9 +70,6 @@
       at++;
     });
     while (to.childNodes.length > at) to.removeChild(to.lastChild);
-    Object.keys(byKey).forEach(function (k) {
-      if (byKey[k].parentNode === to && Array.prototype.indexOf.call(to.childNodes, byKey[k]) >= at) to.removeChild(byKey[k]);
-    });
   }
   var busy = new WeakMap();
   var again = new WeakMap();
