@@ -47,14 +47,18 @@ HEADERS = {
 }
 
 
-def _mask(value: Any) -> Any:
-    """Every value a template prints, with secrets masked (``flow.core.redact``)."""
-    return redact(value) if isinstance(value, str) else value
-
-
 def templates() -> Environment:
+    """The templates; every value they print has its secrets masked (``flow.core.redact``,
+    the secret values found once for the server's life, each distinct text masked once)."""
+    from flow.core.redact import masker
+
+    mask = masker()
+
+    def finalize(value: Any) -> Any:
+        return mask(value) if isinstance(value, str) else value
+
     return Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True,
-                       finalize=_mask, trim_blocks=True, lstrip_blocks=True)
+                       finalize=finalize, trim_blocks=True, lstrip_blocks=True)
 
 
 def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) -> Any:
@@ -80,10 +84,14 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         return HTMLResponse(html(name, **context), status_code=status)
 
     def answer(request: Request, body: str, etag: str) -> Response:
-        """The body, or 304 when the page already holds this version of it."""
+        """The body, or 304 when the page already holds this version of it; the index is
+        refreshed once the answer is sent (``FlowIndex.later``)."""
+        from starlette.background import BackgroundTask
+
+        after = BackgroundTask(index.later)
         if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers={"ETag": etag})
-        return HTMLResponse(body, headers={"ETag": etag})
+            return Response(status_code=304, headers={"ETag": etag}, background=after)
+        return HTMLResponse(body, headers={"ETag": etag}, background=after)
 
     def listing(params: dict[str, str], part: bool) -> tuple[str, str]:
         """The list (or its live part) for these parameters, rendered once per change of the

@@ -12,8 +12,8 @@ signature it was read under, and a refresh re-reads a flow only when its signatu
 - the PostgreSQL store: each row's ``revision`` and the digest of its ``last_error``, one
   small query; only changed states are fetched.
 
-A refresh runs at most once per ``fresh_s`` and one at a time (a request that finds one under
-way uses the summaries it has); ``generation`` counts the changes, so a page can be answered
+A refresh runs at most once per ``fresh_s``, one at a time, in a background thread after
+the first (a request is answered from the summaries known, never kept waiting by a walk); ``generation`` counts the changes, so a page can be answered
 "not modified" (``flow.web.app``). ``reads`` counts the flow files opened and the states
 fetched: nothing changed, nothing read. Blocking work here runs in a worker thread, never on
 the server's event loop (the app calls it through ``run_in_threadpool``).
@@ -57,34 +57,52 @@ class FlowIndex:
         self._lock = threading.Lock()
 
     def rows(self) -> list[dict[str, Any]]:
-        """The summaries, refreshed first when the last refresh is older than ``fresh_s``."""
-        if time.monotonic() - self.checked >= self.fresh_s:
-            if self._lock.acquire(blocking=not self.checked):
-                try:
+        """The summaries. The first call reads them; later ones answer at once from what is
+        known (``later`` refreshes them once the answer is sent), so no request waits on a
+        workspace walk."""
+        if not self.checked:
+            with self._lock:
+                if not self.checked:
                     self.refresh()
-                finally:
-                    self._lock.release()
         return list(self._rows.values())
 
+    def later(self) -> None:
+        """When the last refresh is older than ``fresh_s``, start one in a background thread
+        (never two at a time); the app calls this after an answer went out."""
+        if time.monotonic() - self.checked >= self.fresh_s and \
+                self._lock.acquire(blocking=False):
+            threading.Thread(target=self._refresh_and_release, daemon=True,
+                             name="dashboard-index").start()
+
+    def _refresh_and_release(self) -> None:
+        try:
+            self.refresh()
+        except Exception:  # noqa: BLE001 - a store that does not answer: try again later
+            self.checked = time.monotonic()
+        finally:
+            self._lock.release()
+
     def refresh(self) -> bool:
-        """Re-read the flows whose signature changed; True if anything did."""
+        """Re-read the flows whose signature changed; True if anything did. The summaries
+        are swapped in at once (a reader never sees a half-made table)."""
         url = getattr(self.source, "url", None)
-        seen = self._store_refresh(url) if url else self._folder_refresh()
-        gone = set(self._rows) - seen
+        rows = dict(self._rows)
+        self._changed = False
+        seen = self._store_refresh(url, rows) if url else self._folder_refresh(rows)
+        gone = set(rows) - seen
         for flow_id in gone:
-            self._rows.pop(flow_id, None)
+            rows.pop(flow_id, None)
             self._sigs.pop(flow_id, None)
         changed = bool(gone) or self._changed
         if changed:
-            self._rows = dict(sorted(self._rows.items()))
+            self._rows = dict(sorted(rows.items()))
             self.generation += 1
         self.checked = time.monotonic()
         return changed
 
     # -- the file store ------------------------------------------------------------------
 
-    def _folder_refresh(self) -> set[str]:
-        self._changed = False
+    def _folder_refresh(self, rows: dict[str, dict[str, Any]]) -> set[str]:
         seen: set[str] = set()
         root = str(self.root)
         for folder in self._flow_folders(root):
@@ -92,11 +110,11 @@ class FlowIndex:
             if ".old-" in flow_id:
                 continue
             seen.add(flow_id)
-            sig = self._signature(folder, self._rows.get(flow_id))
-            if self._sigs.get(flow_id) == sig and flow_id in self._rows:
+            sig = self._signature(folder, rows.get(flow_id))
+            if self._sigs.get(flow_id) == sig and flow_id in rows:
                 continue
-            self._rows[flow_id] = self._read_folder(flow_id, Path(folder))
-            self._sigs[flow_id] = self._signature(folder, self._rows[flow_id])
+            rows[flow_id] = self._read_folder(flow_id, Path(folder))
+            self._sigs[flow_id] = self._signature(folder, rows[flow_id])
             self._changed = True
         return seen
 
@@ -165,11 +183,10 @@ class FlowIndex:
 
     # -- the PostgreSQL store ------------------------------------------------------------
 
-    def _store_refresh(self, url: str) -> set[str]:
+    def _store_refresh(self, url: str, known: dict[str, dict[str, Any]]) -> set[str]:
         from flow.cli.campaigns import guard
         from workspace.pgconn import connect
 
-        self._changed = False
         conn = connect(url)
         marks = guard(url, "listing the flows", lambda: conn.execute(
             "SELECT flow_id, revision, md5(coalesce(last_error, ''::bytea)) FROM flows "
@@ -183,7 +200,7 @@ class FlowIndex:
                 (c,)).fetchall())
             for flow_id, state, last_error, rev, old_root, err in rows:
                 self.reads += 1
-                self._rows[flow_id] = self._read_row(flow_id, state, last_error, old_root)
+                known[flow_id] = self._read_row(flow_id, state, last_error, old_root)
                 self._sigs[flow_id] = (rev, err)
                 self._changed = True
         return {fid for fid, _, _ in marks}
