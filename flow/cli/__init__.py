@@ -4,6 +4,7 @@
 - ``main``     dispatch: start, resume, feed or answer a flow under its lock
 - ``ahead``    a new flow's first long run started ahead of the workflow's imports
 - ``status``   every flow of a workspace at a glance
+- ``inbox``    what needs a person first (``status --needs-me``, the dashboard's list)
 - ``jobstate`` a flow's jobs as status shows them: running, finished (its result file), taken
 - ``fleet``    every flow of a PostgreSQL store, and ``status --campaign``
 - ``campaigns`` the campaign command: claim an item, drive its flow, renew and finish its lease

@@ -152,6 +152,8 @@ def table(rows: list[dict[str, Any]], root: Path | str) -> str:
             job = r["finished_jobs"][0]
             note = (f"job {job['id']} finished (exit {job.get('code')}) at "
                     f"{job.get('ended_at')}; --resume takes its result")
+        elif r.get("state") == "stuck":
+            note = f"stuck: nothing has moved it for {human_age(r.get('age_seconds'))}"
         else:
             note = "waiting for tasks" if r.get("pending") else "ready to resume"
         lines.append((r["flow_id"], r.get("subject") or "-", str(r.get("workflow")),
@@ -166,12 +168,24 @@ def table(rows: list[dict[str, Any]], root: Path | str) -> str:
 
 def status(root: Path, harness: str, *, as_json: bool,
            rows: list[dict[str, Any]] | None = None,
-           where: str | None = None) -> dict[str, Any] | str:
-    """Every flow of the file store under ``root`` (or the ``rows`` of another store)."""
+           where: str | None = None, needs_me: bool = False) -> dict[str, Any] | str:
+    """Every flow of the file store under ``root`` (or the ``rows`` of another store);
+    ``needs_me``: only what needs a person, first things first (``flow.cli.inbox``)."""
     if rows is None:
         rows = collect(root)
+    counted: dict[str, int] | None = None
+    if needs_me:
+        from flow.cli.inbox import NEEDS_ME, counts, needs_me as inbox, shown
+
+        counted = {k: v for k, v in counts(shown(rows)).items() if k in NEEDS_ME}
+        rows = inbox(rows)
     if not as_json:
-        return table(rows, where or root)
+        if counted is None:
+            return table(rows, where or root)
+        head = (f"{len(rows)} need a person: {counted['person']} asking, "
+                f"{counted['error'] + counted['unreadable']} failed, {counted['stuck']} stuck\n")
+        return head + (table(rows, where or root) if rows else "")
     from flow.core.render import envelope
 
-    return {**envelope(None, root, "done", harness), "flows": rows}
+    return {**envelope(None, root, "done", harness), "flows": rows,
+            **({"needs_me": counted} if counted is not None else {})}

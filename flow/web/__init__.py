@@ -8,7 +8,6 @@ writes, locks or runs a flow.
 - ``app``       the Starlette routes, the escaped templates, the security headers
 - ``hosts``     the Host names answered (DNS rebinding), the warning for an open --host
 - ``index``     one summary per flow, re-read only when that flow changed
-- ``listing``   the list: state words, what needs a person first, search, filters, pages
 - ``pages``     what a flow's page shows, read from that flow
 - ``source``    where they are read from: the flow folders, or the PostgreSQL store
 - ``outputs``   a flow's outputs: verdict, batch buckets, refactor summary and diff, CI rounds

@@ -33,7 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from flow.core.redact import redact
-from flow.web.listing import STATES
+from flow.cli.inbox import STATES
 from flow.web.pages import flow_page
 
 HERE = Path(__file__).resolve().parent
@@ -100,7 +100,7 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         key = (index.generation, int(time.time() // 60), part, tuple(sorted(params.items())))
         if key in rendered:
             return rendered[key]
-        from flow.web.listing import choose, counts, page_of, shown
+        from flow.cli.inbox import choose, counts, page_of, shown
 
         every = shown(rows)
         chosen = choose(every, state=params["state"], workflow=params["workflow"],

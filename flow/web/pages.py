@@ -1,7 +1,7 @@
 """What the dashboard shows, read from a workspace (or the PostgreSQL store the call names,
 ``flow.web.source``) without changing it.
 
-The list's rows come from the index (``flow.web.index``, ``flow.web.listing``).
+The list's rows come from the index (``flow.web.index``, ``flow.cli.inbox``).
 ``flow_page`` is one flow's page, read from that flow alone: its row (``flow_row``: the
 fields ``status`` lists, with its state word), its phase and the path its history took, the
 audit trail as a timeline, the pending tasks with their prompts and feed commands, its jobs
@@ -33,9 +33,9 @@ def inside(root: Path, path: Path | str) -> Path | None:
 def flow_row(root: Path, flow_id: str, raw: dict[str, Any] | None, src: Any
              ) -> dict[str, Any]:
     """The list's row of one flow, read from its own state (not from the index, so the
-    page is exact), with ``state`` and ``age`` (``flow.web.listing``)."""
+    page is exact), with ``state`` and ``age`` (``flow.cli.inbox``)."""
     from flow.cli.status import describe
-    from flow.web.listing import shown
+    from flow.cli.inbox import shown
 
     folder = src.folder(flow_id)
     row: dict[str, Any] = {"flow_id": flow_id, "path": str(folder) if folder else None}

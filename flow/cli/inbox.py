@@ -1,4 +1,4 @@
-"""The list of flows as a page and ``status --needs-me`` show it: one word of state per
+"""The list of flows as the dashboard and ``status --needs-me`` show it: one word of state per
 flow, what needs a person first, search, filters and pages.
 
 ``state_of`` names what a flow waits on (error, done, person, job, agent, ready, stuck,
