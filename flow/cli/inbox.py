@@ -61,8 +61,6 @@ def _age(row: dict[str, Any], now: float) -> int | None:
 def shown(rows: list[dict[str, Any]], now: float | None = None) -> list[dict[str, Any]]:
     """Each summary copied with its ``state``, ``age_seconds``, ``age``, ``updated_epoch``
     and running jobs' ``elapsed_s`` as of ``now``, what needs a person first."""
-    from flow.cli.status import human_age
-
     now = time.time() if now is None else now
     stuck_s = stuck_after()
     out = []
@@ -109,6 +107,15 @@ def page_of(rows: list[dict[str, Any]], page: int, size: int = PAGE
     pages = max(1, -(-len(rows) // size))
     page = min(max(1, page), pages)
     return rows[(page - 1) * size: page * size], page, pages
+
+
+def human_age(seconds: int | None) -> str:
+    if seconds is None:
+        return "?"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 def needs_me(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

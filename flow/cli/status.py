@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from flow.cli.inbox import human_age
 from workspace.jsonio import loads
 from workspace.paths import STATE_FILE
 
@@ -119,15 +120,6 @@ def steps(progress: Any) -> str:
     if progress.get("jobs"):
         parts.append(f"{progress['jobs']['done']} of {progress['jobs']['of']} jobs done")
     return f" ({', '.join(parts)})"
-
-
-def human_age(seconds: int | None) -> str:
-    if seconds is None:
-        return "?"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def table(rows: list[dict[str, Any]], root: Path | str) -> str:
