@@ -51,6 +51,8 @@ def state_of(row: dict[str, Any], age: float | None = None, stuck_s: float = STU
 def _age(row: dict[str, Any], now: float) -> int | None:
     import calendar
 
+    if isinstance(row.get("updated_ts"), int):  # parsed once by the index
+        return int(now - row["updated_ts"])
     try:
         stamp = calendar.timegm(time.strptime(str(row.get("updated_at")), "%Y-%m-%dT%H:%M:%SZ"))
     except ValueError:
@@ -107,6 +109,16 @@ def page_of(rows: list[dict[str, Any]], page: int, size: int = PAGE
     pages = max(1, -(-len(rows) // size))
     page = min(max(1, page), pages)
     return rows[(page - 1) * size: page * size], page, pages
+
+
+def stamp_of(updated_at: Any) -> int | None:
+    """Epoch seconds of a state's ``updated_at`` (None when it is missing or malformed)."""
+    import calendar
+
+    try:
+        return calendar.timegm(time.strptime(str(updated_at), "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return None
 
 
 def human_age(seconds: int | None) -> str:

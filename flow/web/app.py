@@ -120,6 +120,12 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         rendered[key] = (body, f'W/"{key[0]}-{key[1]}-{abs(hash(key)) % 10**12}"')
         return rendered[key]
 
+    def warm() -> None:
+        for part in (True, False):
+            listing(dict.fromkeys(("state", "workflow", "q", "page", "needs_me"), ""), part)
+
+    index.on_change = warm
+
     def campaign_names() -> list[str]:
         if url is None:
             return []

@@ -33,6 +33,14 @@ SKIP = frozenset({"scratch", "logs", "jobs", "original", ".git", "feeds"})
 Signature = tuple[Any, ...]
 
 
+def _stamped(row: dict[str, Any]) -> dict[str, Any]:
+    """The summary with ``updated_ts``, its ``updated_at`` parsed once here, not per page."""
+    from flow.cli.inbox import stamp_of
+
+    row["updated_ts"] = stamp_of(row.get("updated_at"))
+    return row
+
+
 def _stat(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -55,6 +63,7 @@ class FlowIndex:
         self._sigs: dict[str, Signature] = {}
         self._dirs: dict[str, tuple[int, list[str], bool]] = {}
         self._lock = threading.Lock()
+        self.on_change: Any = None
 
     def rows(self) -> list[dict[str, Any]]:
         """The summaries. The first call reads them; later ones answer at once from what is
@@ -98,6 +107,8 @@ class FlowIndex:
             self._rows = dict(sorted(rows.items()))
             self.generation += 1
         self.checked = time.monotonic()
+        if changed and self.on_change is not None:
+            self.on_change()  # the app renders its default list now, not at the next poll
         return changed
 
     # -- the file store ------------------------------------------------------------------
@@ -173,7 +184,7 @@ class FlowIndex:
             row["last_error"] = f"{err.get('code')}: {err.get('message')}"
         except (OSError, ValueError, AttributeError):
             row["last_error"] = None
-        return row
+        return _stamped(row)
 
     def allowed(self, path: str) -> Path | None:
         """A log may be read only when it resolves inside the workspace."""
@@ -222,4 +233,4 @@ class FlowIndex:
             row["last_error"] = f"{err.get('code')}: {err.get('message')}" if err else None
         except (ValueError, AttributeError):
             row["last_error"] = None
-        return row
+        return _stamped(row)
