@@ -10,6 +10,7 @@ writes, locks or runs a flow.
 - ``index``     one summary per flow, re-read only when that flow changed
 - ``pages``     what a flow's page shows, read from that flow
 - ``source``    where they are read from: the flow folders, or the PostgreSQL store
+- ``campaigns`` a campaign of the PostgreSQL store: items, leases, outcomes, report
 - ``outputs``   a flow's outputs: verdict, batch buckets, refactor summary and diff, CI rounds
 - ``templates`` and ``static``: the HTML, the style sheet and the one script
 
