@@ -149,8 +149,10 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         info = flow_page(root, flow_id, src)
         if info is None:
             return None
+        import shutil
+
         return html("flowbody.html" if part else "flow.html", flow_id=flow_id, info=info,
-                    mermaid=_mermaid(info))
+                    mermaid=_mermaid(info), pictures=shutil.which("dot") is not None)
 
     async def flow(request: Request) -> Response:
         flow_id = request.path_params["flow_id"]
