@@ -3,7 +3,8 @@ flow, what needs a person first, search, filters and pages.
 
 ``state_of`` names what a flow waits on (error, done, person, job, agent, ready, stuck,
 unreadable). The inbox is what needs a person: a question (``need_human``), a last error or
-a state that cannot be read, and a stuck flow (not finished, no job running, no question,
+a state that cannot be read (a refused feed or answer is no error: the flow keeps waiting on
+what it waited on, and the list notes the refusal in one line), and a stuck flow (not finished, no job running, no question,
 untouched for ``ORCHESTRATOR_STUCK_S`` seconds, default an hour: nobody drives it). The list
 puts those first (in that order, then the rest by flow id), counts them, filters by state,
 workflow and a search over the flow id and what it works on, and cuts pages of ``PAGE``.
@@ -16,11 +17,27 @@ import os
 import time
 from typing import Any
 
-STATES = ("person", "error", "stuck", "unreadable", "job", "agent", "ready", "done")
+STATES = ("person", "error", "unreadable", "stuck", "job", "agent", "ready", "done")
 NEEDS_ME = ("person", "error", "unreadable", "stuck")
 RANK = {s: i for i, s in enumerate(STATES)}
 PAGE = 100
 STUCK_S = 3600.0
+# a call refused for its input (a feed or an answer that did not validate, a busy lock): the
+# flow itself is as healthy as before and keeps waiting on what it waited on
+# (every ``feed_*`` code, and these)
+REFUSED = frozenset({"answer_rejected", "usage", "busy", "bad_input", "bad_task_id",
+                     "already_applied", "foreign_feed", "invalid_feed", "bad_name"})
+
+
+def refused(row: dict[str, Any]) -> str | None:
+    """The first line of the row's last error when it only refused a call's input, else
+    None (a real error, or none)."""
+    err = row.get("last_error")
+    code = str(err).split(":", 1)[0] if err else ""
+    if not code or not (code in REFUSED or code.startswith("feed_")):
+        return None
+    first = str(err).splitlines()[0]
+    return first if len(first) <= 160 else first[:157] + "..."
 
 
 def stuck_after() -> float:
@@ -35,7 +52,7 @@ def state_of(row: dict[str, Any], age: float | None = None, stuck_s: float = STU
     """One word for what a flow waits on."""
     if row.get("unreadable"):
         return "unreadable"
-    if row.get("last_error"):
+    if row.get("last_error") and not refused(row):
         return "error"
     if row.get("finished"):
         return "done"
@@ -74,6 +91,7 @@ def shown(rows: list[dict[str, Any]], now: float | None = None) -> list[dict[str
         item = {**row, "jobs": jobs, "age_seconds": age, "age": human_age(age),
                 "updated_epoch": None if age is None else int(now) - age}
         item["state"] = state_of(item, age, stuck_s)
+        item["refused"] = refused(item)
         out.append(item)
     out.sort(key=lambda r: (RANK.get(r["state"], len(RANK)), r["flow_id"]))
     return out

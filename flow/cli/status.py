@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flow.cli.inbox import human_age
+from flow.cli.inbox import human_age, refused
 from workspace.jsonio import loads
 from workspace.paths import STATE_FILE
 
@@ -130,7 +130,7 @@ def table(rows: list[dict[str, Any]], root: Path | str) -> str:
     for r in rows:
         if r.get("unreadable"):
             note = f"UNREADABLE: {r['unreadable']}"
-        elif r.get("last_error"):
+        elif r.get("last_error") and not refused(r):
             note = f"error {r['last_error']}"
         elif r.get("finished"):
             note = f"done ({r.get('outcome') or 'finished'})"

@@ -19,8 +19,8 @@ from tests.web.workspace import ROOT, SCRIPT, call, env, feed, serving
 
 @pytest.fixture(scope="module")
 def inbox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """A flow asking a person, one whose last feed was refused, one waiting on an agent,
-    and one done."""
+    """A flow asking a person, one whose state cannot be read any more, one whose last feed
+    was refused (still healthy: it waits on its agent), one waiting on an agent, one done."""
     root = tmp_path_factory.mktemp("inbox") / "agent_space"
     flows: dict[str, str] = {}
     toy = call(root, "start", "toy", "asks")
@@ -31,11 +31,14 @@ def inbox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     task = failing["tasks"][0]
     Path(task["feed_file"]).write_text("{not json", encoding="utf-8")
     subprocess.run(shlex.split(task["feed_command"]), capture_output=True, env=env(), timeout=300)
-    flows["error"] = failing["flow_id"]
+    flows["refused"] = failing["flow_id"]
+    broken = call(root, "start", "notes", "broken")["flow_id"]
+    (root / broken / "flow_state.json").write_text("{torn", encoding="utf-8")
+    flows["error"] = broken
     flows["agent"] = call(root, "start", "notes", "idle")["flow_id"]
     done = call(root, "start", "notes", "finished")
     flows["done"] = feed(done["tasks"][0], {"note": "n", "link": "l"})["flow_id"]
-    assert (root / flows["error"] / ".last_error.json").is_file()
+    assert (root / flows["refused"] / ".last_error.json").is_file()
     return root, flows
 
 
@@ -51,12 +54,12 @@ def test_status_needs_me_lists_what_needs_a_person_first(
     _until_old(root / flows["agent"] / "flow_state.json")
     out = json.loads(_status(root, "--json").stdout)
     table = _status(root).stdout
-    assert ([flows["person"], flows["error"], flows["agent"]],
-            ["asks a person", "failed", "stuck"],
-            {"person": 1, "error": 1, "unreadable": 0, "stuck": 1}) == (
+    assert ([flows["person"], flows["error"], flows["agent"], flows["refused"]],
+            ["asks a person", "state unreadable", "stuck", "stuck"],
+            {"person": 1, "error": 0, "unreadable": 1, "stuck": 2}) == (
         [r["flow_id"] for r in out["flows"]], [r["why"] for r in out["flows"]],
         out["needs_me"])
-    assert table.startswith("3 need a person: 1 asking, 1 failed, 1 stuck\n")
+    assert table.startswith("4 need a person: 1 asking, 1 failed, 2 stuck\n")
     assert flows["done"] not in table
 
 
@@ -87,6 +90,7 @@ def test_the_list_puts_the_inbox_first_and_searches_and_pages(
     with serving(root, ORCHESTRATOR_STUCK_S="3600") as (url, _):
         page.goto(url)
         first = [r.get_attribute("data-flow") for r in page.locator("tr.flow").all()[:2]]
+        refusal = page.inner_text(f"tr.flow[data-flow='{flows['refused']}']")
         counts = page.inner_text("#inbox")
         pager = page.inner_text("nav.pager")
         page.evaluate("window.sameDocument = true")
@@ -96,7 +100,9 @@ def test_the_list_puts_the_inbox_first_and_searches_and_pages(
         page.fill("#q", "bulk-042")
         _until(page, lambda: page.locator("tr.flow").count() == 1)
         found = page.get_attribute("tr.flow", "data-flow")
-        assert ([flows["person"], flows["error"]], True, "page 1 of 2" in pager, 5,
+        assert ([flows["person"], flows["error"]], True, "page 1 of 2" in pager, 6,
                 "notes/bulk-042", True) == (
             first, counts.startswith("2 need a person"), True, second, found,
             page.evaluate("window.sameDocument === true"))
+        assert ("agent", True) == (refusal.split()[1], "last call refused: feed_malformed"
+                                   in refusal)
