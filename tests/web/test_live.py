@@ -88,3 +88,20 @@ def test_a_finished_job_is_shown_finished_with_its_log(tmp_path: Path, page: Any
             page.locator(f"tr.flow[data-flow='{flow_id}'] .elapsed").count(),
             "finished (exit 1)" in note, True)
         assert "1" in row and "a --resume takes its result" in row
+
+
+def test_one_refresh_in_flight_per_part(tmp_path: Path, page: Any) -> None:
+    """While the server has not answered a poll, the page sends no other for that part: the
+    list's polls held unanswered for three poll periods are still one request."""
+    root = tmp_path / "agent_space"
+    call(root, "start", "notes", "held")
+    held: list[Any] = []
+    with serving(root) as (url, _):
+        page.route("**/parts/flows*", lambda route: held.append(route))
+        page.goto(url)
+        page.wait_for_timeout(6500)
+        asked = len(held)
+        for route in held:
+            route.continue_()
+        page.wait_for_timeout(2500)
+    assert (1, True) == (asked, len(held) >= 2)
