@@ -38,6 +38,7 @@ def outputs(root: Path, folder: Path, raw: dict[str, Any],
         out["verdict"] = {k: verdict.get(k) for k in ("verdict", "stage", "refined_command",
                                                        "rerun_after_fix", "flaky", "attempts",
                                                        "failures", "base")}
+        out["verdict"]["failure"] = failure_line(get)
     report = _json_of(get("report.json"))
     if isinstance(report, dict) and isinstance(report.get("rows"), list):
         out["buckets"] = buckets(report)
@@ -54,6 +55,25 @@ def outputs(root: Path, folder: Path, raw: dict[str, Any],
     if raw.get("result") is not None:
         out["result"] = json.dumps(raw["result"], indent=2, sort_keys=True, default=str)
     return out
+
+
+def failure_line(read: Callable[[str], bytes | None]) -> str | None:
+    """The failure a reproduce run saw, in one line: pytest's first ``E`` line and where it
+    was raised, from the log of the latest stage that ran (``logs/stage3.log`` back to
+    ``logs/stage1.log``); None when no log holds one."""
+    import re
+
+    for stage in ("stage3", "stage2", "stage1"):
+        text = _text_of(read(f"logs/{stage}.log"))
+        if not text:
+            continue
+        said = next((ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")), None)
+        where = re.search(r"^(\S+:\d+): (\w+)$", text, re.M)
+        if said or where:
+            parts = [said, f"({where.group(2)} at {where.group(1)})" if where else None]
+            line = " ".join(p for p in parts if p)
+            return line if len(line) <= 300 else line[:297] + "..."
+    return None
 
 
 def buckets(report: dict[str, Any]) -> list[dict[str, Any]]:
