@@ -1,8 +1,8 @@
 """The list of flows as the dashboard and ``status --needs-me`` show it: one word of state per
 flow, what needs a person first, search, filters and pages.
 
-``state_of`` names what a flow waits on (error, done, person, job, agent, ready, stuck,
-unreadable). The inbox is what needs a person: a question (``need_human``), a last error or
+``state_of`` names what a flow waits on (error, done, person, job, cron: asleep until the
+next cron firing, agent, ready, stuck, unreadable). The inbox is what needs a person: a question (``need_human``), a last error or
 a state that cannot be read (a refused feed or answer is no error: the flow keeps waiting on
 what it waited on, and the list notes the refusal in one line), and a stuck flow (not finished, no job running, no question,
 untouched for ``ORCHESTRATOR_STUCK_S`` seconds, default an hour: nobody drives it). The list
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
-STATES = ("person", "error", "unreadable", "stuck", "job", "agent", "ready", "done")
+STATES = ("person", "error", "unreadable", "stuck", "job", "cron", "agent", "ready", "done")
 NEEDS_ME = ("person", "error", "unreadable", "stuck")
 RANK = {s: i for i, s in enumerate(STATES)}
 PAGE = 100
@@ -62,6 +63,8 @@ def state_of(row: dict[str, Any], age: float | None = None, stuck_s: float = STU
         return "job"
     if age is not None and age > stuck_s:
         return "stuck"
+    if row.get("sleeping") and not row.get("pending"):
+        return "cron"
     return "agent" if row.get("pending") else "ready"
 
 
@@ -137,6 +140,25 @@ def stamp_of(updated_at: Any) -> int | None:
         return calendar.timegm(time.strptime(str(updated_at), "%Y-%m-%dT%H:%M:%SZ"))
     except ValueError:
         return None
+
+
+def sleeping(folder: Path | None) -> str | None:
+    """How a flow sleeps on cron (``every */7 * * * *``), when the call that printed its
+    ``cron_job.json`` came after the state's last save (the flow answered schedule_cron and
+    nothing moved it since); else None."""
+    from workspace.jsonio import loads
+
+    if folder is None:
+        return None
+    try:
+        cron = folder / "cron_job.json"
+        if cron.stat().st_mtime_ns < (folder / "flow_state.json").stat().st_mtime_ns:
+            return None
+        job = loads(cron.read_bytes())
+    except (OSError, ValueError):
+        return None
+    interval = job.get("interval") if isinstance(job, dict) else None
+    return f"every {interval}" if interval else "on its cron job"
 
 
 def human_age(seconds: int | None) -> str:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flow.cli.inbox import human_age, refused
+from flow.cli.inbox import human_age, refused, sleeping
 from workspace.jsonio import loads
 from workspace.paths import STATE_FILE
 
@@ -34,6 +34,7 @@ def collect(root: Path) -> list[dict[str, Any]]:
             row.update(describe(loads(path.read_bytes()), folder))
         except (OSError, ValueError, AttributeError) as exc:
             row.update(workflow=None, phase=None, unreadable=str(exc))
+        row["sleeping"] = sleeping(folder)
         try:
             err = loads((folder / ".last_error.json").read_bytes())
             row["last_error"] = f"{err.get('code')}: {err.get('message')}"
@@ -144,6 +145,8 @@ def table(rows: list[dict[str, Any]], root: Path | str) -> str:
             job = r["finished_jobs"][0]
             note = (f"job {job['id']} finished (exit {job.get('code')}) at "
                     f"{job.get('ended_at')}; --resume takes its result")
+        elif r.get("sleeping") and not r.get("pending"):
+            note = f"asleep until the next cron firing ({r['sleeping']})"
         elif r.get("state") == "stuck":
             note = f"stuck: nothing has moved it for {human_age(r.get('age_seconds'))}"
         else:

@@ -5,7 +5,7 @@ each flow's summary (the fields ``status`` lists, ``flow.cli.status.describe``) 
 signature it was read under, and a refresh re-reads a flow only when its signature moved:
 
 - the file store: the (mtime, size) of the flow's ``flow_state.json``, ``.last_error.json``,
-  ``audit.jsonl``, its ``jobs/`` folder (a job's result file appearing) and the logs of its
+  ``audit.jsonl``, ``cron_job.json``, its ``jobs/`` folder (a job's result file appearing) and the logs of its
   running jobs; folders are found by a walk that lists a directory again only when its own
   mtime changed, and never descends into a flow's ``scratch``, ``logs``, ``jobs`` or
   ``original`` folders;
@@ -159,7 +159,7 @@ class FlowIndex:
         return out
 
     def _signature(self, folder: str, row: dict[str, Any] | None) -> Signature:
-        files = [STATE_FILE, ".last_error.json", AUDIT_FILE, "jobs"]
+        files = [STATE_FILE, ".last_error.json", AUDIT_FILE, "jobs", "cron_job.json"]
         sig = [_stat(os.path.join(folder, f)) for f in files]
         for job in (row or {}).get("jobs") or []:  # a running job's log moves on
             log = job.get("log_file")
@@ -178,6 +178,10 @@ class FlowIndex:
             row.update(describe(raw, folder, self.allowed))
         except (OSError, ValueError, AttributeError) as exc:
             row.update(workflow=None, phase=None, unreadable=str(exc))
+        from flow.cli.inbox import sleeping
+
+        self.reads += 1
+        row["sleeping"] = sleeping(folder)
         try:
             self.reads += 1
             err = loads((folder / ".last_error.json").read_bytes())

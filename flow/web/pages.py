@@ -35,7 +35,7 @@ def flow_row(root: Path, flow_id: str, raw: dict[str, Any] | None, src: Any
     """The list's row of one flow, read from its own state (not from the index, so the
     page is exact), with ``state`` and ``age`` (``flow.cli.inbox``)."""
     from flow.cli.status import describe
-    from flow.cli.inbox import shown
+    from flow.cli.inbox import shown, sleeping
 
     folder = src.folder(flow_id)
     row: dict[str, Any] = {"flow_id": flow_id, "path": str(folder) if folder else None}
@@ -48,6 +48,7 @@ def flow_row(root: Path, flow_id: str, raw: dict[str, Any] | None, src: Any
             row.update(workflow=raw.get("workflow"), phase=raw.get("phase"),
                        unreadable=str(exc))
     row["last_error"] = src.last_error(flow_id)
+    row["sleeping"] = sleeping(folder)
     return shown([row])[0]
 
 

@@ -58,7 +58,7 @@ def test_a_second_refresh_with_nothing_changed_reads_no_flow_file(notes: Path) -
                                              len(index.rows()))
     moved = call(notes, "start", "notes", "four")["flow_id"]
     assert index.refresh() is True
-    assert (first + 2, generation + 1) == (index.reads, index.generation)  # state + last error
+    assert (first + 3, generation + 1) == (index.reads, index.generation)  # state, audit, error
     assert moved in {r["flow_id"] for r in index.rows()}
 
 

@@ -35,3 +35,26 @@ def test_without_graphviz_the_page_says_how_to_get_pictures(tmp_path: Path, page
         hint = page.inner_text("#no-pictures")
         images = page.locator("img#diagram").count()
     assert (0, True) == (images, "apt-get install graphviz" in hint)
+
+
+def test_a_flow_asleep_on_cron_says_why(tmp_path: Path, page: Any) -> None:
+    """A flow that answered schedule_cron is shown asleep on its cron job, not "ready", in
+    the list, on its page and in status."""
+    import subprocess
+    import sys
+
+    from tests.web.workspace import ROOT, SCRIPT, env
+
+    root = tmp_path / "agent_space"
+    spec = call(root, "start", "notes", "sleepy-wheel")
+    assert "schedule_cron" == spec["status"], spec
+    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(root), "status"],
+                           capture_output=True, text=True, env=env(), cwd=ROOT).stdout
+    with serving(root) as (url, _):
+        page.goto(url)
+        row = page.locator(f"tr.flow[data-flow='{spec['flow_id']}']")
+        listed = (row.locator(".badge").inner_text(), row.locator("td.note").inner_text())
+        page.goto(f"{url}flow/{spec['flow_id']}")
+        badge = page.inner_text("#badge")
+    why = "asleep until the next cron firing (every */7 * * * *)"
+    assert (("cron", why), "cron", True) == (listed, badge, why in table)
