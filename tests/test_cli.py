@@ -461,6 +461,17 @@ def test_graph_on_a_terminal_prints_mermaid_text(tmp_path: Path) -> None:
     assert (0, spec["mermaid"] + "\n") == (code, text)
 
 
+def test_graph_without_a_flow_marks_no_state_current(tmp_path: Path) -> None:
+    """Without --flow the picture and the Mermaid text show no state as active."""
+    import re
+
+    out = tmp_path / "plain.svg"
+    code, spec = _run(tmp_path, "graph", "toy", "--format", "svg", "--output", str(out))
+    fills = set(re.findall(r"<title>\w+</title>\s*<path fill=\"(\w+)\"", out.read_text()))
+    assert (0, False, False) == (code, "darksalmon" in fills, "s_active\n" in spec["mermaid"]
+                                 .replace("classDef s_active", ""))
+
+
 def _toy_at_review(ws: Path) -> None:
     drv = Driver(ws, TOY)
     spec = drv.call(["start", "toy", "pic"]).spec

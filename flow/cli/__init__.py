@@ -6,6 +6,8 @@
 - ``flowids``  the one flow a short ``--flow`` id (no workflow folder, a prefix) names
 - ``ahead``    a new flow's first long run started ahead of the workflow's imports
 - ``status``   every flow of a workspace at a glance
+- ``inbox``    what needs a person first (``status --needs-me``, the dashboard's list)
+- ``jobstate`` a flow's jobs as status shows them: running, finished (its result file), taken
 - ``fleet``    every flow of a PostgreSQL store, and ``status --campaign``
 - ``campaigns`` the campaign command: define, claim an item, drive its flow
 - ``leases``   a leased flow's calls: the token checked and renewed, the item finished

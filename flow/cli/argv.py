@@ -117,6 +117,9 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "campaign": (("--campaign",), {"metavar": "NAME", "help": "share the work with a fleet: "
                                    "claim the next free item of campaign NAME (defined by "
                                    "this command's items) in the PostgreSQL --store"}),
+    "needs_me": (("--needs-me",), {"action": "store_true", "help": "only the flows that need a "
+                                   "person: asking (need_human), failed, unreadable or stuck, "
+                                   "in that order, with counts"}),
     "items": (("--items",), {"metavar": "FILE", "help": "the campaign's items: a JSON list of "
                              '{"id": ..., "argv": [start words of a flow]}'}),
 }
@@ -145,7 +148,7 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
     "ingest": ("turn reviewer feedback into ruleset findings; --apply-ingest applies them",
                None, [*FLOW, "ingest_feedback", "apply_ingest", "repo"]),
     "status": ("list the flows of the workspace and what each works on", None,
-               ["campaign"]),
+               ["campaign", "needs_me"]),
     "campaign": ("work on a campaign's next item (many harnesses, one PostgreSQL --store)",
                  ("name", "?", "the campaign"), ["items"]),
     "schema": ("list the JSON schemas, or print one (a feed: WORKFLOW.FEED)",

@@ -35,12 +35,14 @@ def collect_store(url: str) -> list[dict[str, Any]]:
     return out
 
 
-def store_status(url: str, root: Path, harness: str, *, as_json: bool) -> dict[str, Any] | str:
+def store_status(url: str, root: Path, harness: str, *, as_json: bool,
+                 needs_me: bool = False) -> dict[str, Any] | str:
     """``status`` on the PostgreSQL store: the file store's table and JSON, rows from the DB."""
     from flow.cli.status import status
     from workspace.pgerrors import mask_url
 
-    return status(root, harness, as_json=as_json, rows=collect_store(url), where=mask_url(url))
+    return status(root, harness, as_json=as_json, rows=collect_store(url), where=mask_url(url),
+                  needs_me=needs_me)
 
 
 def campaign_status(name: str, url: str | None, root: Path, harness: str, *,

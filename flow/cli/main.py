@@ -60,10 +60,11 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
         if url is not None:
             from flow.cli.fleet import store_status
 
-            return store_status(url, root, harness, as_json=args.json)
+            return store_status(url, root, harness, as_json=args.json,
+                                needs_me=args.needs_me)
         from flow.cli.status import status
 
-        return status(root, harness, as_json=args.json)
+        return status(root, harness, as_json=args.json, needs_me=args.needs_me)
     if command == "campaign" or args.campaign:
         return _campaign(args, words, root, harness, script, url)
     if command == "schema":

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from flow.cli.inbox import human_age, refused, sleeping
 from workspace.jsonio import loads
 from workspace.paths import AHEAD_FILE, STATE_FILE
 
@@ -30,9 +31,10 @@ def collect(root: Path) -> list[dict[str, Any]]:
             continue
         row: dict[str, Any] = {"flow_id": str(folder.relative_to(root)), "path": str(folder)}
         try:
-            row.update(describe(loads(path.read_bytes())))
+            row.update(describe(loads(path.read_bytes()), folder))
         except (OSError, ValueError, AttributeError) as exc:
             row.update(workflow=None, phase=None, unreadable=str(exc))
+        row["sleeping"] = sleeping(folder)
         try:
             err = loads((folder / ".last_error.json").read_bytes())
             row["last_error"] = f"{err.get('code')}: {err.get('message')}"
@@ -78,9 +80,16 @@ def _ahead_job(folder: Path) -> dict[str, Any] | None:
             **({"start": raw.get("start") or {}} if not (folder / STATE_FILE).exists() else {})}
 
 
-def describe(raw: Any) -> dict[str, Any]:
-    """The status fields of one raw state (``AttributeError`` if it is no object)."""
+def describe(raw: Any, folder: Path | None = None,
+             allowed: Any = None) -> dict[str, Any]:
+    """The status fields of one raw state (``AttributeError`` if it is no object). With the
+    flow's ``folder``, a job whose own result file is there is finished, not running
+    (``flow.cli.jobstate``); ``allowed(path)`` says which logs may be read (default: any the
+    state names)."""
+    from flow.cli.jobstate import anywhere, finished, job_views, progress, running
+
     pending = [t for t in raw.get("tasks", []) if t.get("status") == "pending"]
+    views = job_views(raw.get("jobs"), folder, allowed or anywhere)
     return dict(
         workflow=raw.get("workflow"), phase=raw.get("phase"),
         revision=raw.get("revision"), updated_at=raw.get("updated_at"),
@@ -89,26 +98,19 @@ def describe(raw: Any) -> dict[str, Any]:
         finished=raw.get("result") is not None,
         outcome=(raw.get("result") or {}).get("outcome"),
         age_seconds=_age(raw.get("updated_at")),
-        jobs=_jobs(raw.get("jobs") or {}),
+        jobs=[_brief(v) for v in running(views)],
+        finished_jobs=[_brief(v) for v in finished(views)],
+        progress=progress(raw, views),
         subject=subject(raw.get("workflow"), raw.get("data")),
     )
 
 
-def _jobs(jobs: dict[str, Any]) -> list[dict[str, Any]]:
-    """The running background jobs of a flow: elapsed time and the log's last line."""
-    from flow.core.proc import log_tail
+def _brief(view: dict[str, Any]) -> dict[str, Any]:
+    """A job as ``status`` lists it: running (elapsed, last line) or finished (exit, end)."""
+    keep = ("id", "phase", "log_file", "elapsed_s", "timeout_s", "last_line", "started_at",
+            "code", "timed_out", "lost", "ended_at", "duration_s")
+    return {k: view[k] for k in keep if k in view}
 
-    out = []
-    now = time.time()
-    for job in jobs.values():
-        if not isinstance(job, dict) or job.get("result") is not None:
-            continue
-        started = job.get("started_at")
-        last = log_tail(Path(str(job.get("log_file"))), 1)
-        out.append({"id": job.get("job_id"), "log_file": job.get("log_file"),
-                    "elapsed_s": round(now - started, 1) if isinstance(started, float) else None,
-                    "timeout_s": job.get("timeout_s"), "last_line": last[0] if last else ""})
-    return out
 def subject(workflow: Any, data: Any) -> str | None:
     """What a flow works on, in a person's words: the test file, the command, the PR.
 
@@ -145,13 +147,16 @@ def _age(stamp: Any) -> int | None:
         return None
 
 
-def human_age(seconds: int | None) -> str:
-    if seconds is None:
-        return "?"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+def steps(progress: Any) -> str:
+    """`` (entry 3 of 10, shard 2 of 4 done)``: the step k of N of a flow's long work."""
+    if not isinstance(progress, dict) or not progress:
+        return ""
+    parts = []
+    if progress.get("batch"):
+        parts.append(f"entry {progress['batch']['entry']} of {progress['batch']['of']}")
+    if progress.get("jobs"):
+        parts.append(f"{progress['jobs']['done']} of {progress['jobs']['of']} jobs done")
+    return f" ({', '.join(parts)})"
 
 
 HEAD = ("FLOW", "WORKS ON", "WORKFLOW", "PHASE", "PENDING", "AGE")
@@ -161,10 +166,11 @@ UNDER = "    "  # what a row's text too long for its line is indented by, on the
 
 
 def note(r: dict[str, Any]) -> str:
-    """A flow's state in a few words: unreadable, its last error, done, who it waits on."""
+    """A flow's state in a few words: unreadable, its last error, done, who it waits on,
+    its job, asleep until cron, stuck (``flow.cli.inbox``)."""
     if r.get("unreadable"):
         return f"UNREADABLE: {r['unreadable']}"
-    if r.get("last_error"):
+    if r.get("last_error") and not refused(r):
         return f"error {r['last_error']}"
     if r.get("finished"):
         return f"done ({r.get('outcome') or 'finished'})"
@@ -175,11 +181,19 @@ def note(r: dict[str, Any]) -> str:
 
         job = r["jobs"][0]
         state = "finished" if job.get("finished") else "running"
-        text = (f"job {job['id']} {state} {human_age(int(job['elapsed_s'] or 0))}: "
-                f"{clip(job['last_line'], 160)}")
+        text = (f"job {job['id']} {state} {human_age(int(job['elapsed_s'] or 0))}"
+                f"{steps(r.get('progress'))}: {clip(job['last_line'], 160)}")
         if r.get("unsaved"):
             text = f"started ahead, not saved yet (--resume adopts it); {text}"
         return text
+    if r.get("finished_jobs"):
+        job = r["finished_jobs"][0]
+        return (f"job {job['id']} finished (exit {job.get('code')}) at "
+                f"{job.get('ended_at')}; --resume takes its result")
+    if r.get("sleeping") and not r.get("pending"):
+        return f"asleep until the next cron firing ({r['sleeping']})"
+    if r.get("state") == "stuck":
+        return f"stuck: nothing has moved it for {human_age(r.get('age_seconds'))}"
     return "waiting for tasks" if r.get("pending") else "ready to resume"
 
 
@@ -232,14 +246,26 @@ def _moved(c: list[str], shown: list[int]) -> str:
 
 def status(root: Path, harness: str, *, as_json: bool,
            rows: list[dict[str, Any]] | None = None,
-           where: str | None = None) -> dict[str, Any] | str:
-    """Every flow of the file store under ``root`` (or the ``rows`` of another store)."""
+           where: str | None = None, needs_me: bool = False) -> dict[str, Any] | str:
+    """Every flow of the file store under ``root`` (or the ``rows`` of another store);
+    ``needs_me``: only what needs a person, first things first (``flow.cli.inbox``)."""
     if rows is None:
         rows = collect(root)
+    counted: dict[str, int] | None = None
+    if needs_me:
+        from flow.cli.inbox import NEEDS_ME, counts, needs_me as inbox, shown
+
+        counted = {k: v for k, v in counts(shown(rows)).items() if k in NEEDS_ME}
+        rows = inbox(rows)
     if not as_json:
         from flow.cli.person import width
 
-        return table(rows, where or root, width())
+        if counted is None:
+            return table(rows, where or root, width())
+        head = (f"{len(rows)} need a person: {counted['person']} asking, "
+                f"{counted['error'] + counted['unreadable']} failed, {counted['stuck']} stuck\n")
+        return head + (table(rows, where or root, width()) if rows else "")
     from flow.core.render import envelope
 
-    return {**envelope(None, root, "done", harness), "flows": rows}
+    return {**envelope(None, root, "done", harness), "flows": rows,
+            **({"needs_me": counted} if counted is not None else {})}

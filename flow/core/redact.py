@@ -78,6 +78,20 @@ def redact_tree(obj: Any, env: Mapping[str, str] | None = None) -> Any:
     return walk(obj)
 
 
+def masker(env: Mapping[str, str] | None = None, cache: int = 65536) -> Any:
+    """``redact`` for a long-lived reader (the dashboard): the secret values of ``env``
+    (default: this process's, as it is now) are found once, and each distinct text is
+    masked once (an LRU of ``cache`` texts)."""
+    from functools import lru_cache
+
+    values = _values(os.environ if env is None else env)
+
+    @lru_cache(maxsize=cache)
+    def mask(text: str) -> str:
+        return _mask(text, values)
+    return mask
+
+
 def _values(env: Mapping[str, str]) -> list[str]:
     forms: set[str] = set()
     for key in secret_names(env):

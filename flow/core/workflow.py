@@ -86,7 +86,7 @@ class Workflow:
         for a ``graphviz.Digraph``, ``mermaid`` for its Mermaid text builder), the same states
         and transitions the engine runs. ``current`` is styled active; ``path`` (the states a
         flow went through, in order) styles each declared step between them as taken. Without
-        ``current`` the initial state is the active one, as transitions draws a new machine.
+        ``current`` no state is active: the machine is drawn as a workflow, not as a flow.
 
         transitions falls back to Mermaid quietly when the ``graphviz`` binding is missing;
         that is refused here with how to install it, so a picture is never Mermaid in disguise.
@@ -116,8 +116,7 @@ class Workflow:
             title=self.name,
         )
         graph = machine.model_graphs[id(model)]
-        if current is not None:  # transitions styled the initial state active; a flow is elsewhere
-            graph.reset_styling()
+        graph.reset_styling()  # transitions styles the initial state active: no flow is there
         declared = {(s, d) for _, s, d in self.transitions}
         for src, dst in zip(path, path[1:]):
             if (src, dst) in declared:

@@ -6,8 +6,11 @@ writes, locks or runs a flow.
 
 - ``server``    bind 127.0.0.1 on a free port, print the URL as one JSON object, serve
 - ``app``       the Starlette routes, the escaped templates, the security headers
-- ``pages``     what the list and a flow's page show, read from the workspace
+- ``hosts``     the Host names answered (DNS rebinding), the warning for an open --host
+- ``index``     one summary per flow, re-read only when that flow changed
+- ``pages``     what a flow's page shows, read from that flow
 - ``source``    where they are read from: the flow folders, or the PostgreSQL store
+- ``campaigns`` a campaign of the PostgreSQL store: items, leases, outcomes, report
 - ``outputs``   a flow's outputs: verdict, batch buckets, refactor summary and diff, CI rounds
 - ``templates`` and ``static``: the HTML, the style sheet and the one script
 

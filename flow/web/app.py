@@ -20,6 +20,7 @@ GitHub that looks like a script or a ``javascript:`` link can only ever be text.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from flow.core.redact import redact
-from flow.web.pages import STATES, flow_page, flow_rows
+from flow.cli.inbox import STATES
+from flow.web.pages import flow_page
 
 HERE = Path(__file__).resolve().parent
 HEADERS = {
@@ -45,63 +47,152 @@ HEADERS = {
 }
 
 
-def _mask(value: Any) -> Any:
-    """Every value a template prints, with secrets masked (``flow.core.redact``)."""
-    return redact(value) if isinstance(value, str) else value
-
-
 def templates() -> Environment:
+    """The templates; every value they print has its secrets masked (``flow.core.redact``,
+    the secret values found once for the server's life, each distinct text masked once)."""
+    from flow.core.redact import masker
+
+    mask = masker()
+
+    def finalize(value: Any) -> Any:
+        return mask(value) if isinstance(value, str) else value
+
     return Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True,
-                       finalize=_mask, trim_blocks=True, lstrip_blocks=True)
+                       finalize=finalize, trim_blocks=True, lstrip_blocks=True)
 
 
-def create_app(root: Path, url: str | None = None) -> Any:
+def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) -> Any:
     """The application over workspace ``root``, or over the PostgreSQL store at ``url``
-    (``flow.web.source``; read at each request: flows come and go)."""
+    (``flow.web.source``); the list comes from an index of flows (``flow.web.index``) and
+    every blocking read runs in a worker thread. ``hosts``: the Host names answered beside
+    127.0.0.1, localhost and ::1 (``flow.web.hosts``)."""
+    from starlette.concurrency import run_in_threadpool
+
+    from flow.web.hosts import only_hosts
+    from flow.web.index import FlowIndex
     from flow.web.source import source_for
 
     env = templates()
     src = source_for(root, url)
+    index = FlowIndex(root, src)
+    rendered: dict[tuple[Any, ...], tuple[str, str]] = {}
+
+    def html(name: str, **context: Any) -> str:
+        return env.get_template(name).render(root=str(root), **context)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        html = env.get_template(name).render(root=str(root), **context)
-        return HTMLResponse(html, status_code=status)
+        return HTMLResponse(html(name, **context), status_code=status)
 
-    def chosen(request: Request) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
-        rows = flow_rows(root, src)
-        want = {k: request.query_params.get(k, "") for k in ("state", "workflow")}
-        workflows = sorted({str(r.get("workflow")) for r in rows if r.get("workflow")})
-        shown = [r for r in rows if (not want["state"] or r["state"] == want["state"])
-                 and (not want["workflow"] or r.get("workflow") == want["workflow"])]
-        return shown, want, workflows
+    def answer(request: Request, body: str, etag: str) -> Response:
+        """The body, or 304 when the page already holds this version of it; the index is
+        refreshed once the answer is sent (``FlowIndex.later``)."""
+        from starlette.background import BackgroundTask
 
-    async def index(request: Request) -> Response:
-        shown, want, workflows = chosen(request)
-        return page("list.html", rows=shown, want=want, workflows=workflows, states=STATES)
+        after = BackgroundTask(index.later)
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers={"ETag": etag}, background=after)
+        return HTMLResponse(body, headers={"ETag": etag}, background=after)
+
+    def listing(params: dict[str, str], part: bool) -> tuple[str, str]:
+        """The list (or its live part) for these parameters, rendered once per change of the
+        index (and per minute: ages and "stuck" move with the clock)."""
+        rows = index.rows()
+        key = (index.generation, int(time.time() // 60), part, tuple(sorted(params.items())))
+        if key in rendered:
+            return rendered[key]
+        from flow.cli.inbox import choose, counts, page_of, shown
+
+        every = shown(rows)
+        chosen = choose(every, state=params["state"], workflow=params["workflow"],
+                        q=params["q"], needs_me=params["needs_me"] == "1")
+        try:
+            number = int(params["page"] or 1)
+        except ValueError:
+            number = 1
+        part_rows, number, pages = page_of(chosen, number)
+        context = dict(rows=part_rows, counts=counts(every), total=len(every),
+                       matched=len(chosen), page=number, pages=pages, want=params,
+                       workflows=sorted({str(r["workflow"]) for r in every if r.get("workflow")}),
+                       states=STATES, campaigns=campaign_names())
+        body = html("listing.html" if part else "list.html", **context)
+        if len(rendered) > 64:
+            rendered.clear()
+        rendered[key] = (body, f'W/"{key[0]}-{key[1]}-{abs(hash(key)) % 10**12}"')
+        return rendered[key]
+
+    def warm() -> None:
+        for part in (True, False):
+            listing(dict.fromkeys(("state", "workflow", "q", "page", "needs_me"), ""), part)
+
+    index.on_change = warm
+
+    def campaign_names() -> list[str]:
+        if url is None:
+            return []
+        from flow.web.campaigns import names
+
+        return names(url)
+
+    def params_of(request: Request) -> dict[str, str]:
+        return {k: request.query_params.get(k, "")[:200]
+                for k in ("state", "workflow", "q", "page", "needs_me")}
+
+    async def list_page(request: Request) -> Response:
+        body, etag = await run_in_threadpool(listing, params_of(request), False)
+        return answer(request, body, etag)
 
     async def rows_part(request: Request) -> Response:
-        shown, _, _ = chosen(request)
-        return page("rows.html", rows=shown)
+        body, etag = await run_in_threadpool(listing, params_of(request), True)
+        return answer(request, body, etag)
+
+    def flow_view(flow_id: str, part: bool) -> str | None:
+        info = flow_page(root, flow_id, src)
+        if info is None:
+            return None
+        import shutil
+
+        return html("flowbody.html" if part else "flow.html", flow_id=flow_id, info=info,
+                    mermaid=_mermaid(info), pictures=shutil.which("dot") is not None)
 
     async def flow(request: Request) -> Response:
         flow_id = request.path_params["flow_id"]
-        info = flow_page(root, flow_id, src)
-        if info is None:
+        body = await run_in_threadpool(flow_view, flow_id, False)
+        if body is None:
             return not_found(request, f"no flow {flow_id!r} in this workspace")
-        return page("flow.html", flow_id=flow_id, info=info, mermaid=_mermaid(info))
+        return HTMLResponse(body)
 
-    async def jobs_part(request: Request) -> Response:
-        info = flow_page(root, request.path_params["flow_id"], src)
-        if info is None:
+    async def flow_part(request: Request) -> Response:
+        body = await run_in_threadpool(flow_view, request.path_params["flow_id"], True)
+        if body is None:
             return not_found(request, "no such flow")
-        return page("jobs.html", jobs=info["jobs"])
+        import hashlib
 
-    async def diagram(request: Request) -> Response:
-        flow_id = request.query_params.get("flow", "")
+        return answer(request, body, f'W/"{hashlib.sha256(body.encode()).hexdigest()[:24]}"')
+
+    async def job_log(request: Request) -> Response:
+        from flow.web.pages import job_log_text
+
+        text = await run_in_threadpool(job_log_text, root, src, request.path_params["flow_id"],
+                                       request.path_params["job_id"])
+        if text is None:
+            return not_found(request, "no such job log")
+        return Response(text, media_type="text/plain; charset=utf-8")
+
+    async def campaign(request: Request) -> Response:
+        if url is None:
+            return not_found(request, "campaigns live in the PostgreSQL store (serve --store)")
+        from flow.web.campaigns import campaign_view
+
+        view = await run_in_threadpool(campaign_view, url, request.path_params["name"])
+        if view is None:
+            return not_found(request, "no such campaign")
+        return page("campaign.html", c=view)
+
+    def diagram_svg(flow_id: str) -> Response | None:
         info = flow_page(root, flow_id, src)
         raw = info["raw"] if info else None
         if not raw or not raw.get("workflow"):
-            return not_found(request, "no such flow")
+            return None
         from flow.cli.graph import picture
         from flow.core.errors import OrchestratorError
         from flow.workflows import registry
@@ -113,6 +204,10 @@ def create_app(root: Path, url: str | None = None) -> Any:
             return Response(f"{err.message}: {err.hint}", status_code=503,
                             media_type="text/plain")
         return Response(svg, media_type="image/svg+xml")
+
+    async def diagram(request: Request) -> Response:
+        made = await run_in_threadpool(diagram_svg, request.query_params.get("flow", ""))
+        return made if made is not None else not_found(request, "no such flow")
 
     def not_found(request: Request, why: str = "nothing here") -> HTMLResponse:
         return page("missing.html", status=404, why=why, path=request.url.path)
@@ -126,10 +221,12 @@ def create_app(root: Path, url: str | None = None) -> Any:
                         headers={"Allow": "GET, HEAD"} if code == 405 else None)
 
     routes = [
-        Route("/", index, methods=["GET"]),
+        Route("/", list_page, methods=["GET"]),
         Route("/parts/flows", rows_part, methods=["GET"]),
         Route("/flow/{flow_id:path}", flow, methods=["GET"]),
-        Route("/parts/jobs/{flow_id:path}", jobs_part, methods=["GET"]),
+        Route("/parts/flow/{flow_id:path}", flow_part, methods=["GET"]),
+        Route("/log/{job_id}/{flow_id:path}", job_log, methods=["GET"]),
+        Route("/campaign/{name}", campaign, methods=["GET"]),
         Route("/diagram.svg", diagram, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
@@ -144,7 +241,8 @@ def create_app(root: Path, url: str | None = None) -> Any:
 
     app = Starlette(routes=routes, exception_handlers={HTTPException: on_http_error,
                                                        OrchestratorError: on_store_error})
-    return _with_headers(app)
+    app.state.index = index
+    return only_hosts(_with_headers(app), hosts)
 
 
 def _with_headers(app: Any) -> Any:

@@ -9,7 +9,8 @@
 
 Only files inside the flow's folder are opened, but for the refactor diff: its right-hand
 side is the file the flow refactored, named by the flow's own state (``data.file``), never
-by the request. Every text is shown escaped by the templates and with secrets masked.
+by the request, and read only inside the workspace or as the Python file at the flow's
+repo-relative ``data.rel`` (``refactored_file``). Every text is shown escaped by the templates and with secrets masked.
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ def outputs(root: Path, folder: Path, raw: dict[str, Any],
         out["verdict"] = {k: verdict.get(k) for k in ("verdict", "stage", "refined_command",
                                                        "rerun_after_fix", "flaky", "attempts",
                                                        "failures", "base")}
+        out["verdict"]["failure"] = failure_line(get)
     report = _json_of(get("report.json"))
     if isinstance(report, dict) and isinstance(report.get("rows"), list):
         out["buckets"] = buckets(report)
     summary = _text_of(get("final_summary.md"))
     if summary is not None:
         out["summary"] = summary
-    diff = refactor_diff(folder, raw.get("data"), get)
+    diff = refactor_diff(folder, raw.get("data"), get, root)
     if diff:
         out["diff"] = diff
     rounds = (raw.get("data") or {}).get("fix_history") if isinstance(raw.get("data"),
@@ -53,6 +55,25 @@ def outputs(root: Path, folder: Path, raw: dict[str, Any],
     if raw.get("result") is not None:
         out["result"] = json.dumps(raw["result"], indent=2, sort_keys=True, default=str)
     return out
+
+
+def failure_line(read: Callable[[str], bytes | None]) -> str | None:
+    """The failure a reproduce run saw, in one line: pytest's first ``E`` line and where it
+    was raised, from the log of the latest stage that ran (``logs/stage3.log`` back to
+    ``logs/stage1.log``); None when no log holds one."""
+    import re
+
+    for stage in ("stage3", "stage2", "stage1"):
+        text = _text_of(read(f"logs/{stage}.log"))
+        if not text:
+            continue
+        said = next((ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")), None)
+        where = re.search(r"^(\S+:\d+): (\w+)$", text, re.M)
+        if said or where:
+            parts = [said, f"({where.group(2)} at {where.group(1)})" if where else None]
+            line = " ".join(p for p in parts if p)
+            return line if len(line) <= 300 else line[:297] + "..."
+    return None
 
 
 def buckets(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -69,13 +90,20 @@ def buckets(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def refactor_diff(folder: Path, data: Any,
-                  read: Callable[[str], bytes | None] | None = None) -> str:
-    """The unified diff from ``original/<name>`` to the refactored file, or ''."""
+                  read: Callable[[str], bytes | None] | None = None,
+                  root: Path | None = None) -> str:
+    """The unified diff from ``original/<name>`` to the refactored file, or ''.
+
+    The state names the file; it is read only when it is the kind of file a refactor
+    works on (``refactored_file``), so a state naming ``/etc/shadow`` shows nothing."""
     if not isinstance(data, dict) or not isinstance(data.get("file"), str):
         return ""
-    target = Path(data["file"])
-    before = _text(folder / "original" / target.name) if read is None else \
-        _text_of(read(f"original/{target.name}"))
+    target = refactored_file(data, root)
+    if target is None:
+        return ""
+    name = Path(data["file"]).name
+    before = _text(folder / "original" / name) if read is None else \
+        _text_of(read(f"original/{name}"))
     after = _text(target) if target.is_absolute() else None
     if before is None or after is None or before == after:
         return ""
@@ -83,6 +111,31 @@ def refactor_diff(folder: Path, data: Any,
     return "".join(difflib.unified_diff(before.splitlines(keepends=True),
                                         after.splitlines(keepends=True),
                                         f"a/{label}", f"b/{label}"))
+
+
+def refactored_file(data: dict[str, Any], root: Path | None) -> Path | None:
+    """``data.file`` resolved, when it lies inside the workspace ``root`` or is a Python
+    file at the repo-relative path ``data.rel`` the flow names (the checkout it refactors);
+    None otherwise: a state (or a store row another fleet member wrote) never makes the
+    page read a file of its choosing."""
+    raw = Path(str(data.get("file")))
+    if not raw.is_absolute():
+        return None
+    try:
+        real = raw.resolve()
+    except (OSError, RuntimeError):
+        return None
+    if root is not None:
+        try:
+            real.relative_to(root.resolve())
+            return real
+        except ValueError:
+            pass
+    rel = data.get("rel")
+    if isinstance(rel, str) and rel.endswith(".py") and ".." not in Path(rel).parts and \
+            real.suffix == ".py" and real.as_posix().endswith("/" + rel.lstrip("/")):
+        return real
+    return None
 
 
 def _text(path: Path) -> str | None:

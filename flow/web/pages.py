@@ -1,26 +1,23 @@
 """What the dashboard shows, read from a workspace (or the PostgreSQL store the call names,
 ``flow.web.source``) without changing it.
 
-``flow_rows`` is the list page: one row per flow, the same fields ``orchestrator.py status``
-lists (``flow.cli.status.collect``) plus a one-word ``state`` to filter on. ``flow_page`` is
-one flow's page: its phase and the path its history took, the audit trail as a timeline, the
-pending tasks with their prompts and feed commands, running jobs with the log's tail, and
-its outputs (``flow.web.outputs``). Files are read only when they resolve inside the
+The list's rows come from the index (``flow.web.index``, ``flow.cli.inbox``).
+``flow_page`` is one flow's page, read from that flow alone: its row (``flow_row``: the
+fields ``status`` lists, with its state word), its phase and the path its history took, the
+audit trail as a timeline, the pending tasks with their prompts and feed commands, its jobs
+(running with elapsed time, step k of N and the log's tail; finished with exit and end time,
+their logs still served by ``job_log_text``), and its outputs (``flow.web.outputs``). Files are read only when they resolve inside the
 workspace (``inside``); nothing here writes, locks or runs anything.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-from workspace.jsonio import loads
-from workspace.paths import STATE_FILE
-
-STATES = ("error", "done", "person", "job", "agent", "ready", "unreadable")
 TIMELINE_MAX = 300
 LOG_LINES = 20
+LOG_MAX = 512 * 1024  # bytes of a job log shown by /log (its end)
 
 
 def inside(root: Path, path: Path | str) -> Path | None:
@@ -33,47 +30,26 @@ def inside(root: Path, path: Path | str) -> Path | None:
     return real
 
 
-def state_of(row: dict[str, Any]) -> str:
-    """One word for what a flow waits on: error, done, person, job, agent, ready, unreadable."""
-    if row.get("unreadable"):
-        return "unreadable"
-    if row.get("last_error"):
-        return "error"
-    if row.get("finished"):
-        return "done"
-    if row.get("question"):
-        return "person"
-    if row.get("jobs"):
-        return "job"
-    return "agent" if row.get("pending") else "ready"
+def flow_row(root: Path, flow_id: str, raw: dict[str, Any] | None, src: Any
+             ) -> dict[str, Any]:
+    """The list's row of one flow, read from its own state (not from the index, so the
+    page is exact), with ``state`` and ``age`` (``flow.cli.inbox``)."""
+    from flow.cli.status import describe
+    from flow.cli.inbox import shown, sleeping
 
-
-def flow_rows(root: Path, src: Any = None) -> list[dict[str, Any]]:
-    """Every flow of the workspace (or of ``src``, a ``flow.web.source``), as ``status``
-    lists them, with ``state`` and ``age``."""
-    from flow.cli.status import human_age
-    from flow.web.source import FolderSource
-
-    rows = (src or FolderSource(root)).rows()
-    for row in rows:
-        row["state"] = state_of(row)
-        row["age"] = human_age(row.get("age_seconds"))
-    return rows
-
-
-def flow_dir(root: Path, flow_id: str) -> Path | None:
-    """The folder of flow ``flow_id`` if it is a safe id naming a flow inside ``root``."""
-    from flow.web.source import FolderSource
-
-    return FolderSource(root)._folder(flow_id)
-
-
-def read_state(folder: Path) -> dict[str, Any] | None:
-    try:
-        raw = loads((folder / STATE_FILE).read_bytes())
-    except (OSError, ValueError):
-        return None
-    return raw if isinstance(raw, dict) else None
+    folder = src.folder(flow_id)
+    row: dict[str, Any] = {"flow_id": flow_id, "path": str(folder) if folder else None}
+    if raw is None:
+        row.update(workflow=None, phase=None, unreadable="the state cannot be read")
+    else:
+        try:
+            row.update(describe(raw, folder, lambda p: inside(root, p) if p else None))
+        except (AttributeError, TypeError) as exc:
+            row.update(workflow=raw.get("workflow"), phase=raw.get("phase"),
+                       unreadable=str(exc))
+    row["last_error"] = src.last_error(flow_id)
+    row["sleeping"] = sleeping(folder)
+    return shown([row])[0]
 
 
 def flow_page(root: Path, flow_id: str, src: Any = None) -> dict[str, Any] | None:
@@ -86,8 +62,7 @@ def flow_page(root: Path, flow_id: str, src: Any = None) -> dict[str, Any] | Non
     if not src.exists(flow_id):
         return None
     raw = src.state(flow_id)
-    row = next((r for r in flow_rows(root, src) if r["flow_id"] == flow_id),
-               {"flow_id": flow_id, "state": "unreadable"})
+    row = flow_row(root, flow_id, raw, src)
     records = src.audit(flow_id, TIMELINE_MAX)
     if raw is None:
         return {"row": row, "raw": None, "timeline": timeline(records), "tasks": [],
@@ -97,9 +72,12 @@ def flow_page(root: Path, flow_id: str, src: Any = None) -> dict[str, Any] | Non
             "path": states_taken(history, str(raw.get("phase"))),
             "question": raw.get("question"),
             "answer_command": _answer_command(root, raw, flow_id, getattr(src, "url", None)),
+            "resume_command": _commands(root, raw, flow_id, getattr(src, "url", None)).resume()
+            if raw.get("result") is None else None,
             "tasks": pending_tasks(src.last_spec(flow_id), raw, _feeder(root, raw, flow_id,
                                                                           src)),
-            "jobs": running_jobs(root, raw),
+            "jobs": jobs_of(root, raw, src.folder(flow_id)),
+            "progress": row.get("progress") or {},
             "outputs": outputs(root, root / flow_id, raw,
                                lambda name: src.output(flow_id, name))}
 
@@ -121,11 +99,16 @@ def _answer_command(root: Path, raw: dict[str, Any], flow_id: str,
     """The absolute command that records a person's answer (interpreter, script, workspace,
     store, harness: it runs from a fresh shell), the same one the flow's need_human spec
     prints."""
+    return _commands(root, raw, flow_id, store).answer("VALUE")
+
+
+def _commands(root: Path, raw: dict[str, Any], flow_id: str, store: str | None) -> Any:
+    """The flow's command maker (``flow.core.commands``): absolute, runnable from anywhere."""
     from flow.core.commands import Commands
 
     script = Path(__file__).resolve().parents[2] / "orchestrator.py"
     return Commands(script, root.resolve(), str(raw.get("harness") or "claude"),
-                    flow_id, store=store).answer("VALUE")
+                    flow_id, store=store)
 
 
 def timeline(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -166,21 +149,32 @@ def pending_tasks(spec: dict[str, Any] | None, raw: dict[str, Any],
     return out
 
 
-def running_jobs(root: Path, raw: dict[str, Any]) -> list[dict[str, Any]]:
-    """Background jobs without a result: elapsed seconds and the log's last lines (secrets
-    masked by ``log_tail``; a log outside the workspace is not read)."""
-    from flow.core.proc import log_tail
+def jobs_of(root: Path, raw: dict[str, Any], folder: Path | None) -> list[dict[str, Any]]:
+    """Every job of the flow (``flow.cli.jobstate``): running ones with elapsed time and the
+    log's last ``LOG_LINES`` lines, finished and taken ones with exit and end; a log outside
+    the workspace is not read."""
+    from flow.cli.jobstate import job_views
 
-    out = []
-    now = time.time()
-    for job in (raw.get("jobs") or {}).values():
-        if not isinstance(job, dict) or job.get("result") is not None:
-            continue
-        log = inside(root, str(job.get("log_file") or ""))
-        started = job.get("started_at")
-        out.append({"id": job.get("job_id"), "phase": job.get("phase"),
-                    "elapsed_s": round(now - started) if isinstance(started, float) else None,
-                    "timeout_s": job.get("timeout_s"),
-                    "tail": log_tail(log, LOG_LINES) if log is not None else [],
-                    "log_inside": log is not None})
-    return out
+    return job_views(raw.get("jobs"), folder, lambda p: inside(root, p) if p else None,
+                     LOG_LINES)
+
+
+def job_log_text(root: Path, src: Any, flow_id: str, job_id: str) -> str | None:
+    """The end of job ``job_id``'s log (``LOG_MAX`` bytes, secrets masked), while it runs
+    and after; None when the flow, the job or a log inside the workspace is missing."""
+    from flow.core.redact import redact
+
+    raw = src.state(flow_id) if src.exists(flow_id) else None
+    job = ((raw or {}).get("jobs") or {}).get(job_id)
+    log = inside(root, str(job.get("log_file") or "")) if isinstance(job, dict) else None
+    if log is None or not log.is_file():
+        return None
+    try:
+        with log.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - LOG_MAX))
+            data = fh.read()
+    except OSError:
+        return None
+    cut = f"[the first {size - LOG_MAX} bytes are not shown]\n" if size > LOG_MAX else ""
+    return cut + redact(data.decode("utf-8", errors="replace"))

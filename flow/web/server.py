@@ -4,7 +4,9 @@ The socket is bound before anything is printed (127.0.0.1 and a port the system 
 ``--host``/``--port`` say otherwise), so the printed URL is already listening; uvicorn then
 serves ``flow.web.app`` on that very socket. Its own log goes to stderr; stdout holds the one
 JSON object of the harness contract (on a terminal, the same in words: ``flow.cli.person``).
-Ctrl-C (SIGINT) or SIGTERM stops it with exit 0, whenever it comes.
+Only the Host names it serves are answered (``flow.web.hosts``); ``--host`` other than a
+loopback name warns on stderr. Ctrl-C (SIGINT) or SIGTERM stops it with exit 0, whenever it
+comes.
 """
 
 from __future__ import annotations
@@ -61,17 +63,25 @@ def serve(root: Path, host: str, port: int, harness: str,
         from workspace.pgconn import connect
 
         connect(store)
+    import sys
+
+    from flow.web.hosts import open_warning, served_names
+
     sock = bind(host, port)
     url = url_of(sock)
     # SIGTERM ends it as Ctrl-C does: uvicorn puts this handler back when it stops and then
     # raises the signal it caught, which lands here instead of killing the process.
     signal.signal(signal.SIGTERM, _interrupt)
+    warning = open_warning(host)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     try:
         emit({**envelope(None, root, "done", harness), "serving": True, "url": url,
               "read_only": True, **({"store": mask_url(store)} if store else {}),
               "next_steps": [f"open {url} in a browser; Ctrl-C stops the server"]})
-        config = uvicorn.Config(create_app(root.resolve(), store), log_level="warning",
-                                access_log=False, lifespan="off")
+        config = uvicorn.Config(create_app(root.resolve(), store, served_names(host)),
+                                log_level="warning", access_log=False, lifespan="off")
+        sys.setswitchinterval(0.0005)  # the event loop is not kept 5 ms behind a page render
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C before uvicorn listens for it, or after it stopped
         pass

@@ -61,8 +61,20 @@ class FolderSource:
             return None
         return folder
 
+    def folder(self, flow_id: str) -> Path | None:
+        return self._folder(flow_id)
+
     def exists(self, flow_id: str) -> bool:
         return self._folder(flow_id) is not None
+
+    def last_error(self, flow_id: str) -> str | None:
+        """``code: message`` of the flow's last refused call, as ``status`` shows it."""
+        folder = self._folder(flow_id)
+        try:
+            err = loads((folder / ".last_error.json").read_bytes()) if folder else None
+            return f"{err.get('code')}: {err.get('message')}" if err else None
+        except (OSError, ValueError, AttributeError):
+            return None
 
     def state(self, flow_id: str) -> dict[str, Any] | None:
         folder = self._folder(flow_id)
@@ -122,6 +134,17 @@ class StoreSource:
         from flow.cli.fleet import collect_store
 
         return collect_store(self.url)
+
+    def folder(self, flow_id: str) -> Path | None:
+        return None  # a flow of the store has no folder here (its job logs may)
+
+    def last_error(self, flow_id: str) -> str | None:
+        rows = self._one("SELECT last_error FROM flows WHERE flow_id = %s", (flow_id,))
+        try:
+            err = loads(bytes(rows[0][0])) if rows and rows[0][0] is not None else None
+            return f"{err.get('code')}: {err.get('message')}" if err else None
+        except (ValueError, AttributeError):
+            return None
 
     def exists(self, flow_id: str) -> bool:
         return _flow_id_ok(flow_id) and bool(

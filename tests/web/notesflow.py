@@ -1,7 +1,8 @@
 """A two-state plugin workflow whose one feed is free text, registered through
 ORCHESTRATOR_PLUGINS: ``start notes NAME`` asks an agent for a note and a link, the fed note
 becomes the flow's result. It stands for any agent or GitHub text that reaches the dashboard
-(a debugger's report, a review comment): whatever it holds must be shown as text.
+(a debugger's report, a review comment): whatever it holds must be shown as text. A note
+whose name starts with ``sleepy`` sleeps until the next cron firing instead.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from flow.core.feeds import Feed
-from flow.core.outcome import Ask, Done, Go, Task
+from flow.core.outcome import Ask, Done, Go, Sleep, Task
 from flow.core.workflow import Workflow
 
 
@@ -36,6 +37,8 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> NotesData:
 
 
 def ask(ctx: Any) -> Any:
+    if ctx.data.name.startswith("sleepy"):  # a flow that waits on the clock (cron)
+        return Sleep("the nightly wheel is not published yet")
     res = ctx.result("note")
     if res is None:
         return Ask([Task(key="note", role="writer", feed="note",

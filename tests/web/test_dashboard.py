@@ -108,6 +108,8 @@ def test_the_main_jobs_page_shows_its_verdict_and_diagram(
         (page.inner_text("#verdict"), page.inner_text("#refined_command"),
          page.locator("button.copy[data-copy='refined_command']").count()),
         active, svg.headers["content-type"])
+    assert "assert 1 == 1.5 (AssertionError at tests/test_calc.py:9)" == page.inner_text(
+        "#failure")
 
 
 def test_a_waiting_flows_page_shows_its_task_prompt_and_feed_command(

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""The dashboard at fleet scale: a workspace of ``--flows`` flows (default 2,000) made by
+running real flows (the README's main job, the refactor demo, a toy flow asking a person, a
+notes flow waiting on an agent) and cloning their folders under new ids, served by
+``orchestrator.py serve``. Measured, each as the median time to the first byte of a fresh
+connection, against the same bytes served by a static file server on the same machine:
+
+- ``list``: the list page ``/`` (the index warm);
+- ``refresh``: the page's 2-s poll ``/parts/flows`` with the ETag it holds, one second apart
+  so that each one sets off a revalidation of the index (a stat walk of the workspace, in a
+  background thread once the answer is sent), nothing changed; the static server is asked
+  after the same idle time;
+- ``refresh_changed``: the same poll after one flow's state was touched (that flow re-read,
+  the part rendered again);
+- ``static_during_list``: ``/static/style.css`` asked while a list is being rendered (a flow
+  touched first so the render is not cached) vs asked alone.
+
+Targets: list and refresh within 10x the static server, a static file during a list render
+within 2x its time alone. Prints one JSON object. Usage:
+python bench/dashboard_scale.py [--flows 2000] [--runs 10] [--no-refactor]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import os
+import shutil
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.web.workspace import build, call, serving  # noqa: E402
+
+
+def make_workspace(root: Path, flows: int, refactor: bool) -> int:
+    """Real flows, then clones of their folders until there are ``flows``; the templates'
+    count."""
+    build(root, hostile=False)
+    if refactor:
+        call(root, "demo", "refactor")
+    templates = sorted(p.parent for p in root.rglob("flow_state.json"))
+    for i in range(flows - len(templates)):
+        src = templates[i % len(templates)]
+        dest = src.parent / f"clone-{i:05d}"
+        shutil.copytree(src, dest, ignore=shutil.ignore_patterns("scratch", ".lock"))
+        for name in ("flow_state.json", ".last_spec.json"):
+            path = dest / name
+            if path.exists():
+                path.write_bytes(path.read_bytes().replace(str(src).encode(), str(dest).encode())
+                                 .replace(str(src.relative_to(root)).encode(),
+                                          str(dest.relative_to(root)).encode()))
+    return len(templates)
+
+
+def first_byte(url: str, path: str, headers: dict[str, str] | None = None) -> tuple[float, bytes]:
+    """Seconds from connect to the first byte of the answer, and the whole answer's body."""
+    parts = urlsplit(url)
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+    start = time.perf_counter()
+    with socket.create_connection((parts.hostname, parts.port)) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {parts.hostname}\r\nConnection: close\r\n"
+                     f"{extra}\r\n".encode())
+        first = sock.recv(65536)
+        took = time.perf_counter() - start
+        data = [first]
+        while chunk := sock.recv(65536):
+            data.append(chunk)
+    raw = b"".join(data)
+    return took, raw.partition(b"\r\n\r\n")[2]
+
+
+def etag_of(url: str, path: str) -> str:
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port)) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {parts.hostname}\r\nConnection: close\r\n\r\n"
+                     .encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(65536)
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"etag:"):
+            return line.split(b":", 1)[1].strip().decode()
+    return ""
+
+
+def static_server(folder: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):  # type: ignore[no-untyped-def]
+            super().__init__(*a, directory=str(folder), **kw)
+
+        def log_message(self, *a):  # type: ignore[no-untyped-def]
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/", server
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values) * 1000, 3)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flows", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--no-refactor", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "agent_space"
+        t = time.perf_counter()
+        kinds = make_workspace(root, args.flows, not args.no_refactor)
+        built_s = time.perf_counter() - t
+        states = sorted(root.rglob("flow_state.json"))
+        static_dir = Path(tmp) / "static"
+        static_dir.mkdir()
+        with serving(root) as (url, _):
+            cold, page = first_byte(url, "/")
+            part_tag = etag_of(url, "/parts/flows")
+            _, part = first_byte(url, "/parts/flows")
+            (static_dir / "list.html").write_bytes(page)
+            (static_dir / "part.html").write_bytes(part)
+            (static_dir / "style.css").write_bytes((ROOT / "flow/web/static/style.css")
+                                                   .read_bytes())
+            surl, server = static_server(static_dir)
+            out: dict[str, list[float]] = {k: [] for k in (
+                "list", "list_static", "refresh", "refresh_static", "refresh_changed",
+                "css_alone", "css_during_list")}
+            for i in range(args.runs):
+                out["list"].append(first_byte(url, "/")[0])
+                out["list_static"].append(first_byte(surl, "/list.html")[0])
+                time.sleep(1.05)  # past the index's 1 s: this poll revalidates
+                out["refresh"].append(first_byte(url, "/parts/flows",
+                                                 {"If-None-Match": part_tag})[0])
+                time.sleep(1.05)  # the static server asked after the same idle time
+                out["refresh_static"].append(first_byte(surl, "/part.html")[0])
+                os.utime(states[i % len(states)])
+                time.sleep(1.05)
+                out["refresh_changed"].append(first_byte(url, "/parts/flows")[0])
+                part_tag = etag_of(url, "/parts/flows")
+                out["css_alone"].append(first_byte(url, "/static/style.css")[0])
+                os.utime(states[(i + 1) % len(states)])
+                time.sleep(1.05)
+                lister = threading.Thread(target=first_byte, args=(url, "/"))
+                lister.start()
+                out["css_during_list"].append(first_byte(url, "/static/style.css")[0])
+                lister.join()
+            server.shutdown()
+    ms = {k: median(v) for k, v in out.items()}
+    result = {
+        "flows": len(states), "flow_kinds_cloned": kinds, "build_s": round(built_s, 1),
+        "runs": args.runs, "list_bytes": len(page), "median_ms": ms,
+        "first_list_ms_cold": round(cold * 1000, 3),
+        "list_vs_static": round(ms["list"] / ms["list_static"], 2),
+        "refresh_vs_static": round(ms["refresh"] / ms["refresh_static"], 2),
+        "refresh_changed_vs_static": round(ms["refresh_changed"] / ms["refresh_static"], 2),
+        "css_during_list_vs_alone": round(ms["css_during_list"] / ms["css_alone"], 2),
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
