@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
-from flow.core.errors import UsageError
+from flow.core.errors import UsageError, WorkflowInputError
 
 PROG = "orchestrator.py"
+MAX_PR_NUMBER = 2**31 - 1  # GitHub's issue numbers are 32-bit; a larger one overflows a query
 
 # name -> (option strings, argparse keyword arguments incl. help). Shared by every command.
 FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
@@ -271,6 +272,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]
         values.update(vars(known), help=True, command=command, args=[])
         return argparse.Namespace(**values), parser
     values.update(vars(parser.parse_args(rest)))
+    pr = values.get("pr_number")
+    if pr is not None and not 1 <= pr <= MAX_PR_NUMBER:
+        raise WorkflowInputError(f"--pr-number {pr} is not a pull request number",
+                                 f"pass a whole number from 1 to {MAX_PR_NUMBER}")
     values["command"] = command
     values["args"] = _words(command, values)
     return argparse.Namespace(**values), parser
