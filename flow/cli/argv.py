@@ -274,8 +274,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]
     values.update(vars(parser.parse_args(rest)))
     pr = values.get("pr_number")
     if pr is not None and not 1 <= pr <= MAX_PR_NUMBER:
-        raise WorkflowInputError(f"--pr-number {pr} is not a pull request number",
-                                 f"pass a whole number from 1 to {MAX_PR_NUMBER}")
+        raise WorkflowInputError(f"--pr-number {pr} is not a PR number",
+                                 "pass the number shown in the PR's URL, e.g. --pr-number 123 "
+                                 f"(1 to {MAX_PR_NUMBER})")
     values["command"] = command
     values["args"] = _words(command, values)
     return argparse.Namespace(**values), parser
