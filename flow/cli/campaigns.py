@@ -404,6 +404,24 @@ def refuse_if_lacking(conn: Any, lease: Any, root: Path, url: str) -> None:
                                    "given_back": given, "flow_id": lease.flow_id})
 
 
+def refuse_if_no_flow(conn: Any, lease: Any, url: str) -> None:
+    """A claimed item whose start words start no flow (defined before they were checked):
+    finished as ``refused``, so it neither stays leased nor is taken again, and the call
+    answers ``bad_input`` naming it."""
+    if lease.flow_id:
+        return
+    try:
+        check_start_words(lease.item_id, list(lease.argv))
+    except WorkflowInputError as err:
+        from workspace import campaign as camp
+
+        guard(url, "refusing the item", camp.complete, conn, lease.campaign, lease.item_id,
+              lease.token, {"outcome": "refused", "error": f"{err.code}: {err.message}"})
+        err.details["campaign"] = {"name": lease.campaign, "item": lease.item_id,
+                                   "refused": True}
+        raise
+
+
 def item_argv(lease: Any, root: Path, url: str, harness: str) -> list[str]:
     """The command line that starts (first claim) or resumes (later ones) the item's flow."""
     sticky = ["--workspace", str(root), "--store", url, "--harness", harness]

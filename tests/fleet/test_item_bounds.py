@@ -89,3 +89,24 @@ def test_an_item_with_a_bad_id_or_start_words_is_refused_and_nothing_leased(
     path.write_text(json.dumps([{"id": "ok", "argv": ["start", "toy", "ok"]}, item]))
     _refused(_campaign(tmp_path, pg_url, str(path)), words)
     assert [] == _rows(pg_url)
+
+
+def test_an_item_defined_before_the_check_is_refused_when_claimed_and_not_kept(
+        tmp_path: Path, pg_url: str) -> None:
+    """An item already in the store whose start words are ["status"]: the worker that claims
+    it answers bad_input, the item is finished as refused (not leased), the next is taken."""
+    from workspace import campaign as camp
+    from workspace.pgconn import connect
+
+    camp.define(connect(pg_url, fresh=True), "old", "items",
+                [("st", {"argv": ["status"]}), ("ok", {"argv": ["start", "toy", "ok"]})])
+    drv = Driver(tmp_path / "ws", {**TOY_ENV, "ORCHESTRATOR_STORE": pg_url})
+    first = drv.call(["campaign", "old"])
+    _refused(first, "start no flow")
+    assert {"name": "old", "item": "st", "refused": True} == first.spec["error"]["campaign"]
+    with psycopg.connect(pg_url) as conn:
+        state, result = conn.execute("SELECT state, result FROM campaign_items WHERE "
+                                     "item_id = 'st'").fetchone()
+    assert ("done", "refused") == (state, result["outcome"])  # jsonb: read as a dict
+    second = drv.call(["campaign", "old"])
+    assert second.spec is not None and "ok" == second.spec["campaign"]["item"], second.spec
