@@ -1,21 +1,41 @@
-"""The PostgreSQL store's URL rules and errors: no password in the URL, masked messages.
+"""The PostgreSQL store's URL rules and errors: no credential in the URL, masked messages.
 
-A store URL is ``postgresql://user@host:port/db`` (psycopg 3). The password never travels in
-the URL (the URL is repeated in every printed command): it comes from ``PGPASSWORD`` or a
-``.pgpass``-style file (``PGPASSFILE``, default ``~/.pgpass``), which libpq reads itself.
-Every message that shows the URL masks any password, and a connection failure is a
+A store URL is ``postgresql://user@host:port/db`` (psycopg 3), other libpq settings in its
+query (``?sslmode=require``). No secret travels in the URL (the URL is repeated in every
+printed command, the Codex crontab line, ``serve``'s JSON and another caller's ``busy``
+error): a password in the user part, a ``password`` or ``sslpassword`` query parameter, and a
+libpq keyword string (``host=h dbname=d``, a connection string, never a folder name) are
+refused (``bad_store``, exit 2). The password comes from ``PGPASSWORD`` or a ``.pgpass``-style
+file (``PGPASSFILE``, default ``~/.pgpass``), which libpq reads itself. Every message that
+shows a store value masks any credential in it, and a connection failure is a
 ``StoreUnavailable`` (exit 4) with a hint, never a traceback. Nothing here imports psycopg.
 """
 
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit, urlunsplit
+import re
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from flow.core.errors import OrchestratorError, UsageError
 
 SCHEMES = ("postgresql://", "postgres://")
 MASK = "***"
+SECRET_KEYS = frozenset({"password", "sslpassword"})  # libpq settings that hold a secret
+LIBPQ_KEYS = frozenset({  # the keywords of a libpq connection string (PostgreSQL 17)
+    "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "require_auth",
+    "channel_binding", "connect_timeout", "client_encoding", "options", "application_name",
+    "fallback_application_name", "keepalives", "keepalives_idle", "keepalives_interval",
+    "keepalives_count", "tcp_user_timeout", "replication", "gssencmode", "sslmode",
+    "sslnegotiation", "requiressl", "sslcompression", "sslcert", "sslkey", "sslpassword",
+    "sslcertmode", "sslrootcert", "sslcrl", "sslcrldir", "sslsni", "requirepeer",
+    "ssl_min_protocol_version", "ssl_max_protocol_version", "krbsrvname", "gsslib",
+    "gssdelegation", "service", "target_session_attrs", "load_balance_hosts"})
+_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'?|(?:[^\s\\]|\\.)*)")
+HINT = ("give --store as postgresql://USER@HOST:PORT/DATABASE (other libpq settings as "
+        "?key=value) and the password in PGPASSWORD or a .pgpass-style file (PGPASSFILE, "
+        "default ~/.pgpass: host:port:database:user:password, mode 0600): the URL is repeated "
+        "in every printed command")
 
 
 class StoreUnavailable(OrchestratorError):
@@ -25,42 +45,88 @@ class StoreUnavailable(OrchestratorError):
     exit_code = 4
 
 
+def is_keywords(value: str | None) -> bool:
+    """Whether ``value`` is a libpq keyword string (``host=h dbname=d``), not a folder."""
+    match = re.match(r"\s*([A-Za-z_]+)\s*=", str(value or ""))
+    return bool(match) and match.group(1).lower() in LIBPQ_KEYS
+
+
 def is_url(value: str | None) -> bool:
-    return bool(value) and str(value).startswith(SCHEMES)
+    """Whether ``value`` names a PostgreSQL store (a URL or a keyword string), not a folder."""
+    return bool(value) and (str(value).startswith(SCHEMES) or is_keywords(value))
+
+
+def keywords(text: str) -> list[tuple[str, str]]:
+    """The ``(key, value)`` pairs of a libpq keyword string, quotes and escapes undone."""
+    pairs = []
+    for key, raw in _PAIR.findall(text):
+        if raw.startswith("'"):
+            raw = raw[1:-1] if raw.endswith("'") and len(raw) > 1 else raw[1:]
+        pairs.append((key.lower(), re.sub(r"\\(.)", r"\1", raw)))
+    return pairs
 
 
 def mask_url(url: str) -> str:
-    """The URL with any password replaced by ``***`` (for messages)."""
+    """The store value with every credential replaced by ``***`` (for messages): the
+    password of the user part, ``password``/``sslpassword`` in the query or keywords."""
+    if not str(url).startswith(SCHEMES):
+        if not is_keywords(url):
+            return url
+        return _PAIR.sub(lambda m: f" {m.group(1)}={MASK}" if m.group(1).lower() in
+                         SECRET_KEYS else m.group(0), url).strip()
     try:
         parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
         return "<unparsable store URL>"
-    if parts.password is None:
+    if parts.password is None and not any(k.lower() in SECRET_KEYS for k, _ in query):
         return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{netloc[1]}"))
+    if parts.password is not None:
+        netloc = parts.netloc.rsplit("@", 1)
+        parts = parts._replace(netloc=f"{netloc[0].split(':', 1)[0]}:{MASK}@{netloc[1]}")
+    if any(k.lower() in SECRET_KEYS for k, _ in query):
+        masked = [(k, MASK if k.lower() in SECRET_KEYS else v) for k, v in query]
+        parts = parts._replace(query=urlencode(masked, safe="*"))
+    return urlunsplit(parts)
+
+
+def as_url(pairs: list[tuple[str, str]]) -> str:
+    """The ``postgresql://`` URL of keyword pairs, without their secrets (for a hint)."""
+    given = {k: v for k, v in pairs if k not in SECRET_KEYS}
+    user = f"{quote(given.pop('user'), safe='')}@" if "user" in given else ""
+    host = given.pop("host", "HOST")
+    port = f":{given.pop('port')}" if "port" in given else ""
+    db = quote(given.pop("dbname", "DATABASE"), safe="")
+    query = f"?{urlencode(list(given.items()))}" if given else ""
+    return f"postgresql://{user}{host}{port}/{db}{query}"
+
+
+def _refused(url: str, why: str, hint: str = HINT) -> UsageError:
+    return UsageError(f"store URL {mask_url(url)!r} {why}", hint, code="bad_store")
 
 
 def check_url(url: str) -> str:
-    """Return ``url`` if it is a usable store URL; ``UsageError`` (exit 2) if not."""
+    """Return ``url`` if it is a usable store URL; ``UsageError`` (exit 2) if not: a keyword
+    string, a URL that cannot be parsed, names no host or carries a credential."""
+    if not url.startswith(SCHEMES):
+        pairs = keywords(url)
+        secret = "carries a password and " if any(k in SECRET_KEYS for k, _ in pairs) else ""
+        raise _refused(url, f"is a libpq keyword string; it {secret}is refused",
+                       f"give it as a URL without the password, e.g. --store "
+                       f"{as_url(pairs)!r}; {HINT}")
     try:
         parts = urlsplit(url)
         _ = parts.port
+        query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError as exc:
-        raise UsageError(f"store URL {mask_url(url)!r} cannot be parsed: {exc}",
-                         "give --store as postgresql://USER@HOST:PORT/DATABASE",
-                         code="bad_store") from None
+        raise _refused(url, f"cannot be parsed: {exc}") from None
     if parts.password is not None:
-        raise UsageError(
-            f"store URL {mask_url(url)!r} carries a password",
-            "remove the password from the URL (it is repeated in every printed command) and "
-            "export PGPASSWORD, or put it in a .pgpass-style file (PGPASSFILE, default "
-            "~/.pgpass: host:port:database:user:password, mode 0600)", code="bad_store")
-    if not parts.hostname and "host=" not in parts.query:
-        raise UsageError(f"store URL {mask_url(url)!r} names no host",
-                         "give --store as postgresql://USER@HOST:PORT/DATABASE",
-                         code="bad_store")
+        raise _refused(url, "carries a password")
+    secret = sorted({k.lower() for k, _ in query} & SECRET_KEYS)
+    if secret:
+        raise _refused(url, f"carries a secret in its query ({', '.join(secret)})")
+    if not parts.hostname and not any(k.lower() in ("host", "hostaddr") for k, _ in query):
+        raise _refused(url, "names no host")
     return url
 
 

@@ -17,9 +17,10 @@ import argparse
 from typing import Any, NoReturn
 
 from flow.cli import suggest
-from flow.core.errors import UsageError
+from flow.core.errors import UsageError, WorkflowInputError
 
 PROG = "orchestrator.py"
+MAX_PR_NUMBER = 2**31 - 1  # GitHub's issue numbers are 32-bit; a larger one overflows a query
 
 # name -> (option strings, argparse keyword arguments incl. help). Shared by every command.
 FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
@@ -344,6 +345,11 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]
         values.update(vars(known), help=True, command=command, args=[])
         return argparse.Namespace(**values), parser
     values.update(vars(parser.parse_args(rest)))
+    pr = values.get("pr_number")
+    if pr is not None and not 1 <= pr <= MAX_PR_NUMBER:
+        raise WorkflowInputError(f"--pr-number {pr} is not a PR number",
+                                 "pass the number shown in the PR's URL, e.g. --pr-number 123 "
+                                 f"(1 to {MAX_PR_NUMBER})")
     values["command"] = command
     values["args"] = _words(command, values)
     return argparse.Namespace(**values), parser

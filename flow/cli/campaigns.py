@@ -115,20 +115,40 @@ def review_items(args: argparse.Namespace, root: Path) -> list[tuple[str, dict[s
     return list(items.items())
 
 
-def _read_json(path: Path, what: str) -> Any:
+MAX_ITEMS = 20000           # items of one items file (each a whole flow)
+MAX_ITEMS_BYTES = 8 << 20   # an items file larger is refused before it is parsed
+MAX_ITEM_ID = 200           # characters of an item id
+MAX_ITEM_WORDS = 200        # start words of one item
+NOT_FLOWS = ("status", "campaign", "schema", "graph", "serve", "demo", "affected-tests")
+NOT_IN_ITEMS = ("flow", "resume", "feed", "feed_file", "answer", "campaign", "items", "help",
+                "workspace", "store", "harness")  # the campaign supplies or forbids these
+
+
+def _read_json(path: Path, what: str, limit: int = MAX_ITEMS_BYTES) -> Any:
+    """The JSON of a file someone names: a regular file of at most ``limit`` bytes (no FIFO
+    that hangs, no ``/dev/zero`` that fills memory), read once (``flow.core.boundedfile``)."""
+    from flow.core.boundedfile import UnreadableFile, read_regular
+
     try:
-        return loads(path.expanduser().read_bytes())
-    except OSError as exc:
-        raise WorkflowInputError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}",
-                                 f"check the path of the {what}") from None
+        return loads(read_regular(path.expanduser(), limit))
+    except UnreadableFile as exc:
+        raise WorkflowInputError(f"{what} {str(path)!r} {exc.reason}",
+                                 f"give the {what} as a regular JSON file of at most {limit} "
+                                 "bytes") from None
     except ValueError as exc:
         raise WorkflowInputError(f"{what} {str(path)!r} is not JSON: {exc}",
                                  f"fix the {what}") from None
 
 
 def _items_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The items of ``campaign NAME --items FILE``: at most ``MAX_ITEMS``, each a unique
+    printable id and the start words of a flow (``check_start_words``)."""
     raw = _read_json(path, "items file")
-    ok = isinstance(raw, list) and all(
+    if isinstance(raw, list) and len(raw) > MAX_ITEMS:
+        raise WorkflowInputError(f"items file {str(path)!r} lists {len(raw)} items, more than "
+                                 f"the limit of {MAX_ITEMS}",
+                                 "split it into several campaigns")
+    ok = isinstance(raw, list) and raw and all(
         isinstance(i, dict) and isinstance(i.get("id"), str) and i["id"]
         and isinstance(i.get("argv"), list) and i["argv"]
         and all(isinstance(w, str) for w in i["argv"]) for i in raw)
@@ -140,7 +160,48 @@ def _items_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
     if len(set(ids)) != len(ids):
         raise WorkflowInputError(f"items file {str(path)!r} repeats an id",
                                  "give each item a unique id")
+    for n, item in enumerate(raw, 1):
+        check_item(n, item["id"], item["argv"])
     return [(i["id"], {"argv": list(i["argv"])}) for i in raw]
+
+
+def check_item(n: int, item_id: str, argv: list[str]) -> None:
+    """Item ``n``: an id of 1 to ``MAX_ITEM_ID`` printable characters (no NUL, newline or
+    line separator), start words without NUL that start a flow; ``WorkflowInputError``."""
+    if not (len(item_id) <= MAX_ITEM_ID and item_id.isprintable() and item_id.strip()):
+        raise WorkflowInputError(
+            f"item {n}'s id {item_id[:MAX_ITEM_ID]!r} is not 1 to {MAX_ITEM_ID} printable "
+            "characters", "name each item with letters, digits and punctuation (no control "
+                          "character, NUL or line break)")
+    if len(argv) > MAX_ITEM_WORDS or any("\x00" in w for w in argv):
+        raise WorkflowInputError(f"item {item_id!r} has more than {MAX_ITEM_WORDS} start words "
+                                 "or a NUL byte in one", "give the start words of one flow")
+    check_start_words(item_id, argv)
+
+
+def check_start_words(item_id: str, argv: list[str]) -> None:
+    """Refuse start words that start no flow (``status``, ``--flow ID --resume``, a campaign,
+    a bad flag): a campaign item is always a flow a worker can drive to its end."""
+    from flow.cli.argv import parse
+
+    hint = ('give the start words of a flow, e.g. ["reproduce", "--command", "pytest x.py"] or '
+            '["start", "WORKFLOW", ...]; the campaign adds --workspace, --store and --harness')
+    try:
+        args, _ = parse(list(argv))
+    except OrchestratorError as err:
+        raise WorkflowInputError(f"item {item_id!r}: {err.message}", hint) from None
+    words = list(args.args)
+    given = [f"--{n.replace('_', '-')}" for n in NOT_IN_ITEMS if getattr(args, n, None)]
+    if args.command is None or args.command in NOT_FLOWS or given:
+        what = " ".join(given) if given else (args.command or "no command")
+        raise WorkflowInputError(f"item {item_id!r}'s start words {argv!r} start no flow "
+                                 f"({what})", hint)
+    if args.command == "start":
+        from flow.workflows import registry
+
+        if len(words) < 2 or words[1] not in registry.names():
+            raise WorkflowInputError(f"item {item_id!r} starts no known workflow ({argv!r})",
+                                     f"{hint}; workflows: {', '.join(registry.names())}")
 
 
 _ENTRY_FLAGS = (("failure_pattern", "--failure-pattern"), ("stage", "--stage"),
@@ -150,11 +211,17 @@ _CALL_FLAGS = (("profile", "--profile"), ("source_dir", "--source-dir"),
 
 
 def _batch_items(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
-    raw = _read_json(Path(args.batch), "batch file")
+    from flow.workflows.reproduce.batch.limits import MAX_BATCH_BYTES, MAX_ENTRIES
+
+    raw = _read_json(Path(args.batch), "batch file", MAX_BATCH_BYTES)
     entries = raw.get("entries") if isinstance(raw, dict) else raw
     if not isinstance(entries, list) or not entries:
         raise WorkflowInputError(f"batch file {args.batch!r} holds no list of entries",
                                  'give a JSON list of {"id": ..., "command": ...}')
+    if len(entries) > MAX_ENTRIES:
+        raise WorkflowInputError(f"batch file {args.batch!r} lists {len(entries)} entries, "
+                                 f"more than the limit of {MAX_ENTRIES}",
+                                 "split it into several batches")
     common: list[str] = []
     for name, flag in _CALL_FLAGS:
         value = getattr(args, name, None)
@@ -169,7 +236,9 @@ def _batch_items(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
         for key, flag in _ENTRY_FLAGS:
             if entry.get(key) is not None:
                 argv += [flag, str(entry[key])]
-        items.append((str(entry.get("id") or f"entry-{n}"), {"argv": argv}))
+        item_id = str(entry.get("id") or f"entry-{n}")
+        check_item(n, item_id, argv)
+        items.append((item_id, {"argv": argv}))
     return items
 
 
@@ -369,6 +438,24 @@ def refuse_if_lacking(conn: Any, lease: Any, root: Path, url: str) -> None:
         f"this machine lacks what campaign item {lease.item_id!r} needs: {listing}", hint,
         missing=missing, campaign={"name": lease.campaign, "item": lease.item_id,
                                    "given_back": given, "flow_id": lease.flow_id})
+
+
+def refuse_if_no_flow(conn: Any, lease: Any, url: str) -> None:
+    """A claimed item whose start words start no flow (defined before they were checked):
+    finished as ``refused``, so it neither stays leased nor is taken again, and the call
+    answers ``bad_input`` naming it."""
+    if lease.flow_id:
+        return
+    try:
+        check_start_words(lease.item_id, list(lease.argv))
+    except WorkflowInputError as err:
+        from workspace import campaign as camp
+
+        guard(url, "refusing the item", camp.complete, conn, lease.campaign, lease.item_id,
+              lease.token, {"outcome": "refused", "error": f"{err.code}: {err.message}"})
+        err.details["campaign"] = {"name": lease.campaign, "item": lease.item_id,
+                                   "refused": True}
+        raise
 
 
 def item_argv(lease: Any, root: Path, url: str, harness: str) -> list[str]:

@@ -3,7 +3,9 @@
 Drawn by transitions' own diagram support from the same declaration the engine runs
 (``Workflow.diagram``): Mermaid text by default, or an svg/png picture through transitions'
 graphviz engine and the Graphviz ``dot`` program. With ``--flow ID`` the flow's current state
-is drawn active and the steps its history took are drawn as taken.
+is drawn active and the steps its history took are drawn as taken. A picture goes to a new or
+a regular file only (``--output`` a folder: a named file in it), written beside it and renamed
+over it; a symlink, FIFO, device or socket there is refused, never replaced or written through.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ def graph_command(args: argparse.Namespace, words: list[str], root: Path,
     fmt = args.format or "mermaid"
     out["format"] = fmt
     if fmt in PICTURES:
-        target = Path(args.output) if args.output else default_output(root, wf.name, args.flow,
-                                                                      fmt)
+        named = default_output(root, wf.name, args.flow, fmt)
+        target = output_path(Path(args.output), named.name) if args.output else named
         data = picture(wf, fmt, current, path)
         from workspace.atomic import write_atomic
 
@@ -54,6 +56,42 @@ def default_output(root: Path, workflow: str, flow_id: str | None, fmt: str) -> 
     """``<workspace>/graphs/<workflow>[.<flow id, slashes as '+'>].<fmt>``."""
     name = workflow if not flow_id else f"{workflow}.{flow_id.replace('/', '+')}"
     return root / "graphs" / f"{name}.{fmt}"
+
+
+def output_path(given: Path, name: str) -> Path:
+    """Where ``--output given`` writes: ``given`` if it is new or a regular file, ``given/name``
+    if it is a folder (that one new or regular too); anything else is a ``bad_input``."""
+    import stat
+
+    from flow.core.boundedfile import kind
+    from flow.core.errors import WorkflowInputError
+
+    mode = _mode(given)
+    target = given / name if mode is not None and stat.S_ISDIR(mode) else given
+    mode = _mode(target) if target != given else mode
+    if mode is None or stat.S_ISREG(mode):
+        return target
+    what = "a symbolic link" if stat.S_ISLNK(mode) else kind(mode)
+    raise WorkflowInputError(
+        f"--output {str(target)!r} is {what}; a picture replaces only a regular file",
+        f"name a new file, a regular file to replace, or a folder (the picture is written in "
+        f"it as {name!r})")
+
+
+def _mode(path: Path) -> int | None:
+    """The file type bits of ``path`` itself (a link is not followed); None if absent."""
+    import os
+
+    from flow.core.errors import WorkflowInputError
+
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise WorkflowInputError(f"--output {str(path)!r} cannot be checked: "
+                                 f"{exc.strerror or exc}",
+                                 "name a new file or a regular file to replace") from None
 
 
 def flow_path(root: Path, flow_id: str, workflow: str) -> tuple[str, list[str]]:

@@ -186,6 +186,7 @@ def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: s
         lease = campaigns.claim_next(conn, name, url)
         if lease is None:
             return campaigns.finished(conn, name, url, root, harness)
+        campaigns.refuse_if_no_flow(conn, lease, url)
         campaigns.refuse_if_lacking(conn, lease, root, url)
         item_args, _ = parse(campaigns.item_argv(lease, root, url, harness))
         try:

@@ -1,4 +1,9 @@
-"""``orchestrator.py status``: every flow in a workspace, as a table or as JSON."""
+"""``orchestrator.py status``: every flow in a workspace, as a table or as JSON.
+
+What it shows comes from the flows' files (states, errors, job logs), which may quote an
+agent's or a command's text: every string is shown with secrets masked (``flow.core.redact``),
+as the dashboard shows them, for the CLI and the MCP server's ``status`` tool alike.
+"""
 
 from __future__ import annotations
 
@@ -247,10 +252,12 @@ def _moved(c: list[str], shown: list[int]) -> str:
 def status(root: Path, harness: str, *, as_json: bool,
            rows: list[dict[str, Any]] | None = None,
            where: str | None = None, needs_me: bool = False) -> dict[str, Any] | str:
-    """Every flow of the file store under ``root`` (or the ``rows`` of another store);
-    ``needs_me``: only what needs a person, first things first (``flow.cli.inbox``)."""
-    if rows is None:
-        rows = collect(root)
+    """Every flow of the file store under ``root`` (or the ``rows`` of another store), with
+    secrets masked; ``needs_me``: only what needs a person, first things first
+    (``flow.cli.inbox``)."""
+    from flow.core.redact import redact_tree
+
+    rows = redact_tree(collect(root) if rows is None else rows)
     counted: dict[str, int] | None = None
     if needs_me:
         from flow.cli.inbox import NEEDS_ME, counts, needs_me as inbox, shown

@@ -5,6 +5,9 @@ one writes (an unbounded wait while the flow's lock is held), ``/dev/zero`` (an 
 a directory, or a 200 MB file. ``read_feed`` opens it non-blocking, checks with ``fstat`` on
 the open descriptor (no race between check and read) that it is a regular file no larger than
 ``ORCHESTRATOR_MAX_FEED_BYTES`` (default 8 MiB), and reads at most that many bytes plus one.
+The result comes back with secrets masked (``flow.core.redact``: token shapes, the values of
+the secret settings), so an agent's result that quotes a token never reaches the state, the
+audit log or an output file.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from flow.core.boundedfile import UnreadableFile, read_regular
 from flow.core.errors import FeedRejected, SettingError
 from flow.core.jsonio import loads
+from flow.core.redact import redact_tree
 
 ENV_MAX_FEED = "ORCHESTRATOR_MAX_FEED_BYTES"
 DEFAULT_MAX_FEED = 8 * 1024 * 1024
@@ -37,7 +41,8 @@ def max_feed_bytes(settings: Mapping[str, str]) -> int:
 
 
 def read_feed(path: Path, limit: int) -> dict[str, Any]:
-    """The JSON object in ``path``; ``FeedRejected`` for anything else (code says what)."""
+    """The JSON object in ``path``, its strings with secrets masked; ``FeedRejected`` for
+    anything else (code says what)."""
     where = str(path)
     try:
         raw = read_regular(path, limit)
@@ -68,7 +73,7 @@ def read_feed(path: Path, limit: int) -> dict[str, Any]:
     if not isinstance(content, dict):
         raise FeedRejected(f"feed file {where!r} holds a {type(content).__name__}, "
                            f"not a JSON object", "write one JSON object", code="feed_malformed")
-    return content
+    return dict(redact_tree(content))
 
 
 def _too_large(where: str, size: int, limit: int) -> FeedRejected:

@@ -8,7 +8,10 @@ What every run gets, whatever the caller:
   ``bash -c`` with the block as one argument;
 - its own process group: a timeout ends the whole group (TERM, a grace period, KILL), and
   so does the main process's exit, so a child that left ``sleep 45 &`` holding stdout
-  neither blocks the call nor outlives it;
+  neither blocks the call nor outlives it; a descendant that left the group (a daemon:
+  fork, setsid, fork) is ended when the run ends, found by its environment mark or, when it
+  started its last program with an environment of its own, as an orphan this process
+  adopted as the run's subreaper (Linux);
 - stdin from ``/dev/null`` (or the given text);
 - stdout and stderr, interleaved, streamed to the step's log file and capped: the first and
   the last ``cap/2`` bytes are kept and the cut is marked, so memory and disk stay bounded
@@ -49,9 +52,9 @@ from flow.core.redact import (
     MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns,
 )
 from flow.core.supervisor import (
-    CHUNK, DEFAULT_CAP, GRACE_S, MARK_ENV, NOT_FOUND, TIMED_OUT, CappedLog, Child, ask,
-    detach, end_marked, ended_with, kill_group, new_mark, pump, result_record, start, stream,
-    write_atomic,
+    CHUNK, DEFAULT_CAP, GRACE_S, MARK_ENV, NOT_FOUND, TIMED_OUT, CappedLog, Child, adopted, ask,
+    become_subreaper, detach, end_marked, ended_with, kill_group, new_mark, pump, result_record,
+    start, stream, write_atomic,
 )
 
 FOREGROUND_ENV = "ORCHESTRATOR_FOREGROUND_S"
@@ -390,6 +393,7 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
                     shown_as=MASK.encode())
     started = time.monotonic()
     mark = new_mark()
+    spare = set(adopted()) if become_subreaper() else set()  # earlier orphans are not its
     try:
         child = spawn(argv, cwd=cwd, env={**scrubbed, MARK_ENV: mark}, stdin=stdin)
     except OSError as exc:
@@ -407,7 +411,7 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     reason = ""
     if timed_out:
         reason = f"\n[timed out after {limit:.0f} s: the process group was ended]\n"
-    reason = ended_with(log, reason, mark, "run")
+    reason = ended_with(log, reason, mark, "run", spare, child.pid)
     return Result(code=TIMED_OUT if timed_out else child.returncode, log=log,
                   timed_out=timed_out, duration_s=took, cut_bytes=cut, reason=reason,
                   header_bytes=len(head))

@@ -26,6 +26,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -49,6 +50,90 @@ MARK_ENV = "ORCHESTRATOR_RUN_MARK"
 
 def new_mark() -> str:
     return os.urandom(16).hex()
+
+
+# A daemon that also starts its last program with an environment of its own (``env -i``)
+# carries no mark. On Linux the process that runs children becomes their subreaper
+# (``prctl(PR_SET_CHILD_SUBREAPER)``): such an orphan is reparented to it, not to init, and
+# ``end_adopted`` ends every child it did not start itself. The pids it started are kept in
+# ``_OURS`` (a job supervisor it detached is its child, never an orphan to end).
+_PR_SET_CHILD_SUBREAPER = 36
+_REAPER: list[bool] = []  # [whether this process is a subreaper], once tried
+_OURS: set[int] = set()
+_SPAWNING = threading.Lock()  # a child between fork and _OURS is never taken for an orphan
+
+
+def become_subreaper() -> bool:
+    """Make this process the subreaper of its descendants (Linux, once); False elsewhere or
+    when the kernel refuses: then the mark and the process group alone bound a run."""
+    if not _REAPER:
+        ok = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                ok = ctypes.CDLL(None, use_errno=True).prctl(
+                    _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            except (OSError, AttributeError):
+                ok = False
+        _REAPER.append(ok)
+    return _REAPER[0]
+
+
+def _popen(argv: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen``, its pid kept in ``_OURS`` (a child, not an adopted orphan)."""
+    with _SPAWNING:
+        child = subprocess.Popen(list(argv), **kwargs)  # type: ignore[call-overload]
+        _OURS.add(child.pid)
+    return child
+
+
+def adopted() -> dict[int, tuple[str, int]]:
+    """The children of this process that it did not start, each with its state letter and
+    process group: orphans reparented to it as their subreaper (none when it is not one)."""
+    found: dict[int, tuple[str, int]] = {}
+    if not (_REAPER and _REAPER[0]):
+        return found
+    me = str(os.getpid())
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in entries:
+        if not name.isdigit() or int(name) in _OURS:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if fields[1].decode() == me:
+                found[int(name)] = (fields[0].decode(), int(fields[2]))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def end_adopted(spare: set[int], group: int | None = None) -> list[int]:
+    """SIGKILL and reap every orphan adopted since ``spare`` was taken (``adopted``), again
+    while ending one hands its own children over in turn; the pids ended that were still
+    running outside the run's process ``group`` (the group's own are ended with it)."""
+    ended: set[int] = set()
+    for _ in range(1000):  # each round ends one more generation
+        with _SPAWNING:
+            found = {pid: how for pid, how in adopted().items() if pid not in spare}
+        if not found:
+            break
+        for pid, (state, pgrp) in sorted(found.items()):
+            if state not in ("Z", "X") and pgrp != group:
+                ended.add(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+    return sorted(ended)
 
 
 class CappedLog:
@@ -132,10 +217,10 @@ def start(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mappi
     """Start ``argv`` as it is (``flow.core.proc.spawn`` guards git first) in a process
     group of its own, stdin from ``/dev/null`` or the given text, stdout piped (stderr
     merged into it, or piped apart). Raises ``OSError`` when it cannot be started."""
-    child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), start_new_session=True,
-                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                             stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT if merge else subprocess.PIPE)
+    child = _popen(argv, cwd=cwd, env=dict(env), start_new_session=True,
+                   stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                   stdout=subprocess.PIPE,
+                   stderr=subprocess.STDOUT if merge else subprocess.PIPE)
     if stdin is not None:
         assert child.stdin is not None
         try:
@@ -151,12 +236,17 @@ def ask(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping
     """A short query run as it is: (exit code, stdout), stdin from ``/dev/null``, in a session
     of its own; None when it cannot be started or runs past ``timeout`` (it is ended then)."""
     try:
-        done = subprocess.run(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=max(timeout, 0.0),
-                              start_new_session=True)
+        child = _popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.returncode, done.stdout
+    try:
+        out, _ = child.communicate(timeout=max(timeout, 0.0))
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        return None
+    return child.returncode, out
 
 
 def detach(argv: Sequence[str], *, env: Mapping[str, str], stdin_pipe: bool,
@@ -164,10 +254,9 @@ def detach(argv: Sequence[str], *, env: Mapping[str, str], stdin_pipe: bool,
     """Start ``argv`` at ``/`` in a session of its own, its output discarded, ``keep_fd``
     inherited (no other descriptor is), stdin a pipe (``stdin_pipe``) or ``/dev/null``: a
     process meant to outlive its starter (the job supervisor)."""
-    return subprocess.Popen(list(argv), env=dict(env), cwd="/", start_new_session=True,
-                            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            pass_fds=(keep_fd,))
+    return _popen(argv, env=dict(env), cwd="/", start_new_session=True,
+                  stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(keep_fd,))
 
 
 def end(child: subprocess.Popen[bytes], grace: float) -> None:
@@ -276,10 +365,12 @@ def end_marked(mark: str) -> list[int]:
     return sorted(ended)
 
 
-def ended_with(log: str | os.PathLike[str], reason: str, mark: str, owner: str) -> str:
-    """End the descendants that escaped the process group (found by ``mark``), add them to
-    ``reason``, and append the whole reason to the log; the reason returned."""
-    escaped = end_marked(mark)
+def ended_with(log: str | os.PathLike[str], reason: str, mark: str, owner: str,
+               spare: set[int] | None = None, group: int | None = None) -> str:
+    """End the descendants that escaped the process ``group`` (found by ``mark``, and the
+    orphans this subreaper adopted since ``spare`` was taken, whatever their environment),
+    add them to ``reason``, and append the whole reason to the log; the reason returned."""
+    escaped = sorted(set(end_marked(mark)) | set(end_adopted(spare or set(), group)))
     if escaped:
         reason += (f"\n[{len(escaped)} process(es) that left the {owner}'s process group (a "
                    f"daemon: fork, setsid, fork) were ended with it: pids "
@@ -341,6 +432,7 @@ def supervise(spec_path: str, env: Mapping[str, str] | None = None) -> int:
     # the job's mark, given by the starter or made here: every descendant carries it, those
     # that escape the job's process group too
     mark = str(spec.get("mark") or new_mark())
+    become_subreaper()
     try:
         child = start(argv, cwd=spec.get("cwd"), env={**env, MARK_ENV: mark},
                       stdin=spec.get("stdin"))
@@ -365,7 +457,7 @@ def supervise(spec_path: str, env: Mapping[str, str] | None = None) -> int:
         reason = f"\n[timed out after {float(spec['timeout']):.0f} s: the process group was ended]\n"
     elif stopping:
         reason = f"\n[the job was stopped by signal {stopping[0]}]\n"
-    reason = ended_with(log, reason, mark, "job")
+    reason = ended_with(log, reason, mark, "job", group=child.pid)
     code = TIMED_OUT if timed_out else (child.returncode if child.returncode is not None else -15)
     _write_result(result_path, result_record(
         code=code, log=log, timed_out=timed_out, duration_s=time.monotonic() - started,

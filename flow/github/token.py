@@ -20,15 +20,16 @@ TOKEN_FILE_MAX = 64 * 1024  # a token file holds a line or a few; anything large
 
 
 class BadToken(BadSetting):
-    """A token that cannot go into an HTTP header (a control character or a space inside)."""
+    """A token that cannot go into an HTTP header (a control character, a space or a character
+    outside printable ASCII, such as U+2028, inside)."""
 
     code = "github_bad_token"
 
     def __init__(self, source: str) -> None:
         GitHubError.__init__(  # BadSetting's own message would quote the value
             self,
-            f"the GitHub token from {source} holds a control character or a space inside it "
-            "(the value is not shown)",
+            f"the GitHub token from {source} holds a control character, a space or a "
+            "non-ASCII character inside it (the value is not shown)",
             f"write the token again without line breaks or spaces inside (check {source} for a "
             "pasted \\r or a second line), then re-run",
             setting=source,
@@ -36,10 +37,10 @@ class BadToken(BadSetting):
 
 
 def clean_token(token: str, source: str) -> str:
-    """``token`` without surrounding whitespace; ``BadToken`` when a control character or a
-    space is left inside (it could never be sent, and an HTTP library would echo it)."""
+    """``token`` without surrounding whitespace; ``BadToken`` when anything but printable
+    ASCII is left inside (it could never be sent, and an HTTP library would echo it)."""
     value = token.strip()
-    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in value):
+    if any(not 0x21 <= ord(c) <= 0x7E for c in value):
         raise BadToken(source)
     return value
 

@@ -9,7 +9,8 @@ URIs:
 
 Reads are read-only and take no lock (each file is written atomically or appended to by
 lines; on the PostgreSQL store, ``--store``/``ORCHESTRATOR_STORE``, the outputs and audit
-trail are read from the database); a URI outside these shapes, a flow id that fails the CLI's check, a file that is not
+trail are read from the database), a flow file's text with secrets masked (``flow.core.redact``,
+as the dashboard shows it); a URI outside these shapes, a flow id that fails the CLI's check, a file that is not
 a regular file inside the workspace, or a workflow this installation lacks is refused.
 """
 
@@ -171,7 +172,9 @@ def read(root: Path, uri: str, store: str | None = None) -> tuple[str, str]:
 
 
 def _text(data: bytes, size: int, name: str) -> tuple[str, str]:
-    text = data.decode("utf-8", errors="replace")
+    from flow.core.redact import redact
+
+    text = redact(data.decode("utf-8", errors="replace"))
     if size > MAX_BYTES:  # start at a whole line
         text = f"[first {size - MAX_BYTES} bytes left out]\n" + text.split("\n", 1)[-1]
     return text, FLOW_FILES[name][0]

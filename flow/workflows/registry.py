@@ -14,7 +14,7 @@ import importlib
 import os
 from types import ModuleType
 
-from flow.core.errors import NotBuilt, UsageError
+from flow.core.errors import NotBuilt, SettingError, UsageError
 
 BUILTIN: dict[str, str] = {
     "reproduce": "flow.workflows.reproduce.declaration",
@@ -31,9 +31,21 @@ HEAD_STARTS: dict[str, str] = {"reproduce": "flow.workflows.reproduce.headstart"
 
 
 def _plugins() -> dict[str, str]:
+    """workflow name -> module of each ``ORCHESTRATOR_PLUGINS`` module; ``SettingError``
+    (``bad_setting``, exit 2) for one that cannot be imported or has no ``WORKFLOW``."""
     found: dict[str, str] = {}
-    for mod in filter(None, (m.strip() for m in os.environ.get(ENV_PLUGINS, "").split(","))):
-        name = getattr(importlib.import_module(mod), "WORKFLOW").name
+    raw = os.environ.get(ENV_PLUGINS, "")
+    for mod in filter(None, (m.strip() for m in raw.split(","))):
+        try:
+            name = importlib.import_module(mod).WORKFLOW.name
+        except ModuleNotFoundError as exc:
+            if not exc.name or not mod.startswith(exc.name):
+                raise  # the plugin itself imports something missing: its bug, shown as one
+            raise SettingError(ENV_PLUGINS, raw, f"a list of importable modules (no module "
+                               f"{exc.name!r})") from None
+        except AttributeError:
+            raise SettingError(ENV_PLUGINS, raw, f"a list of workflow modules ({mod!r} has no "
+                               "WORKFLOW)") from None
         found[name] = mod
     return found
 

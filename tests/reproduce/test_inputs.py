@@ -29,7 +29,11 @@ def _start(ws: Path, *extra: str) -> tuple[int, dict[str, object]]:
     (["--repeat", "-3", "--command", CMD], "--repeat -3 is out of bounds"),
     (["--repeat", "1000000000", "--command", CMD], "--repeat 1000000000 is out of bounds"),
     (["--timeout", "nan", "--command", CMD], "--timeout nan is not"),
-    (["--timeout", "-5", "--command", CMD], "--timeout -5.0 is not"),
+    (["--timeout", "-5", "--command", CMD], "--timeout -5 is not above 0"),
+    (["--timeout", "1e9", "--command", CMD], "--timeout 1e+09 is more than the limit of 86400 s"),
+    (["--timeout", "86400.5", "--command", CMD], "is more than the limit of 86400 s"),
+    (["--timeout", "0", "--command", CMD], "--timeout 0 is not above 0 (a run always has"),
+    (["--timeout", "inf", "--command", CMD], "--timeout inf is not a finite number"),
     (["--command-file", "/dev/zero"], "is not a regular file (a character device)"),
     (["--batch", "/dev/zero"], "is not a regular file (a character device)"),
 ])

@@ -48,10 +48,16 @@ def _bounded(opts: dict[str, Any]) -> tuple[int, float | None]:
         raise WorkflowInputError(f"--repeat {repeat} is out of bounds",
                                  f"pass a whole number from 1 to {MAX_REPEAT}")
     timeout = opts.get("timeout")
-    if timeout is not None and not (math.isfinite(float(timeout))
-                                    and 0 < float(timeout) <= MAX_TIMEOUT_S):
-        raise WorkflowInputError(f"--timeout {timeout} is not a number of seconds above 0",
-                                 f"pass seconds from above 0 to {MAX_TIMEOUT_S:g}")
+    if timeout is not None:
+        value = float(timeout)
+        why = ("is not a finite number" if not math.isfinite(value) else
+               "is not above 0 (a run always has a time limit)" if value <= 0 else
+               f"is more than the limit of {MAX_TIMEOUT_S:g} s (a day)"
+               if value > MAX_TIMEOUT_S else None)
+        if why is not None:
+            raise WorkflowInputError(f"--timeout {value:g} {why}",
+                                     f"pass seconds above 0, at most {MAX_TIMEOUT_S:g} "
+                                     "(omit it for the profile's timeout_s, 1800 by default)")
     return int(repeat or 1), (float(timeout) if timeout is not None else None)
 
 
