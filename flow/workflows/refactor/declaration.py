@@ -76,8 +76,17 @@ def finalize(ctx: Any) -> Any:
         return Done({"outcome": "unchanged", "summary_path": str(path),
                      "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)},
                     [f"Nothing changed in {ctx.data.file}: there is no PR to open (see {path})."])
-    return Done({"outcome": "refactored", "summary_path": str(path),
-                 "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)},
+    from flow.workflows.refactor.prtext import blockers
+
+    stops = blockers(gates.pr_input(ctx))
+    result = {"outcome": "refactored", "summary_path": str(path), "pr_ready": not stops,
+              "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)}
+    if stops:
+        # a test plan that did not run is never passed off as one that did: no PR advice
+        return Done(result, [f"Review the changes to {ctx.data.file} and {path}.",
+                             "Not ready for a PR yet: " + "; ".join(stops) + ".",
+                             "Open the PR only once that has been done and has passed."])
+    return Done(result,
                 [f"Review the changes to {ctx.data.file} and {path}.",
                  "Create the PR by hand (one file per PR): a branch, a commit, push, and a PR "
                  f"with the title and description at the top of {path}.",

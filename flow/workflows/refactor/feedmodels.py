@@ -159,6 +159,8 @@ class RefactorData(BaseModel):
     codemod_done: str = ""  # sha256 of the file the last recorded verify-time codemod wrote
     hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests under --hw-classification
     hw_note: str = ""  # why the --hw-classification runs did not happen
+    hw_todo: str = ""  # what must run before the PR when they did not (the check that applies)
+    hw_runner: str = ""  # how the counts ran: "python" (FILE --hw-classification) or "pytest" (the conftest filter)
     linter: str = ""  # which TEST_LINTER judged the file (the checkout's script or the built-in rules)
     checks: list[CheckResult] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

@@ -167,25 +167,48 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     labels are the plan's. A torch without the flag makes the check ``skipped`` with that
     reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
-    from flow.workflows.refactor.hwruns import HwRunError, account, hw_argv, hw_env, read_run
+    from flow.workflows.refactor.hwruns import (
+        ENTRY_WORDS, HwRunError, account, conftest_filter, entry_point, hw_argv, hw_env, pytest_hw_argv, read_run,
+    )
     from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
     from flow.workflows.refactor.prtext import class_rows
 
-    def skipped(why: str) -> None:
-        ctx.data.hw_note = why
+    def skipped(why: str, todo: str = "") -> None:
+        ctx.data.hw_note, ctx.data.hw_todo = why, todo
         _hw_check(ctx, CheckResult(name="hw_classification", passed=True, errors=0, warnings=0, skipped=why))
 
+    ctx.data.hw_counts, ctx.data.hw_runner, ctx.data.hw_todo = {}, "", ""
     probe = proc.capture([_python(ctx), "-c", HW_ENUM_PROBE], env=ctx.settings, timeout=300).or_wait()
     if not (probe.code == 0 and probe.text.strip().endswith("yes")):
         return skipped(f"the torch of {_python(ctx)} has no HardwareClassification "
-                       "(--hw-classification needs torch 2.14.1 or later)")
-    rows = class_rows(file.read_text(encoding="utf-8"))
+                       "(--hw-classification needs torch 2.14.1 or later)",
+                       "run the test plan's --hw-classification commands with torch 2.14.1 or later")
+    text = file.read_text(encoding="utf-8")
+    rows = class_rows(text)
     labels = sorted({r.hw_classification for r in rows if r.hw_classification})
     if not labels:
-        return skipped("no class of the file declares hw_classification")
+        return skipped("no class of the file declares hw_classification",
+                       "label every test class with hw_classification")
+    entry, argv_of = entry_point(text), hw_argv
+    if entry != "run_tests":
+        # Only common_utils.run_tests() parses --hw-classification: unittest.main() exits 2 on it
+        # and a file without a __main__ block runs nothing. PyTorch's conftest has the same
+        # filter for pytest; without it the check cannot apply and is said not to have run.
+        if conftest_filter(Path(ctx.data.repo), file) is None:
+            return skipped(f"{ctx.data.rel} {ENTRY_WORDS[entry]}, which does not take --hw-classification "
+                           "(only common_utils.run_tests() does), and no conftest.py of this checkout "
+                           "has pytest's --hw-classification filter",
+                           "end the file with `if __name__ == \"__main__\": run_tests()` (from "
+                           "torch.testing._internal.common_utils) in place of its entry point, then run "
+                           f"`python {ctx.data.rel} --hw-classification LABEL` for each label, "
+                           "or run the counts with pytest in a checkout whose test/conftest.py has the filter")
+        argv_of = pytest_hw_argv
+        _note(ctx, f"--hw-classification: {ctx.data.rel} {ENTRY_WORDS[entry]}; the counts come from "
+                   "pytest --collect-only with the checkout conftest's --hw-classification filter")
+    ctx.data.hw_runner = "python" if argv_of is hw_argv else "pytest"
     timeout, _ = test_settings(ctx.settings)
     env = hw_env(ctx.settings)
-    jobs = [dict(key=f"hw-r{ctx.data.test_rounds}-{label}", argv=hw_argv(_python(ctx), file, label),
+    jobs = [dict(key=f"hw-r{ctx.data.test_rounds}-{'pytest-' if argv_of is pytest_hw_argv else ''}{label}", argv=argv_of(_python(ctx), file, label),
                  cwd=file.parent, env=env, timeout=timeout,
                  log_name=f"logs/hw_classification_r{ctx.data.test_rounds}_{label}.log") for label in labels]
     for job in jobs:
@@ -204,6 +227,8 @@ def _hw_runs(ctx: Any, file: Path) -> None:
         if row.name in planned and row.hw_classification != planned[row.name]:
             problems.append(f"{row.name} declares {row.hw_classification} but the plan labels it {planned[row.name]}")
     ctx.data.hw_counts = {r.label: r.passed for r in runs}
+    if problems and not runs:
+        ctx.data.hw_note = "no run printed its count line"
     for p in problems:
         _note(ctx, f"--hw-classification: {p}")
     _hw_check(ctx, CheckResult(name="hw_classification", passed=not problems, errors=len(problems), warnings=0))
@@ -263,14 +288,16 @@ def changed(ctx: Any) -> bool:
     return any(r.changes for r in ctx.data.applied if r.by == "codemod" and r.rule_id in ("TR009", "TR010"))
 
 
-def _pr(ctx: Any) -> Any:
+def pr_input(ctx: Any) -> Any:
+    """The PR description's inputs, from the flow's checks and counts."""
     from flow.workflows.refactor.prtext import PrInput, class_rows
 
     checks = {c.name: c for c in ctx.data.checks}
     lint, hw = checks.get("test_linter"), checks.get("hw_classification")
     return PrInput(rel=ctx.data.rel, classes=class_rows(Path(ctx.data.file).read_text(encoding="utf-8")),
                    linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
-                   hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note,
+                   hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note, hw_todo=ctx.data.hw_todo,
+                   hw_runner=ctx.data.hw_runner or "python",
                    hw_passed=None if hw is None or hw.skipped else hw.passed,
                    local_tests=ctx.data.local_tests, devices=list(ctx.data.test_devices or []))
 
@@ -279,7 +306,7 @@ def write_summary(ctx: Any) -> Path:
     report = plan(ctx)
     unchanged = not changed(ctx)
     summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field, unchanged=unchanged,
-                           pr=None if unchanged else _pr(ctx), judged_by=ctx.data.linter,
+                           pr=None if unchanged else pr_input(ctx), judged_by=ctx.data.linter,
                            moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
                            local_tests=ctx.data.local_tests, notes=[*ctx.data.notes, *_sentinel_notes(ctx)],

@@ -39,6 +39,8 @@ class PrInput(BaseModel):
     linter_passed: bool | None = None  # None: it did not run
     hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests run under it
     hw_note: str = ""  # why the --hw-classification runs did not happen, if they did not
+    hw_todo: str = ""  # the check that applies when they did not (to do before the PR)
+    hw_runner: str = "python"  # "python" (FILE --hw-classification) or "pytest" (the conftest's filter)
     hw_passed: bool | None = None  # the hw_classification check: every run's test accounted for
     local_tests: str = ""
     devices: list[str] = Field(default_factory=list)
@@ -76,8 +78,9 @@ def render_pr(p: PrInput) -> list[str]:
     total = sum(c.tests for c in p.classes)
     out += [f"| total | | {total} |", "", "Test plan:", "", "```"]
     out.append(f"python tools/linter/adapters/test_linter.py {p.rel}")
+    run = "pytest" if p.hw_runner == "pytest" else "python"
     for label in sorted(p.hw_counts):
-        out.append(f"python {p.rel} --hw-classification {label}   # {p.hw_counts[label]} tests")
+        out.append(f"{run} {p.rel} --hw-classification {label}   # {p.hw_counts[label]} tests")
     out += ["```", ""]
     verdict = {True: "no message", False: "messages remain (see Checks)", None: "not run"}[p.linter_passed]
     out.append(f"- TEST_LINTER ({_cell(p.linter or 'not run')}): {verdict}.")
@@ -90,11 +93,30 @@ def render_pr(p: PrInput) -> list[str]:
         out.append(f"- `--hw-classification` runs: {counted} tests as instantiated here (from the "
                    f"{total} test methods above), {verdict}.")
     else:
-        out.append(f"- `--hw-classification` runs: not run ({_cell(p.hw_note or 'no torch with the flag')}).")
+        # never a reason made up: the one recorded where the runs were decided against
+        out.append(f"- `--hw-classification` runs: NOT RUN: {_cell(p.hw_note or 'they were never started')}.")
+        if p.hw_todo:
+            out.append(f"- To do before this PR is sent: {_cell(p.hw_todo)}.")
     if p.local_tests:
         out.append(f"- Local tests: {_cell(p.local_tests)}.")
     accel = [d for d in p.devices if d != "cpu"]
     if not accel:
         out.append("- Not run here: the accelerator tests (this machine has no accelerator; "
                    "ACCELERATOR and device-specific classes ran on CPU only or were skipped). CI runs them.")
+    return out
+
+
+def blockers(p: PrInput) -> list[str]:
+    """Why the PR is not ready to open ([] when it is): a test plan that did not run, or ran
+    and did not account for every test, or a TEST_LINTER that still has messages. The next
+    steps never say "open the PR" while one stands."""
+    out = []
+    if p.hw_passed is None:
+        out.append(f"the --hw-classification test plan did not run ({p.hw_note or 'never started'})"
+                   + (f"; {p.hw_todo}" if p.hw_todo else ""))
+    elif not p.hw_passed:
+        out.append("the --hw-classification runs did not account for every test (see the "
+                   "hw_classification check and the notes)")
+    if p.linter_passed is False:
+        out.append("TEST_LINTER still reports messages (see the test_linter check)")
     return out
