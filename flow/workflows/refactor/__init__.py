@@ -3,6 +3,7 @@
 Modules, each a function of its inputs returning typed results:
 
 - ``fields``     which field (core / distributed / graph) a test file belongs to
+- ``identity``   which flow a start command means (the checkout and the file's content count)
 - ``rules``      the rule catalogue in ``reference/refactor/rules.json``
 - ``assess``     phase 1: the stdlib-``ast`` assessment of a test file
 - ``analysis``   phase 2: the analyst report model and its check against the assessment

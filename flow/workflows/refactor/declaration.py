@@ -45,9 +45,13 @@ def _paths(opts: dict[str, Any]) -> tuple[Path, Path, str]:
 
 
 def locate(opts: dict[str, Any], root: Path) -> str:
-    """``refactor/<field>/<file stem>`` (the seed's agent_space/refactor/{field}/{file_name}/)."""
-    _, absolute, rel = _paths(opts)
-    return f"refactor/{_field(rel)}/{absolute.stem}"
+    """``refactor/<field>/<file stem>`` (the seed's agent_space/refactor/{field}/{file_name}/)
+    for the first flow of a file; another checkout or other content is another flow
+    (``identity.flow_for``)."""
+    from flow.workflows.refactor.identity import flow_for
+
+    repo, absolute, rel = _paths(opts)
+    return flow_for(root, f"refactor/{_field(rel)}/{absolute.stem}", repo, absolute, rel)
 
 
 def _field(rel: str) -> str:
@@ -71,6 +75,8 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
 
 
 def finalize(ctx: Any) -> Any:
+    if not gates.changed(ctx):
+        gates.restore_checkout(ctx)  # unchanged means nothing in the checkout changed
     path = gates.write_summary(ctx)
     if not gates.changed(ctx):
         return Done({"outcome": "unchanged", "summary_path": str(path),

@@ -288,6 +288,18 @@ def changed(ctx: Any) -> bool:
     return any(r.changes for r in ctx.data.applied if r.by == "codemod" and r.rule_id in ("TR009", "TR010"))
 
 
+def restore_checkout(ctx: Any) -> None:
+    """A flow that changed nothing leaves nothing changed: the allowlist entry verify took
+    out goes back (the kept bytes), said in the notes. Safe to run again."""
+    from flow.workflows.refactor.linting import ALLOWLIST_KEPT
+    from flow.workflows.refactor.testlinter import ALLOWLIST, put_back_in_allowlist
+
+    kept = ctx.path(ALLOWLIST_KEPT)
+    if kept.exists() and put_back_in_allowlist(Path(ctx.data.repo), ctx.data.rel, kept):
+        _note(ctx, f"{ctx.data.rel} put back in {ALLOWLIST.as_posix()}: the flow changed nothing, "
+                   "so the checkout is left as it was")
+
+
 def pr_input(ctx: Any) -> Any:
     """The PR description's inputs, from the flow's checks and counts."""
     from flow.workflows.refactor.prtext import PrInput, class_rows
