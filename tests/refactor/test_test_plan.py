@@ -70,6 +70,6 @@ def test_a_unittest_main_file_is_counted_through_the_checkouts_pytest_filter(tmp
     last, summary, _ = _flow(tmp_path, conftest=True)
     assert ("refactored", True, True, False, True) == (
         last["outcome"], last["pr_ready"],
-        "pytest test/test_shapes.py --hw-classification ACCELERATOR   # 1 tests" in summary,
+        "pytest test/test_shapes.py --hw-classification ACCELERATOR   # 1 test" in summary,
         "python test/test_shapes.py --hw-classification" in summary,
         "| hw_classification | pass |" in summary)

@@ -304,9 +304,14 @@ def pr_input(ctx: Any) -> Any:
     """The PR description's inputs, from the flow's checks and counts."""
     from flow.workflows.refactor.prtext import PrInput, class_rows
 
+    from flow.workflows.refactor.mechanical import original
+    from flow.workflows.refactor.prchange import label_only, wider_coverage
+
     checks = {c.name: c for c in ctx.data.checks}
     lint, hw = checks.get("test_linter"), checks.get("hw_classification")
-    return PrInput(rel=ctx.data.rel, classes=class_rows(Path(ctx.data.file).read_text(encoding="utf-8")),
+    before, after = original(ctx).read_text(encoding="utf-8"), Path(ctx.data.file).read_text(encoding="utf-8")
+    return PrInput(rel=ctx.data.rel, classes=class_rows(after),
+                   label_only=label_only(before, after), coverage=wider_coverage(before, after),
                    linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
                    hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note, hw_todo=ctx.data.hw_todo,
                    hw_runner=ctx.data.hw_runner or "python",

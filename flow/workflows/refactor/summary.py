@@ -133,7 +133,7 @@ def render_summary(s: SummaryInput) -> str:
     first = "1. Review the diff, then create a branch, commit and push it, and open a draft PR."
     if s.pr is not None:
         first = (f"1. Review the diff, then create a branch, commit and push it (this one file), and "
-                 f"open a PR titled \"{title(s.pr.rel)}\" with the description above.")
+                 f"open a PR titled \"{title(s.pr.rel, s.pr.label_only)}\" with the description above.")
         stops = blockers(s.pr)
         if stops:
             first = ("1. Not ready for a PR yet: " + "; ".join(stops) + ". Do that first; open no "
