@@ -154,6 +154,9 @@ class RefactorData(BaseModel):
     waivers: list[Waiver] = Field(default_factory=list)  # findings judged false positives
     sentinel_notes: list[tuple[str, str, str]] = Field(default_factory=list)  # (folder, name, reason)
     deferred: list[DeferredFailure] = Field(default_factory=list)
+    #: deferred as pre-existing, but the original's own run does not fail them (never deferrable)
+    refactor_failures: list[str] = Field(default_factory=list)
+    tested_sha: str = ""  # sha256 of the file the last local test run ran
     local_tests: str = ""
     hw_enum: bool | None = None  # whether this PyTorch knows HardwareClassification (asked once)
     codemod_done: str = ""  # sha256 of the file the last recorded verify-time codemod wrote

@@ -7,6 +7,7 @@ coder's verdicts that do not name the failing tests are asked for again, 3 times
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -79,24 +80,55 @@ def _escalate(ctx: Any, key: str, question: str) -> Any:
 # -- phase 6.5: local test gate ---------------------------------------------------------------
 
 def _take_verdicts(ctx: Any) -> Ask | None:
-    """Accept the coder's verdicts when each names a listed failure; otherwise ask again."""
+    """Accept the coder's verdicts when each names a listed failure and each deferral is one the
+    original shares (``preexisting``); otherwise ask again. Nothing is recorded before the
+    original's run has ended, so the step can run again while it runs."""
     from flow.workflows.refactor.decisions import check_verdicts
 
     fed = ctx.result(ctx.data.fix_key)
     rows = [(v.test_name, v.verdict, v.fix_applied, v.defer_reason) for v in fed.verdicts]
     problems = check_verdicts(rows, ctx.data.test_failing)
+    failing = set(ctx.data.test_failing)
+    claimed = [v for v in fed.verdicts if v.verdict == "deferred" and v.test_name in failing
+               and (v.defer_reason or "").strip()]
+    checked = _check_preexisting(ctx, [v.test_name for v in claimed]) if claimed else None
+    only = dict(checked.only_refactored) if checked is not None else {}
+    problems += [f"{n}: deferred as pre-existing, but the original does not fail it ({why}): the refactor "
+                 "caused it, so it cannot be deferred; fix it" for n, why in only.items()]
     if problems and ctx.data.verdict_asks < MAX_ROUNDS:
         ctx.data.verdict_asks += 1
         return _ask_verdicts(ctx, problems)
-    failing = set(ctx.data.test_failing)
     for p in problems:
         _note(ctx, f"local test gate: verdict ignored: {p}")
-    ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=v.defer_reason or "deferred")
-                          for v in fed.verdicts if v.verdict == "deferred" and v.test_name in failing
-                          and (v.defer_reason or "").strip()
-                          and v.test_name not in {d.test_name for d in ctx.data.deferred}]
+    ctx.data.refactor_failures += [n for n in only if n not in ctx.data.refactor_failures]
+    shared = checked.shared if checked is not None else {}
+    if checked is not None:
+        _note(ctx, f"local test gate: the original, run the same way, shares {len(shared)} of the "
+                   f"{len(claimed)} failures deferred as pre-existing"
+                   + (f" ({', '.join(shared)})" if shared else "")
+                   + (f"; only the refactored file fails {', '.join(only)}" if only else ""))
+    known = {d.test_name for d in ctx.data.deferred}
+    ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=(v.defer_reason or "deferred") + (
+                              f" (checked: the original fails it too, as {shared[v.test_name]})"
+                              if v.test_name in shared else ""))
+                          for v in claimed if v.test_name not in only and v.test_name not in known]
     ctx.data.fix_key, ctx.data.verdict_asks = None, 0
     return None
+
+
+def _check_preexisting(ctx: Any, names: list[str]) -> Any:
+    """The original's own run compared with the deferred failures (None, said in the notes,
+    when the original's run gave no result)."""
+    from flow.workflows.refactor.preexisting import original_results, shared_with
+
+    devices = _devices(ctx)
+    try:
+        runs = original_results(ctx, devices)
+    except JUnitError as exc:
+        _note(ctx, f"local test gate: the original's own run gave no result ({exc}); the failures "
+                   "deferred as pre-existing are unchecked")
+        return None
+    return shared_with(names, runs, devices[0])
 
 
 def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
@@ -126,11 +158,22 @@ def test(ctx: Any) -> Any:
     file = Path(ctx.data.file)
     devices = _devices(ctx)
     _has_torch(ctx)  # records which torch the tests run against (asked once per flow)
-    try:
-        results = {d: _local_tests(ctx, file, d) for d in devices}
-    except JUnitError as exc:
-        return _gate_broken(ctx, exc)
-    ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
+    sha = hashlib.sha256(file.read_bytes()).hexdigest()
+    if ctx.data.test_rounds and ctx.data.tested_sha == sha and ctx.path("local_test.json").exists():
+        # The coder changed nothing since the last run (every failure deferred): its results
+        # stand; the whole gate is not run again.
+        from flow.workflows.refactor.junit import LocalTestResult
+
+        results = {d: LocalTestResult.model_validate(r) for d, r in ctx.read_json("local_test.json").items()}
+        _note(ctx, "local test gate: the file did not change after the coder's verdicts; the last "
+                   "run's results stand (the gate was not run again)")
+    else:
+        try:
+            results = {d: _local_tests(ctx, file, d) for d in devices}
+        except JUnitError as exc:
+            return _gate_broken(ctx, exc)
+        ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
+        ctx.data.tested_sha = sha
     torch = f" ({ctx.data.test_torch_info})" if ctx.data.test_torch_info else ""
     ctx.data.local_tests = f"with {_python(ctx)}{torch}: " + "; ".join(
         f"{d}: " + ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
@@ -145,7 +188,10 @@ def test(ctx: Any) -> Any:
         return Go("tested")
     if ctx.data.test_rounds >= MAX_ROUNDS:
         # Soft fail: keep what is still failing (real JUnit ids) as deferred and finish.
-        ctx.data.deferred += [DeferredFailure(test_name=n, reason=f"still failing after {MAX_ROUNDS} rounds")
+        ctx.data.deferred += [DeferredFailure(test_name=n, reason=(
+                                  "fails only in the refactored file (the original does not fail it): "
+                                  "not deferrable, still failing" if n in ctx.data.refactor_failures
+                                  else f"still failing after {MAX_ROUNDS} rounds"))
                               for n in failing]
         _note(ctx, f"local test gate soft-failed after {MAX_ROUNDS} rounds")
         _hw_runs(ctx, file)
@@ -314,7 +360,7 @@ def pr_input(ctx: Any) -> Any:
                    label_only=label_only(before, after), coverage=wider_coverage(before, after),
                    linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
                    hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note, hw_todo=ctx.data.hw_todo,
-                   hw_runner=ctx.data.hw_runner or "python",
+                   hw_runner=ctx.data.hw_runner or "python", refactor_failures=list(ctx.data.refactor_failures),
                    hw_passed=None if hw is None or hw.skipped else hw.passed,
                    local_tests=ctx.data.local_tests, devices=list(ctx.data.test_devices or []))
 

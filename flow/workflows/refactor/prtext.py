@@ -47,6 +47,7 @@ class PrInput(BaseModel):
     devices: list[str] = Field(default_factory=list)
     label_only: bool = False  # the change only labels the classes (``prchange.label_only``)
     coverage: list[str] = Field(default_factory=list)  # where tests now run on more device types
+    refactor_failures: list[str] = Field(default_factory=list)  # fail only after the refactor
 
 
 def class_rows(text: str) -> list[ClassRow]:
@@ -152,4 +153,7 @@ def blockers(p: PrInput) -> list[str]:
                    "hw_classification check and the notes)")
     if p.linter_passed is False:
         out.append("TEST_LINTER still reports messages (see the test_linter check)")
+    if p.refactor_failures:
+        out.append(f"{plural(len(p.refactor_failures), 'test')} fail only in the refactored file (the "
+                   f"original does not fail them): {', '.join(p.refactor_failures)}")
     return out
