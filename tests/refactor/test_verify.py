@@ -147,6 +147,16 @@ def test_import_audit_case(name: str, before: str, after: str, expected: list[tu
     assert expected == [(f.code, f.severity, f.line) for f in report.findings]
 
 
+def test_an_unused_import_the_original_already_had_says_so() -> None:
+    """An unused import in the original and in the result is the file's: the warning says so; one
+    the refactor left unused does not."""
+    before = "import os\nimport sys\nsys.exit\n"
+    after = "import os\nimport sys\n"
+    report = verify(VerifyInput(path="m.py", before=before, after=after, checks=("import_audit",)))
+    assert [("V701", "'os' imported but unused (already so in the original)"),
+            ("V701", "'sys' imported but unused; remove it")] == [(f.code, f.message) for f in report.findings]
+
+
 def test_device_type_comparison_is_no_v602(small_report: AnalystReport) -> None:
     """A device-kind comparison in a device-agnostic test is no hard-coded device (V602/L006)."""
     old = "y = torch.ones(2).to(device)"

@@ -29,6 +29,9 @@ class Classification(BaseModel):
     strategy: Strategy
     target_class: str
     reason: str = ""
+    #: for a test with a hard-coded device or a CUDA gate the plan keeps in a plain (GENERIC)
+    #: class: why it must stay there (else the plan is sent back: TEST_LINTER's L012)
+    keeps_device: str = ""
 
     @property
     def source_class(self) -> str:

@@ -219,14 +219,13 @@ def _import_audit(ctx: _Ctx) -> list[Finding]:
 
     This catches an edit that removed a still-used import, or code moved to where a name is
     not bound, in lines that only run on CUDA too. A message the original file already had
-    (same kind and text) is the file's, not the refactor's: an error is then kept as a warning
-    saying so. The original is parsed and checked only when the refactored file has an
-    error-kind message (warnings stay warnings either way), which keeps verify's cost near
-    one extra pass over the tree.
+    (same kind and text) is the file's, not the refactor's: it says "(already so in the
+    original)", and an error is then kept as a warning. The original is parsed and checked
+    only when the refactored file has a message, which keeps a clean file's cost at one pass.
     """
     after = _pyflakes(ctx.tree, ctx.inp.path)
     before: set[tuple[str, str]] = set()
-    if any(PYFLAKES[kind][1] == "error" for kind, _, _ in after):
+    if after:
         try:
             before = {(kind, msg) for kind, _, msg in _pyflakes(ast.parse(ctx.inp.before), ctx.inp.path)}
         except SyntaxError:
