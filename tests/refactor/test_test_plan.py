@@ -57,7 +57,7 @@ def test_a_unittest_main_file_without_the_pytest_filter_is_not_passed_off_as_tes
     steps = " ".join(last["next_steps"])
     assert ("refactored", False, True, True, True, False, False, True) == (
         last["outcome"], last["pr_ready"], "hw_classification = HardwareClassification.GENERIC" in text,
-        "runs its tests with unittest.main(), which does not take --hw-classification" in summary,
+        "runs its tests with unittest.main(), so `python test/test_shapes.py --hw-classification` cannot count its tests" in summary,
         "run_tests()" in summary.split("## Checks")[0],
         "no torch with the flag" in summary, "Create the PR" in steps or "open a PR titled" in summary,
         "Not ready for a PR yet" in steps)
@@ -73,3 +73,28 @@ def test_a_unittest_main_file_is_counted_through_the_checkouts_pytest_filter(tmp
         "pytest test/test_shapes.py --hw-classification ACCELERATOR   # 1 test" in summary,
         "python test/test_shapes.py --hw-classification" in summary,
         "| hw_classification | pass |" in summary)
+
+
+@pytest.mark.torch
+def test_counts_of_zero_are_no_test_plan(tmp_path: Path) -> None:
+    """A class only_for CUDA on a machine without it: the runs count 0 tests. That is said as
+    not run here, with the command to run where CUDA is, never 'each in exactly one label's run'."""
+    pytest.importorskip("torch")
+    from torch.testing._internal import common_utils
+
+    if not hasattr(common_utils, "HardwareClassification"):
+        pytest.skip("this torch has no HardwareClassification")
+    repo = tmp_path / "repo"
+    (repo / "test").mkdir(parents=True)
+    shutil.copy(PLAN / "cuda_only.py", repo / "test" / "test_kernel_cache.py")
+    report = {"file": "test/test_kernel_cache.py", "classifications": [
+        {"test": "TestKernelCache.test_cache_hit", "strategy": "device_specific", "target_class": "TestKernelCache"}],
+        "class_labels": [{"name": "TestKernelCache", "hw_classification": "CUDA"}]}
+    specs = InProcess(tmp_path / "ws", env={"ORCHESTRATOR_REFACTOR_DEVICES": "cpu"}).run(
+        Scenario("refactor", ["test/test_kernel_cache.py", "--pytorch-dir", str(repo)], _answer(report)))
+    last = specs[-1]
+    summary = Path(last["summary_path"]).read_text()
+    assert (False, True, False, True) == (
+        last["pr_ready"], "NOT RUN: no test of the file was instantiated here (cpu)" in summary,
+        "each in exactly one label's run" in summary,
+        "`python test/test_kernel_cache.py --hw-classification CUDA` on a machine with that device" in summary)

@@ -75,8 +75,7 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
 
 
 def finalize(ctx: Any) -> Any:
-    if not gates.changed(ctx):
-        gates.restore_checkout(ctx)  # unchanged means nothing in the checkout changed
+    gates.restore_checkout(ctx, unchanged=not gates.changed(ctx))  # unchanged: nothing in the checkout changed
     path = gates.write_summary(ctx)
     if not gates.changed(ctx):
         return Done({"outcome": "unchanged", "summary_path": str(path),
@@ -100,6 +99,7 @@ def finalize(ctx: Any) -> Any:
 
 
 def aborted(ctx: Any) -> Any:
+    gates.restore_checkout(ctx, unchanged=False)  # no copy of the original left beside the file
     return Done({"outcome": "aborted", "file": ctx.data.file,
                  "notes": ctx.data.notes}, [f"The flow stopped by request; artifacts are in {ctx.dir}."])
 

@@ -158,6 +158,7 @@ class RefactorData(BaseModel):
     refactor_failures: list[str] = Field(default_factory=list)
     tested_sha: str = ""  # sha256 of the file the last local test run ran
     local_tests: str = ""
+    local_counts: str = ""  # the local tests' counts per device, without the interpreter (the PR's line)
     hw_enum: bool | None = None  # whether this PyTorch knows HardwareClassification (asked once)
     codemod_done: str = ""  # sha256 of the file the last recorded verify-time codemod wrote
     hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests under --hw-classification

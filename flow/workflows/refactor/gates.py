@@ -175,9 +175,9 @@ def test(ctx: Any) -> Any:
         ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
         ctx.data.tested_sha = sha
     torch = f" ({ctx.data.test_torch_info})" if ctx.data.test_torch_info else ""
-    ctx.data.local_tests = f"with {_python(ctx)}{torch}: " + "; ".join(
-        f"{d}: " + ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
-        for d, r in results.items())
+    ctx.data.local_counts = "; ".join(f"{d}: " + (", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
+                                                  or "no test collected") for d, r in results.items())
+    ctx.data.local_tests = f"with {_python(ctx)}{torch}: " + ctx.data.local_counts
     deferred = {d.test_name for d in ctx.data.deferred}
     # A plain TestCase runs under every device: name the device beyond the first run.
     named = [n if d == devices[0] else f"{n} [{d}]"
@@ -214,7 +214,7 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
     from flow.workflows.refactor.hwruns import (
-        ENTRY_WORDS, HwRunError, account, conftest_filter, entry_point, hw_argv, hw_env, pytest_hw_argv, read_run,
+        ENTRY_FIX, ENTRY_WORDS, HwRunError, account, conftest_filter, entry_point, hw_argv, hw_env, pytest_hw_argv, read_run,
     )
     from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
     from flow.workflows.refactor.prtext import class_rows
@@ -241,13 +241,13 @@ def _hw_runs(ctx: Any, file: Path) -> None:
         # and a file without a __main__ block runs nothing. PyTorch's conftest has the same
         # filter for pytest; without it the check cannot apply and is said not to have run.
         if conftest_filter(Path(ctx.data.repo), file) is None:
-            return skipped(f"{ctx.data.rel} {ENTRY_WORDS[entry]}, which does not take --hw-classification "
-                           "(only common_utils.run_tests() does), and no conftest.py of this checkout "
-                           "has pytest's --hw-classification filter",
-                           "end the file with `if __name__ == \"__main__\": run_tests()` (from "
-                           "torch.testing._internal.common_utils) in place of its entry point, then run "
-                           f"`python {ctx.data.rel} --hw-classification LABEL` for each label, "
-                           "or run the counts with pytest in a checkout whose test/conftest.py has the filter")
+            return skipped(f"{ctx.data.rel} {ENTRY_WORDS[entry]}, so `python {ctx.data.rel} "
+                           "--hw-classification` cannot count its tests (only common_utils.run_tests() "
+                           "takes the flag), and no conftest.py of this checkout has pytest's "
+                           "--hw-classification filter",
+                           f"{ENTRY_FIX[entry]}, then run `python {ctx.data.rel} --hw-classification "
+                           "LABEL` for each label; or count them with `pytest FILE --hw-classification "
+                           "LABEL` in a checkout whose test/conftest.py has that filter")
         argv_of = pytest_hw_argv
         _note(ctx, f"--hw-classification: {ctx.data.rel} {ENTRY_WORDS[entry]}; the counts come from "
                    "pytest --collect-only with the checkout conftest's --hw-classification filter")
@@ -272,6 +272,14 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     for row in rows:
         if row.name in planned and row.hw_classification != planned[row.name]:
             problems.append(f"{row.name} declares {row.hw_classification} but the plan labels it {planned[row.name]}")
+    if runs and not problems and all(r.total == 0 for r in runs):
+        # Nothing was instantiated here (a class only_for a device this machine lacks): a
+        # count of zero is no test plan, never a pass.
+        return skipped(f"no test of the file was instantiated here ({', '.join(ctx.data.test_devices or ['cpu'])}): "
+                       "its classes run only on a device this machine lacks",
+                       "run " + ", ".join(f"`{' '.join(['python' if argv_of is hw_argv else 'pytest', ctx.data.rel, '--hw-classification', label])}`"
+                                          for label in labels)
+                       + " on a machine with that device and put the counts in the test plan")
     ctx.data.hw_counts = {r.label: r.passed for r in runs}
     if problems and not runs:
         ctx.data.hw_note = "no run printed its count line"
@@ -334,16 +342,28 @@ def changed(ctx: Any) -> bool:
     return any(r.changes for r in ctx.data.applied if r.by == "codemod" and r.rule_id in ("TR009", "TR010"))
 
 
-def restore_checkout(ctx: Any) -> None:
-    """A flow that changed nothing leaves nothing changed: the allowlist entry verify took
-    out goes back (the kept bytes), said in the notes. Safe to run again."""
+def restore_checkout(ctx: Any, unchanged: bool) -> None:
+    """Leave in the checkout only what the flow changed on purpose: the original's copy a
+    stopped local-test run left beside the file goes; a flow that changed nothing also puts
+    back the allowlist entry verify took out (the kept bytes), said in the notes. Safe to
+    run again."""
     from flow.workflows.refactor.linting import ALLOWLIST_KEPT
+    from flow.workflows.refactor.preexisting import beside
     from flow.workflows.refactor.testlinter import ALLOWLIST, put_back_in_allowlist
 
+    beside(ctx).unlink(missing_ok=True)
+    if not unchanged:
+        return
     kept = ctx.path(ALLOWLIST_KEPT)
     if kept.exists() and put_back_in_allowlist(Path(ctx.data.repo), ctx.data.rel, kept):
         _note(ctx, f"{ctx.data.rel} put back in {ALLOWLIST.as_posix()}: the flow changed nothing, "
                    "so the checkout is left as it was")
+
+
+def _version(info: str | None) -> str:
+    """``2.14.1`` of ``torch 2.14.1 at /path/torch``: the PR says which torch, not where."""
+    words = (info or "").split()
+    return words[1] if len(words) > 1 and words[0] == "torch" else "unknown"
 
 
 def pr_input(ctx: Any) -> Any:
@@ -362,7 +382,9 @@ def pr_input(ctx: Any) -> Any:
                    hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note, hw_todo=ctx.data.hw_todo,
                    hw_runner=ctx.data.hw_runner or "python", refactor_failures=list(ctx.data.refactor_failures),
                    hw_passed=None if hw is None or hw.skipped else hw.passed,
-                   local_tests=ctx.data.local_tests, devices=list(ctx.data.test_devices or []))
+                   local_tests=(f"{ctx.data.local_counts} (torch {_version(ctx.data.test_torch_info)})"
+                                if ctx.data.local_counts else ctx.data.local_tests),
+                   devices=list(ctx.data.test_devices or []))
 
 
 def write_summary(ctx: Any) -> Path:

@@ -108,6 +108,13 @@ def entry_point(text: str) -> EntryPoint:
 ENTRY_WORDS = {"unittest_main": "runs its tests with unittest.main()",
                "other": "has a __main__ block that calls no run_tests()",
                "none": "has no __main__ block (pytest or run_test.py collects it)"}
+#: the edit that lets ``python FILE --hw-classification`` count the file's tests
+ENTRY_FIX = {"unittest_main": "replace `unittest.main()` with `run_tests()` (imported from "
+                              "torch.testing._internal.common_utils)",
+             "other": "call `run_tests()` (from torch.testing._internal.common_utils) in its "
+                      "`__main__` block",
+             "none": "add `if __name__ == \"__main__\": run_tests()` (run_tests from "
+                     "torch.testing._internal.common_utils) at its end"}
 
 
 def conftest_filter(repo: Path, file: Path) -> Path | None:

@@ -7,13 +7,13 @@ never deferred (seed "Local test gate": fix-or-defer, deferred = pre-existing/en
 failed there, by ``Class.method``, by method name (a test that moved class), or as the
 original's method with the device appended (a plain test that became device-instantiated:
 ``test_x`` -> ``test_x_cpu``). ``original_results`` runs the original once per flow, with the
-same pytest command as the gate, from the flow folder's copy with the test file's folder
-first on ``PYTHONPATH``; the results are kept in ``original_test.json``.
+same pytest command as the gate, from a copy beside the file in the checkout (so the
+checkout's ``pytest.ini`` and ``conftest.py`` apply to it too), removed once it has run; the
+results are kept in ``original_test.json``.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +63,18 @@ def shared_with(deferred: list[str], original: dict[str, dict[str, str]], first:
     return out
 
 
+def beside(ctx: Any) -> Path:
+    """Where the original's copy runs: beside the file in the checkout, so the checkout's
+    ``pytest.ini`` and ``conftest.py`` files apply to it as they do to the file."""
+    file = Path(ctx.data.file)
+    return file.with_name(f"{file.stem}_flow_original.py")
+
+
 def original_results(ctx: Any, devices: list[str]) -> dict[str, dict[str, str]]:
     """device -> test name -> outcome of the original's gate run (once per flow; raises the
-    engine's ``Pending`` while its jobs run)."""
+    engine's ``Pending`` while its jobs run). The copy beside the file is removed once the
+    run has ended (``gates.restore_checkout`` removes one a stopped flow left)."""
+    from flow.core.jobs import Pending
     from flow.workflows.refactor.junit import local_test_run, read_local_tests
     from flow.workflows.refactor.mechanical import original
     from flow.workflows.refactor.testenv import _python, test_settings
@@ -73,20 +82,28 @@ def original_results(ctx: Any, devices: list[str]) -> dict[str, dict[str, str]]:
     if ctx.path(RESULTS).exists():
         return ctx.read_json(RESULTS)
     timeout, _ = test_settings(ctx.settings)
-    folder = Path(ctx.data.file).parent
-    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    copy = beside(ctx)
+    if not copy.exists():
+        copy.write_bytes(original(ctx).read_bytes())
     jobs = []
     for device in devices:
         junit = ctx.path(f"original_test_{device}.xml")
-        argv, env = local_test_run(original(ctx), device, junit, python=_python(ctx))
-        job = dict(key=f"original-tests-{device}", argv=argv, cwd=folder,
-                   env={**ctx.settings, **env, "PYTHONPATH": path}, timeout=timeout,
+        argv, env = local_test_run(copy, device, junit, python=_python(ctx))
+        job = dict(key=f"original-tests-{device}", argv=argv, cwd=copy.parent,
+                   env={**ctx.settings, **env}, timeout=timeout,
                    log_name=f"logs/original_test_{device}.log")
         ctx.start_job(**job)
         jobs.append((device, job, junit))
     out: dict[str, dict[str, str]] = {}
-    for device, job, junit in jobs:
-        res = read_local_tests(original(ctx), device, [(ctx.job(**job), junit)])
-        out[device] = {o.name: ("error" if o.also_error else o.outcome) for o in res.outcomes}
+    try:
+        for device, job, junit in jobs:
+            res = read_local_tests(copy, device, [(ctx.job(**job), junit)])
+            out[device] = {o.name: ("error" if o.also_error else o.outcome) for o in res.outcomes}
+    except Pending:
+        raise  # still running: the copy stays until the run has ended
+    except Exception:
+        copy.unlink(missing_ok=True)
+        raise
+    copy.unlink(missing_ok=True)
     ctx.write_json(RESULTS, out)
     return out
