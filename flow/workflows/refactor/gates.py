@@ -150,6 +150,7 @@ def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
 def test(ctx: Any) -> Any:
     if not field_profile(ctx.data.field).local_test_gate:
         ctx.data.local_tests = f"skipped: no local test gate for the {ctx.data.field} field"
+        ctx.data.hw_note = f"the {ctx.data.field} field has no local test gate, so the counts did not run"
         return Go("tested")
     if ctx.data.fix_key and ctx.data.fix_key.startswith("test-fix-") and ctx.result(ctx.data.fix_key) is not None:
         again = _take_verdicts(ctx)
@@ -321,6 +322,7 @@ def _gate_broken(ctx: Any, exc: Exception) -> Any:
     if answer is not None:
         return answer
     ctx.data.local_tests = f"not run: {exc}"
+    ctx.data.hw_note = "the local test gate could not produce a result, so the counts did not run"
     return Go("tested")
 
 
