@@ -215,7 +215,8 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
     from flow.workflows.refactor.hwruns import (
-        ENTRY_FIX, ENTRY_WORDS, HwRunError, account, conftest_filter, entry_point, hw_argv, hw_env, pytest_hw_argv, read_run,
+        ENTRY_FIX, ENTRY_WORDS, HwRunError, account, conftest_filter, entry_point, hw_argv, hw_env,
+        pytest_hw_argv, read_run,
     )
     from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
     from flow.workflows.refactor.prtext import class_rows
@@ -255,7 +256,8 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     ctx.data.hw_runner = "python" if argv_of is hw_argv else "pytest"
     timeout, _ = test_settings(ctx.settings)
     env = hw_env(ctx.settings)
-    jobs = [dict(key=f"hw-r{ctx.data.test_rounds}-{'pytest-' if argv_of is pytest_hw_argv else ''}{label}", argv=argv_of(_python(ctx), file, label),
+    prefix = f"hw-r{ctx.data.test_rounds}-" + ("pytest-" if argv_of is pytest_hw_argv else "")
+    jobs = [dict(key=prefix + label, argv=argv_of(_python(ctx), file, label),
                  cwd=file.parent, env=env, timeout=timeout,
                  log_name=f"logs/hw_classification_r{ctx.data.test_rounds}_{label}.log") for label in labels]
     for job in jobs:
@@ -276,11 +278,11 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     if runs and not problems and all(r.total == 0 for r in runs):
         # Nothing was instantiated here (a class only_for a device this machine lacks): a
         # count of zero is no test plan, never a pass.
-        return skipped(f"no test of the file was instantiated here ({', '.join(ctx.data.test_devices or ['cpu'])}): "
-                       "its classes run only on a device this machine lacks",
-                       "run " + ", ".join(f"`{' '.join(['python' if argv_of is hw_argv else 'pytest', ctx.data.rel, '--hw-classification', label])}`"
-                                          for label in labels)
-                       + " on a machine with that device and put the counts in the test plan")
+        here = ", ".join(ctx.data.test_devices or ["cpu"])
+        commands = ", ".join(f"`{ctx.data.hw_runner} {ctx.data.rel} --hw-classification {label}`" for label in labels)
+        return skipped(f"no test of the file was instantiated here ({here}): its classes run only on a "
+                       "device this machine lacks",
+                       f"run {commands} on a machine with that device and put the counts in the test plan")
     ctx.data.hw_counts = {r.label: r.passed for r in runs}
     if problems and not runs:
         ctx.data.hw_note = "no run printed its count line"

@@ -65,7 +65,8 @@ def wider_coverage(before: str, after: str) -> list[str]:
             continue  # moved to a plain class or a class of one device: not wider
         for dec in decs:
             if dec.startswith("only") and dec != "onlyAccelerator" and dec not in now:
-                to = "`@onlyAccelerator` (every accelerator)" if "onlyAccelerator" in now else "no `@only*` (every device type)"
+                to = ("`@onlyAccelerator` (every accelerator)" if "onlyAccelerator" in now
+                      else "no `@only*` (every device type)")
                 widened[(dec, to)].append(test)
     for (dec, to), tests in widened.items():
         out.append(f"`@{dec}` widened to {to}: {', '.join(f'`{t}`' for t in tests)}")
