@@ -187,10 +187,18 @@ def _stale_patterns(ctx: _Ctx) -> list[Finding]:
             now = after_decos.get((target, t.name))
             if now is None:
                 continue  # test_count reports it
+            plain = not any(i.kind == "device_type" for i in ctx.after.instantiations_of(target))
             for lost in sorted((t.decorator_names() & keep) - now):
+                if plain and lost in DEVICE_TYPE_SKIPS:
+                    continue  # it reads self.device_type: a plain (GENERIC) class can neither keep nor need it
                 out.append(ctx.f("stale_patterns", "V604", "error", ctx.after_tests[(target, t.name)],
                                  f"blacklist skip @{lost} was removed from {target}.{t.name}; KEEP blacklist skips"))
     return out
+
+
+#: blacklist skips of common_device_type: they read ``self.device_type``, which only a class
+#: instantiated per device has, so a test moved to a plain class drops them rightly.
+DEVICE_TYPE_SKIPS = frozenset({"skipXPU", "skipCUDAIf", "skipMPS", "skipMeta", "skipCUDAIfRocm", "skipCPUIf"})
 
 
 #: pyflakes message classes -> (code, severity, what to do). Anything else pyflakes says is
