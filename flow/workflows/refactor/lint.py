@@ -116,7 +116,7 @@ def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None,
                     dev = ONE_DEVICE[short]
                     out.append(_f(p, "L011", "error", t.start,
                                   f"@{short} on {cls.name}.{t.name} in a class instantiated for every device; move it "
-                                  f"to a class of its own ({cls.name}{dev.upper()}, hw_classification "
+                                  f"to a class of its own ({cls.name}{dev.upper()}Only, hw_classification "
                                   f"{dev.upper()}, only_for=\"{dev}\"), or to a GENERIC class if the device does not matter"))
                 elif other_only(short):
                     out.append(_f(p, "L011", "error", t.start,

@@ -60,10 +60,12 @@ class _Ctx:
         # An @onlyCPU/@onlyMPS/@onlyXPU test the plan left in an ACCELERATOR class is TR011's: it
         # moves to the class of its device (distribute names it), and is found there, not lost.
         if inp.plan is not None:
-            from flow.workflows.refactor.distribute import only_in_accelerator
+            from flow.workflows.refactor.distribute import one_device_class, only_in_accelerator
 
             for tid, dev in only_in_accelerator(inp.plan, before):
-                moved = f"{tid.split('.', 1)[0]}{dev.upper()}"
+                if dev.startswith("@"):
+                    continue  # no classification names its device: no class to look in
+                moved = one_device_class(tid.split(".", 1)[0], dev)
                 if (moved, tid.split(".", 1)[1]) in self.after_tests:
                     self.target[tid] = moved
 
