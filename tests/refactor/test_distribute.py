@@ -113,9 +113,9 @@ def test_an_only_cpu_test_left_in_an_accelerator_class_is_a_task_naming_its_clas
         for n in ("test_layout", "test_sum")],
         "class_labels": [{"name": "TestPoolDevice", "hw_classification": "ACCELERATOR"}]})
     task = next(t for t in distribute(report, before, load_catalogue()) if t.rule_id == "TR011")
-    assert (["TestPoolDevice.test_layout"], ["TestPoolDevice", "TestPoolDeviceCPU"], True) == (
+    assert (["TestPoolDevice.test_layout"], ["TestPoolDevice", "TestPoolDeviceCPUOnly"], True) == (
         task.tests, task.classes,
-        task.notes[0].startswith("TestPoolDevice.test_layout: @onlyCPU in an ACCELERATOR class -> TestPoolDeviceCPU "
+        task.notes[0].startswith("TestPoolDevice.test_layout: @onlyCPU in an ACCELERATOR class -> TestPoolDeviceCPUOnly "
                                  "(CPU, instantiate_device_type_tests(..., only_for=\"cpu\"))"))
 
 
@@ -123,12 +123,12 @@ def test_an_only_cpu_test_planned_into_a_cpu_class_needs_no_tr011() -> None:
     """Planned device_specific into a CPU class, the @onlyCPU test is TR005's, its note names the label."""
     before = assess_source(ONLY_CPU, "t.py")
     report = AnalystReport.model_validate({"file": "t.py", "classifications": [
-        {"test": "TestPoolDevice.test_layout", "strategy": "device_specific", "target_class": "TestPoolDeviceCPU"},
+        {"test": "TestPoolDevice.test_layout", "strategy": "device_specific", "target_class": "TestPoolDeviceCPUOnly"},
         {"test": "TestPoolDevice.test_sum", "strategy": "device_agnostic", "target_class": "TestPoolDevice"}],
         "class_labels": [{"name": "TestPoolDevice", "hw_classification": "ACCELERATOR"},
-                         {"name": "TestPoolDeviceCPU", "hw_classification": "CPU"}]})
+                         {"name": "TestPoolDeviceCPUOnly", "hw_classification": "CPU"}]})
     tasks = distribute(report, before, load_catalogue())
-    assert (["TR005"], ["TestPoolDevice.test_layout: device_specific -> TestPoolDeviceCPU (CPU)"]) == (
+    assert (["TR005"], ["TestPoolDevice.test_layout: device_specific -> TestPoolDeviceCPUOnly (CPU)"]) == (
         [t.rule_id for t in tasks if not t.mechanical], next(t for t in tasks if t.rule_id == "TR005").notes)
 
 
@@ -140,16 +140,31 @@ def test_every_touched_class_has_a_range_or_is_new(small_before: Assessment, sma
 
 
 def test_a_tr011_move_is_found_in_the_device_class_not_lost() -> None:
-    """Verify follows TR011: the @onlyCPU test, moved to TestPoolDeviceCPU as that task says, is not
+    """Verify follows TR011: the @onlyCPU test, moved to TestPoolDeviceCPUOnly as that task says, is not
     'missing from TestPoolDevice' (V201) nor 'new' (V202)."""
     from flow.workflows.refactor.verify import VerifyInput, verify
 
     after = ONLY_CPU.replace("    @onlyCPU\n    def test_layout(self, device):\n        pass\n\n", "") + (
-        "\n\nclass TestPoolDeviceCPU(TestCase):\n    def test_layout(self, device):\n        pass\n\n\n"
-        'instantiate_device_type_tests(TestPoolDeviceCPU, globals(), only_for="cpu")\n')
+        "\n\nclass TestPoolDeviceCPUOnly(TestCase):\n    def test_layout(self, device):\n        pass\n\n\n"
+        'instantiate_device_type_tests(TestPoolDeviceCPUOnly, globals(), only_for="cpu")\n')
     report = AnalystReport.model_validate({"file": "t.py", "classifications": [
         {"test": f"TestPoolDevice.{n}", "strategy": "device_agnostic", "target_class": "TestPoolDevice"}
         for n in ("test_layout", "test_sum")],
         "class_labels": [{"name": "TestPoolDevice", "hw_classification": "ACCELERATOR"}]})
     found = verify(VerifyInput(path="t.py", before=ONLY_CPU, after=after, plan=report, checks=("test_count",))).findings
     assert [] == [(f.code, f.message) for f in found]
+
+
+def test_a_planned_class_named_as_a_generated_one_is_sent_back() -> None:
+    """TestPoolDeviceCPU is what instantiate_device_type_tests(TestPoolDevice, ...) names its CPU
+    class: a plan creating a class of that name (which breaks the module's collection with an MRO
+    error) goes back to the analyst; TR011 itself suggests TestPoolDeviceCPUOnly."""
+    from flow.workflows.refactor.analysis import check_report
+
+    before = assess_source(ONLY_CPU, "t.py")
+    report = AnalystReport.model_validate({"file": "t.py", "classifications": [
+        {"test": "TestPoolDevice.test_layout", "strategy": "device_specific", "target_class": "TestPoolDeviceCPU"},
+        {"test": "TestPoolDevice.test_sum", "strategy": "device_agnostic", "target_class": "TestPoolDevice"}]})
+    assert ["target class 'TestPoolDeviceCPU' is the name instantiate_device_type_tests gives 'TestPoolDevice''s "
+            "CPU class; two classes of one name break the module's collection: name it otherwise "
+            "(e.g. 'TestPoolDeviceCPUOnly')"] == check_report(report, before)

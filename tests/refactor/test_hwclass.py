@@ -160,11 +160,11 @@ def test_pr_description_is_the_initiatives_form() -> None:
               "Part of pytorch/pytorch#185590.", "Label request: `module: tests/graph`.",
               "| TestDoneGeneric | GENERIC | 1 |", "| TestDoneDevice | ACCELERATOR | 2 |",
               "python tools/linter/adapters/test_linter.py test/nn/test_dropout.py",
-              "python test/nn/test_dropout.py --hw-classification GENERIC   # 1 tests",
+              "python test/nn/test_dropout.py --hw-classification GENERIC   # 1 test",
               "- `--hw-classification` runs: 3 tests as instantiated here (from the 3 test methods above), "
               "each in exactly one label's run, none unclassified."]
     assert ([], True) == ([w for w in wanted if w not in lines],
-                          any(line.startswith("- Not run here: the accelerator tests") for line in lines))
+                          any(line.startswith("- Not run here: the ACCELERATOR classes' tests") for line in lines))
 
 
 def _torch_with_enum() -> str:

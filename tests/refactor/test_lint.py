@@ -220,3 +220,17 @@ def test_l009_negative_device_specific_with_only_for() -> None:
         {"file": "t.py", "classifications": [{"test": "TestFoo.test_a", "strategy": "device_specific", "target_class": "TestFoo"}]}
     )
     assert [] == lint(assess_source(code, "t.py"), plan)
+
+
+def test_a_test_taking_devices_takes_device() -> None:
+    """`devices` (what @deviceCountAtLeast passes) satisfies TEST_LINTER's device parameter: no L002."""
+    code = """
+        class TestTwo(TestCase):
+            @deviceCountAtLeast(2)
+            def test_pair(self, devices):
+                pass
+
+
+        instantiate_device_type_tests(TestTwo, globals(), only_for="cuda")
+    """
+    assert [] == [f.code for f in lint(assess_source(dedent(code).lstrip("\n"), "t.py")) if f.code in ("L002", "L003")]

@@ -147,6 +147,16 @@ def test_import_audit_case(name: str, before: str, after: str, expected: list[tu
     assert expected == [(f.code, f.severity, f.line) for f in report.findings]
 
 
+def test_an_unused_import_the_original_already_had_says_so() -> None:
+    """An unused import in the original and in the result is the file's: the warning says so; one
+    the refactor left unused does not."""
+    before = "import os\nimport sys\nsys.exit\n"
+    after = "import os\nimport sys\n"
+    report = verify(VerifyInput(path="m.py", before=before, after=after, checks=("import_audit",)))
+    assert [("V701", "'os' imported but unused (already so in the original)"),
+            ("V701", "'sys' imported but unused; remove it")] == [(f.code, f.message) for f in report.findings]
+
+
 def test_device_type_comparison_is_no_v602(small_report: AnalystReport) -> None:
     """A device-kind comparison in a device-agnostic test is no hard-coded device (V602/L006)."""
     old = "y = torch.ones(2).to(device)"
@@ -214,3 +224,26 @@ def test_collect_only_not_run_is_skipped_with_the_reason(tmp_path: Path, small_r
     check = _with_collect(ctx, small_report, failing).checks[-1]
     assert ("collect_only", True, "not run while other checks report errors (it runs once they pass)") == (
         check.name, check.skipped is not None, check.skipped)
+
+
+def test_a_device_type_skip_dropped_by_a_move_to_a_plain_class_is_no_lost_skip() -> None:
+    """A test moved from a device class into a plain (GENERIC) one rightly drops @skipMeta (it reads
+    self.device_type); the same drop inside a device class stays V604."""
+    from flow.workflows.refactor.analysis import AnalystReport
+
+    before = ("from torch.testing._internal.common_device_type import instantiate_device_type_tests, skipMeta\n"
+              "from torch.testing._internal.common_utils import TestCase\n\n\n"
+              "class TestPack(TestCase):\n    @skipMeta\n    def test_a(self, device):\n        pass\n\n"
+              "    @skipMeta\n    def test_b(self, device):\n        pass\n\n\n"
+              "instantiate_device_type_tests(TestPack, globals())\n")
+    after = ("from torch.testing._internal.common_device_type import instantiate_device_type_tests, skipMeta\n"
+             "from torch.testing._internal.common_utils import TestCase\n\n\n"
+             "class TestPack(TestCase):\n    def test_b(self, device):\n        pass\n\n\n"
+             "class TestPackGeneric(TestCase):\n    def test_a(self):\n        pass\n\n\n"
+             "instantiate_device_type_tests(TestPack, globals())\n")
+    plan = AnalystReport.model_validate({"file": "m.py", "classifications": [
+        {"test": "TestPack.test_a", "strategy": "cpu_only", "target_class": "TestPackGeneric"},
+        {"test": "TestPack.test_b", "strategy": "device_agnostic", "target_class": "TestPack"}]})
+    report = verify(VerifyInput(path="m.py", before=before, after=after, plan=plan, checks=("stale_patterns",)))
+    assert [("V604", "blacklist skip @skipMeta was removed from TestPack.test_b; KEEP blacklist skips")] == [
+        (f.code, f.message) for f in report.findings]

@@ -3,6 +3,7 @@
 Modules, each a function of its inputs returning typed results:
 
 - ``fields``     which field (core / distributed / graph) a test file belongs to
+- ``identity``   which flow a start command means (the checkout and the file's content count)
 - ``rules``      the rule catalogue in ``reference/refactor/rules.json``
 - ``assess``     phase 1: the stdlib-``ast`` assessment of a test file
 - ``analysis``   phase 2: the analyst report model and its check against the assessment
@@ -19,7 +20,8 @@ Modules, each a function of its inputs returning typed results:
   the original's ``pytest --collect-only`` (before the plan: an original that does not import stops there)
 - ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
-- ``summary``    phase 7: ``final_summary.md``; ``prtext`` the PR description it opens with
+- ``summary``    phase 7: ``final_summary.md``; ``prtext`` the PR description it opens with;
+  ``prchange`` what the change does as reviewers read it (wider coverage, label-only)
 - ``hwclass``    PyTorch's HardwareClassification: strategies -> labels, a class read as TEST_LINTER does
 - ``hwcodemod``  the verify-time codemods: HW001 (``hw_classification`` labels, the merged import),
   HW002 (same-call CUDA APIs to ``torch.accelerator``)

@@ -29,6 +29,9 @@ class Classification(BaseModel):
     strategy: Strategy
     target_class: str
     reason: str = ""
+    #: for a test with a hard-coded device or a CUDA gate the plan keeps in a plain (GENERIC)
+    #: class: why it must stay there (else the plan is sent back: TEST_LINTER's L012)
+    keeps_device: str = ""
 
     @property
     def source_class(self) -> str:
@@ -143,6 +146,10 @@ def moves(report: AnalystReport, before: Assessment) -> list[TestMove]:
     return out
 
 
+#: the suffixes instantiate_device_type_tests appends to a class per device type
+GENERATED_SUFFIXES = ("CPU", "CUDA", "MPS", "XPU", "META", "HPU", "LAZY", "MTIA", "PRIVATEUSE1")
+
+
 def check_report(report: AnalystReport, assessment: Assessment) -> list[str]:
     """Return every problem that makes ``report`` unusable for ``assessment``; [] if none.
 
@@ -193,6 +200,15 @@ def check_report(report: AnalystReport, assessment: Assessment) -> list[str]:
             allowed = "/".join(sorted(labels_for(targets[label.name])))
             problems.append(f"class {label.name!r} is labelled {label.hw_classification} but its tests are "
                             f"{targets[label.name]}; label it {allowed} or change the strategy")
+    instantiated = {c for c, k in strategies.items() if k & {"device_agnostic", "device_specific"}}
+    instantiated |= {i.target for i in assessment.instantiations if i.kind == "device_type"}
+    for target in sorted(strategies):
+        clash = next((c for c in sorted(instantiated) for dev in GENERATED_SUFFIXES
+                      if c != target and target == c + dev), None)
+        if clash is not None:
+            problems.append(f"target class {target!r} is the name instantiate_device_type_tests gives "
+                            f"{clash!r}'s {target[len(clash):]} class; two classes of one name break the "
+                            f"module's collection: name it otherwise (e.g. {target + 'Only'!r})")
     if report.file and not (assessment.path.endswith(report.file) or report.file.endswith(assessment.path)):
         problems.append(f"report is about {report.file!r} but the assessment is of {assessment.path!r}")
     return problems

@@ -182,7 +182,8 @@ def _scan_body(nodes: list[ast.stmt] | list[ast.expr]) -> tuple[list[DeviceLiter
 
 def _takes_device(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     args = fn.args
-    return any(a.arg == "device" for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+    # TEST_LINTER accepts either: `devices` is what @deviceCountAtLeast passes
+    return any(a.arg in ("device", "devices") for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
 
 def _start(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> int:

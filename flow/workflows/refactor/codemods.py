@@ -5,7 +5,8 @@ Python (a parse failure raises ``SourceSyntaxError``). libcst is imported inside
 functions so importing this module stays cheap.
 
 - ``decorator_rules``    TR001 + TR002 in one parse and one pass (what distribute runs):
-- ``only_accelerator``   TR001: ``@onlyCUDA`` / ``@onlyOn(...)`` -> ``@onlyAccelerator``
+- ``only_accelerator``   TR001: ``@onlyCUDA`` / ``@onlyOn(...)`` / ``@onlyCUDAAndPRIVATEUSE1`` /
+  ``@onlyHPU`` -> ``@onlyAccelerator``
 - ``remove_only_native`` TR002: drop ``@onlyNativeDeviceTypes`` / ``@onlyNativeDeviceTypesAnd(...)``
 - imports are fixed and sorted by ``flow.workflows.refactor.imports`` (PyTorch's usort settings)
 - ``decorate_info``      TR009: rewrite ``DecorateInfo`` class names after moves
@@ -82,7 +83,8 @@ def _decorator_name(node: cst.BaseExpression) -> str:
 
 #: The file's decorator codemods: name -> (rule id, decorator names, replacement or None to remove).
 FILE_RULES: dict[str, tuple[str, frozenset[str], str | None]] = {
-    "only_accelerator": ("TR001", frozenset({"onlyCUDA", "onlyOn"}), "onlyAccelerator"),
+    "only_accelerator": ("TR001", frozenset({"onlyCUDA", "onlyOn", "onlyCUDAAndPRIVATEUSE1", "onlyHPU"}),
+                         "onlyAccelerator"),
     "remove_only_native": ("TR002", frozenset({"onlyNativeDeviceTypes", "onlyNativeDeviceTypesAnd"}), None),
 }
 
@@ -203,7 +205,8 @@ def decorator_rules(code: str, codemods: tuple[str, ...] = tuple(FILE_RULES),
 
 
 def only_accelerator(code: str, usort_config: UsortConfig | None = None) -> CodemodResult:
-    """TR001: ``@onlyCUDA`` / ``@onlyOn(...)`` -> ``@onlyAccelerator``, imports fixed."""
+    """TR001: ``@onlyCUDA`` / ``@onlyOn(...)`` / ``@onlyCUDAAndPRIVATEUSE1`` / ``@onlyHPU`` ->
+    ``@onlyAccelerator``, imports fixed."""
     return decorator_rules(code, ("only_accelerator",), usort_config)
 
 

@@ -45,9 +45,13 @@ def _paths(opts: dict[str, Any]) -> tuple[Path, Path, str]:
 
 
 def locate(opts: dict[str, Any], root: Path) -> str:
-    """``refactor/<field>/<file stem>`` (the seed's agent_space/refactor/{field}/{file_name}/)."""
-    _, absolute, rel = _paths(opts)
-    return f"refactor/{_field(rel)}/{absolute.stem}"
+    """``refactor/<field>/<file stem>`` (the seed's agent_space/refactor/{field}/{file_name}/)
+    for the first flow of a file; another checkout or other content is another flow
+    (``identity.flow_for``)."""
+    from flow.workflows.refactor.identity import flow_for
+
+    repo, absolute, rel = _paths(opts)
+    return flow_for(root, f"refactor/{_field(rel)}/{absolute.stem}", repo, absolute, rel)
 
 
 def _field(rel: str) -> str:
@@ -71,13 +75,23 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
 
 
 def finalize(ctx: Any) -> Any:
+    gates.restore_checkout(ctx, unchanged=not gates.changed(ctx))  # unchanged: nothing in the checkout changed
     path = gates.write_summary(ctx)
     if not gates.changed(ctx):
         return Done({"outcome": "unchanged", "summary_path": str(path),
                      "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)},
                     [f"Nothing changed in {ctx.data.file}: there is no PR to open (see {path})."])
-    return Done({"outcome": "refactored", "summary_path": str(path),
-                 "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)},
+    from flow.workflows.refactor.prtext import blockers
+
+    stops = blockers(gates.pr_input(ctx))
+    result = {"outcome": "refactored", "summary_path": str(path), "pr_ready": not stops,
+              "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)}
+    if stops:
+        # a test plan that did not run is never passed off as one that did: no PR advice
+        return Done(result, [f"Review the changes to {ctx.data.file} and {path}.",
+                             "Not ready for a PR yet: " + "; ".join(stops) + ".",
+                             "Open the PR only once that has been done and has passed."])
+    return Done(result,
                 [f"Review the changes to {ctx.data.file} and {path}.",
                  "Create the PR by hand (one file per PR): a branch, a commit, push, and a PR "
                  f"with the title and description at the top of {path}.",
@@ -85,6 +99,7 @@ def finalize(ctx: Any) -> Any:
 
 
 def aborted(ctx: Any) -> Any:
+    gates.restore_checkout(ctx, unchanged=False)  # no copy of the original left beside the file
     return Done({"outcome": "aborted", "file": ctx.data.file,
                  "notes": ctx.data.notes}, [f"The flow stopped by request; artifacts are in {ctx.dir}."])
 

@@ -21,6 +21,7 @@ from agents.prompts import fence
 
 from flow.workflows.refactor.analysis import AnalystReport, Classification, moves
 from flow.workflows.refactor.assess import Assessment, ClassInfo, TestInfo
+from flow.workflows.refactor.lint import other_only
 from flow.workflows.refactor.rules import Catalogue, Rule
 
 
@@ -74,6 +75,13 @@ def class_ranges(before: Assessment, classes: list[str]) -> list[tuple[int, int]
 #: ``@only<device>`` decorators TEST_LINTER forbids in an ACCELERATOR class, and their device
 #: (``@onlyCUDA`` is TR001's: it becomes ``@onlyAccelerator``).
 ONE_DEVICE = {"onlyCPU": "cpu", "onlyMPS": "mps", "onlyXPU": "xpu"}
+def one_device_class(cls: str, device: str) -> str:
+    """The class an ``@only<device>`` test of ``cls`` moves to: ``TestPoolDeviceCPUOnly``, never
+    ``TestPoolDeviceCPU``, the name ``instantiate_device_type_tests(TestPoolDevice, ...)`` gives
+    its own CPU class (a second class of that name breaks the module's collection)."""
+    return f"{cls}{device.upper()}Only"
+
+
 #: The rules whose tasks move tests between classes; TR006/TR007 work on those tests joins them.
 MOVE_RULES = ("TR003", "TR004", "TR005")
 FOLDED_RULES = ("TR006", "TR007")
@@ -107,6 +115,8 @@ def only_in_accelerator(report: AnalystReport, before: Assessment) -> list[tuple
             short = name.rsplit(".", 1)[-1]
             if short in ONE_DEVICE and label == "ACCELERATOR":
                 out.append((c.test, ONE_DEVICE[short]))
+            elif other_only(short) and label == "ACCELERATOR":
+                out.append((c.test, f"@{short}"))  # no classification names its device: the coder moves it
     return out
 
 
@@ -191,11 +201,14 @@ def distribute(report: AnalystReport, before: Assessment, catalogue: Catalogue, 
             found = only_in_accelerator(report, before)
             if found:
                 task = _task(rule, [t for t, _ in found], before, set())
-                targets = {f"{t.split('.', 1)[0]}{dev.upper()}" for t, dev in found}
+                targets = {one_device_class(t.split('.', 1)[0], dev) for t, dev in found if not dev.startswith("@")}
                 task.classes = sorted(set(task.classes) | targets)
                 task.line_ranges = class_ranges(before, task.classes)
-                task.notes = [f"{t}: @only{dev.upper()} in an ACCELERATOR class -> "
-                              f"{t.split('.', 1)[0]}{dev.upper()} ({dev.upper()}, "
+                task.notes = [f"{t}: {dev} in an ACCELERATOR class -> a class instantiated for that one "
+                              "device (no hw_classification names it: ask in the PR), or @onlyAccelerator "
+                              "when every accelerator can run it" if dev.startswith("@") else
+                              f"{t}: @only{dev.upper()} in an ACCELERATOR class -> "
+                              f"{one_device_class(t.split('.', 1)[0], dev)} ({dev.upper()}, "
                               f"instantiate_device_type_tests(..., only_for=\"{dev}\")), or a GENERIC class "
                               "when the device does not matter" for t, dev in found]
                 tasks.append(task)

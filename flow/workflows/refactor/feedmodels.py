@@ -154,11 +154,17 @@ class RefactorData(BaseModel):
     waivers: list[Waiver] = Field(default_factory=list)  # findings judged false positives
     sentinel_notes: list[tuple[str, str, str]] = Field(default_factory=list)  # (folder, name, reason)
     deferred: list[DeferredFailure] = Field(default_factory=list)
+    #: deferred as pre-existing, but the original's own run does not fail them (never deferrable)
+    refactor_failures: list[str] = Field(default_factory=list)
+    tested_sha: str = ""  # sha256 of the file the last local test run ran
     local_tests: str = ""
+    local_counts: str = ""  # the local tests' counts per device, without the interpreter (the PR's line)
     hw_enum: bool | None = None  # whether this PyTorch knows HardwareClassification (asked once)
     codemod_done: str = ""  # sha256 of the file the last recorded verify-time codemod wrote
     hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests under --hw-classification
     hw_note: str = ""  # why the --hw-classification runs did not happen
+    hw_todo: str = ""  # what must run before the PR when they did not (the check that applies)
+    hw_runner: str = ""  # how the counts ran: "python" (FILE --hw-classification) or "pytest" (the conftest filter)
     linter: str = ""  # which TEST_LINTER judged the file (the checkout's script or the built-in rules)
     checks: list[CheckResult] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

@@ -7,6 +7,7 @@ coder's verdicts that do not name the failing tests are asked for again, 3 times
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -79,24 +80,55 @@ def _escalate(ctx: Any, key: str, question: str) -> Any:
 # -- phase 6.5: local test gate ---------------------------------------------------------------
 
 def _take_verdicts(ctx: Any) -> Ask | None:
-    """Accept the coder's verdicts when each names a listed failure; otherwise ask again."""
+    """Accept the coder's verdicts when each names a listed failure and each deferral is one the
+    original shares (``preexisting``); otherwise ask again. Nothing is recorded before the
+    original's run has ended, so the step can run again while it runs."""
     from flow.workflows.refactor.decisions import check_verdicts
 
     fed = ctx.result(ctx.data.fix_key)
     rows = [(v.test_name, v.verdict, v.fix_applied, v.defer_reason) for v in fed.verdicts]
     problems = check_verdicts(rows, ctx.data.test_failing)
+    failing = set(ctx.data.test_failing)
+    claimed = [v for v in fed.verdicts if v.verdict == "deferred" and v.test_name in failing
+               and (v.defer_reason or "").strip()]
+    checked = _check_preexisting(ctx, [v.test_name for v in claimed]) if claimed else None
+    only = dict(checked.only_refactored) if checked is not None else {}
+    problems += [f"{n}: deferred as pre-existing, but the original does not fail it ({why}): the refactor "
+                 "caused it, so it cannot be deferred; fix it" for n, why in only.items()]
     if problems and ctx.data.verdict_asks < MAX_ROUNDS:
         ctx.data.verdict_asks += 1
         return _ask_verdicts(ctx, problems)
-    failing = set(ctx.data.test_failing)
     for p in problems:
         _note(ctx, f"local test gate: verdict ignored: {p}")
-    ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=v.defer_reason or "deferred")
-                          for v in fed.verdicts if v.verdict == "deferred" and v.test_name in failing
-                          and (v.defer_reason or "").strip()
-                          and v.test_name not in {d.test_name for d in ctx.data.deferred}]
+    ctx.data.refactor_failures += [n for n in only if n not in ctx.data.refactor_failures]
+    shared = checked.shared if checked is not None else {}
+    if checked is not None:
+        _note(ctx, f"local test gate: the original, run the same way, shares {len(shared)} of the "
+                   f"{len(claimed)} failures deferred as pre-existing"
+                   + (f" ({', '.join(shared)})" if shared else "")
+                   + (f"; only the refactored file fails {', '.join(only)}" if only else ""))
+    known = {d.test_name for d in ctx.data.deferred}
+    ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=(v.defer_reason or "deferred") + (
+                              f" (checked: the original fails it too, as {shared[v.test_name]})"
+                              if v.test_name in shared else ""))
+                          for v in claimed if v.test_name not in only and v.test_name not in known]
     ctx.data.fix_key, ctx.data.verdict_asks = None, 0
     return None
+
+
+def _check_preexisting(ctx: Any, names: list[str]) -> Any:
+    """The original's own run compared with the deferred failures (None, said in the notes,
+    when the original's run gave no result)."""
+    from flow.workflows.refactor.preexisting import original_results, shared_with
+
+    devices = _devices(ctx)
+    try:
+        runs = original_results(ctx, devices)
+    except JUnitError as exc:
+        _note(ctx, f"local test gate: the original's own run gave no result ({exc}); the failures "
+                   "deferred as pre-existing are unchecked")
+        return None
+    return shared_with(names, runs, devices[0])
 
 
 def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
@@ -118,6 +150,7 @@ def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
 def test(ctx: Any) -> Any:
     if not field_profile(ctx.data.field).local_test_gate:
         ctx.data.local_tests = f"skipped: no local test gate for the {ctx.data.field} field"
+        ctx.data.hw_note = f"the {ctx.data.field} field has no local test gate, so the counts did not run"
         return Go("tested")
     if ctx.data.fix_key and ctx.data.fix_key.startswith("test-fix-") and ctx.result(ctx.data.fix_key) is not None:
         again = _take_verdicts(ctx)
@@ -126,15 +159,26 @@ def test(ctx: Any) -> Any:
     file = Path(ctx.data.file)
     devices = _devices(ctx)
     _has_torch(ctx)  # records which torch the tests run against (asked once per flow)
-    try:
-        results = {d: _local_tests(ctx, file, d) for d in devices}
-    except JUnitError as exc:
-        return _gate_broken(ctx, exc)
-    ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
+    sha = hashlib.sha256(file.read_bytes()).hexdigest()
+    if ctx.data.test_rounds and ctx.data.tested_sha == sha and ctx.path("local_test.json").exists():
+        # The coder changed nothing since the last run (every failure deferred): its results
+        # stand; the whole gate is not run again.
+        from flow.workflows.refactor.junit import LocalTestResult
+
+        results = {d: LocalTestResult.model_validate(r) for d, r in ctx.read_json("local_test.json").items()}
+        _note(ctx, "local test gate: the file did not change after the coder's verdicts; the last "
+                   "run's results stand (the gate was not run again)")
+    else:
+        try:
+            results = {d: _local_tests(ctx, file, d) for d in devices}
+        except JUnitError as exc:
+            return _gate_broken(ctx, exc)
+        ctx.write_json("local_test.json", {d: r.model_dump(mode="json") for d, r in results.items()})
+        ctx.data.tested_sha = sha
     torch = f" ({ctx.data.test_torch_info})" if ctx.data.test_torch_info else ""
-    ctx.data.local_tests = f"with {_python(ctx)}{torch}: " + "; ".join(
-        f"{d}: " + ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
-        for d, r in results.items())
+    ctx.data.local_counts = "; ".join(f"{d}: " + (", ".join(f"{n} {k}" for k, n in sorted(r.counts.items()))
+                                                  or "no test collected") for d, r in results.items())
+    ctx.data.local_tests = f"with {_python(ctx)}{torch}: " + ctx.data.local_counts
     deferred = {d.test_name for d in ctx.data.deferred}
     # A plain TestCase runs under every device: name the device beyond the first run.
     named = [n if d == devices[0] else f"{n} [{d}]"
@@ -145,7 +189,10 @@ def test(ctx: Any) -> Any:
         return Go("tested")
     if ctx.data.test_rounds >= MAX_ROUNDS:
         # Soft fail: keep what is still failing (real JUnit ids) as deferred and finish.
-        ctx.data.deferred += [DeferredFailure(test_name=n, reason=f"still failing after {MAX_ROUNDS} rounds")
+        ctx.data.deferred += [DeferredFailure(test_name=n, reason=(
+                                  "fails only in the refactored file (the original does not fail it): "
+                                  "not deferrable, still failing" if n in ctx.data.refactor_failures
+                                  else f"still failing after {MAX_ROUNDS} rounds"))
                               for n in failing]
         _note(ctx, f"local test gate soft-failed after {MAX_ROUNDS} rounds")
         _hw_runs(ctx, file)
@@ -167,25 +214,50 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     labels are the plan's. A torch without the flag makes the check ``skipped`` with that
     reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
-    from flow.workflows.refactor.hwruns import HwRunError, account, hw_argv, hw_env, read_run
+    from flow.workflows.refactor.hwruns import (
+        ENTRY_FIX, ENTRY_WORDS, HwRunError, account, conftest_filter, entry_point, hw_argv, hw_env,
+        pytest_hw_argv, read_run,
+    )
     from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
     from flow.workflows.refactor.prtext import class_rows
 
-    def skipped(why: str) -> None:
-        ctx.data.hw_note = why
+    def skipped(why: str, todo: str = "") -> None:
+        ctx.data.hw_note, ctx.data.hw_todo = why, todo
         _hw_check(ctx, CheckResult(name="hw_classification", passed=True, errors=0, warnings=0, skipped=why))
 
+    ctx.data.hw_counts, ctx.data.hw_runner, ctx.data.hw_todo = {}, "", ""
     probe = proc.capture([_python(ctx), "-c", HW_ENUM_PROBE], env=ctx.settings, timeout=300).or_wait()
     if not (probe.code == 0 and probe.text.strip().endswith("yes")):
         return skipped(f"the torch of {_python(ctx)} has no HardwareClassification "
-                       "(--hw-classification needs torch 2.14.1 or later)")
-    rows = class_rows(file.read_text(encoding="utf-8"))
+                       "(--hw-classification needs torch 2.14.1 or later)",
+                       "run the test plan's --hw-classification commands with torch 2.14.1 or later")
+    text = file.read_text(encoding="utf-8")
+    rows = class_rows(text)
     labels = sorted({r.hw_classification for r in rows if r.hw_classification})
     if not labels:
-        return skipped("no class of the file declares hw_classification")
+        return skipped("no class of the file declares hw_classification",
+                       "label every test class with hw_classification")
+    entry, argv_of = entry_point(text), hw_argv
+    if entry != "run_tests":
+        # Only common_utils.run_tests() parses --hw-classification: unittest.main() exits 2 on it
+        # and a file without a __main__ block runs nothing. PyTorch's conftest has the same
+        # filter for pytest; without it the check cannot apply and is said not to have run.
+        if conftest_filter(Path(ctx.data.repo), file) is None:
+            return skipped(f"{ctx.data.rel} {ENTRY_WORDS[entry]}, so `python {ctx.data.rel} "
+                           "--hw-classification` cannot count its tests (only common_utils.run_tests() "
+                           "takes the flag), and no conftest.py of this checkout has pytest's "
+                           "--hw-classification filter",
+                           f"{ENTRY_FIX[entry]}, then run `python {ctx.data.rel} --hw-classification "
+                           "LABEL` for each label; or count them with `pytest FILE --hw-classification "
+                           "LABEL` in a checkout whose test/conftest.py has that filter")
+        argv_of = pytest_hw_argv
+        _note(ctx, f"--hw-classification: {ctx.data.rel} {ENTRY_WORDS[entry]}; the counts come from "
+                   "pytest --collect-only with the checkout conftest's --hw-classification filter")
+    ctx.data.hw_runner = "python" if argv_of is hw_argv else "pytest"
     timeout, _ = test_settings(ctx.settings)
     env = hw_env(ctx.settings)
-    jobs = [dict(key=f"hw-r{ctx.data.test_rounds}-{label}", argv=hw_argv(_python(ctx), file, label),
+    prefix = f"hw-r{ctx.data.test_rounds}-" + ("pytest-" if argv_of is pytest_hw_argv else "")
+    jobs = [dict(key=prefix + label, argv=argv_of(_python(ctx), file, label),
                  cwd=file.parent, env=env, timeout=timeout,
                  log_name=f"logs/hw_classification_r{ctx.data.test_rounds}_{label}.log") for label in labels]
     for job in jobs:
@@ -203,7 +275,17 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     for row in rows:
         if row.name in planned and row.hw_classification != planned[row.name]:
             problems.append(f"{row.name} declares {row.hw_classification} but the plan labels it {planned[row.name]}")
+    if runs and not problems and all(r.total == 0 for r in runs):
+        # Nothing was instantiated here (a class only_for a device this machine lacks): a
+        # count of zero is no test plan, never a pass.
+        here = ", ".join(ctx.data.test_devices or ["cpu"])
+        commands = ", ".join(f"`{ctx.data.hw_runner} {ctx.data.rel} --hw-classification {label}`" for label in labels)
+        return skipped(f"no test of the file was instantiated here ({here}): its classes run only on a "
+                       "device this machine lacks",
+                       f"run {commands} on a machine with that device and put the counts in the test plan")
     ctx.data.hw_counts = {r.label: r.passed for r in runs}
+    if problems and not runs:
+        ctx.data.hw_note = "no run printed its count line"
     for p in problems:
         _note(ctx, f"--hw-classification: {p}")
     _hw_check(ctx, CheckResult(name="hw_classification", passed=not problems, errors=len(problems), warnings=0))
@@ -242,6 +324,7 @@ def _gate_broken(ctx: Any, exc: Exception) -> Any:
     if answer is not None:
         return answer
     ctx.data.local_tests = f"not run: {exc}"
+    ctx.data.hw_note = "the local test gate could not produce a result, so the counts did not run"
     return Go("tested")
 
 
@@ -263,23 +346,56 @@ def changed(ctx: Any) -> bool:
     return any(r.changes for r in ctx.data.applied if r.by == "codemod" and r.rule_id in ("TR009", "TR010"))
 
 
-def _pr(ctx: Any) -> Any:
+def restore_checkout(ctx: Any, unchanged: bool) -> None:
+    """Leave in the checkout only what the flow changed on purpose: the original's copy a
+    stopped local-test run left beside the file goes; a flow that changed nothing also puts
+    back the allowlist entry verify took out (the kept bytes), said in the notes. Safe to
+    run again."""
+    from flow.workflows.refactor.linting import ALLOWLIST_KEPT
+    from flow.workflows.refactor.preexisting import beside
+    from flow.workflows.refactor.testlinter import ALLOWLIST, put_back_in_allowlist
+
+    beside(ctx).unlink(missing_ok=True)
+    if not unchanged:
+        return
+    kept = ctx.path(ALLOWLIST_KEPT)
+    if kept.exists() and put_back_in_allowlist(Path(ctx.data.repo), ctx.data.rel, kept):
+        _note(ctx, f"{ctx.data.rel} put back in {ALLOWLIST.as_posix()}: the flow changed nothing, "
+                   "so the checkout is left as it was")
+
+
+def _version(info: str | None) -> str:
+    """``2.14.1`` of ``torch 2.14.1 at /path/torch``: the PR says which torch, not where."""
+    words = (info or "").split()
+    return words[1] if len(words) > 1 and words[0] == "torch" else "unknown"
+
+
+def pr_input(ctx: Any) -> Any:
+    """The PR description's inputs, from the flow's checks and counts."""
     from flow.workflows.refactor.prtext import PrInput, class_rows
+
+    from flow.workflows.refactor.mechanical import original
+    from flow.workflows.refactor.prchange import label_only, wider_coverage
 
     checks = {c.name: c for c in ctx.data.checks}
     lint, hw = checks.get("test_linter"), checks.get("hw_classification")
-    return PrInput(rel=ctx.data.rel, classes=class_rows(Path(ctx.data.file).read_text(encoding="utf-8")),
+    before, after = original(ctx).read_text(encoding="utf-8"), Path(ctx.data.file).read_text(encoding="utf-8")
+    return PrInput(rel=ctx.data.rel, classes=class_rows(after),
+                   label_only=label_only(before, after), coverage=wider_coverage(before, after),
                    linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
-                   hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note,
+                   hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note, hw_todo=ctx.data.hw_todo,
+                   hw_runner=ctx.data.hw_runner or "python", refactor_failures=list(ctx.data.refactor_failures),
                    hw_passed=None if hw is None or hw.skipped else hw.passed,
-                   local_tests=ctx.data.local_tests, devices=list(ctx.data.test_devices or []))
+                   local_tests=(f"{ctx.data.local_counts} (torch {_version(ctx.data.test_torch_info)})"
+                                if ctx.data.local_counts else ctx.data.local_tests),
+                   devices=list(ctx.data.test_devices or []))
 
 
 def write_summary(ctx: Any) -> Path:
     report = plan(ctx)
     unchanged = not changed(ctx)
     summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field, unchanged=unchanged,
-                           pr=None if unchanged else _pr(ctx), judged_by=ctx.data.linter,
+                           pr=None if unchanged else pr_input(ctx), judged_by=ctx.data.linter,
                            moves=moved_tests(moves(report, assessment(ctx))), rules=ctx.data.applied,
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
                            local_tests=ctx.data.local_tests, notes=[*ctx.data.notes, *_sentinel_notes(ctx)],

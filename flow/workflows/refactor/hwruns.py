@@ -8,14 +8,20 @@ of classes with those labels, printing one line first::
 ``hw_argv`` is one run per label; ``read_run`` reads that line (``HwRunError`` when a run
 printed none: never read as zero tests); ``account`` checks that every test is accounted
 for: no test unclassified, the same total in every run, and the runs' counts adding up to
-it. Pure but for nothing: the jobs are started by ``flow.workflows.refactor.gates``.
+it. ``entry_point`` says how the file runs its tests (only ``common_utils.run_tests()`` takes
+the flag; ``unittest.main()`` refuses it), ``conftest_filter`` whether the checkout's pytest
+conftest has PyTorch's ``--hw-classification`` filter (the check that applies to such a
+file). Pure but for reading conftest files: the jobs are started by
+``flow.workflows.refactor.gates``.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -61,6 +67,78 @@ def hw_env(settings: Mapping[str, str]) -> dict[str, str]:
 def hw_argv(python: str, file: Path, label: str) -> list[str]:
     """``python FILE --hw-classification LABEL`` (PyTorch's own runner, as its PRs' test plans)."""
     return [python, str(file), "--hw-classification", label]
+
+
+EntryPoint = Literal["run_tests", "unittest_main", "other", "none"]
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    parts = [node.test.left, *node.test.comparators]
+    return (any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts)
+            and any(isinstance(p, ast.Constant) and p.value == "__main__" for p in parts))
+
+
+def entry_point(text: str) -> EntryPoint:
+    """How ``python FILE`` runs the tests: ``run_tests`` (PyTorch's ``common_utils.run_tests()``,
+    the one runner that takes ``--hw-classification``), ``unittest_main`` (``unittest.main()``,
+    which exits 2 on the flag), ``other`` (a ``__main__`` block calling neither) or ``none``
+    (no ``__main__`` block: the file is only collected by pytest or run_test.py)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return "none"
+    found: EntryPoint = "none"
+    for block in (n for n in tree.body if _is_main_guard(n)):
+        found = "other"
+        for node in ast.walk(block):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == "run_tests") or (
+                    isinstance(f, ast.Attribute) and f.attr == "run_tests"):
+                return "run_tests"
+            if isinstance(f, ast.Attribute) and f.attr == "main" and getattr(f.value, "id", "") == "unittest":
+                found = "unittest_main"
+    return found
+
+
+ENTRY_WORDS = {"unittest_main": "runs its tests with unittest.main()",
+               "other": "has a __main__ block that calls no run_tests()",
+               "none": "has no __main__ block (pytest or run_test.py collects it)"}
+#: the edit that lets ``python FILE --hw-classification`` count the file's tests
+ENTRY_FIX = {"unittest_main": "replace `unittest.main()` with `run_tests()` (imported from "
+                              "torch.testing._internal.common_utils)",
+             "other": "call `run_tests()` (from torch.testing._internal.common_utils) in its "
+                      "`__main__` block",
+             "none": "add `if __name__ == \"__main__\": run_tests()` (run_tests from "
+                     "torch.testing._internal.common_utils) at its end"}
+
+
+def conftest_filter(repo: Path, file: Path) -> Path | None:
+    """The checkout's ``conftest.py`` (from the file's folder up to the checkout root) that
+    declares pytest's ``--hw-classification`` option (PyTorch's ``test/conftest.py`` does),
+    else None."""
+    folder = file.parent
+    while True:
+        conftest = folder / "conftest.py"
+        try:
+            if "--hw-classification" in conftest.read_text(encoding="utf-8", errors="replace"):
+                return conftest
+        except OSError:
+            pass
+        if folder == repo or folder.parent == folder or repo not in folder.parents:
+            return None
+        folder = folder.parent
+
+
+def pytest_hw_argv(python: str, file: Path, label: str) -> list[str]:
+    """``python -m pytest FILE --collect-only -q -s --hw-classification LABEL``: the conftest's
+    filter prints the same count line as ``run_tests()`` and runs nothing."""
+    return [python, "-m", "pytest", str(file), "--collect-only", "-q", "-s", "-p", "no:cacheprovider",
+            "--hw-classification", label]
 
 
 def read_run(label: str, code: int, output: str) -> HwRun:

@@ -6,9 +6,9 @@ gate of phase 5. Codes are stable:
 L001 plain class with a setUp device guard        L006 hard-coded device in a device class
 L002 device-class test without ``device``         L007 availability gate in a device class
 L003 plain-class test taking ``device``            L008 restriction redundant under only_for
-L004 ``@onlyCUDA`` / ``@onlyOn`` left              L009 device-specific class without only_for
+L004 ``@onlyCUDA``-like left (TR001's)            L009 device-specific class without only_for
 L005 ``@onlyNativeDeviceTypes(And)`` left          L010 instantiation of an unknown / twice-instantiated class
-L011 ``@onlyCPU``/``@onlyMPS``/``@onlyXPU`` in a device class without only_for (move the test)
+L011 ``@onlyCPU``/``@onlyMPS``/``@onlyXPU`` (or another one-device ``@only*``) in a device class without only_for
 L012 CUDA-gated test or hard-coded device in a plain class (the plan must move it, or dispute)
 L014 a test widened to every accelerator calling a device API (``deviceapis``'s catalog)
 
@@ -20,13 +20,19 @@ not redundant) and an ``@onlyCPU`` test moves to a class of its own classificati
 from __future__ import annotations
 
 from flow.workflows.refactor.analysis import AnalystReport
-from flow.workflows.refactor.assess import Assessment, ClassInfo, Instantiation
+from flow.workflows.refactor.assess import Assessment, ClassInfo, Instantiation, TestInfo
 from flow.workflows.refactor.findings import Finding, Severity
 
-RESTRICTIONS = frozenset({"onlyCUDA", "onlyOn"})
+RESTRICTIONS = frozenset({"onlyCUDA", "onlyOn", "onlyCUDAAndPRIVATEUSE1", "onlyHPU"})
 NATIVE = frozenset({"onlyNativeDeviceTypes", "onlyNativeDeviceTypesAnd"})
 REDUNDANT_UNDER_ONLY_FOR = frozenset({"onlyCUDA", "onlyOn", "onlyAccelerator", "onlyNativeDeviceTypes"})
 ONE_DEVICE = {"onlyCPU": "cpu", "onlyMPS": "mps", "onlyXPU": "xpu"}
+
+
+def other_only(short: str) -> bool:
+    """An ``@only*`` no rule rewrites (``@onlyPRIVATEUSE1``, one PyTorch adds later): TR011's to move."""
+    return (short.startswith("only") and short[4:5].isupper() and short != "onlyAccelerator"
+            and short not in RESTRICTIONS | NATIVE | ONE_DEVICE.keys())
 
 
 def _f(path: str, code: str, severity: Severity, line: int, message: str) -> Finding:
@@ -37,7 +43,37 @@ def _device_insts(a: Assessment, cls: ClassInfo) -> list[Instantiation]:
     return [i for i in a.instantiations_of(cls.name) if i.kind == "device_type"]
 
 
-def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> list[Finding]:
+def _plain_device(t: TestInfo) -> tuple[int, str] | None:
+    """(line, what) of a test's first hard-coded device or CUDA gate, the L012 idiom."""
+    gates = [g for g in t.gates if g.kind == "flag" or "cuda" in g.text]
+    if not (t.device_literals or gates):
+        return None
+    if t.device_literals:
+        return t.device_literals[0].line, f"hard-coded device {t.device_literals[0].value!r}"
+    return gates[0].line, f"{gates[0].text} gate"
+
+
+def plan_problems(report: AnalystReport, before: Assessment) -> list[str]:
+    """L012 at plan time, for the analyst (only the plan can resolve it): a test of a plain class
+    with a hard-coded device or a CUDA gate that the plan keeps ``cpu_only`` with no
+    ``keeps_device`` reason."""
+    plain = {c.name for c in before.classes if not _device_insts(before, c)}
+    by_test = report.by_test()
+    out = []
+    for cls in before.classes:
+        for t in cls.tests if cls.name in plain else []:
+            found, c = _plain_device(t), by_test.get(f"{cls.name}.{t.name}")
+            if found is None or c is None or c.strategy != "cpu_only" or c.keeps_device.strip():
+                continue
+            out.append(f"L012: {cls.name}.{t.name} has a {found[1]} (line {found[0]}) but the plan keeps it "
+                       "cpu_only in a plain (GENERIC) class; plan it into a device class (device_agnostic or "
+                       "device_specific), or give in its \"keeps_device\" the reason it must stay plain")
+    return out
+
+
+def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None,
+                kept: dict[str, str] | None = None) -> list[Finding]:
+    kept = kept or {}
     out: list[Finding] = []
     insts = _device_insts(a, cls)
     only_for = any(i.only_for for i in insts)
@@ -80,8 +116,13 @@ def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> lis
                     dev = ONE_DEVICE[short]
                     out.append(_f(p, "L011", "error", t.start,
                                   f"@{short} on {cls.name}.{t.name} in a class instantiated for every device; move it "
-                                  f"to a class of its own ({cls.name}{dev.upper()}, hw_classification "
+                                  f"to a class of its own ({cls.name}{dev.upper()}Only, hw_classification "
                                   f"{dev.upper()}, only_for=\"{dev}\"), or to a GENERIC class if the device does not matter"))
+                elif other_only(short):
+                    out.append(_f(p, "L011", "error", t.start,
+                                  f"@{short} on {cls.name}.{t.name} in a class instantiated for every device: "
+                                  "TEST_LINTER allows no @only* but @onlyAccelerator there; move it to a class "
+                                  "instantiated for its one device, or widen it to @onlyAccelerator"))
         widened = (insts and not only_for) or "onlyAccelerator" in shorts
         if widened:
             from flow.workflows.refactor.deviceapis import advice
@@ -91,13 +132,17 @@ def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> lis
                 out.append(_f(p, "L014", "error", api.line,
                               f"{api.value} in {cls.name}.{t.name}, which runs on every accelerator: {todo}"
                               + (" (hw_classification CUDA, only_for=\"cuda\")" if kind == "device_specific" else "")))
-        if not insts and (t.device_literals or [g for g in t.gates if g.kind == "flag" or "cuda" in g.text]):
-            where = (t.device_literals[0].line if t.device_literals else t.gates[0].line)
-            what = (f"hard-coded device {t.device_literals[0].value!r}" if t.device_literals
-                    else f"{t.gates[0].text} gate")
-            out.append(_f(p, "L012", "error", where,
-                          f"{what} in {cls.name}.{t.name} of a plain (GENERIC) class: plan it into a device class "
-                          "(device_agnostic or device_specific), or dispute it with the reason it must stay"))
+        plain = _plain_device(t) if not insts else None
+        if plain is not None:
+            where, what = plain
+            why = kept.get(f"{cls.name}.{t.name}", "").strip()
+            if why:
+                out.append(_f(p, "L012", "warning", where, f"{what} in {cls.name}.{t.name} of a plain (GENERIC) "
+                                                           f"class, kept there by the plan: {why}"))
+            else:
+                out.append(_f(p, "L012", "error", where,
+                              f"{what} in {cls.name}.{t.name} of a plain (GENERIC) class: plan it into a device class "
+                              "(device_agnostic or device_specific), or dispute it with the reason it must stay"))
         if insts:
             for lit in t.device_literals:
                 out.append(_f(p, "L006", "error", lit.line,
@@ -111,9 +156,11 @@ def _lint_class(a: Assessment, cls: ClassInfo, plan_strategy: str | None) -> lis
 def lint(assessment: Assessment, plan: AnalystReport | None = None) -> list[Finding]:
     """Lint ``assessment`` (of the refactored file); ``plan`` adds the strategy rules. Never raises."""
     strategies = plan.target_strategies() if plan is not None else {}
+    kept = {f"{c.target_class}.{c.test_name}": c.keeps_device for c in plan.classifications
+            if c.keeps_device.strip()} if plan is not None else {}
     out: list[Finding] = []
     for cls in assessment.classes:
-        out += _lint_class(assessment, cls, strategies.get(cls.name))
+        out += _lint_class(assessment, cls, strategies.get(cls.name), kept)
     defined = {c.name for c in assessment.classes}
     seen: set[tuple[str, str]] = set()
     for inst in assessment.instantiations:

@@ -122,6 +122,10 @@ def _wants_labels(ctx: Any) -> bool:
     return bool(ctx.data.hw_enum)
 
 
+#: the checkout's allowlist before the flow took the file out of it (put back on ``unchanged``)
+ALLOWLIST_KEPT = "original/test_linter_allowlist.json"
+
+
 def with_test_linter(ctx: Any, before: str, after: str, result: Any) -> Any:
     """PyTorch's TEST_LINTER (the checkout's script, else the built-in rules) and the
     checkout's line length for the changed lines, as checks of the hard gate."""
@@ -145,7 +149,7 @@ def with_test_linter(ctx: Any, before: str, after: str, result: Any) -> Any:
         found = builtin(after, ctx.data.rel)
         ctx.data.linter = "built-in TEST_LINTER rules (the checkout has no tools/linter/adapters/test_linter.py)"
     else:
-        if take_out_of_allowlist(repo, ctx.data.rel):
+        if take_out_of_allowlist(repo, ctx.data.rel, ctx.path(ALLOWLIST_KEPT)):
             _note(ctx, f"{ctx.data.rel} taken out of tools/linter/adapters/test_linter_allowlist.json")
         found = _run_checkout_linter(ctx, linter)
         ctx.data.linter = f"the checkout's {linter.relative_to(repo).as_posix()} (run by {_python(ctx)})"

@@ -9,6 +9,7 @@ One file per PR. Pure; never raises for a file that parses (``class_rows`` retur
 from __future__ import annotations
 
 import ast
+import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,9 +40,14 @@ class PrInput(BaseModel):
     linter_passed: bool | None = None  # None: it did not run
     hw_counts: dict[str, int] = Field(default_factory=dict)  # label -> tests run under it
     hw_note: str = ""  # why the --hw-classification runs did not happen, if they did not
+    hw_todo: str = ""  # the check that applies when they did not (to do before the PR)
+    hw_runner: str = "python"  # "python" (FILE --hw-classification) or "pytest" (the conftest's filter)
     hw_passed: bool | None = None  # the hw_classification check: every run's test accounted for
     local_tests: str = ""
     devices: list[str] = Field(default_factory=list)
+    label_only: bool = False  # the change only labels the classes (``prchange.label_only``)
+    coverage: list[str] = Field(default_factory=list)  # where tests now run on more device types
+    refactor_failures: list[str] = Field(default_factory=list)  # fail only after the refactor
 
 
 def class_rows(text: str) -> list[ClassRow]:
@@ -55,8 +61,11 @@ def class_rows(text: str) -> list[ClassRow]:
             for n in tree.body if isinstance(n, ast.ClassDef) and is_test_class(n)]
 
 
-def title(rel: str) -> str:
-    """``[Testcase Refactoring] Decouple test/nn/test_dropout.py from CUDA-specific``."""
+def title(rel: str, label_only: bool = False) -> str:
+    """``[Testcase Refactoring] Decouple test/nn/test_dropout.py from CUDA-specific``, or for a
+    change that only labels the classes ``[Testcase Refactoring] Label <file> with hw_classification``."""
+    if label_only:
+        return f"[Testcase Refactoring] Label {rel} with hw_classification"
     return f"[Testcase Refactoring] Decouple {rel} from CUDA-specific"
 
 
@@ -64,37 +73,87 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+_ABSOLUTE = re.compile(r"(?<![\w.~-])/(?:[^\s/:()'\"`,]+/)*([^\s/:()'\"`,]+)")
+
+
+def public(text: str) -> str:
+    """``text`` without this machine's absolute paths (each one shortened to its last part):
+    a PR description names the checkout's files relatively and nothing of the local disk."""
+    return _ABSOLUTE.sub(lambda m: m.group(1), text)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 test``, ``2 tests``, ``0 tests``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def render_pr(p: PrInput) -> list[str]:
     """The PR description as Markdown lines, its title first."""
-    out = [f"### {title(p.rel)}", "", f"Part of {TRACKING}.", "",
-           f"Label request: `{LABEL}`.", "",
-           f"This PR migrates `{p.rel}` (one file) to the hardware classification that "
-           "TEST_LINTER checks: every test class declares `hw_classification`, and its "
-           "instantiation, `device` parameters and `@only*` decorators follow that label.", ""]
+    out = [f"### {title(p.rel, p.label_only)}", "", f"Part of {TRACKING}.", "",
+           f"Label request: `{LABEL}`.", ""]
+    if p.label_only:
+        out += [f"This PR labels every test class of `{p.rel}` (one file) with the "
+                "`hw_classification` that TEST_LINTER checks; no test changes class, instantiation "
+                "or decorator.", ""]
+    else:
+        out += [f"This PR migrates `{p.rel}` (one file) to the hardware classification that "
+                "TEST_LINTER checks: every test class declares `hw_classification`, and its "
+                "instantiation, `device` parameters and `@only*` decorators follow that label.", ""]
+    if p.coverage:
+        out += ["Wider device coverage (reviewers: these tests now run where they did not before):", ""]
+        out += [f"- {_cell(line)}" for line in p.coverage]
+        out += ["", "Where a device type cannot run them, the way TEST_LINTER allows is "
+                "`except_for=[...]` on that class's `instantiate_device_type_tests` (never "
+                "`only_for` on an ACCELERATOR class), or a skip decorator on the test "
+                "(`@skipMPS`, `@skipXPU`, ...); none was added here.", ""]
     out += ["| Class | hw_classification | Tests |", "|---|---|---|"]
     out += [f"| {_cell(c.name)} | {c.hw_classification or 'none declared'} | {c.tests} |" for c in p.classes]
     total = sum(c.tests for c in p.classes)
     out += [f"| total | | {total} |", "", "Test plan:", "", "```"]
     out.append(f"python tools/linter/adapters/test_linter.py {p.rel}")
+    run = "pytest" if p.hw_runner == "pytest" else "python"
     for label in sorted(p.hw_counts):
-        out.append(f"python {p.rel} --hw-classification {label}   # {p.hw_counts[label]} tests")
+        out.append(f"{run} {p.rel} --hw-classification {label}   # {plural(p.hw_counts[label], 'test')}")
     out += ["```", ""]
     verdict = {True: "no message", False: "messages remain (see Checks)", None: "not run"}[p.linter_passed]
-    out.append(f"- TEST_LINTER ({_cell(p.linter or 'not run')}): {verdict}.")
+    out.append(f"- TEST_LINTER ({_cell(public(p.linter or 'not run'))}): {verdict}.")
     if p.hw_counts:
         # The runs count tests as instantiated here (per device type and dtype), the table
         # counts test methods: the two numbers differ and are both said as what they are.
         counted = sum(p.hw_counts.values())
         verdict = ("each in exactly one label's run, none unclassified" if p.hw_passed
                    else "not all accounted for (see the hw_classification check)")
-        out.append(f"- `--hw-classification` runs: {counted} tests as instantiated here (from the "
-                   f"{total} test methods above), {verdict}.")
+        out.append(f"- `--hw-classification` runs: {plural(counted, 'test')} as instantiated here (from the "
+                   f"{plural(total, 'test method')} above), {verdict}.")
     else:
-        out.append(f"- `--hw-classification` runs: not run ({_cell(p.hw_note or 'no torch with the flag')}).")
+        # never a reason made up: the one recorded where the runs were decided against
+        out.append(f"- `--hw-classification` runs: NOT RUN: {_cell(public(p.hw_note or 'they were never started'))}.")
+        if p.hw_todo:
+            out.append(f"- To do before this PR is sent: {_cell(public(p.hw_todo))}.")
     if p.local_tests:
-        out.append(f"- Local tests: {_cell(p.local_tests)}.")
+        out.append(f"- Local tests: {_cell(public(p.local_tests))}.")
     accel = [d for d in p.devices if d != "cpu"]
-    if not accel:
-        out.append("- Not run here: the accelerator tests (this machine has no accelerator; "
-                   "ACCELERATOR and device-specific classes ran on CPU only or were skipped). CI runs them.")
+    kinds = sorted({c.hw_classification for c in p.classes} & {"ACCELERATOR", "CUDA", "MPS", "XPU"})
+    if not accel and kinds:
+        out.append(f"- Not run here: the {', '.join(kinds)} classes' tests on an accelerator (this "
+                   "machine has none: they ran on CPU only or were skipped). CI runs them.")
+    return out
+
+
+def blockers(p: PrInput) -> list[str]:
+    """Why the PR is not ready to open ([] when it is): a test plan that did not run, or ran
+    and did not account for every test, or a TEST_LINTER that still has messages. The next
+    steps never say "open the PR" while one stands."""
+    out = []
+    if p.hw_passed is None:
+        out.append(f"the --hw-classification test plan did not run ({p.hw_note or 'never started'})"
+                   + (f"; {p.hw_todo}" if p.hw_todo else ""))
+    elif not p.hw_passed:
+        out.append("the --hw-classification runs did not account for every test (see the "
+                   "hw_classification check and the notes)")
+    if p.linter_passed is False:
+        out.append("TEST_LINTER still reports messages (see the test_linter check)")
+    if p.refactor_failures:
+        out.append(f"{plural(len(p.refactor_failures), 'test')} fail only in the refactored file (the "
+                   f"original does not fail them): {', '.join(p.refactor_failures)}")
     return out

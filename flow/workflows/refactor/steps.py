@@ -93,7 +93,13 @@ def _report_problems(ctx: Any) -> tuple[list[str], bool]:
         report = load_report(path.read_bytes())
     except (ValidationError, ValueError) as exc:
         return [f"analyst_report.json does not match the report schema: {exc}"], False
-    return check_report(report, assessment(ctx)), False
+    from flow.workflows.refactor.lint import plan_problems
+
+    before = assessment(ctx)
+    problems = check_report(report, before)
+    if not field_profile(ctx.data.field).safe_baseline:
+        problems += plan_problems(report, before)  # L012 is the plan's to resolve, not the coder's
+    return problems, False
 
 
 def _original_does_not_import(ctx: Any) -> Any:

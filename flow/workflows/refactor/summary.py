@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flow.workflows.refactor.analysis import TestMove
 from flow.workflows.refactor.findings import CheckResult
-from flow.workflows.refactor.prtext import PrInput, render_pr, title
+from flow.workflows.refactor.prtext import PrInput, blockers, render_pr, title
 
 
 class MovedTests(BaseModel):
@@ -133,7 +133,11 @@ def render_summary(s: SummaryInput) -> str:
     first = "1. Review the diff, then create a branch, commit and push it, and open a draft PR."
     if s.pr is not None:
         first = (f"1. Review the diff, then create a branch, commit and push it (this one file), and "
-                 f"open a PR titled \"{title(s.pr.rel)}\" with the description above.")
+                 f"open a PR titled \"{title(s.pr.rel, s.pr.label_only)}\" with the description above.")
+        stops = blockers(s.pr)
+        if stops:
+            first = ("1. Not ready for a PR yet: " + "; ".join(stops) + ". Do that first; open no "
+                     "PR on this summary's test plan.")
     out += [
         "",
         "## Next steps",

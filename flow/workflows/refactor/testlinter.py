@@ -49,23 +49,50 @@ def checkout_linter(repo: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def take_out_of_allowlist(repo: Path, rel: str) -> bool:
+def take_out_of_allowlist(repo: Path, rel: str, keep: Path | None = None) -> bool:
     """Remove ``rel`` from the checkout's allowlist (kept a sorted JSON list, two-space
     indent, as PyTorch keeps it); True when it was listed. A list that does not parse is
-    left alone (the linter then reports it)."""
+    left alone (the linter then reports it). ``keep``: where the list's bytes before the
+    first removal are kept, so a flow that ends ``unchanged`` can put them back."""
     path = repo / ALLOWLIST
     if not path.is_file():
         return False
     try:
-        listed = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
+        raw = path.read_bytes()
+        listed = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError):
         return False
     if not isinstance(listed, list) or rel not in listed:
         return False
     from workspace.atomic import write_atomic
 
+    if keep is not None and not keep.exists():
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(keep, raw)
     kept = [p for p in listed if p != rel]
     write_atomic(path, (json.dumps(kept, indent=2) + "\n").encode("utf-8"))
+    return True
+
+
+def put_back_in_allowlist(repo: Path, rel: str, keep: Path) -> bool:
+    """Undo ``take_out_of_allowlist``: the kept bytes when the list is now exactly the kept
+    one less ``rel`` (the usual case: the checkout as it was), else ``rel`` added back to the
+    list as it is now. True when the list changed."""
+    path = repo / ALLOWLIST
+    try:
+        before = keep.read_bytes()
+        now = json.loads(path.read_text(encoding="utf-8"))
+        listed = json.loads(before.decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(now, list) or rel in now:
+        return False
+    from workspace.atomic import write_atomic
+
+    if isinstance(listed, list) and now == [p for p in listed if p != rel]:
+        write_atomic(path, before)
+    else:
+        write_atomic(path, (json.dumps(sorted([*now, rel]), indent=2) + "\n").encode("utf-8"))
     return True
 
 

@@ -60,10 +60,12 @@ class _Ctx:
         # An @onlyCPU/@onlyMPS/@onlyXPU test the plan left in an ACCELERATOR class is TR011's: it
         # moves to the class of its device (distribute names it), and is found there, not lost.
         if inp.plan is not None:
-            from flow.workflows.refactor.distribute import only_in_accelerator
+            from flow.workflows.refactor.distribute import one_device_class, only_in_accelerator
 
             for tid, dev in only_in_accelerator(inp.plan, before):
-                moved = f"{tid.split('.', 1)[0]}{dev.upper()}"
+                if dev.startswith("@"):
+                    continue  # no classification names its device: no class to look in
+                moved = one_device_class(tid.split(".", 1)[0], dev)
                 if (moved, tid.split(".", 1)[1]) in self.after_tests:
                     self.target[tid] = moved
 
@@ -187,10 +189,18 @@ def _stale_patterns(ctx: _Ctx) -> list[Finding]:
             now = after_decos.get((target, t.name))
             if now is None:
                 continue  # test_count reports it
+            plain = not any(i.kind == "device_type" for i in ctx.after.instantiations_of(target))
             for lost in sorted((t.decorator_names() & keep) - now):
+                if plain and lost in DEVICE_TYPE_SKIPS:
+                    continue  # it reads self.device_type: a plain (GENERIC) class can neither keep nor need it
                 out.append(ctx.f("stale_patterns", "V604", "error", ctx.after_tests[(target, t.name)],
                                  f"blacklist skip @{lost} was removed from {target}.{t.name}; KEEP blacklist skips"))
     return out
+
+
+#: blacklist skips of common_device_type: they read ``self.device_type``, which only a class
+#: instantiated per device has, so a test moved to a plain class drops them rightly.
+DEVICE_TYPE_SKIPS = frozenset({"skipXPU", "skipCUDAIf", "skipMPS", "skipMeta", "skipCUDAIfRocm", "skipCPUIf"})
 
 
 #: pyflakes message classes -> (code, severity, what to do). Anything else pyflakes says is
@@ -219,14 +229,13 @@ def _import_audit(ctx: _Ctx) -> list[Finding]:
 
     This catches an edit that removed a still-used import, or code moved to where a name is
     not bound, in lines that only run on CUDA too. A message the original file already had
-    (same kind and text) is the file's, not the refactor's: an error is then kept as a warning
-    saying so. The original is parsed and checked only when the refactored file has an
-    error-kind message (warnings stay warnings either way), which keeps verify's cost near
-    one extra pass over the tree.
+    (same kind and text) is the file's, not the refactor's: it says "(already so in the
+    original)", and an error is then kept as a warning. The original is parsed and checked
+    only when the refactored file has a message, which keeps a clean file's cost at one pass.
     """
     after = _pyflakes(ctx.tree, ctx.inp.path)
     before: set[tuple[str, str]] = set()
-    if any(PYFLAKES[kind][1] == "error" for kind, _, _ in after):
+    if after:
         try:
             before = {(kind, msg) for kind, _, msg in _pyflakes(ast.parse(ctx.inp.before), ctx.inp.path)}
         except SyntaxError:

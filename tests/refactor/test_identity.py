@@ -1,0 +1,80 @@
+"""Which flow a start command means: the checkout and the file's content are part of it, and
+a flow that changed nothing leaves its checkout as it found it (seed "Resuming After
+Interruption", phase 7)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.contract.driver import InProcess, Scenario
+from tests.refactor.conftest import FIXTURES
+from tests.refactor.test_hw_workflow import _answer
+
+HW = FIXTURES / "hw"
+REPORT = {"file": "test/test_done.py", "classifications": [
+    {"test": "TestDoneGeneric.test_add", "strategy": "cpu_only", "target_class": "TestDoneGeneric"},
+    {"test": "TestDoneDevice.test_mul", "strategy": "device_agnostic", "target_class": "TestDoneDevice"},
+    {"test": "TestDoneDevice.test_sum", "strategy": "device_agnostic", "target_class": "TestDoneDevice"}],
+    "class_labels": [{"name": "TestDoneGeneric", "hw_classification": "GENERIC"},
+                     {"name": "TestDoneDevice", "hw_classification": "ACCELERATOR"}]}
+LISTED = ["test/test_aaa_other.py", "test/test_done.py", "test/test_zzz_other.py"]
+
+
+def _checkout(where: Path) -> Path:
+    """A git checkout with the fixture TEST_LINTER, an allowlist naming test/test_done.py, and
+    that file already migrated: a refactor has nothing to change in it."""
+    (where / "test").mkdir(parents=True)
+    shutil.copytree(HW / "checkout" / "tools", where / "tools")
+    (where / "tools/linter/adapters/test_linter_allowlist.json").write_text(json.dumps(LISTED, indent=4) + "\n")
+    shutil.copy(HW / "compliant.py", where / "test" / "test_done.py")
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(where), *argv], check=True)
+    return where
+
+
+def _needs_enum() -> None:
+    pytest.importorskip("torch")
+    from torch.testing._internal import common_utils
+
+    if not hasattr(common_utils, "HardwareClassification"):
+        pytest.skip("this torch has no HardwareClassification: the migrated file cannot import")
+
+
+@pytest.mark.torch
+def test_a_flow_that_changed_nothing_leaves_git_status_clean(tmp_path: Path) -> None:
+    """Verify takes the file out of the allowlist to lint it; ending `unchanged` puts the
+    allowlist back byte for byte (its own indent kept), so the checkout is clean."""
+    _needs_enum()
+    repo = _checkout(tmp_path / "a")
+    specs = InProcess(tmp_path / "ws").run(
+        Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(repo)], _answer(REPORT)))
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout
+    assert ("unchanged", "", True) == (specs[-1]["outcome"], status,
+                                       any("put back in tools/linter" in n for n in specs[-1]["notes"]))
+
+
+@pytest.mark.torch
+def test_another_checkout_or_other_content_is_another_flow_never_the_earlier_answer(tmp_path: Path) -> None:
+    """A finished flow of test/test_done.py in checkout A; the same command with --pytorch-dir B
+    starts a flow of its own (not A's `done` with reused_from); A's file with other content is
+    another flow too; A's file as it was is A's flow, reused and said so."""
+    _needs_enum()
+    a, b = _checkout(tmp_path / "a"), _checkout(tmp_path / "b")
+    drv = InProcess(tmp_path / "ws")
+    first = drv.run(Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(a)], _answer(REPORT)))[-1]
+    in_b = drv.call(["test/test_done.py", "--pytorch-dir", str(b)]).spec
+    again = drv.call(["test/test_done.py", "--pytorch-dir", str(a)]).spec
+    with (a / "test" / "test_done.py").open("a") as f:
+        f.write("# a later upstream edit\n")
+    edited = drv.call(["test/test_done.py", "--pytorch-dir", str(a)]).spec
+    assert first["status"] == "done" and in_b is not None and again is not None and edited is not None
+    ids = {first["flow_id"], in_b["flow_id"], edited["flow_id"]}
+    assert (3, "refactor/core/test_done", "done", None, None, first["flow_id"], "done", True) == (
+        len(ids), first["flow_id"], first["status"], in_b.get("reused_from"), edited.get("reused_from"),
+        again["flow_id"], again["status"], "reused_from" in again)
+    assert in_b["status"] in {"need_agent", "waiting"}

@@ -1,0 +1,106 @@
+"""The PR description states what reviewers look for (seed phase 7): wider device coverage
+with the except_for choice, a title that matches the change, no line about classes the file
+does not have, nothing of the local disk, and counts in the right number."""
+
+from __future__ import annotations
+
+from flow.workflows.refactor.prchange import label_only, wider_coverage
+from flow.workflows.refactor.prtext import ClassRow, PrInput, render_pr
+
+HEAD = ("import torch\nfrom torch.testing._internal.common_device_type import (\n"
+        "    instantiate_device_type_tests, onlyAccelerator, onlyCUDAAndPRIVATEUSE1, onlyCPU)\n"
+        "from torch.testing._internal.common_utils import TestCase, run_tests\n")
+
+NARROW = HEAD + '''
+
+class TestScatter(TestCase):
+    def test_scatter_add(self, device):
+        torch.zeros(3, device=device).scatter_add_(0, torch.tensor([0], device=device), torch.ones(1, device=device))
+
+
+class TestGather(TestCase):
+    @onlyCUDAAndPRIVATEUSE1
+    def test_gather_big(self, device):
+        torch.arange(4, device=device).gather(0, torch.tensor([1], device=device))
+
+    @onlyCPU
+    def test_gather_cpu_only(self, device):
+        torch.arange(4).gather(0, torch.tensor([1]))
+
+
+instantiate_device_type_tests(TestScatter, globals(), only_for="cuda")
+instantiate_device_type_tests(TestGather, globals())
+'''
+
+WIDE = HEAD.replace("from torch.testing._internal.common_utils import TestCase, run_tests",
+                    "from torch.testing._internal.common_utils import HardwareClassification, TestCase, run_tests") + '''
+
+class TestScatter(TestCase):
+    hw_classification = HardwareClassification.ACCELERATOR
+
+    def test_scatter_add(self, device):
+        torch.zeros(3, device=device).scatter_add_(0, torch.tensor([0], device=device), torch.ones(1, device=device))
+
+
+class TestGather(TestCase):
+    hw_classification = HardwareClassification.ACCELERATOR
+
+    @onlyAccelerator
+    def test_gather_big(self, device):
+        torch.arange(4, device=device).gather(0, torch.tensor([1], device=device))
+
+
+class TestGatherCPU(TestCase):
+    hw_classification = HardwareClassification.CPU
+
+    def test_gather_cpu_only(self, device):
+        torch.arange(4).gather(0, torch.tensor([1]))
+
+
+instantiate_device_type_tests(TestScatter, globals())
+instantiate_device_type_tests(TestGather, globals())
+instantiate_device_type_tests(TestGatherCPU, globals(), only_for="cpu")
+'''
+
+
+def test_wider_coverage_names_only_for_removed_and_decorators_widened_not_tests_moved_to_one_device() -> None:
+    """only_for='cuda' dropped and @onlyCUDAAndPRIVATEUSE1 -> @onlyAccelerator are wider; the
+    @onlyCPU test moved to a CPU class is not."""
+    assert ["`TestScatter`: `only_for='cuda'` removed, so its tests now run on every device type",
+            "`@onlyCUDAAndPRIVATEUSE1` widened to `@onlyAccelerator` (every accelerator): `test_gather_big`"] == \
+        wider_coverage(NARROW, WIDE)
+
+
+def test_the_pr_states_the_wider_coverage_and_offers_except_for() -> None:
+    text = "\n".join(render_pr(PrInput(rel="test/test_gather.py", coverage=wider_coverage(NARROW, WIDE),
+                                       classes=[ClassRow(name="TestScatter", hw_classification="ACCELERATOR", tests=1)],
+                                       hw_counts={"ACCELERATOR": 1}, hw_passed=True)))
+    assert (True, True, True, True) == (
+        "now run on every device type" in text, "`@onlyAccelerator`" in text, "`except_for=[...]`" in text,
+        "Decouple test/test_gather.py from CUDA-specific" in text)
+
+
+def test_a_label_only_change_is_titled_as_labelling() -> None:
+    """Adding hw_classification (and the enum to the import) is label-only; widening is not."""
+    before = HEAD + "\n\nclass TestPlain(TestCase):\n    def test_a(self):\n        pass\n"
+    after = before.replace("TestCase, run_tests", "HardwareClassification, TestCase, run_tests").replace(
+        "class TestPlain(TestCase):\n", "class TestPlain(TestCase):\n    hw_classification = HardwareClassification.GENERIC\n\n")
+    text = "\n".join(render_pr(PrInput(rel="test/test_plain.py", label_only=label_only(before, after))))
+    assert (True, False, True, False) == (
+        label_only(before, after), label_only(NARROW, WIDE),
+        text.startswith("### [Testcase Refactoring] Label test/test_plain.py with hw_classification"),
+        "Decouple" in text)
+
+
+def test_no_accelerator_line_without_accelerator_classes_no_local_paths_and_right_plurals() -> None:
+    """A file of GENERIC classes gets no 'not run here' line; absolute paths are shortened;
+    one test is '1 test'."""
+    generic = PrInput(rel="test/test_plain.py", classes=[ClassRow(name="TestPlain", hw_classification="GENERIC", tests=1)],
+                      hw_counts={"GENERIC": 1}, hw_passed=True, devices=["cpu"],
+                      linter="the checkout's tools/linter/adapters/test_linter.py (run by /home/me/venv/bin/python)",
+                      local_tests="with /home/me/venv/bin/python (2.14.1 at /home/me/venv/lib/torch): cpu: 1 passed")
+    accel = generic.model_copy(update={"classes": [ClassRow(name="TestDev", hw_classification="ACCELERATOR", tests=2)]})
+    text, other = "\n".join(render_pr(generic)), "\n".join(render_pr(accel))
+    assert (False, True, False, True, True) == (
+        "Not run here" in text, "Not run here: the ACCELERATOR classes' tests" in other, "/home/me" in text,
+        "--hw-classification GENERIC   # 1 test\n" in text, "1 test as instantiated here (from the 1 test method above)" in text)

@@ -1,0 +1,131 @@
+"""Findings go to whoever can act on them (seed phases 2-5): L012 to the analyst's plan, every
+``@only*`` variant decided before verify, pre-existing unused imports said to be so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow.workflows.refactor.analysis import AnalystReport
+from flow.workflows.refactor.assess import assess_source
+from flow.workflows.refactor.codemods import only_accelerator
+from flow.workflows.refactor.distribute import distribute
+from flow.workflows.refactor.lint import lint, plan_problems
+from flow.workflows.refactor.rules import load_catalogue
+from tests.contract.driver import InProcess, Scenario
+
+PLAIN_CUDA = '''import torch
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+
+class TestCopy(TestCase):
+    def test_copy_to_gpu(self):
+        x = torch.ones(2, device="cuda")
+        self.assertEqual(x.sum().item(), 2.0)
+
+    def test_copy_plain(self):
+        self.assertEqual(torch.ones(2).sum().item(), 2.0)
+
+
+if __name__ == "__main__":
+    run_tests()
+'''
+
+
+def _plan(keeps: str = "") -> AnalystReport:
+    return AnalystReport.model_validate({"file": "test/test_copy.py", "classifications": [
+        {"test": "TestCopy.test_copy_to_gpu", "strategy": "cpu_only", "target_class": "TestCopy", "keeps_device": keeps},
+        {"test": "TestCopy.test_copy_plain", "strategy": "cpu_only", "target_class": "TestCopy"}],
+        "class_labels": [{"name": "TestCopy", "hw_classification": "GENERIC"}]})
+
+
+def test_l012_is_the_plans_and_a_reason_to_keep_it_plain_makes_it_a_warning() -> None:
+    """A hard-coded "cuda" the plan keeps cpu_only is a problem of the plan; with a keeps_device
+    reason the plan stands and verify's L012 is a warning naming the reason, not a coder error."""
+    before = assess_source(PLAIN_CUDA, "test/test_copy.py")
+    problems = plan_problems(_plan(), before)
+    kept = [(f.code, f.severity) for f in lint(before, _plan("copies to the GPU on purpose")) if f.code == "L012"]
+    assert (1, True, [], [("L012", "warning")]) == (
+        len(problems), problems[0].startswith("L012: TestCopy.test_copy_to_gpu has a hard-coded device 'cuda'"),
+        plan_problems(_plan("copies to the GPU on purpose"), before), kept)
+
+
+@pytest.mark.torch
+def test_l012_sends_the_report_back_to_the_analyst_not_to_the_coder(tmp_path: Path) -> None:
+    """The first report keeps the CUDA test plain without a reason: the analyst is asked again
+    with the L012 problem before any coder task."""
+    pytest.importorskip("torch")
+    repo = tmp_path / "repo"
+    (repo / "test").mkdir(parents=True)
+    (repo / "test" / "test_copy.py").write_text(PLAIN_CUDA)
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        Path(task["report_path"]).write_text(_plan().model_dump_json())
+        return {"agent_id": "/root/analyst", "agent_name": "analyst"}
+
+    drv = InProcess(tmp_path / "ws")
+    sc = Scenario("refactor", ["test/test_copy.py", "--pytorch-dir", str(repo)], answer)
+    spec = drv.call(sc.start).spec
+    while spec is not None and spec["status"] == "waiting":
+        nxt = drv.step(spec, sc)
+        spec = nxt.spec if nxt else None
+    assert spec is not None and spec["tasks"][0]["agent_name"] == "analyst"
+    nxt = drv.step(spec, sc)
+    assert nxt is not None and nxt.spec is not None
+    task = nxt.spec["tasks"][0]
+    assert ("analyst", True) == (task["agent_name"], "L012: TestCopy.test_copy_to_gpu" in task["prompt"])
+
+
+WIDE_AND_ONE = '''import torch
+from torch.testing._internal.common_device_type import (
+    instantiate_device_type_tests,
+    onlyCUDAAndPRIVATEUSE1,
+    onlyPRIVATEUSE1,
+)
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+
+class TestFill(TestCase):
+    @onlyCUDAAndPRIVATEUSE1
+    def test_fill_big(self, device):
+        torch.empty(4, device=device).fill_(1)
+
+    @onlyPRIVATEUSE1
+    def test_fill_backend(self, device):
+        torch.empty(4, device=device).fill_(2)
+
+    def test_fill_small(self, device):
+        torch.empty(1, device=device).fill_(3)
+
+
+instantiate_device_type_tests(TestFill, globals())
+'''
+
+
+def test_every_only_variant_is_decided_before_verify() -> None:
+    """@onlyCUDAAndPRIVATEUSE1 is widened by TR001's codemod (its import fixed); @onlyPRIVATEUSE1
+    in a class planned ACCELERATOR is a TR011 task naming the test, not first a linter finding."""
+    widened = only_accelerator(WIDE_AND_ONE).code
+    report = AnalystReport.model_validate({"file": "t.py", "classifications": [
+        {"test": f"TestFill.{n}", "strategy": "device_agnostic", "target_class": "TestFill"}
+        for n in ("test_fill_big", "test_fill_backend", "test_fill_small")],
+        "class_labels": [{"name": "TestFill", "hw_classification": "ACCELERATOR"}]})
+    tasks = distribute(report, assess_source(WIDE_AND_ONE, "t.py"), load_catalogue())
+    tr011 = next(t for t in tasks if t.rule_id == "TR011")
+    assert (True, False, ["TestFill.test_fill_backend"], True, True) == (
+        "@onlyAccelerator\n    def test_fill_big" in widened, "onlyCUDAAndPRIVATEUSE1" in widened,
+        tr011.tests, tr011.notes[0].startswith("TestFill.test_fill_backend: @onlyPRIVATEUSE1 in an ACCELERATOR class"),
+        any(t.rule_id == "TR001" and t.mechanical for t in tasks))
+
+
+def test_the_prompts_name_every_only_variant() -> None:
+    """The analyst's and coder's prompts say what happens to each @only* variant."""
+    from reference import DIR
+
+    analyst = (Path(DIR) / "prompts" / "refactor_analyst.md").read_text()
+    coder = (Path(DIR) / "prompts" / "refactor_coder.md").read_text()
+    names = ["onlyCUDAAndPRIVATEUSE1", "onlyHPU", "onlyNativeDeviceTypesAnd", "onlyPRIVATEUSE1", "onlyMPS", "keeps_device"]
+    assert (names, names[:2] + names[3:5]) == (
+        [n for n in names if n in analyst], [n for n in names if n in coder])
