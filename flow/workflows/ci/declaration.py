@@ -331,6 +331,8 @@ WORKFLOW = Workflow(
            "ci_done": done, "ci_stopped": stopped, "ci_closed": closed},
     feeds={"debugger": DebuggerResult},
     data_model=CiData,
+    asks_person=frozenset({"ci_monitor", "ci_rerun", "ci_report"}),  # GitHub refused: mend or stop
+    sleeps=frozenset({"ci_monitor", "ci_rerun", "ci_report"}),  # CI pending, GitHub rate limited
     skill="pytorch-test-refactoring",
     description="Watch a PR's CI: debug regressions, re-run flaky or infra jobs once, "
                 "report green or what still fails.",
