@@ -4,7 +4,7 @@ A campaign's page: its items by state, who holds which lease since when and unti
 (expired ones marked), each item's outcome (the state, the flow it drove, the result its
 last holder recorded, when it was done, its last error), throughput and what is left, and
 the campaign's report: the counts of the outcomes its done items recorded. The figures are
-``workspace.campaign.summary``'s (the same ``status --campaign`` prints); the item rows are
+``workspace.campaignstatus.summary``'s (the same ``status --campaign`` prints); the item rows are
 read here, read-only, by one query each. psycopg is imported for a URL only.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 def names(url: str) -> list[str]:
     from flow.cli.campaigns import guard
-    from workspace import campaign as camp
+    from workspace import campaignstatus as camp
     from workspace.pgconn import connect
 
     return list(guard(url, "listing campaigns", camp.names, connect(url)))
@@ -25,7 +25,7 @@ def names(url: str) -> list[str]:
 def campaign_view(url: str, name: str) -> dict[str, Any] | None:
     """Everything the campaign's page shows, or None when there is no such campaign."""
     from flow.cli.campaigns import guard
-    from workspace import campaign as camp
+    from workspace import campaignstatus as camp
     from workspace.pgconn import connect
 
     conn = connect(url)
