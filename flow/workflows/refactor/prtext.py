@@ -102,10 +102,14 @@ def render_pr(p: PrInput) -> list[str]:
     if p.coverage:
         out += ["Wider device coverage (reviewers: these tests now run where they did not before):", ""]
         out += [f"- {_cell(line)}" for line in p.coverage]
+        # The coverage line of a class whose only_for became an except_for names it.
+        added = any("`except_for=" in line for line in p.coverage)
         out += ["", "Where a device type cannot run them, the way TEST_LINTER allows is "
                 "`except_for=[...]` on that class's `instantiate_device_type_tests` (never "
                 "`only_for` on an ACCELERATOR class), or a skip decorator on the test "
-                "(`@skipMPS`, `@skipXPU`, ...); none was added here.", ""]
+                "(`@skipMPS`, `@skipXPU`, ...); "
+                + ("this PR sets the `except_for` listed above, and no other." if added
+                   else "none was added here."), ""]
     out += ["| Class | hw_classification | Tests |", "|---|---|---|"]
     out += [f"| {_cell(c.name)} | {c.hw_classification or 'none declared'} | {c.tests} |" for c in p.classes]
     total = sum(c.tests for c in p.classes)
