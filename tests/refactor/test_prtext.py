@@ -140,3 +140,17 @@ def test_no_accelerator_line_without_accelerator_classes_no_local_paths_and_righ
     assert (False, True, False, True, True) == (
         "Not run here" in text, "Not run here: the ACCELERATOR classes' tests" in other, "/home/me" in text,
         "--hw-classification GENERIC   # 1 test\n" in text, "1 test as instantiated here (from the 1 test method above)" in text)
+
+
+def test_the_pr_says_which_failures_the_original_shares_and_which_were_not_checked() -> None:
+    """Deferred failures are said in the PR description itself, by class and method: the ones
+    the original fails the same way as failing before the change, the others as not fixed."""
+    text = "\n".join(render_pr(PrInput(
+        rel="test/test_keys.py", local_tests="cpu: 2 failed, 5 passed (torch 2.14.1)",
+        preexisting=["test.test_keys.TestKeysCPU.test_wrong_device_cpu", "test.test_keys.TestKeysCPU.test_big_cpu"],
+        deferred=["test.test_keys.TestKeysCPU.test_flaky_cpu"])))
+    assert (True, True) == (
+        "- Failing before this change too (the original file, run the same way, fails them): "
+        "`TestKeysCPU.test_wrong_device_cpu`, `TestKeysCPU.test_big_cpu`." in text,
+        "- Failing here and not fixed by this PR (deferred without a check against the original): "
+        "`TestKeysCPU.test_flaky_cpu`." in text)
