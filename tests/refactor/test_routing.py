@@ -41,6 +41,28 @@ def _plan(keeps: str = "") -> AnalystReport:
         "class_labels": [{"name": "TestCopy", "hw_classification": "GENERIC"}]})
 
 
+def _after_the_first_plan(tmp_path: Path, name: str, source: str, plan: AnalystReport) -> Any:
+    """Refactor ``test/<name>`` (``source``) of a checkout at ``tmp_path/repo`` through the
+    printed JSON until the analyst is asked, answer with ``plan``: the call that follows."""
+    pytest.importorskip("torch")
+    repo = tmp_path / "repo"
+    (repo / "test").mkdir(parents=True)
+    (repo / "test" / name).write_text(source)
+
+    def answer(task: dict[str, Any]) -> dict[str, Any]:
+        Path(task["report_path"]).write_text(plan.model_dump_json())
+        return {"agent_id": "/root/analyst", "agent_name": "analyst"}
+
+    drv = InProcess(tmp_path / "ws")
+    sc = Scenario("refactor", [f"test/{name}", "--pytorch-dir", str(repo)], answer)
+    spec = drv.call(sc.start).spec
+    while spec is not None and spec["status"] == "waiting":
+        nxt = drv.step(spec, sc)
+        spec = nxt.spec if nxt else None
+    assert spec is not None and spec["tasks"][0]["agent_name"] == "analyst"
+    return drv.step(spec, sc)
+
+
 def test_l012_is_the_plans_and_a_reason_to_keep_it_plain_makes_it_a_warning() -> None:
     """A hard-coded "cuda" the plan keeps cpu_only is a problem of the plan; with a keeps_device
     reason the plan stands and verify's L012 is a warning naming the reason, not a coder error."""
@@ -56,23 +78,7 @@ def test_l012_is_the_plans_and_a_reason_to_keep_it_plain_makes_it_a_warning() ->
 def test_l012_sends_the_report_back_to_the_analyst_not_to_the_coder(tmp_path: Path) -> None:
     """The first report keeps the CUDA test plain without a reason: the analyst is asked again
     with the L012 problem before any coder task."""
-    pytest.importorskip("torch")
-    repo = tmp_path / "repo"
-    (repo / "test").mkdir(parents=True)
-    (repo / "test" / "test_copy.py").write_text(PLAIN_CUDA)
-
-    def answer(task: dict[str, Any]) -> dict[str, Any]:
-        Path(task["report_path"]).write_text(_plan().model_dump_json())
-        return {"agent_id": "/root/analyst", "agent_name": "analyst"}
-
-    drv = InProcess(tmp_path / "ws")
-    sc = Scenario("refactor", ["test/test_copy.py", "--pytorch-dir", str(repo)], answer)
-    spec = drv.call(sc.start).spec
-    while spec is not None and spec["status"] == "waiting":
-        nxt = drv.step(spec, sc)
-        spec = nxt.spec if nxt else None
-    assert spec is not None and spec["tasks"][0]["agent_name"] == "analyst"
-    nxt = drv.step(spec, sc)
+    nxt = _after_the_first_plan(tmp_path, "test_copy.py", PLAIN_CUDA, _plan())
     assert nxt is not None and nxt.spec is not None
     task = nxt.spec["tasks"][0]
     assert ("analyst", True) == (task["agent_name"], "L012: TestCopy.test_copy_to_gpu" in task["prompt"])
@@ -189,23 +195,8 @@ def test_a_test_planned_for_one_device_keeps_its_only_cuda() -> None:
 def test_the_mechanical_phase_keeps_only_cuda_on_the_plans_device_specific_test(tmp_path: Path) -> None:
     """Driven through the printed JSON: after the analyst's plan, the checkout's file has
     @onlyAccelerator on the device-agnostic test and @onlyCUDA still on the CUDA-graph test."""
-    pytest.importorskip("torch")
     repo = tmp_path / "repo"
-    (repo / "test").mkdir(parents=True)
-    (repo / "test" / "test_counters.py").write_text(COUNTERS)
-
-    def answer(task: dict[str, Any]) -> dict[str, Any]:
-        Path(task["report_path"]).write_text(_counters_plan().model_dump_json())
-        return {"agent_id": "/root/analyst", "agent_name": "analyst"}
-
-    drv = InProcess(tmp_path / "ws")
-    sc = Scenario("refactor", ["test/test_counters.py", "--pytorch-dir", str(repo)], answer)
-    spec = drv.call(sc.start).spec
-    while spec is not None and spec["status"] == "waiting":
-        nxt = drv.step(spec, sc)
-        spec = nxt.spec if nxt else None
-    assert spec is not None and spec["tasks"][0]["agent_name"] == "analyst"
-    nxt = drv.step(spec, sc)
+    nxt = _after_the_first_plan(tmp_path, "test_counters.py", COUNTERS, _counters_plan())
     assert nxt is not None and nxt.spec is not None and nxt.spec["tasks"][0]["agent_name"] == "coder"
     ops, graphs = (repo / "test" / "test_counters.py").read_text().split("class TestCounterGraphs")
     assert (True, True) == ("@onlyAccelerator\n    def test_wraparound" in ops,
