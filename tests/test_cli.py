@@ -447,7 +447,8 @@ def test_a_campaigns_table_fits_100_columns_and_keeps_every_word() -> None:
             "leases": [{"item": "nightly-42", "holder": "harness-on-the-second-build-machine",
                         "host": "build-machine-two.example", "pid": 41234,
                         "since": "2026-03-01T10:00:00Z", "lease_until": "2026-03-01T10:15:00Z",
-                        "expired": False, "claims": 2,
+                        "expired": False, "alive": True, "last_seen_s_ago": 12.5,
+                        "claims": 2,
                         "flow_id": "refactor/core/test_a_rather_long_test_file_name"}]}
     text = table(info)  # 100 columns unless told
     assert [] == [line for line in text.splitlines() if len(line) > 100]

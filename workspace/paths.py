@@ -16,7 +16,6 @@ from flow.core.naming import is_inside, safe_name  # noqa: F401 (re-exported)
 
 ENV_WORKSPACE = "ORCHESTRATOR_WORKSPACE"
 STATE_FILE = "flow_state.json"
-AHEAD_FILE = "ahead.json"  # a job started ahead, no step recorded yet (flow.core.jobs)
 AUDIT_FILE = "audit.jsonl"
 SPEC_CACHE = ".last_spec.json"
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")

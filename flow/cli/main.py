@@ -21,8 +21,9 @@ from flow.cli import ahead
 from flow.core.errors import (
     FlowNotFound, OrchestratorError, UsageError, WorkflowInputError, environment_fault,
 )
+from flow.core.naming import AHEAD_FILE
 from flow.workflows import registry
-from workspace.paths import AHEAD_FILE, bad_segment, check_flow_id, check_repo
+from workspace.paths import bad_segment, check_flow_id, check_repo
 from workspace.selection import open_store, store_url
 
 LEGACY = (("ci_check", "ci"), ("ingest_feedback", "ingest"), ("apply_ingest", "ingest"),

@@ -37,11 +37,13 @@ def wrap(text: str, columns: int, indent: str = "", first: str | None = None) ->
     """``text`` on one line or more of at most ``columns`` characters, broken between words.
 
     ``first`` starts the first line (default ``indent``), ``indent`` every later one; runs of
-    white space (newlines too) read as one space.
+    white space (newlines too) read as one space. A word longer than a line (a path, a URL)
+    stays whole on a line of its own, so it can be copied.
     """
     lead = indent if first is None else first
     lines = textwrap.wrap(" ".join(str(text).split()), columns, initial_indent=lead,
-                          subsequent_indent=indent, break_on_hyphens=False)
+                          subsequent_indent=indent, break_on_hyphens=False,
+                          break_long_words=False)
     return lines or [lead.rstrip()]
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from flow.cli.inbox import human_age, refused, sleeping
+from flow.core.naming import AHEAD_FILE
 from workspace.jsonio import loads
-from workspace.paths import AHEAD_FILE, STATE_FILE
+from workspace.paths import STATE_FILE
 
 
 def collect(root: Path) -> list[dict[str, Any]]:
@@ -172,7 +173,15 @@ UNDER = "    "  # what a row's text too long for its line is indented by, on the
 
 def note(r: dict[str, Any]) -> str:
     """A flow's state in a few words: unreadable, its last error, done, who it waits on,
-    its job, asleep until cron, stuck (``flow.cli.inbox``)."""
+    its job, asleep until cron, stuck (``flow.cli.inbox``). A last error that only refused
+    a call's input (a bad feed) leaves the state as it is and follows it, every word."""
+    text = _state_note(r)
+    if r.get("last_error") and refused(r) and not r.get("unreadable"):
+        text = f"{text}; last call refused: {r['last_error']}"
+    return text
+
+
+def _state_note(r: dict[str, Any]) -> str:
     if r.get("unreadable"):
         return f"UNREADABLE: {r['unreadable']}"
     if r.get("last_error") and not refused(r):

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flow.core import proc
-from workspace.paths import AHEAD_FILE
+from flow.core.naming import AHEAD_FILE
 
 if TYPE_CHECKING:
     from flow.core.state import JobRecord

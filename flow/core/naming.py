@@ -1,12 +1,14 @@
 """Names the engine gives what it writes: file-safe names for task ids and feed files, the
-check that a path stays inside a folder, and the UTC stamps of the state and its audit
-trail. Standard library only (the stores and ``--resume``'s fast path use them too)."""
+record of a job started ahead of its step, the check that a path stays inside a folder, and
+the UTC stamps of the state and its audit trail. Standard library only (the stores and ``--resume``'s fast path use them too)."""
 
 from __future__ import annotations
 
 import re
 import time
 from pathlib import Path
+
+AHEAD_FILE = "ahead.json"  # a job started ahead, no step recorded yet (flow.core.jobs)
 
 
 def is_inside(root: Path, path: Path) -> bool:

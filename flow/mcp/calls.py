@@ -11,6 +11,9 @@ under the flow's lock and copies the applied result to the task's ``feed_file``,
 trail is a file feed's. Two clients feeding different results at once never overwrite each
 other's file: the first applies, the second gets the CLI's refusal (``already_applied``); a
 re-feed answers as for any (same content: the current spec).
+
+``resume``, ``feed`` and ``answer`` take a campaign flow's ``lease`` token as its printed
+commands carry ``--lease TOKEN``: a stale holder is refused through MCP as on the command line.
 """
 
 from __future__ import annotations
@@ -63,10 +66,11 @@ class Caller:
         return self._call(self.start_argv(inp), inp.harness or self.harness)
 
     def resume(self, inp: ResumeInput) -> Reply:
-        return self._call(["--flow", inp.flow_id, "--resume"], inp.harness)
+        return self._call(["--flow", inp.flow_id, "--resume", *_lease(inp.lease)], inp.harness)
 
     def answer(self, inp: AnswerInput) -> Reply:
-        return self._call(["--flow", inp.flow_id, f"--answer={inp.value}"], inp.harness)
+        return self._call(["--flow", inp.flow_id, f"--answer={inp.value}", *_lease(inp.lease)],
+                          inp.harness)
 
     def status(self) -> Reply:
         return self._call(["status", "--json"])
@@ -108,9 +112,14 @@ class Caller:
         _write(scratch, content)
         try:
             return self._call(["--flow", inp.flow_id, "--feed", str(task["role"]),
-                               f"--feed-file={scratch}"], inp.harness)
+                               f"--feed-file={scratch}", *_lease(inp.lease)], inp.harness)
         finally:
             scratch.unlink(missing_ok=True)
+
+
+def _lease(token: int | None) -> list[str]:
+    """``--lease TOKEN`` when the tool was given the campaign lease it acts under."""
+    return [] if token is None else ["--lease", str(token)]
 
 
 def _tasks(store: StateStore) -> dict[str, dict[str, Any]]:

@@ -21,6 +21,11 @@ FlowId = Annotated[str, Field(min_length=1, max_length=300,
                                           "'reproduce/3ee29ae339d4' or 'refactor/core/test_ops'")]
 HARNESS_FIELD = Field(None, description="sticky harness of the flow (claude or codex): how "
                                         "tasks are rendered; omit to keep the flow's own")
+LEASE_FIELD = Field(None, ge=1, le=2**63 - 1,
+                    description="the campaign lease token this call acts under: the --lease "
+                                "TOKEN of the flow's printed commands (a campaign's flow on the "
+                                "PostgreSQL store); a stale one is refused (lease_lost), a "
+                                "current one renews the lease; omit for a flow of no campaign")
 
 
 class Strict(BaseModel):
@@ -168,6 +173,7 @@ class ResumeInput(Strict):
                                           "poll it inside the foreground budget "
                                           "(ORCHESTRATOR_FOREGROUND_S), sending progress "
                                           "notifications, instead of returning at once")
+    lease: int | None = LEASE_FIELD
     harness: Harness | None = HARNESS_FIELD
 
 
@@ -178,6 +184,7 @@ class FeedInput(Strict):
     task_id: str = Field(min_length=1, max_length=300, description="the task's task_id")
     result: dict[str, Any] = Field(description="the result object; its shape is the task's "
                                                "feed_schema (one of the models below)")
+    lease: int | None = LEASE_FIELD
     harness: Harness | None = HARNESS_FIELD
 
 
@@ -186,6 +193,7 @@ class AnswerInput(Strict):
 
     flow_id: FlowId
     value: str = Field(min_length=1, description="the chosen option's value")
+    lease: int | None = LEASE_FIELD
     harness: Harness | None = HARNESS_FIELD
 
 

@@ -183,3 +183,33 @@ def test_a_harness_polling_its_resume_command_keeps_its_item_past_three_lease_le
     Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
     done = a.shell(task["feed_command"])
     assert (0, "done", True) == (done.code, done.spec["status"], done.spec["campaign"]["item_done"])
+
+
+def test_mcp_tools_take_the_lease_and_refuse_a_stale_holder(tmp_path: Path, pg_url: str) -> None:
+    """A harness on the MCP server passes its flow's lease token to resume and feed as the
+    printed commands carry --lease: worker a's token, stale since b took the item, is refused
+    on both (lease_lost naming b, the item untouched); b's token feeds the item to done."""
+    from tests.mcp.client import Mcp, drive
+
+    a, spec, b, spec_b = _taken_over(tmp_path, pg_url)
+    before = _item(pg_url)
+    task, mine = spec["tasks"][0], spec_b["tasks"][0]
+
+    async def stale(mcp: Mcp) -> None:
+        for tool, args in (("resume", {"flow_id": "tick/i0", "lease": 1}),
+                           ("feed", {"flow_id": "tick/i0", "task_id": task["task_id"],
+                                     "result": _toy_answer(task), "lease": 1})):
+            got, failed = await mcp.call(tool, args)
+            assert failed and "lease_lost" == got["error"]["code"], (tool, got)
+            assert "b" == got["error"]["holder"]["worker"]
+
+    async def current(mcp: Mcp) -> None:
+        got = await mcp.ok("feed", {"flow_id": "tick/i0", "task_id": mine["task_id"],
+                                    "result": _toy_answer(mine), "lease": 2})
+        assert ("done", True) == (got["status"], got["campaign"]["item_done"])
+
+    drive(a.workspace, stale, a.env, "--store", pg_url)
+    assert before == _item(pg_url)
+    drive(b.workspace, current, b.env, "--store", pg_url)
+    item = _item(pg_url)
+    assert ("done", 1, "b") == (item["state"], item["done_count"], item["holder"])

@@ -78,3 +78,23 @@ def test_another_checkout_or_other_content_is_another_flow_never_the_earlier_ans
         len(ids), first["flow_id"], first["status"], in_b.get("reused_from"), edited.get("reused_from"),
         again["flow_id"], again["status"], "reused_from" in again)
     assert in_b["status"] in {"need_agent", "waiting"}
+
+
+def test_a_folder_no_flow_was_saved_in_is_still_the_files_own(tmp_path: Path) -> None:
+    """A call killed before its first save leaves the flow's folder without a state: the
+    next start of the same file takes the seed's folder, not a suffixed sibling; a folder
+    holding another checkout's saved flow gives the suffixed one."""
+    from flow.workflows.refactor.identity import STATE, flow_for
+
+    repo = tmp_path / "pytorch"
+    (repo / "test").mkdir(parents=True)
+    target = repo / "test" / "test_ops.py"
+    target.write_text("import torch\n")
+    root = tmp_path / "ws"
+    (root / "refactor/ops/test_ops" / "logs").mkdir(parents=True)
+    assert "refactor/ops/test_ops" == flow_for(root, "refactor/ops/test_ops", repo, target,
+                                               "test/test_ops.py")
+    (root / "refactor/ops/test_ops" / STATE).write_text(json.dumps(
+        {"data": {"repo": str(tmp_path / "other"), "file": str(target)}, "result": None}))
+    other = flow_for(root, "refactor/ops/test_ops", repo, target, "test/test_ops.py")
+    assert other.startswith("refactor/ops/test_ops-") and len(other) == len("refactor/ops/test_ops") + 9

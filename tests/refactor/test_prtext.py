@@ -80,6 +80,42 @@ def test_the_pr_states_the_wider_coverage_and_offers_except_for() -> None:
         "Decouple test/test_gather.py from CUDA-specific" in text)
 
 
+PAIR = HEAD.replace("onlyCPU)", "onlyCPU, onlyCUDA)") + '''
+
+class TestSeedOps(TestCase):
+    @onlyCUDA
+    def test_matches_host(self, device):
+        torch.ones(2, device=device)
+
+
+class TestSeedGraphs(TestCase):
+    @onlyCUDA
+    def test_matches_host(self, device):
+        torch.ones(2, device=device)
+
+
+instantiate_device_type_tests(TestSeedOps, globals(), only_for=("cpu", "cuda"))
+instantiate_device_type_tests(TestSeedGraphs, globals(), only_for=("cpu", "cuda"))
+'''
+
+
+def test_a_recurring_method_name_is_told_by_class_and_an_except_for_is_said() -> None:
+    """Two classes with the same method: only the widened one is listed, as Class.test; an
+    only_for replaced by an except_for says which device types still do not run the tests, and
+    the PR then says it set that except_for instead of 'none was added here'."""
+    after = PAIR.replace("only_for=(\"cpu\", \"cuda\"))\ninstantiate_device_type_tests(TestSeedGraphs",
+                         "except_for=(\"mps\", \"xpu\"))\ninstantiate_device_type_tests(TestSeedGraphs")
+    after = after.replace("class TestSeedOps(TestCase):\n    @onlyCUDA", "class TestSeedOps(TestCase):\n    @onlyAccelerator")
+    after = after.replace("TestSeedGraphs, globals(), only_for=(\"cpu\", \"cuda\")", "TestSeedGraphs, globals(), only_for=\"cuda\"")
+    coverage = wider_coverage(PAIR, after)
+    text = "\n".join(render_pr(PrInput(rel="test/test_seed.py", coverage=coverage)))
+    assert (["`TestSeedOps`: `only_for=['cpu', 'cuda']` removed, so its tests now run on every device type "
+             "but those of `except_for=['mps', 'xpu']`",
+             "`@onlyCUDA` widened to `@onlyAccelerator` (every accelerator): `TestSeedOps.test_matches_host`"],
+            True, False) == (
+        coverage, "this PR sets the `except_for` listed above" in text, "none was added here" in text)
+
+
 def test_a_label_only_change_is_titled_as_labelling() -> None:
     """Adding hw_classification (and the enum to the import) is label-only; widening is not."""
     before = HEAD + "\n\nclass TestPlain(TestCase):\n    def test_a(self):\n        pass\n"
@@ -104,3 +140,17 @@ def test_no_accelerator_line_without_accelerator_classes_no_local_paths_and_righ
     assert (False, True, False, True, True) == (
         "Not run here" in text, "Not run here: the ACCELERATOR classes' tests" in other, "/home/me" in text,
         "--hw-classification GENERIC   # 1 test\n" in text, "1 test as instantiated here (from the 1 test method above)" in text)
+
+
+def test_the_pr_says_which_failures_the_original_shares_and_which_were_not_checked() -> None:
+    """Deferred failures are said in the PR description itself, by class and method: the ones
+    the original fails the same way as failing before the change, the others as not fixed."""
+    text = "\n".join(render_pr(PrInput(
+        rel="test/test_keys.py", local_tests="cpu: 2 failed, 5 passed (torch 2.14.1)",
+        preexisting=["test.test_keys.TestKeysCPU.test_wrong_device_cpu", "test.test_keys.TestKeysCPU.test_big_cpu"],
+        deferred=["test.test_keys.TestKeysCPU.test_flaky_cpu"])))
+    assert (True, True) == (
+        "- Failing before this change too (the original file, run the same way, fails them): "
+        "`TestKeysCPU.test_wrong_device_cpu`, `TestKeysCPU.test_big_cpu`." in text,
+        "- Failing here and not fixed by this PR (deferred without a check against the original): "
+        "`TestKeysCPU.test_flaky_cpu`." in text)

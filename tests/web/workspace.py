@@ -145,3 +145,5 @@ def serving(root: Path, **extra: str) -> Iterator[tuple[str, dict[str, Any]]]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if proc.stderr is not None:  # the server's own log, shown by pytest when a test fails
+            sys.stderr.write(proc.stderr.read().decode(errors="replace"))

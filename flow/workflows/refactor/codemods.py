@@ -91,18 +91,25 @@ FILE_RULES: dict[str, tuple[str, frozenset[str], str | None]] = {
 
 def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """Functions not nested in functions, in source order (the order libcst visits them)."""
-    out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    return [f for f, _ in _owned_functions(tree)]
 
-    def walk(node: ast.AST) -> None:
+
+def _owned_functions(tree: ast.Module) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
+    """``_functions`` with the name of the class each is defined in ("" at module level)."""
+    out: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = []
+
+    def walk(node: ast.AST, owner: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                out.append(child)
+                out.append((child, owner))
+            elif isinstance(child, ast.ClassDef):
+                walk(child, child.name)
             elif isinstance(child, ast.stmt):
-                walk(child)
+                walk(child, owner)
             elif isinstance(child, ast.excepthandler | ast.match_case):
-                walk(child)
+                walk(child, owner)
 
-    walk(tree)
+    walk(tree, "")
     return out
 
 
@@ -126,8 +133,15 @@ def _carry_lines(dec: cst.Decorator) -> list[cst.EmptyLine]:
 
 
 def decorator_rules(code: str, codemods: tuple[str, ...] = tuple(FILE_RULES),
-                    usort_config: UsortConfig | None = None) -> CodemodResult:
+                    usort_config: UsortConfig | None = None,
+                    keep_device: frozenset[tuple[str, str]] = frozenset()) -> CodemodResult:
     """Apply the decorator ``codemods`` (TR001, TR002) in ONE libcst parse and ONE pass.
+
+    ``keep_device`` names the tests (``(class, method)``) the plan keeps on one device
+    (``device_specific``: CUDA graphs, cuDNN, ...): TR001 leaves their ``@onlyCUDA`` as it is,
+    as widening it to ``@onlyAccelerator`` would run a CUDA-only test on every accelerator
+    (and the PR would list it as wider coverage); their move to a one-device class is the
+    coder's task.
 
     Lines come from a stdlib ``ast`` parse (a fraction of libcst's cost) instead of libcst's
     position metadata; the transformer does not descend into function bodies or simple
@@ -144,8 +158,15 @@ def decorator_rules(code: str, codemods: tuple[str, ...] = tuple(FILE_RULES),
         raise SourceSyntaxError("<codemod input>", exc.lineno, exc.msg) from exc
     targets: dict[str, tuple[str, str | None]] = {
         name: (FILE_RULES[c][0], FILE_RULES[c][2]) for c in codemods for name in FILE_RULES[c][1]}
-    functions = _functions(tree)
-    if not any(_short(d) in targets for f in functions for d in f.decorator_list):
+    owned = _owned_functions(tree)
+    functions = [f for f, _ in owned]
+    widen = FILE_RULES["only_accelerator"][1]
+    held = {id(f) for f, owner in owned if (owner, f.name) in keep_device}
+
+    def applies(f: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+        return name in targets and not (name in widen and id(f) in held)
+
+    if not any(applies(f, _short(d)) for f in functions for d in f.decorator_list):
         return CodemodResult(code=code, changes=[])
     changes: list[Change] = []
     removed_uses: dict[str, int] = {}
@@ -170,7 +191,7 @@ def decorator_rules(code: str, codemods: tuple[str, ...] = tuple(FILE_RULES),
             seen: set[str] = set()
             for node, dec in zip(info.decorator_list, updated.decorators, strict=True):
                 name = _short(node)
-                if name not in targets:
+                if not applies(info, name):
                     if carried:
                         dec = dec.with_changes(leading_lines=[*carried, *dec.leading_lines])
                         carried = []

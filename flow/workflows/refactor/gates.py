@@ -110,7 +110,8 @@ def _take_verdicts(ctx: Any) -> Ask | None:
     known = {d.test_name for d in ctx.data.deferred}
     ctx.data.deferred += [DeferredFailure(test_name=v.test_name, reason=(v.defer_reason or "deferred") + (
                               f" (checked: the original fails it too, as {shared[v.test_name]})"
-                              if v.test_name in shared else ""))
+                              if v.test_name in shared else ""),
+                          original_fails_as=shared.get(v.test_name, ""))
                           for v in claimed if v.test_name not in only and v.test_name not in known]
     ctx.data.fix_key, ctx.data.verdict_asks = None, 0
     return None
@@ -385,6 +386,9 @@ def pr_input(ctx: Any) -> Any:
                    linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
                    hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note, hw_todo=ctx.data.hw_todo,
                    hw_runner=ctx.data.hw_runner or "python", refactor_failures=list(ctx.data.refactor_failures),
+                   preexisting=[d.test_name for d in ctx.data.deferred if d.original_fails_as],
+                   deferred=[d.test_name for d in ctx.data.deferred
+                             if not d.original_fails_as and d.test_name not in ctx.data.refactor_failures],
                    hw_passed=None if hw is None or hw.skipped else hw.passed,
                    local_tests=(f"{ctx.data.local_counts} (torch {_version(ctx.data.test_torch_info)})"
                                 if ctx.data.local_counts else ctx.data.local_tests),

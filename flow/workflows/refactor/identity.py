@@ -68,6 +68,6 @@ def flow_for(root: Path, base: str, repo: Path, absolute: Path, rel: str) -> str
                 return flow_id
         except OSError:
             continue
-    if not (root / base).exists():
-        return base
+    if not (root / base / STATE).exists():  # a folder no flow was saved in (a call killed
+        return base                          # before its first save) is still the file's own
     return f"{base}-{content_key(repo, rel, content)}"

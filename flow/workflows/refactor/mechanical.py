@@ -139,7 +139,12 @@ def apply_mechanical(ctx: Any, tasks: list[CoderTask], report: AnalystReport,
     if file_rules:
         # All decorator rules in one parse and one pass; the import block kept as PyTorch's
         # usort lint wants it (the checkout's [tool.usort], else PyTorch's bundled settings).
-        result = codemods.decorator_rules(text, file_rules, usort_config(Path(ctx.data.file)))
+        # A test the plan keeps on one device keeps its @onlyCUDA: widening it would claim
+        # coverage the test cannot have (it moves to its device's class instead).
+        keep_device = frozenset((c.source_class, c.test.split(".", 1)[1])
+                                for c in report.classifications if c.strategy == "device_specific")
+        result = codemods.decorator_rules(text, file_rules, usort_config(Path(ctx.data.file)),
+                                          keep_device)
         text = result.code
         for change in result.changes:
             by_rule[change.rule_id] = by_rule.get(change.rule_id, 0) + 1

@@ -26,13 +26,14 @@ def _name(dec: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
-def _tests(tree: ast.Module) -> dict[str, tuple[str, list[str]]]:
-    """test method -> (its class, its decorator names) for every top-level class."""
-    out: dict[str, tuple[str, list[str]]] = {}
+def _tests(tree: ast.Module) -> dict[tuple[str, str], list[str]]:
+    """(class, test method) -> the method's decorator names, for every top-level class (a
+    method name may recur in several classes: ``test_determinism`` of each key class)."""
+    out: dict[tuple[str, str], list[str]] = {}
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
         for fn in cls.body:
             if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and fn.name.startswith("test_"):
-                out[fn.name] = (cls.name, [_name(d) for d in fn.decorator_list])
+                out[(cls.name, fn.name)] = [_name(d) for d in fn.decorator_list]
     return out
 
 
@@ -40,9 +41,21 @@ def _shown(devices: list[str]) -> str:
     return repr(devices[0]) if len(devices) == 1 else repr(devices)
 
 
+def _where(old: dict[tuple[str, str], list[str]], new: dict[tuple[str, str], list[str]],
+           key: tuple[str, str]) -> tuple[str, str] | None:
+    """Where the test ``key`` of the old file is in the new one: the same class, else the one
+    class that now has a method of that name (a moved test); None when gone or ambiguous."""
+    if key in new:
+        return key
+    homes = [k for k in new if k[1] == key[1] and k not in old]
+    return homes[0] if len(homes) == 1 else None
+
+
 def wider_coverage(before: str, after: str) -> list[str]:
-    """One line per widening: a class whose ``only_for`` went, and per decorator the tests it
-    no longer narrows (a test moved to a class of one device is not wider)."""
+    """One line per widening: a class whose ``only_for`` went (and the ``except_for`` that
+    replaced it, if any), and per decorator the tests it no longer narrows (a test moved to a
+    class of one device is not wider). A test is named ``Class.test`` where its method name
+    recurs in several classes of the original."""
     old, new = _parse(before), _parse(after)
     if old is None or new is None:
         return []
@@ -52,22 +65,26 @@ def wider_coverage(before: str, after: str) -> list[str]:
         only = devices_kwarg(instantiation_call(old, cls), "only_for")
         call = instantiation_call(new, cls)
         if only and cls in classes and call is not None and devices_kwarg(call, "only_for") is None:
-            out.append(f"`{cls}`: `only_for={_shown(only)}` removed, so its tests now run on every "
-                       "device type")
-    after_tests = _tests(new)
+            skipped = devices_kwarg(call, "except_for")
+            out.append(f"`{cls}`: `only_for={_shown(only)}` removed, so its tests now run on every device type"
+                       + (f" but those of `except_for={_shown(skipped)}`" if skipped else ""))
+    before_tests, after_tests = _tests(old), _tests(new)
+    names = [t for _, t in before_tests]
     widened: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for test, (_, decs) in _tests(old).items():
-        if test not in after_tests:
+    for key, decs in before_tests.items():
+        home = _where(before_tests, after_tests, key)
+        if home is None:
             continue
-        cls, now = after_tests[test]
-        call = instantiation_call(new, cls)
+        now = after_tests[home]
+        call = instantiation_call(new, home[0])
         if call is None or devices_kwarg(call, "only_for") is not None:
             continue  # moved to a plain class or a class of one device: not wider
+        shown = key[1] if names.count(key[1]) == 1 else f"{key[0]}.{key[1]}"
         for dec in decs:
             if dec.startswith("only") and dec != "onlyAccelerator" and dec not in now:
                 to = ("`@onlyAccelerator` (every accelerator)" if "onlyAccelerator" in now
                       else "no `@only*` (every device type)")
-                widened[(dec, to)].append(test)
+                widened[(dec, to)].append(shown)
     for (dec, to), tests in widened.items():
         out.append(f"`@{dec}` widened to {to}: {', '.join(f'`{t}`' for t in tests)}")
     return out

@@ -48,6 +48,8 @@ class PrInput(BaseModel):
     label_only: bool = False  # the change only labels the classes (``prchange.label_only``)
     coverage: list[str] = Field(default_factory=list)  # where tests now run on more device types
     refactor_failures: list[str] = Field(default_factory=list)  # fail only after the refactor
+    preexisting: list[str] = Field(default_factory=list)  # deferred; the original fails them the same way
+    deferred: list[str] = Field(default_factory=list)  # deferred without that check
 
 
 def class_rows(text: str) -> list[ClassRow]:
@@ -82,6 +84,11 @@ def public(text: str) -> str:
     return _ABSOLUTE.sub(lambda m: m.group(1), text)
 
 
+def _tests(names: list[str]) -> str:
+    """``TestFooCPU.test_x_cpu`` for each JUnit name (``test.test_foo.TestFooCPU.test_x_cpu``)."""
+    return ", ".join(f"`{_cell('.'.join(n.split('.')[-2:]))}`" for n in names)
+
+
 def plural(n: int, word: str) -> str:
     """``1 test``, ``2 tests``, ``0 tests``."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
@@ -102,10 +109,14 @@ def render_pr(p: PrInput) -> list[str]:
     if p.coverage:
         out += ["Wider device coverage (reviewers: these tests now run where they did not before):", ""]
         out += [f"- {_cell(line)}" for line in p.coverage]
+        # The coverage line of a class whose only_for became an except_for names it.
+        added = any("`except_for=" in line for line in p.coverage)
         out += ["", "Where a device type cannot run them, the way TEST_LINTER allows is "
                 "`except_for=[...]` on that class's `instantiate_device_type_tests` (never "
                 "`only_for` on an ACCELERATOR class), or a skip decorator on the test "
-                "(`@skipMPS`, `@skipXPU`, ...); none was added here.", ""]
+                "(`@skipMPS`, `@skipXPU`, ...); "
+                + ("this PR sets the `except_for` listed above, and no other." if added
+                   else "none was added here."), ""]
     out += ["| Class | hw_classification | Tests |", "|---|---|---|"]
     out += [f"| {_cell(c.name)} | {c.hw_classification or 'none declared'} | {c.tests} |" for c in p.classes]
     total = sum(c.tests for c in p.classes)
@@ -132,6 +143,12 @@ def render_pr(p: PrInput) -> list[str]:
             out.append(f"- To do before this PR is sent: {_cell(public(p.hw_todo))}.")
     if p.local_tests:
         out.append(f"- Local tests: {_cell(public(p.local_tests))}.")
+    if p.preexisting:
+        out.append(f"- Failing before this change too (the original file, run the same way, fails "
+                   f"{'it' if len(p.preexisting) == 1 else 'them'}): {_tests(p.preexisting)}.")
+    if p.deferred:
+        out.append(f"- Failing here and not fixed by this PR (deferred without a check against the "
+                   f"original): {_tests(p.deferred)}.")
     accel = [d for d in p.devices if d != "cpu"]
     kinds = sorted({c.hw_classification for c in p.classes} & {"ACCELERATOR", "CUDA", "MPS", "XPU"})
     if not accel and kinds:

@@ -44,6 +44,8 @@ class DeferredFailure(BaseModel):
 
     test_name: str
     reason: str
+    #: the original's test that fails the same way, run the same way ("" when not checked)
+    original_fails_as: str = ""
 
 
 class SummaryInput(BaseModel):
@@ -147,7 +149,7 @@ def render_summary(s: SummaryInput) -> str:
         f"`{s.ci_check_command}` (add `--pr-number N` to skip detecting the PR).",
     ]
     step = 3
-    if s.deferred:
+    if s.deferred and (s.pr is None or any(not d.original_fails_as for d in s.deferred)):
         out.append(f"{step}. Mention the deferred failures in the PR description; CI will show whether they are pre-existing.")
         step += 1
     if s.decided_by_person:
