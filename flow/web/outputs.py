@@ -87,7 +87,7 @@ CATEGORY_ORDER = ("regression", "broken_trunk", "external", "infra", "flaky", "p
 def ci_pull(raw: dict[str, Any]) -> dict[str, Any] | None:
     """A ``ci`` flow's pull request as its page shows it, from the flow's own data: the PR
     (repo, number, link), the head commit, and the checks the last tick read (on commit
-    ``checks_sha`` at ``checks_at``), red ones first, then pending, then green, each with
+    ``checks_sha``), red ones first, then pending, then green, each with
     GitHub's status and conclusion, the tick's category, whether it is required and its
     link; None for a flow of another workflow."""
     data = raw.get("data")
@@ -111,7 +111,7 @@ def ci_pull(raw: dict[str, Any]) -> dict[str, Any] | None:
     return {"repo": data.get("repo"), "number": data.get("number"),
             "pr_url": data.get("pr_url") or None, "pr_link": web_link(data.get("pr_url")),
             "head_sha": data.get("head_sha") or None, "checks_sha": data.get("checks_sha"),
-            "checks_at": data.get("checks_at"), "checks": checks,
+            "checks": checks,
             "counts": [(k, counted[k]) for k in sorted(counted, key=lambda k: rank.get(
                 k, len(rank)))],
             "stale": bool(data.get("checks_sha")) and data.get("checks_sha") != data.get(

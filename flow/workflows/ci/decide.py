@@ -150,8 +150,9 @@ class CiData(BaseModel):
     required: RequiredChecks | None = None  # the base branch's required checks, last read
     babysit_optional: bool = False  # ORCHESTRATOR_CI_OPTIONAL_CHECKS=babysit: every check counts
     checks: list[SeenCheck] = Field(default_factory=list)  # the head's checks, last read
-    checks_sha: str | None = None  # the commit `checks` belong to, and when they were read
-    checks_at: str | None = None
+    # the commit `checks` belong to; no clock is kept with them, so a tick that sees the same
+    # checks changes nothing and saves nothing
+    checks_sha: str | None = None
 
 
 Action = Literal["wait", "debug", "rerun", "stop", "green", "closed"]

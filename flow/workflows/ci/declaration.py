@@ -219,7 +219,7 @@ def _monitor(ctx: Any, d: CiData) -> Any:
         decision = decide(obs.classification, obs.head.runs, obs.pull, d, now)
     if obs.checks_read:
         d.checks = seen_checks(obs.every_check or obs.classification, obs.classification)
-        d.checks_sha, d.checks_at = obs.head.sha, now.isoformat()
+        d.checks_sha = obs.head.sha
     if obs.required is not None:
         if obs.required != d.required and obs.required.note:
             ctx.log(f"required checks: {obs.required.note}")
