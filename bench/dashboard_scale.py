@@ -16,8 +16,15 @@ connection, against the same bytes served by a static file server on the same ma
   touched first so the render is not cached) vs asked alone.
 
 Targets: list and refresh within 10x the static server, a static file during a list render
-within 2x its time alone. Prints one JSON object. Usage:
-python bench/dashboard_scale.py [--flows 2000] [--runs 10] [--no-refactor]
+within 2x its time alone.
+
+The same on the PostgreSQL store (``serve --store``), unless ``--no-postgres`` or ``initdb``
+is missing: a throw-away cluster (``tests.store.pgserver``: Debian's ``initdb``/``pg_ctl``, as
+the ``postgres`` user under root), the same real flows made in it, their rows cloned under
+new ids (the state's own id moved, as a clone's folder is) to the same count; "touched" is
+a row's ``revision`` bumped, what any save does. Prints one JSON object (``file`` and
+``postgres``). Usage:
+python bench/dashboard_scale.py [--flows 2000] [--runs 10] [--no-refactor] [--no-postgres]
 """
 
 from __future__ import annotations
@@ -33,7 +40,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,62 +119,139 @@ def median(values: list[float]) -> float:
     return round(statistics.median(values) * 1000, 3)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--flows", type=int, default=2000)
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--no-refactor", action="store_true")
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "agent_space"
-        t = time.perf_counter()
-        kinds = make_workspace(root, args.flows, not args.no_refactor)
-        built_s = time.perf_counter() - t
-        states = sorted(root.rglob("flow_state.json"))
-        static_dir = Path(tmp) / "static"
-        static_dir.mkdir()
-        with serving(root) as (url, _):
-            cold, page = first_byte(url, "/")
-            part_tag = etag_of(url, "/parts/flows")
-            _, part = first_byte(url, "/parts/flows")
-            (static_dir / "list.html").write_bytes(page)
-            (static_dir / "part.html").write_bytes(part)
-            (static_dir / "style.css").write_bytes((ROOT / "flow/web/static/style.css")
-                                                   .read_bytes())
-            surl, server = static_server(static_dir)
-            out: dict[str, list[float]] = {k: [] for k in (
-                "list", "list_static", "refresh", "refresh_static", "refresh_changed",
-                "css_alone", "css_during_list")}
-            for i in range(args.runs):
-                out["list"].append(first_byte(url, "/")[0])
-                out["list_static"].append(first_byte(surl, "/list.html")[0])
-                time.sleep(1.05)  # past the index's 1 s: this poll revalidates
-                out["refresh"].append(first_byte(url, "/parts/flows",
-                                                 {"If-None-Match": part_tag})[0])
-                time.sleep(1.05)  # the static server asked after the same idle time
-                out["refresh_static"].append(first_byte(surl, "/part.html")[0])
-                os.utime(states[i % len(states)])
-                time.sleep(1.05)
-                out["refresh_changed"].append(first_byte(url, "/parts/flows")[0])
-                part_tag = etag_of(url, "/parts/flows")
-                out["css_alone"].append(first_byte(url, "/static/style.css")[0])
-                os.utime(states[(i + 1) % len(states)])
-                time.sleep(1.05)
-                lister = threading.Thread(target=first_byte, args=(url, "/"))
-                lister.start()
-                out["css_during_list"].append(first_byte(url, "/static/style.css")[0])
-                lister.join()
-            server.shutdown()
+def measure(url: str, static_dir: Path, touch: Callable[[int], None], runs: int
+            ) -> dict[str, Any]:
+    """The figures of one served store (see the module docstring); ``touch(i)`` changes the
+    i-th flow."""
+    cold, page = first_byte(url, "/")
+    part_tag = etag_of(url, "/parts/flows")
+    _, part = first_byte(url, "/parts/flows")
+    static_dir.mkdir()
+    (static_dir / "list.html").write_bytes(page)
+    (static_dir / "part.html").write_bytes(part)
+    (static_dir / "style.css").write_bytes((ROOT / "flow/web/static/style.css").read_bytes())
+    surl, server = static_server(static_dir)
+    out: dict[str, list[float]] = {k: [] for k in (
+        "list", "list_static", "refresh", "refresh_static", "refresh_changed",
+        "css_alone", "css_during_list")}
+    for i in range(runs):
+        out["list"].append(first_byte(url, "/")[0])
+        out["list_static"].append(first_byte(surl, "/list.html")[0])
+        time.sleep(1.05)  # past the index's 1 s: this poll revalidates
+        out["refresh"].append(first_byte(url, "/parts/flows", {"If-None-Match": part_tag})[0])
+        time.sleep(1.05)  # the static server asked after the same idle time
+        out["refresh_static"].append(first_byte(surl, "/part.html")[0])
+        touch(i)
+        time.sleep(1.05)
+        out["refresh_changed"].append(first_byte(url, "/parts/flows")[0])
+        part_tag = etag_of(url, "/parts/flows")
+        out["css_alone"].append(first_byte(url, "/static/style.css")[0])
+        touch(i + 1)
+        time.sleep(1.05)
+        lister = threading.Thread(target=first_byte, args=(url, "/"))
+        lister.start()
+        out["css_during_list"].append(first_byte(url, "/static/style.css")[0])
+        lister.join()
+    server.shutdown()
     ms = {k: median(v) for k, v in out.items()}
-    result = {
-        "flows": len(states), "flow_kinds_cloned": kinds, "build_s": round(built_s, 1),
-        "runs": args.runs, "list_bytes": len(page), "median_ms": ms,
-        "first_list_ms_cold": round(cold * 1000, 3),
+    return {
+        "list_bytes": len(page), "rows_on_page": page.count(b'class="flow '),
+        "median_ms": ms, "first_list_ms_cold": round(cold * 1000, 3),
         "list_vs_static": round(ms["list"] / ms["list_static"], 2),
         "refresh_vs_static": round(ms["refresh"] / ms["refresh_static"], 2),
         "refresh_changed_vs_static": round(ms["refresh_changed"] / ms["refresh_static"], 2),
         "css_during_list_vs_alone": round(ms["css_during_list"] / ms["css_alone"], 2),
     }
+
+
+def file_store(tmp: Path, flows: int, runs: int, refactor: bool) -> dict[str, Any]:
+    root = tmp / "agent_space"
+    t = time.perf_counter()
+    kinds = make_workspace(root, flows, refactor)
+    built_s = time.perf_counter() - t
+    states = sorted(root.rglob("flow_state.json"))
+    with serving(root) as (url, _):
+        figures = measure(url, tmp / "static-file", lambda i: os.utime(states[i % len(states)]),
+                          runs)
+    return {"flows": len(states), "flow_kinds_cloned": kinds, "build_s": round(built_s, 1),
+            **figures}
+
+
+def make_store(root: Path, url: str, flows: int, refactor: bool) -> tuple[int, list[str]]:
+    """The same real flows made in the store at ``url``, then their rows cloned under new
+    ids (``<template's folder>/clone-NNNNN``, the state's own id and paths moved the way a
+    cloned folder's are) until there are ``flows``; (the templates' count, every id)."""
+    import psycopg
+
+    build(root, hostile=False, ORCHESTRATOR_STORE=url)
+    if refactor:
+        call(root, "demo", "refactor", ORCHESTRATOR_STORE=url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        templates = [r[0] for r in conn.execute(
+            "SELECT flow_id FROM flows WHERE flow_id NOT LIKE %s ORDER BY flow_id",
+            ("%.old-%",)).fetchall()]
+        assert templates, "no flow was made in the store"
+        clones = []
+        for i in range(flows - len(templates)):
+            src = templates[i % len(templates)]
+            clones.append((src, f"{src.rsplit('/', 1)[0]}/clone-{i:05d}"))
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO flows (flow_id, workflow, state, revision, updated_at, spec, "
+                "spec_sha, last_error, root) SELECT %s, workflow, convert_to(replace(replace("
+                "convert_from(state, 'UTF8'), %s, %s), %s, %s), 'UTF8'), revision, updated_at, "
+                "NULL, NULL, last_error, root FROM flows WHERE flow_id = %s",
+                [(new, f"/{src}/", f"/{new}/", f'"{src}"', f'"{new}"', src)
+                 for src, new in clones])
+        ids = [r[0] for r in conn.execute("SELECT flow_id FROM flows WHERE flow_id NOT LIKE %s",
+                                          ("%.old-%",)).fetchall()]
+    return len(templates), ids
+
+
+def postgres_store(tmp: Path, flows: int, runs: int, refactor: bool) -> dict[str, Any]:
+    """The same figures on ``serve --store`` over a throw-away PostgreSQL cluster."""
+    import psycopg
+
+    from tests.store.pgserver import Cluster, available
+
+    why = available()
+    if why is not None:
+        return {"skipped": why}
+    cluster = Cluster().start()
+    try:
+        url = cluster.create_db("dashboard_scale")
+        root = tmp / "pg_space"
+        t = time.perf_counter()
+        kinds, ids = make_store(root, url, flows, refactor)
+        built_s = time.perf_counter() - t
+        conn = psycopg.connect(url, autocommit=True)
+
+        def touch(i: int) -> None:
+            conn.execute("UPDATE flows SET revision = revision + 1 WHERE flow_id = %s",
+                         (ids[i % len(ids)],))
+
+        with serving(tmp / "pg_viewer", ORCHESTRATOR_STORE=url) as (served, _):
+            figures = measure(served, tmp / "static-pg", touch, runs)
+        conn.close()
+        return {"flows": len(ids), "flow_kinds_cloned": kinds, "build_s": round(built_s, 1),
+                **figures}
+    finally:
+        cluster.destroy()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flows", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--no-refactor", action="store_true")
+    ap.add_argument("--no-postgres", action="store_true")
+    args = ap.parse_args()
+    result: dict[str, Any] = {"runs": args.runs}
+    with tempfile.TemporaryDirectory() as tmp:
+        result["file"] = file_store(Path(tmp), args.flows, args.runs, not args.no_refactor)
+        if not args.no_postgres:
+            result["postgres"] = postgres_store(Path(tmp), args.flows, args.runs,
+                                                not args.no_refactor)
     print(json.dumps(result, indent=2))
     return 0
 

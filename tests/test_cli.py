@@ -501,7 +501,7 @@ def test_graph_of_a_flow_highlights_its_state_and_path(tmp_path: Path) -> None:
     code, spec = _run(tmp_path, "graph", "toy", "--flow", "toy/pic", "--format", "svg",
                       "--output", str(out))
     svg = out.read_text()
-    fill = dict(re.findall(r"<title>(\w+)</title>\s*<path fill=\"(\w+)\"", svg))
+    fill = dict(re.findall(r"<title>(\w+)</title>\s*<(?:path|polygon) fill=\"(\w+)\"", svg))
     assert (0, "review", ["prepare", "work", "review"], "darksalmon",
             ["azure", "azure"], "white", "Class review s_active" in spec["mermaid"]) == (
         code, spec["current"], spec["path"], fill["review"], [fill["prepare"], fill["work"]],

@@ -86,3 +86,35 @@ def items(conn: Any, name: str) -> list[tuple[str, list[str], str, dict[str, Any
     return [(r[0], list((r[1] or {}).get("argv") or []), r[2], r[3]) for r in conn.execute(
         "SELECT item_id, payload, state, result FROM campaign_items WHERE campaign = %s "
         "ORDER BY position", (name,)).fetchall()]
+
+
+ATTENTION_MAX = 200
+
+
+def attention(conn: Any, limit: int = ATTENTION_MAX) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The campaign items of every campaign that need a person (the inbox of ``status
+    --needs-me`` and the dashboard's list): a lease that expired (its holder stopped renewing
+    it: the harness died or was cut off, and no worker has taken the item over since) and an
+    item parked after too many claims. Returns the first ``limit`` of them (expired leases
+    first, the longest expired first, then parked ones by campaign and position) and the
+    counts of both (``expired_lease``, ``parked``)."""
+    rows = conn.execute(
+        "SELECT c.campaign, c.item_id, c.state, c.holder, c.holder_host, c.holder_pid, "
+        f"{_UTC.format('c.leased_at')}, {_UTC.format('c.lease_until')}, "
+        f"{_UTC.format('c.parked_at')}, "
+        "greatest(0, extract(epoch FROM now() - c.lease_until)), c.flow_id, c.claims, "
+        "c.last_error, count(*) FILTER (WHERE c.state = 'leased') OVER (), "
+        "count(*) FILTER (WHERE c.state = 'parked') OVER () "
+        "FROM campaign_items c WHERE (c.state = 'leased' AND c.lease_until <= now()) "
+        "OR c.state = 'parked' "
+        "ORDER BY c.state = 'parked', c.lease_until, c.campaign, c.position LIMIT %s",
+        (limit,)).fetchall()
+    items = [{"campaign": r[0], "item": r[1],
+              "why": "lease expired" if r[2] == "leased" else "parked",
+              "holder": r[3], "host": r[4], "pid": r[5], "since": r[6], "lease_until": r[7],
+              "parked_at": r[8], "expired_s_ago": None if r[2] != "leased" else
+              round(float(r[9] or 0), 1), "flow_id": r[10], "claims": r[11],
+              "last_error": (r[12] or "")[:300] or None} for r in rows]
+    counted = {"expired_lease": int(rows[0][13]) if rows else 0,
+               "parked": int(rows[0][14]) if rows else 0}
+    return items, counted

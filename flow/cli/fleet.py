@@ -37,12 +37,20 @@ def collect_store(url: str) -> list[dict[str, Any]]:
 
 def store_status(url: str, root: Path, harness: str, *, as_json: bool,
                  needs_me: bool = False) -> dict[str, Any] | str:
-    """``status`` on the PostgreSQL store: the file store's table and JSON, rows from the DB."""
+    """``status`` on the PostgreSQL store: the file store's table and JSON, rows from the DB;
+    ``needs_me`` adds the campaign items that need a person (expired leases, parked items)."""
     from flow.cli.status import status
     from workspace.pgerrors import mask_url
 
+    items = None
+    if needs_me:
+        from flow.cli.campaigns import guard
+        from workspace.campaignstatus import attention
+        from workspace.pgconn import connect
+
+        items = guard(url, "reading the campaigns' expired leases", attention, connect(url))
     return status(root, harness, as_json=as_json, rows=collect_store(url), where=mask_url(url),
-                  needs_me=needs_me)
+                  needs_me=needs_me, items=items)
 
 
 def campaign_status(name: str, url: str | None, root: Path, harness: str, *,

@@ -3,7 +3,9 @@
 Drawn by transitions' own diagram support from the same declaration the engine runs
 (``Workflow.diagram``): Mermaid text by default, or an svg/png picture through transitions'
 graphviz engine and the Graphviz ``dot`` program. With ``--flow ID`` the flow's current state
-is drawn active and the steps its history took are drawn as taken. A picture goes to a new or
+is drawn active and the steps its history took are drawn as taken. Final states, states that
+may ask a person and states that may sleep on cron are drawn apart, with a legend
+(``flow.core.diagramkinds``); ``kinds`` lists them. A picture goes to a new or
 a regular file only (``--output`` a folder: a named file in it), written beside it and renamed
 over it; a symlink, FIFO, device or socket there is refused, never replaced or written through.
 """
@@ -32,7 +34,7 @@ def graph_command(args: argparse.Namespace, words: list[str], root: Path,
     current, path = (None, []) if not args.flow else flow_path(root, args.flow, wf.name)
     out: dict[str, Any] = {**envelope(None, root, "done", harness), "workflow": wf.name,
                            "mermaid": wf.mermaid(current, path), "states": list(wf.states),
-                           "terminal": sorted(wf.terminal)}
+                           "terminal": sorted(wf.terminal), "kinds": wf.kinds()}
     if args.flow:
         out.update(flow_id=args.flow, current=current, path=path)
     fmt = args.format or "mermaid"

@@ -8,7 +8,9 @@ what it waited on, and the list notes the refusal in one line), and a stuck flow
 untouched for ``ORCHESTRATOR_STUCK_S`` seconds, default an hour: nobody drives it). The list
 puts those first (in that order, then the rest by flow id), counts them, filters by state,
 workflow and a search over the flow id and what it works on, and cuts pages of ``PAGE``.
-Pure functions over the index's summaries (``flow.web.index``); nothing is read here.
+Pure functions over the index's summaries (``flow.web.index``); nothing is read here. On the
+PostgreSQL store the campaign items that need a person (expired leases, parked items) join
+the inbox beside these flows (``workspace.campaignstatus.attention``).
 """
 
 from __future__ import annotations

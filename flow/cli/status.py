@@ -260,28 +260,69 @@ def _moved(c: list[str], shown: list[int]) -> str:
 
 def status(root: Path, harness: str, *, as_json: bool,
            rows: list[dict[str, Any]] | None = None,
-           where: str | None = None, needs_me: bool = False) -> dict[str, Any] | str:
+           where: str | None = None, needs_me: bool = False,
+           items: tuple[list[dict[str, Any]], dict[str, int]] | None = None
+           ) -> dict[str, Any] | str:
     """Every flow of the file store under ``root`` (or the ``rows`` of another store), with
     secrets masked; ``needs_me``: only what needs a person, first things first
-    (``flow.cli.inbox``)."""
+    (``flow.cli.inbox``), then the campaign ``items`` that do (the PostgreSQL store's
+    expired leases and parked items, ``workspace.campaignstatus.attention``), counted too."""
     from flow.core.redact import redact_tree
 
     rows = redact_tree(collect(root) if rows is None else rows)
     counted: dict[str, int] | None = None
+    listed: list[dict[str, Any]] = []
     if needs_me:
         from flow.cli.inbox import NEEDS_ME, counts, needs_me as inbox, shown
 
         counted = {k: v for k, v in counts(shown(rows)).items() if k in NEEDS_ME}
         rows = inbox(rows)
+        if items is not None:
+            listed = redact_tree(items[0])
+            counted.update(items[1])
     if not as_json:
         from flow.cli.person import width
 
         if counted is None:
             return table(rows, where or root, width())
-        head = (f"{len(rows)} need a person: {counted['person']} asking, "
-                f"{counted['error'] + counted['unreadable']} failed, {counted['stuck']} stuck\n")
-        return head + (table(rows, where or root, width()) if rows else "")
+        extra = counted.get("expired_lease", 0) + counted.get("parked", 0)
+        leases = (f", {counted['expired_lease']} expired leases, {counted['parked']} parked "
+                  "items" if items is not None else "")
+        head = (f"{len(rows) + extra} need a person: {counted['person']} asking, "
+                f"{counted['error'] + counted['unreadable']} failed, {counted['stuck']} stuck"
+                f"{leases}\n")
+        return head + (table(rows, where or root, width()) if rows else "") + \
+            item_lines(listed, extra, width())
     from flow.core.render import envelope
 
     return {**envelope(None, root, "done", harness), "flows": rows,
-            **({"needs_me": counted} if counted is not None else {})}
+            **({"needs_me": counted} if counted is not None else {}),
+            **({"campaign_items": listed} if items is not None and needs_me else {})}
+
+
+def item_lines(items: list[dict[str, Any]], total: int, width: int) -> str:
+    """The campaign items that need a person, one wrapped line each (``status --needs-me``
+    on the PostgreSQL store), and how many more there are than listed."""
+    from flow.cli.person import wrap
+
+    lines: list[str] = []
+    for it in items:
+        flow = f"flow {it['flow_id']}" if it.get("flow_id") else "no flow yet"
+        if it["why"] == "lease expired":
+            text = (f"campaign {it['campaign']} item {it['item']}: LEASE EXPIRED "
+                    f"{it['expired_s_ago']:g} s ago (at {it['lease_until']}); held by "
+                    f"{it['holder'] or '-'} on {it['host'] or '-'} (pid {it['pid'] or '-'}) "
+                    f"since {it['since']}, {it['claims']} claims, {flow}; the next worker's "
+                    "campaign command takes it over")
+        else:
+            text = (f"campaign {it['campaign']} item {it['item']}: PARKED at {it['parked_at']} "
+                    f"after {it['claims']} claims (last holder {it['holder'] or '-'} on "
+                    f"{it['host'] or '-'}), {flow}; a person looks at why before it runs "
+                    "again")
+        if it.get("last_error"):
+            text += f"; last error: {it['last_error']}"
+        lines.extend(wrap(text, width, "    ", ""))
+    if total > len(items):
+        lines.append(f"... and {total - len(items)} more campaign items (status --campaign "
+                     "NAME lists each)")
+    return "".join(line + "\n" for line in lines)

@@ -31,7 +31,11 @@ class Workflow:
     ``transitions`` are ``(trigger, source, dest)`` triples; ``terminal`` states have no way
     out and their step must return ``Done``. ``feeds`` maps a feed name to the pydantic model
     that validates results of tasks asking for that feed. ``data_model`` types ``ctx.data``.
-    ``skill`` names the harness skill a cron prompt should load.
+    ``skill`` names the harness skill a cron prompt should load. ``asks_person`` names the
+    states whose step may ask a person (return ``Human``: ``need_human``) and ``sleeps`` those
+    whose step may sleep until a cron job fires (``Sleep``: ``schedule_cron``); the diagram
+    draws them as such (``tests/test_graph_kinds.py`` holds each declaration to its steps'
+    code).
     """
 
     name: str
@@ -45,6 +49,8 @@ class Workflow:
     skill: str = ""
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    asks_person: frozenset[str] = frozenset()
+    sleeps: frozenset[str] = frozenset()
 
     def machine(self, model: object, state: str) -> Any:
         """A ``transitions.Machine`` on ``model``, put back at ``state`` (no callbacks fire)."""
@@ -118,12 +124,25 @@ class Workflow:
         graph = machine.model_graphs[id(model)]
         graph.reset_styling()  # transitions styles the initial state active: no flow is there
         declared = {(s, d) for _, s, d in self.transitions}
+        taken = False
         for src, dst in zip(path, path[1:]):
             if (src, dst) in declared:
                 graph.set_previous_transition(src, dst)
+                taken = True
         if current is not None:
             graph.set_node_style(current, "active")
-        return graph.get_graph(title=self.name)
+        from flow.core.diagramkinds import mark
+
+        return mark(engine, graph.get_graph(title=self.name), self.kinds(),
+                    current is not None, taken)
+
+    def kinds(self) -> dict[str, list[str]]:
+        """The states the diagram draws apart, by kind: ``final`` (terminal), ``person``
+        (may ask a person) and ``sleep`` (may sleep until a cron job fires), in declared
+        order."""
+        return {"final": [s for s in self.states if s in self.terminal],
+                "person": [s for s in self.states if s in self.asks_person],
+                "sleep": [s for s in self.states if s in self.sleeps]}
 
     def problems(self) -> list[str]:
         """Declaration errors: unknown states, unreachable states, dead ends, missing steps."""
@@ -153,6 +172,12 @@ class Workflow:
                 found.append(f"state {s!r} is a dead end (not terminal, no way out)")
             if s not in self.steps:
                 found.append(f"state {s!r} has no step")
+        for kind, named in (("asks_person", self.asks_person), ("sleeps", self.sleeps)):
+            for s in sorted(named):
+                if s not in known:
+                    found.append(f"{kind} names unknown state {s!r}")
+                elif s in self.terminal:
+                    found.append(f"{kind} names terminal state {s!r} (its step ends the flow)")
         if not self.terminal:
             found.append("no terminal state")
         return found

@@ -113,7 +113,7 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         context = dict(rows=part_rows, counts=counts(every), total=len(every),
                        matched=len(chosen), page=number, pages=pages, want=params,
                        workflows=sorted({str(r["workflow"]) for r in every if r.get("workflow")}),
-                       states=STATES, campaigns=campaign_names())
+                       states=STATES, campaigns=campaign_names(), items=index.items)
         body = html("listing.html" if part else "list.html", **context)
         if len(rendered) > 64:
             rendered.clear()

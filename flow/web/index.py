@@ -10,7 +10,10 @@ signature it was read under, and a refresh re-reads a flow only when its signatu
   mtime changed, and never descends into a flow's ``scratch``, ``logs``, ``jobs`` or
   ``original`` folders;
 - the PostgreSQL store: each row's ``revision`` and the digest of its ``last_error``, one
-  small query; only changed states are fetched.
+  small query; only changed states are fetched. The campaign items that need a person
+  (expired leases, parked items: ``workspace.campaignstatus.attention``) are read by a second
+  small query on each refresh and kept in ``items``; they count as a change only when an item
+  comes, goes or changes (not as its lease ages).
 
 A refresh runs at most once per ``fresh_s``, one at a time, in a background thread after
 the first (a request is answered from the summaries known, never kept waiting by a walk); ``generation`` counts the changes, so a page can be answered
@@ -41,6 +44,12 @@ def _stamped(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _steady(items: tuple[list[dict[str, Any]], dict[str, int]]) -> Any:
+    """The items without what moves with the clock alone (how long ago a lease expired)."""
+    return ([{k: v for k, v in it.items() if k != "expired_s_ago"} for it in items[0]],
+            items[1])
+
+
 def _stat(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -64,6 +73,8 @@ class FlowIndex:
         self._dirs: dict[str, tuple[int, list[str], bool]] = {}
         self._lock = threading.Lock()
         self.on_change: Any = None
+        # the campaign items that need a person, and their counts (None: the file store)
+        self.items: tuple[list[dict[str, Any]], dict[str, int]] | None = None
 
     def rows(self) -> list[dict[str, Any]]:
         """The summaries. The first call reads them; later ones answer at once from what is
@@ -218,6 +229,15 @@ class FlowIndex:
                 known[flow_id] = self._read_row(flow_id, state, last_error, old_root)
                 self._sigs[flow_id] = (rev, err)
                 self._changed = True
+        from flow.cli.inbox import stamp_of
+        from workspace.campaignstatus import attention
+
+        items = guard(url, "reading the campaigns' expired leases", attention, conn)
+        for item in items[0]:
+            item["expired_epoch"] = stamp_of(item.get("lease_until"))
+        if self.items is None or _steady(self.items) != _steady(items):
+            self._changed = True
+        self.items = items
         return {fid for fid, _, _ in marks}
 
     def _read_row(self, flow_id: str, state: Any, last_error: Any,

@@ -4,13 +4,18 @@
 - a batch's buckets (``report.json``): each entry's id, command and bucket, grouped;
 - a refactor's ``final_summary.md`` and the diff of the refactored file against the copy
   the flow kept of it before its first edit (``original/``);
-- the CI rounds of a ``ci-check`` flow (``data.fix_history``);
+- a ``ci`` flow's pull request (``ci_pull``): its link, head commit and the check list the
+  last tick read (``data.checks``: each check's name, status, conclusion, category, whether
+  it is required, and its link), and its CI rounds (``data.fix_history``);
 - the flow's ``result`` object itself, as JSON.
 
 Only files inside the flow's folder are opened, but for the refactor diff: its right-hand
 side is the file the flow refactored, named by the flow's own state (``data.file``), never
 by the request, and read only inside the workspace or as the Python file at the flow's
-repo-relative ``data.rel`` (``refactored_file``). Every text is shown escaped by the templates and with secrets masked.
+repo-relative ``data.rel`` (``refactored_file``). Every text is shown escaped by the templates and with secrets masked;
+the only links made of a flow's data are the PR's and its checks' web addresses, and only
+when they are plain ``http://`` or ``https://`` URLs (``web_link``): a ``javascript:`` or other
+address GitHub (or a hand-edited state) holds is shown as text.
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ def outputs(root: Path, folder: Path, raw: dict[str, Any],
     diff = refactor_diff(folder, raw.get("data"), get, root)
     if diff:
         out["diff"] = diff
+    pull = ci_pull(raw)
+    if pull is not None:
+        out["ci"] = pull
     rounds = (raw.get("data") or {}).get("fix_history") if isinstance(raw.get("data"),
                                                                       dict) else None
     if isinstance(rounds, list) and rounds:
@@ -55,6 +63,59 @@ def outputs(root: Path, folder: Path, raw: dict[str, Any],
     if raw.get("result") is not None:
         out["result"] = json.dumps(raw["result"], indent=2, sort_keys=True, default=str)
     return out
+
+
+def web_link(url: Any) -> str | None:
+    """``url`` when it is a plain ``http://`` or ``https://`` address (no spaces or control
+    characters), else None: only such an address becomes a link on the page."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str) or len(url) > 2000 or any(ch.isspace() or ord(ch) < 32
+                                                          for ch in url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return url if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+CATEGORY_ORDER = ("regression", "broken_trunk", "external", "infra", "flaky", "pending",
+                  "green", "ignored")
+
+
+def ci_pull(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``ci`` flow's pull request as its page shows it, from the flow's own data: the PR
+    (repo, number, link), the head commit, and the checks the last tick read (on commit
+    ``checks_sha``), red ones first, then pending, then green, each with
+    GitHub's status and conclusion, the tick's category, whether it is required and its
+    link; None for a flow of another workflow."""
+    data = raw.get("data")
+    if raw.get("workflow") != "ci" or not isinstance(data, dict):
+        return None
+    rank = {c: i for i, c in enumerate(CATEGORY_ORDER)}
+    checks = []
+    for c in data.get("checks") or []:
+        if not isinstance(c, dict):
+            continue
+        checks.append({"name": str(c.get("name") or "?"), "kind": c.get("kind"),
+                       "status": c.get("status"), "conclusion": c.get("conclusion"),
+                       "category": str(c.get("category") or ""),
+                       "required": bool(c.get("required", True)),
+                       "workflow": c.get("workflow"), "url": c.get("details_url"),
+                       "link": web_link(c.get("details_url"))})
+    checks.sort(key=lambda c: (rank.get(c["category"], len(rank)), not c["required"]))
+    counted: dict[str, int] = {}
+    for c in checks:
+        counted[c["category"]] = counted.get(c["category"], 0) + 1
+    return {"repo": data.get("repo"), "number": data.get("number"),
+            "pr_url": data.get("pr_url") or None, "pr_link": web_link(data.get("pr_url")),
+            "head_sha": data.get("head_sha") or None, "checks_sha": data.get("checks_sha"),
+            "checks": checks,
+            "counts": [(k, counted[k]) for k in sorted(counted, key=lambda k: rank.get(
+                k, len(rank)))],
+            "stale": bool(data.get("checks_sha")) and data.get("checks_sha") != data.get(
+                "head_sha")}
 
 
 def failure_line(read: Callable[[str], bytes | None]) -> str | None:

@@ -75,6 +75,31 @@ def test_pending_checks_schedule_a_cron_tick_in_phase_ci_monitor(fake_github: Fa
     assert spec["resume_command"] in spec["on_complete"]["prompt"]
 
 
+def test_each_tick_keeps_the_checks_it_read_and_an_unchanged_tick_saves_nothing(
+        fake_github: FakeGitHub, drv: Driver) -> None:
+    """data.checks holds every check of the head as read (status, conclusion, verdict,
+    link), for the dashboard; a tick that sees the same checks leaves the state's bytes and
+    revision as they were; one that sees a check move records the move."""
+    repo, wf = _pr(fake_github)
+    run = repo.add_run(wf, HEAD, jobs=[("lint", "success"), ("test", None)])
+    spec = drv.call(START).spec
+    state = Path(spec["workspace"]) / "flow_state.json"
+    first = state.read_bytes()
+    raw = json.loads(first)
+    assert (HEAD, [("lint", "completed", "success", "green"), ("test", "queued", None, "pending")]
+            ) == (raw["data"]["checks_sha"], [(c["name"], c["status"], c["conclusion"],
+                                              c["category"]) for c in raw["data"]["checks"]])
+    assert all(c["details_url"].startswith("https://github.example/o/r/actions/runs/")
+               for c in raw["data"]["checks"])
+    spec = _resume(drv, spec)
+    assert ("schedule_cron", first) == (spec["status"], state.read_bytes())
+    repo.jobs_of(run)[1].start()
+    _resume(drv, spec)
+    moved = json.loads(state.read_bytes())
+    assert (raw["revision"] + 1, "in_progress") == (
+        moved["revision"], moved["data"]["checks"][1]["status"])
+
+
 def test_codex_gets_a_poll_interval_and_a_crontab_line(fake_github: FakeGitHub,
                                                        drv: Driver) -> None:
     """The same wait under --harness codex: action poll with poll_command and a cron line."""

@@ -96,4 +96,5 @@ WORKFLOW = Workflow(
            "shipped": finish, "dropped": finish},
     feeds={"part": Part, "review": Review},
     data_model=ToyData,
+    asks_person=frozenset({"approve"}),
 )

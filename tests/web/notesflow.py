@@ -61,4 +61,5 @@ WORKFLOW = Workflow(
     steps={"ask": ask, "noted": finish},
     feeds={"note": Note},
     data_model=NotesData,
+    sleeps=frozenset({"ask"}),
 )

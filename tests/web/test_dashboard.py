@@ -103,7 +103,8 @@ def test_the_main_jobs_page_shows_its_verdict_and_diagram(
     page.wait_for_selector("#diagram")
     _until(page, lambda: page.evaluate("document.getElementById('diagram').naturalWidth") > 0)
     svg = page.request.get(page.evaluate("document.getElementById('diagram').src"))
-    active = re.findall(r"<title>(\w+)</title>\s*<path fill=\"darksalmon\"", svg.text())
+    active = [t for t in re.findall(r"<title>(\w+)</title>\s*<(?:path|polygon) fill=\"darksalmon\"",
+                                    svg.text()) if not t.startswith("legend_")]
     assert (("REPRODUCED", verdict["refined_command"], 1), ["verdict"], "image/svg+xml") == (
         (page.inner_text("#verdict"), page.inner_text("#refined_command"),
          page.locator("button.copy[data-copy='refined_command']").count()),

@@ -44,3 +44,34 @@ def test_ci_rounds_come_from_the_fix_history(tmp_path: Path) -> None:
               FixRound(round=2, head_sha="def", failures=[], pushed_commit="123").model_dump()]
     shown = outputs(tmp_path, tmp_path, {"data": {"fix_history": rounds}})
     assert [1, 2] == [r["round"] for r in shown["ci_rounds"]]
+
+
+def test_only_plain_web_addresses_become_links() -> None:
+    """http(s) with a host is linked; javascript:, data:, a bare path or spaces are not."""
+    from flow.web.outputs import web_link
+
+    given = ["https://github.example/o/r/pull/1", "http://ci.example/x", "javascript:alert(1)",
+             "JAVASCRIPT:alert(1)", "data:text/html,x", "/repos/o/r", "https://a b", None, 7,
+             "https:///nohost"]
+    assert ["https://github.example/o/r/pull/1", "http://ci.example/x", None, None, None,
+            None, None, None, None, None] == [web_link(g) for g in given]
+
+
+def test_the_ci_pull_section_is_the_ci_workflows_alone(tmp_path: Path) -> None:
+    """A flow of another workflow, even one with ``checks`` in its data, gets no PR section;
+    a ci flow's checks come red first, then pending, then green."""
+    from flow.web.outputs import ci_pull
+    from flow.workflows.ci.decide import CiData, SeenCheck
+
+    data = CiData(repo="o/r", number=3, pr_url="https://github.example/o/r/pull/3",
+                  head_sha="a" * 40, checks_sha="a" * 40, checks=[
+                      SeenCheck(name="lint", category="green"),
+                      SeenCheck(name="build", category="pending", status="queued"),
+                      SeenCheck(name="test", category="regression", conclusion="failure")])
+    raw = {"workflow": "ci", "data": data.model_dump(mode="json")}
+    shown = ci_pull(raw)
+    assert shown is not None
+    assert (["test", "build", "lint"], [("regression", 1), ("pending", 1), ("green", 1)],
+            False) == ([c["name"] for c in shown["checks"]], shown["counts"], shown["stale"])
+    assert ci_pull({**raw, "workflow": "reproduce"}) is None
+    assert "ci" not in outputs(tmp_path, tmp_path, {**raw, "workflow": "refactor"})

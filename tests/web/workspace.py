@@ -42,42 +42,43 @@ def call(root: Path, *argv: str, **extra: str) -> dict[str, Any]:
     return out
 
 
-def feed(task: dict[str, Any], content: dict[str, Any]) -> dict[str, Any]:
+def feed(task: dict[str, Any], content: dict[str, Any], **extra: str) -> dict[str, Any]:
     """Write ``content`` to the task's feed_file and run its printed feed_command."""
     Path(task["feed_file"]).write_text(json.dumps(content), encoding="utf-8")
     proc = subprocess.run(shlex.split(task["feed_command"]), capture_output=True, text=True,
-                          env=env(), timeout=300)
+                          env=env(**extra), timeout=300)
     out: dict[str, Any] = json.loads(proc.stdout)
     return out
 
 
-def build(root: Path, hostile: bool = True) -> dict[str, str]:
+def build(root: Path, hostile: bool = True, **extra: str) -> dict[str, str]:
     """The flows the dashboard tests look at, by role -> flow id (``hostile``: with the two
-    flows carrying hostile text)."""
+    flows carrying hostile text; ``extra``: settings for every call, such as
+    ``ORCHESTRATOR_STORE`` to make them in a PostgreSQL store)."""
     flows: dict[str, str] = {}
     main = call(root, "reproduce", "--profile", "local", "--source-dir",
-                str(ROOT / "examples" / "calc"), "--command", MAIN_JOB)
+                str(ROOT / "examples" / "calc"), "--command", MAIN_JOB, **extra)
     assert ("done", "REPRODUCED") == (main["status"], main.get("outcome")), main
     flows["main"] = main["flow_id"]
     if hostile:
         hostile_cmd = call(root, "reproduce", "--profile", "local", "--source-dir",
                            str(ROOT / "examples" / "calc"), "--command",
-                           f"pytest tests/test_calc.py::test_add -k '{HOSTILE_NOTE}'")
+                           f"pytest tests/test_calc.py::test_add -k '{HOSTILE_NOTE}'", **extra)
         flows["hostile_command"] = hostile_cmd["flow_id"]
-    toy = call(root, "start", "toy", "ship")
+    toy = call(root, "start", "toy", "ship", **extra)
     for task in toy["tasks"]:
-        spec = feed(task, {"ok": True, "value": 2})
-    spec = feed(spec["tasks"][0], {"approved": True})
+        spec = feed(task, {"ok": True, "value": 2}, **extra)
+    spec = feed(spec["tasks"][0], {"approved": True}, **extra)
     assert "need_human" == spec["status"], spec
     flows["person"] = spec["flow_id"]
-    waiting = call(root, "start", "notes", "pending")
+    waiting = call(root, "start", "notes", "pending", **extra)
     assert "need_agent" == waiting["status"], waiting
     flows["agent"] = waiting["flow_id"]
     if not hostile:
         return flows
-    hostile = call(root, "start", "notes", "hostile")
+    hostile = call(root, "start", "notes", "hostile", **extra)
     done = feed(hostile["tasks"][0], {"note": f"{HOSTILE_NOTE} token {FAKE_TOKEN}",
-                                      "link": HOSTILE_LINK})
+                                      "link": HOSTILE_LINK}, **extra)
     assert "done" == done["status"], done
     flows["hostile"] = done["flow_id"]
     return flows

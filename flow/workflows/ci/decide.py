@@ -61,6 +61,22 @@ class Failure(BaseModel):
     log_truncated: bool = False
 
 
+class SeenCheck(BaseModel):
+    """One check of the PR's head as the last tick that read the checks saw it (the flow's
+    page lists them): its name, GitHub's status and conclusion, this tick's category, whether
+    it decides green (a required check, or every check when none are known) and its link."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    kind: str = "check_run"
+    status: str = ""
+    conclusion: str | None = None
+    category: str = ""
+    required: bool = True
+    workflow: str | None = None
+    details_url: str | None = None
+
+
 class Rerun(BaseModel):
     """A workflow run whose failed jobs this flow re-ran (or is about to): never twice."""
 
@@ -133,6 +149,10 @@ class CiData(BaseModel):
     report_problems: list[str] = Field(default_factory=list)  # end writes GitHub refused
     required: RequiredChecks | None = None  # the base branch's required checks, last read
     babysit_optional: bool = False  # ORCHESTRATOR_CI_OPTIONAL_CHECKS=babysit: every check counts
+    checks: list[SeenCheck] = Field(default_factory=list)  # the head's checks, last read
+    # the commit `checks` belong to; no clock is kept with them, so a tick that sees the same
+    # checks changes nothing and saves nothing
+    checks_sha: str | None = None
 
 
 Action = Literal["wait", "debug", "rerun", "stop", "green", "closed"]
@@ -157,6 +177,24 @@ def failure_of(v: CheckVerdict) -> Failure:
         job_id=c.id if c.kind == "check_run" else None, details_url=c.details_url,
         failing_lines=list(v.log.lines) if v.log else [],
         log_truncated=bool(v.log and v.log.truncated))
+
+
+def seen_checks(every: TickClassification, deciding: TickClassification) -> list[SeenCheck]:
+    """Every check of the tick (``every``: before the required split) as the page lists it,
+    each marked required when it is among the verdicts that decide (``deciding``), then the
+    required checks that have not reported yet (GitHub's "Expected")."""
+    keys = {v.check.key for v in deciding.verdicts}
+
+    def seen(v: CheckVerdict, required: bool) -> SeenCheck:
+        c = v.check
+        return SeenCheck(name=c.name, kind=c.kind, status=c.status, conclusion=c.conclusion,
+                         category=v.category, required=required, workflow=c.workflow,
+                         details_url=c.details_url)
+
+    out = [seen(v, v.check.key in keys) for v in every.verdicts]
+    known = {v.check.key for v in every.verdicts}
+    out.extend(seen(v, True) for v in deciding.verdicts if v.check.key not in known)
+    return out
 
 
 def _minutes_since(stamp: str | None, now: datetime) -> float:

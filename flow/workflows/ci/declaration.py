@@ -57,7 +57,7 @@ from flow.github.access import Access, access_from, connect_with
 from flow.github.trouble import guarded
 from flow.workflows.ci.decide import (
     DEFAULT_MAX_ROUNDS, DEFAULT_PUSH_DEADLINE_MINUTES, DEFAULT_RUN_DEADLINE_MINUTES, Awaiting,
-    CiData, Decision, EndReport, FixRound, decide, failure_of,
+    CiData, Decision, EndReport, FixRound, decide, failure_of, seen_checks,
 )
 from flow.workflows.ci.end import REFUSALS, closed, done, report, stopped
 from flow.workflows.ci.end import extra_for as _extra
@@ -217,6 +217,9 @@ def _monitor(ctx: Any, d: CiData) -> Any:
         # The kept reading of the required checks decided an action: read them again first.
         obs = refresh_required(client, d.repo, obs, ctx.path(CACHE), d.babysit_optional)
         decision = decide(obs.classification, obs.head.runs, obs.pull, d, now)
+    if obs.checks_read:
+        d.checks = seen_checks(obs.every_check or obs.classification, obs.classification)
+        d.checks_sha = obs.head.sha
     if obs.required is not None:
         if obs.required != d.required and obs.required.note:
             ctx.log(f"required checks: {obs.required.note}")
@@ -328,6 +331,8 @@ WORKFLOW = Workflow(
            "ci_done": done, "ci_stopped": stopped, "ci_closed": closed},
     feeds={"debugger": DebuggerResult},
     data_model=CiData,
+    asks_person=frozenset({"ci_monitor", "ci_rerun", "ci_report"}),  # GitHub refused: mend or stop
+    sleeps=frozenset({"ci_monitor", "ci_rerun", "ci_report"}),  # CI pending, GitHub rate limited
     skill="pytorch-test-refactoring",
     description="Watch a PR's CI: debug regressions, re-run flaky or infra jobs once, "
                 "report green or what still fails.",

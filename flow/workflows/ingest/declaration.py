@@ -352,6 +352,8 @@ WORKFLOW = Workflow(
            "applied": applied, "refused": refused, "declined": declined},
     feeds={"triage": TriageResult, "analysis": AnalysisResult, "editor": EditorResult},
     data_model=IngestData,
+    asks_person=frozenset({"harvest", "confirm"}),
+    sleeps=frozenset({"harvest"}),
     skill="pytorch-test-refactoring",
     description="Feedback ingest: harvest review lessons from merged [Test] PRs into findings "
                 "files; apply ticked findings to the ruleset after a person confirms.",

@@ -130,6 +130,7 @@ WORKFLOW = Workflow(
            "finalize": finalize, "aborted": aborted},
     feeds=FEEDS,
     data_model=RefactorData,
+    asks_person=frozenset({"analyze", "code", "verify", "review", "test"}),
     skill="pytorch-test-refactoring",
     description="Decouple a PyTorch test file from specific accelerators (seed phases 1-7).",
 )

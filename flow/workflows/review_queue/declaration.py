@@ -374,6 +374,8 @@ WORKFLOW = Workflow(
            "archive": _archive, "done": _finish},
     feeds={"review": core.ReviewFeed, "review_batch": core.BatchFeed},
     data_model=ReviewQueueData,
+    asks_person=frozenset({"select", "post"}),
+    sleeps=frozenset({"select", "post"}),
     skill="pytorch-test-refactoring",
     description="Daily batch: review queued PRs with changed tests, post one comment.",
 )

@@ -269,6 +269,8 @@ WORKFLOW = Workflow(
            "gave_up": finish, "timed_out": finish, "stopped": finish},
     feeds={"debug": loop.DebugResult},
     data_model=TargetedData,
+    asks_person=frozenset({"approve", "dispatch", "post", "poll", "debug"}),
+    sleeps=frozenset({"dispatch", "post", "poll", "debug"}),
     skill="pr-ci-targeted",
     description="Run only the CI test files a PR reaches, fix failures, re-run what the fix reaches.",
 )
