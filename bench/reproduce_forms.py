@@ -304,7 +304,7 @@ def one_bug(args: argparse.Namespace, project: str, bug: str, base: Path) -> dic
             # drop what the bash run left (bytecode, egg-info)
             checkout(tree, info, state, ignored=bool(fix))
             verdict = reproduce(tree, python, command, base / "ws" / f"{project}-{bug}",
-                                pattern if form != "pytest" else None)
+                                None if "pytest" in form else pattern)
             got[state] = verdict.get("verdict")
             if state == "buggy":
                 refined = verdict.get("refined_command")
