@@ -2,23 +2,41 @@
 """The three reproducer forms on real bugs, at the buggy and at the fixed commit, next to
 what bash itself says.
 
-Bugs come from BugsInPy (github:soarsmu/BugsInPy: ``bug.info`` names the commits and the
-test file, ``run_test.sh`` the failing test); the trees are checked out as
-``bench/reproduce_real.py`` does it (the buggy commit with the fix's test files on top,
-then the fixed commit). Each bug is given three ways:
+Bugs come from two places:
 
-1. ``pytest``: its BugsInPy command, ``python -m pytest FILE::TEST`` (a bare ``pytest``
-   would not put the tree on ``sys.path``: bash's own run would fail to import the
-   project at both commits);
-2. ``python -c``: a snippet written for this bench (``SNIPPETS``: the failing call, in our
-   words) with ``--failure-pattern`` naming the error it raises at the buggy commit;
-3. ``shell``: an issue-body block: ``cd TREE``, ``python -m venv --system-site-packages
-   VENV && . VENV/bin/activate``, ``pip install --no-deps --no-build-isolation -e .``,
-   then the snippet (offline: the venv borrows the base interpreter's setuptools; no
-   dependency is fetched, the projects here have none at run time);
+- BugsInPy (github:soarsmu/BugsInPy: ``bug.info`` names the commits and the test file,
+  ``run_test.sh`` the failing test), for tqdm (``tqdm:2,3,4,8,9``);
+- fix commits of other projects, chosen for this bench and described in ``FIXES`` in our
+  own words (``tabulate:38d345b,...``: the project and the fix commit; the buggy commit is
+  the fix's first parent; the test file(s) the fix touched, the node that fails, a
+  snippet and its failure pattern).
+
+The trees are checked out as ``bench/reproduce_real.py`` does it (the buggy commit with the
+fix's test files on top, then the fixed commit; for ``FIXES`` with every ignored file but
+``_version.py`` removed, so no build output of another commit is read). Each bug is given
+in these forms:
+
+1. ``pytest``: ``python -m pytest NODE`` (a bare ``pytest`` would not put the tree on
+   ``sys.path``: bash's own run would fail to import a flat-layout project at both
+   commits); a parametrized node whose id holds a space is double-quoted, as an issue
+   writes it, one with only brackets is left bare (bash leaves a glob that matches no
+   file as written);
+2. ``python -c``: a snippet written for this bench (the failing call, in our words) with
+   ``--failure-pattern`` naming the error it raises at the buggy commit;
+3. ``shell``: an issue-body block: ``cd TREE``, make a venv and activate it, install the
+   tree editable, then the snippet. Per project (``BLOCK_SETUP``): for tqdm offline,
+   ``python -m venv --system-site-packages VENV`` and ``pip install --no-deps
+   --no-build-isolation -e .`` (the venv borrows the base interpreter's setuptools; tqdm
+   has no run-time dependency); for the others the block most issues show, ``python -m
+   venv VENV`` and ``pip install -q -e .``, whose isolated build fetches the project's
+   build backend (setuptools-scm, flit-scm, hatch-vcs) from the package index (they have
+   no run-time dependency either);
 4. ``shell-away``: the same block with ``cd "$(mktemp -d)"`` before the snippet, as a
    block that tests the installed copy from outside the tree is written (there only the
-   activated venv can import the project).
+   activated venv can import the project);
+5. ``shell-pytest`` (projects with ``TEST_TOOLS``): a block that installs the tree and the
+   project's test tools into its own venv and ends with the venv's bare ``pytest NODE``
+   (the failing test, as an issue asks to run it after an editable install).
 
 For every form and state, bash's own exit code (``bash -c COMMAND`` from the tree, the
 project interpreter's bin first on PATH: a person's shell) is recorded next to the
@@ -28,13 +46,23 @@ the buggy commit and NOT_REPRODUCED at the fixed one, on a bug bash fails then p
 the buggy verdict's ``refined_command`` is run once more from ``env -i
 PATH=/usr/bin:/bin`` (usable: it fails there).
 
-Prepared beforehand (nothing here reaches the network):
+Prepared beforehand (clones, the projects' interpreters):
 
     git clone <BugsInPy> /tmp/bip; git clone <tqdm> /tmp/repos/tqdm
     python3.8 -m venv /tmp/py38 && /tmp/py38/bin/pip install 'pytest<8' nose
+    git clone <python-tabulate> /tmp/repos/tabulate; git clone <humanize> /tmp/repos/humanize
+    python3.11 -m venv /tmp/py-tabulate && /tmp/py-tabulate/bin/pip install pytest
+    python3.11 -m venv /tmp/py-humanize && /tmp/py-humanize/bin/pip install pytest \
+        pytest-cov freezegun hatchling hatch-vcs editables setuptools-scm
+    /tmp/py-humanize/bin/pip install --no-deps --no-build-isolation -e /tmp/repos/humanize
+
+(humanize has a ``src`` layout: its tests import the installed copy, an editable one,
+as its developers work; tabulate's import the tree itself.)
 
 Usage: python bench/reproduce_forms.py --bugsinpy /tmp/bip --repos /tmp/repos
-           --python /tmp/py38/bin/python [--json FILE] [--forms shell] tqdm:2,3,4,8,9
+           --python /tmp/py38/bin/python --python tabulate=/tmp/py-tabulate/bin/python
+           --python humanize=/tmp/py-humanize/bin/python [--json FILE] [--forms shell]
+           tqdm:2,3,4,8,9 tabulate:38d345b,6c48142 humanize:b1ee687
 """
 from __future__ import annotations
 
@@ -42,9 +70,11 @@ import argparse
 import json
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -69,25 +99,151 @@ SNIPPETS: dict[tuple[str, int], tuple[str, str]] = {
                   "out = format_meter(1, 9999, 1, unit_scale=True); "
                   "assert '10.0K ' in out, repr(out)", "AssertionError"),
 }
-FORMS = ("pytest", "python", "shell", "shell-away")
 
 
-def commands(info: dict[str, str], snippet: str, tree: Path, venv: Path) -> dict[str, str]:
-    """The bug's reproducer in each form (``shell-away``: the block with its snippet run
-    from a fresh folder; double quotes around the snippet, as the
-    refined_command contract asks; the snippets hold no ``"``, ``$`` or backtick)."""
-    node = info["command"].split("pytest", 1)[1].split()[-1]
+@dataclass(frozen=True)
+class Fix:
+    """A fix commit of a project outside BugsInPy: the commit, the test file(s) it added
+    or changed, the node that fails before it (as an issue would write it), a snippet of
+    the failing call written for this bench, and the --failure-pattern of its error."""
+
+    commit: str
+    tests: tuple[str, ...]
+    node: str
+    snippet: str
+    pattern: str
+
+
+# (project, the fix commit as given on the command line): the bug it fixes
+FIXES: dict[tuple[str, str], Fix] = {
+    # an infinite iterator as showindex: the buggy code takes its length
+    ("tabulate", "38d345b"): Fix(
+        "38d345b", ("test/test_regression.py",), "test/test_regression.py::test_iterable_row_index",
+        "import itertools; from tabulate import tabulate; out = tabulate([['a'], ['b']], "
+        "showindex=itertools.islice(itertools.count(1), 5), tablefmt='plain'); "
+        "assert out == '1  a\\n2  b', repr(out)",
+        "index must be as long as"),
+    # maxcolwidths wraps a cell and drops the line breaks it held
+    ("tabulate", "6c48142"): Fix(
+        "6c48142", ("test/test_regression.py",),
+        "test/test_regression.py::test_preserve_line_breaks_with_maxcolwidths",
+        "from tabulate import tabulate; out = tabulate([['ab cd\\nef']], tablefmt='plain', "
+        "maxcolwidths=10); assert len(out.splitlines()) == 2, repr(out)",
+        "AssertionError"),
+    # no rows at all with maxcolwidths: an index error
+    ("tabulate", "20c6370"): Fix(
+        "20c6370", ("test/test_regression.py",),
+        "test/test_regression.py::test_exception_on_empty_data_with_maxcolwidths",
+        "from tabulate import tabulate; out = tabulate([], maxcolwidths=5); "
+        "assert out == '', repr(out)",
+        "list index out of range"),
+    # a cell reading 'True' is parsed to a bool before it is wrapped
+    ("tabulate", "d29909b"): Fix(
+        "d29909b", ("test/test_textwrapper.py",),
+        "test/test_textwrapper.py::test_wrap_optional_bool_strs",
+        "from tabulate import tabulate; print(tabulate([['x', 'True']], maxcolwidths=[3, 3]))",
+        "no attribute"),
+    # headers only, with maxheadercolwidths: the column count read from the first row
+    ("tabulate", "87a9a4e"): Fix(
+        "87a9a4e", ("test/test_regression.py",),
+        "test/test_regression.py::test_empty_table_with_maxheadercolwidths",
+        "from tabulate import tabulate; print(tabulate([], headers=['a', 'b'], "
+        "maxheadercolwidths=3))",
+        "list index out of range"),
+    # asciidoc rows padded with trailing blanks
+    ("tabulate", "3aa568c"): Fix(
+        "3aa568c", ("test/test_output.py", "test/test_regression.py"),
+        "test/test_regression.py::test_asciidoc_without_trailing_whitespace",
+        "from tabulate import tabulate; out = tabulate([['x']], headers=['wide header'], "
+        "tablefmt='asciidoc'); bad = [l for l in out.splitlines() if l != l.rstrip()]; "
+        "assert not bad, bad",
+        "AssertionError"),
+    # metric(0): log10 of zero
+    ("humanize", "b1ee687"): Fix(
+        "b1ee687", ("tests/test_number.py",), "tests/test_number.py::test_metric[[0]-0.00]",
+        "import humanize; print(humanize.metric(0, 'V'))", "math domain error"),
+    # intcomma of a decimal string with ndigits formats the string with 'f'
+    ("humanize", "33005e5"): Fix(
+        "33005e5", ("tests/test_number.py",),
+        "tests/test_number.py::test_intcomma[test_args13-1,234,567.1]",
+        "import humanize; print(humanize.intcomma('9876543.21', 1))", "Unknown format code"),
+    # intword past the last name steps to googol at 10**36
+    ("humanize", "8705e29"): Fix(
+        "8705e29", ("tests/test_number.py",),
+        '"tests/test_number.py::test_intword[test_args25-1000.0 decillion]"',
+        "import humanize; out = humanize.intword(10 ** 36); "
+        "assert out == '1000.0 decillion', out",
+        "AssertionError"),
+    # naturalsize of a float below one kB keeps its fraction
+    ("humanize", "11e62ee"): Fix(
+        "11e62ee", ("tests/test_filesize.py",),
+        '"tests/test_filesize.py::test_naturalsize[test_args62-1 Bytes]"',
+        "import humanize; out = humanize.naturalsize(2.75); assert out == '2 Bytes', out",
+        "AssertionError"),
+    # naturalday of an aware datetime compares its date with the local today
+    ("humanize", "a47a89e"): Fix(
+        "a47a89e", ("tests/test_time.py",), "tests/test_time.py::test_naturaldate_tz_aware",
+        "import datetime as dt, humanize; got = [humanize.naturalday(dt.datetime.now("
+        "dt.timezone(dt.timedelta(hours=h)))) for h in (14, -12)]; "
+        "assert got == ['today', 'today'], got",
+        "AssertionError"),
+    # naturalsize rounds 999999 B to '1000.0 kB' instead of carrying to MB
+    ("humanize", "823ad60"): Fix(
+        "823ad60", ("tests/test_filesize.py",),
+        '"tests/test_filesize.py::test_naturalsize[test_args70-1.0 MB]"',
+        "import humanize; out = humanize.naturalsize(999999); assert out == '1.0 MB', out",
+        "AssertionError"),
+}
+# The block's venv and install lines per project (VENV: the venv's folder, quoted).
+OFFLINE_SETUP = ("python -m venv --system-site-packages {venv} && . {venv}/bin/activate",
+                 "pip install -q --no-deps --no-build-isolation -e .")
+BLOCK_SETUP: dict[str, tuple[str, str]] = {
+    "tqdm": OFFLINE_SETUP,
+    "*": ("python -m venv {venv} && . {venv}/bin/activate", "pip install -q -e ."),
+}
+# What the ``shell-pytest`` block installs beside the tree to run the test (the test tools
+# the project's own test setup names); a project not listed has no such block (tqdm's
+# offline venv could not fetch them).
+TEST_TOOLS: dict[str, str] = {"tabulate": "pytest", "humanize": "pytest pytest-cov freezegun"}
+FORMS = ("pytest", "python", "shell", "shell-away", "shell-pytest")
+
+
+def fix_info(tree: Path, fix: Fix) -> dict[str, str]:
+    """``bug_info``'s keys for a ``Fix``: the buggy commit is the fix's first parent."""
+    def rev(name: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), "rev-parse", name], check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    return {"buggy_commit_id": rev(f"{fix.commit}^"), "fixed_commit_id": rev(fix.commit),
+            "test_file": ";".join(fix.tests), "command": f"python -m pytest {fix.node}"}
+
+
+def commands(node: str, snippet: str, tree: Path, venv: Path, setup: tuple[str, str],
+             tools: str | None = None) -> dict[str, str]:
+    """The bug's reproducer in each form (``node`` as the issue writes it, quotes
+    included; ``setup``: the block's venv and install lines; ``shell-away``: the block
+    with its snippet run from a fresh folder; double quotes around the snippet, as the
+    refined_command contract asks; the snippets hold no ``"``, ``$`` or backtick). With
+    ``tools``, ``shell-pytest`` too: a block whose own venv installs the tree and those
+    test tools, then runs the failing test with the venv's bare ``pytest NODE``."""
     code = f'python -c "{snippet}"'
     block = "\n".join([
         f"cd {shlex.quote(str(tree))}",
-        f"python -m venv --system-site-packages {shlex.quote(str(venv))} && "
-        f". {shlex.quote(str(venv))}/bin/activate",
-        "pip install -q --no-deps --no-build-isolation -e .",
+        setup[0].format(venv=shlex.quote(str(venv))),
+        setup[1],
         code,
     ])
     away = block.rsplit("\n", 1)
-    return {"pytest": f"python -m pytest {node}", "python": code, "shell": block,
-            "shell-away": f'{away[0]}\ncd "$(mktemp -d)"\n{away[1]}'}
+    forms = {"pytest": f"python -m pytest {node}", "python": code, "shell": block,
+             "shell-away": f'{away[0]}\ncd "$(mktemp -d)"\n{away[1]}'}
+    if tools:
+        forms["shell-pytest"] = "\n".join([
+            f"cd {shlex.quote(str(tree))}",
+            setup[0].format(venv=shlex.quote(f"{venv}-pytest")),
+            f"{setup[1]} {tools}",
+            f"pytest {node}",
+        ])
+    return forms
 
 
 def bash_exit(command: str, tree: Path, python: str) -> int:
@@ -120,21 +276,35 @@ def reproduce(tree: Path, python: str, command: str, workspace: Path,
     return {"verdict": "still waiting"}
 
 
-def one_bug(args: argparse.Namespace, project: str, bug: int, base: Path) -> dict:
-    info = bug_info(Path(args.bugsinpy), project, bug)
+def one_bug(args: argparse.Namespace, project: str, bug: str, base: Path) -> dict:
     tree = Path(args.repos) / project
-    snippet, pattern = SNIPPETS[(project, bug)]
+    fix = FIXES.get((project, bug))
+    if fix:
+        info, node, snippet, pattern = fix_info(tree, fix), fix.node, fix.snippet, fix.pattern
+    else:
+        if not args.bugsinpy:
+            raise SystemExit(f"{project}:{bug} is a BugsInPy bug: give --bugsinpy")
+        info = bug_info(Path(args.bugsinpy), project, int(bug))
+        node = info["command"].split("pytest", 1)[1].split()[-1]
+        snippet, pattern = SNIPPETS[(project, int(bug))]
+    python = args.python.get(project) or args.python.get("*")
+    if not python:
+        raise SystemExit(f"no --python for {project}")
     venv = base / "venvs" / f"{project}-{bug}"
-    forms = {k: v for k, v in commands(info, snippet, tree, venv).items() if k in args.forms}
-    row: dict = {"bug": f"{project}:{bug}", "forms": {}}
+    setup = BLOCK_SETUP.get(project, BLOCK_SETUP["*"])
+    forms = {k: v for k, v in commands(node, snippet, tree, venv, setup,
+                                       TEST_TOOLS.get(project)).items() if k in args.forms}
+    row: dict = {"bug": f"{project}:{bug}", "python": python, "forms": {}}
     for state in ("buggy", "fixed"):
-        checkout(tree, info, state)
+        checkout(tree, info, state, ignored=bool(fix))
         for form, command in forms.items():
             got = row["forms"].setdefault(form, {})
-            got[f"bash_{state}"] = bash_exit(command, tree, args.python)
-            checkout(tree, info, state)  # drop what the bash run left (bytecode, egg-info)
-            verdict = reproduce(tree, args.python, command, base / "ws" / f"{project}-{bug}",
-                                pattern if form != "pytest" else None)
+            got["command"] = command
+            got[f"bash_{state}"] = bash_exit(command, tree, python)
+            # drop what the bash run left (bytecode, egg-info)
+            checkout(tree, info, state, ignored=bool(fix))
+            verdict = reproduce(tree, python, command, base / "ws" / f"{project}-{bug}",
+                                None if "pytest" in form else pattern)
             got[state] = verdict.get("verdict")
             if state == "buggy":
                 refined = verdict.get("refined_command")
@@ -153,33 +323,50 @@ def one_bug(args: argparse.Namespace, project: str, bug: int, base: Path) -> dic
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bugsinpy", required=True)
+    parser.add_argument("--bugsinpy", help="a BugsInPy clone (for its projects' bugs)")
     parser.add_argument("--repos", required=True)
-    parser.add_argument("--python", required=True, help="the projects' interpreter")
+    parser.add_argument("--python", required=True, action="append",
+                        help="the projects' interpreter, or PROJECT=PATH for one project "
+                             "(repeatable)")
     parser.add_argument("--json", help="write every figure here")
     parser.add_argument("--forms", default=",".join(FORMS),
-                        help="only these forms, comma-separated (default: all three)")
+                        help="only these forms, comma-separated (default: all of them)")
     parser.add_argument("bugs", nargs="+", help="project:1,2,3")
     args = parser.parse_args()
     args.forms = [f for f in args.forms.split(",") if f in FORMS]
+    args.python = dict(p.split("=", 1) if "=" in p else ("*", p) for p in args.python)
     base = Path(tempfile.mkdtemp(prefix="reproduce-forms-"))
     rows = []
     for spec in args.bugs:
         project, numbers = spec.split(":", 1)
-        for bug in (int(n) for n in numbers.split(",")):
+        for bug in numbers.split(","):
             row = one_bug(args, project, bug, base)
             rows.append(row)
             print(row["bug"], " ".join(
                 f"{form}: bash {f['bash_buggy']}/{f['bash_fixed']} verdicts {f['buggy']}/"
                 f"{f['fixed']} refined_fails {f['refined_fails']}"
                 for form, f in row["forms"].items()), flush=True)
-    summary = {form: {
-        "bugs": len(rows),
-        "bash_fails_then_passes": sum(r["forms"][form]["bash_pair"] for r in rows),
-        "right_pairs": sum(r["forms"][form]["right_pair"] for r in rows),
-        "agree_with_bash": sum(r["forms"][form]["agrees_with_bash"] for r in rows),
-        "refined_fails_alone": sum(bool(r["forms"][form]["refined_fails"]) for r in rows),
-    } for form in args.forms}
+
+    def tally(some: list[dict]) -> dict:
+        out = {}
+        for form in args.forms:
+            got = [r["forms"][form] for r in some if form in r["forms"]]
+            if got:
+                out[form] = {
+                    "bugs": len(got),
+                    "bash_fails_then_passes": sum(g["bash_pair"] for g in got),
+                    "right_pairs": sum(g["right_pair"] for g in got),
+                    "agree_with_bash": sum(g["agrees_with_bash"] for g in got),
+                    "refined_fails_alone": sum(bool(g["refined_fails"]) for g in got),
+                    "bash_exits": " ".join(f'{g["bash_buggy"]}/{g["bash_fixed"]}' for g in got),
+                }
+        return out
+
+    projects = sorted({r["bug"].split(":")[0] for r in rows})
+    summary: dict = tally(rows)
+    if len(projects) > 1:
+        summary["per_project"] = {
+            p: tally([r for r in rows if r["bug"].split(":")[0] == p]) for p in projects}
     summary["load_average"] = os.getloadavg()
     print(json.dumps(summary, indent=1))
     if args.json:

@@ -70,16 +70,23 @@ def git(tree: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True)
 
 
-def checkout(tree: Path, info: dict[str, str], which: str) -> None:
+def checkout(tree: Path, info: dict[str, str], which: str, *, ignored: bool = False) -> None:
     """The buggy commit with the fix's test files on top (BugsInPy's checkout), or the
-    fixed commit. Untracked build outputs (egg-info of an editable install) are kept; the
-    tree's bytecode caches are not: Python trusts a ``.pyc`` whose source has the same size
-    and the same mtime to the second, so a fix that keeps a file's size, checked out within
-    a second of the buggy run, would run the buggy bytecode."""
+    fixed commit. Untracked build outputs (egg-info of an editable install, the
+    ``_version.py`` a setuptools-scm or hatch-vcs install writes and the package imports)
+    are kept; with ``ignored``, every other ignored file goes too (an earlier commit's
+    egg-info or version file, which a later build would read its version from), only
+    ``_version.py`` stays. The tree's bytecode caches are not kept: Python trusts a
+    ``.pyc`` whose source has the same size and the same mtime to the second, so a fix
+    that keeps a file's size, checked out within a second of the buggy run, would run the
+    buggy bytecode."""
     import shutil
 
     git(tree, "checkout", "-qf", info["fixed_commit_id"])
-    git(tree, "clean", "-fdq", "-e", "*.egg-info", "-e", "*.so")
+    if ignored:
+        git(tree, "clean", "-fdxq", "-e", "_version.py")
+    else:
+        git(tree, "clean", "-fdq", "-e", "*.egg-info", "-e", "*.so", "-e", "_version.py")
     if which == "buggy":
         git(tree, "checkout", "-qf", info["buggy_commit_id"])
         tests = [t for t in info.get("test_file", "").split(";") if t]
