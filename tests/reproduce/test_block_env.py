@@ -92,3 +92,23 @@ def test_a_block_that_stays_in_its_empty_folder_runs_in_a_fresh_one(tmp_path: Pa
     assert ("REPRODUCED", True, False, 1) == (
         verdict["verdict"], refined.startswith('cd "$(mktemp -d)" && '),
         str(tmp_path / "ws") in refined.split(" -c ")[0], alone), verdict
+
+
+def test_a_block_that_runs_away_into_a_temp_folder_refines_to_a_fresh_one(
+        tmp_path: Path) -> None:
+    """A block that cds into a folder it makes (``cd "$(mktemp -d)"``, to run away from the
+    tree) and writes nothing there: its refined_command cds to a fresh ``mktemp -d`` rather
+    than naming that folder, so it still runs once the folder is cleaned away."""
+    away = tmp_path / "away"
+    text = (f"mkdir -p {away} && cd {away}\nexport GREETING=hello\n"
+            "python -c \"import os, sys; sys.exit(os.environ['GREETING'] == 'hello')\"")
+    call = Driver(tmp_path / "ws").call(["reproduce", "--profile", "local", "--stage",
+                                          "nightly", "--command", text])
+    assert call.spec is not None, call.stderr
+    verdict = call.spec["verdict"]
+    refined = verdict.get("refined_command", "")
+    away.rmdir()  # what a cleaned /tmp does to the folder the block made
+    alone = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", "bash", "-c", refined]).returncode
+    assert ("REPRODUCED", True, False, 1) == (
+        verdict["verdict"], refined.startswith('cd "$(mktemp -d)" && '),
+        str(away) in refined, alone), verdict

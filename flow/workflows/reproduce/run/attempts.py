@@ -29,10 +29,11 @@ def exercise(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
     # a shell block's setup ran in this stage: its variables, PATH and interpreter carry
     block = (BlockState.model_validate(ctx.data.block)
              if ctx.data.block and ctx.data.current_stage == Stage.NIGHTLY.value else None)
-    # a run "outside any source tree" in the flow's empty scratch dir: refined_command cds
-    # to a fresh temp dir instead, so it still runs once the workspace is gone
-    fresh = ctx.data.cwd == scratch(ctx) and (
-        not rep.setup or block is not None and not uses_folder(block, scratch(ctx)))
+    # a run "outside any source tree" in the flow's empty scratch dir, or in an empty folder
+    # a block's setup made for it: refined_command cds to a fresh temp dir instead, so it
+    # still runs once the workspace (or that folder) is gone
+    fresh = (ctx.data.cwd == scratch(ctx) and not rep.setup
+             or block is not None and not uses_folder(block, scratch(ctx)))
     return runner.exercise(rep, cwd=ctx.data.cwd, pytest_args=ctx.data.pytest_args,
                            fresh_cwd=fresh,
                            settings=ctx.settings, log=ctx.path(f"logs/{label}.log"),

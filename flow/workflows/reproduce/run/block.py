@@ -127,11 +127,11 @@ def prefix_env(state: BlockState, rep: Reproducer) -> tuple[dict[str, str], str 
 
 
 def uses_folder(state: BlockState, scratch: str) -> bool:
-    """The step needs the folder it ended in: it is not the empty scratch folder the setup
-    started in (a folder the setup wrote into, or one it ``cd``'d to)."""
-    if posixpath.normpath(state.cwd) != posixpath.normpath(scratch):
-        return True
+    """The step needs the folder it ended in: one with something in it (a tree it ``cd``'d
+    to, or what the setup wrote). An empty one, the scratch folder the setup started in or
+    one it made to run away from the tree (``cd "$(mktemp -d)"``), is as good as any fresh
+    empty folder, and a command naming it would fail once it is cleaned away."""
     try:
-        return any(Path(scratch).iterdir())
-    except OSError:
-        return False
+        return any(Path(state.cwd).iterdir())
+    except OSError:  # gone already: only the scratch folder may be taken for a fresh one
+        return posixpath.normpath(state.cwd) != posixpath.normpath(scratch)

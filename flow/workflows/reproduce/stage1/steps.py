@@ -103,7 +103,8 @@ def carry_block(ctx: Any, state_file: Any, env: dict[str, str]) -> None:
     """A shell block's setup ran: its reproduce step runs where bash would run it (the
     folder the block ended in, its variables, the interpreter its PATH resolves, such as
     an activated venv's), never with the project interpreter put in its place. A block
-    that ended in the empty folder it started in runs in a fresh ``mktemp -d``."""
+    that ended in an empty folder (the one it started in, or one it made) refines to a
+    fresh ``mktemp -d``."""
     from flow.workflows.reproduce.run.block import uses_folder
 
     state = runner.setup_state(state_file, env)
@@ -113,7 +114,8 @@ def carry_block(ctx: Any, state_file: Any, env: dict[str, str]) -> None:
     ctx.data.cwd = state.cwd
     ctx.data.cwd_rule = ("where the shell block's setup left the shell (its cd lines, as bash "
                          "ran them)" if uses_folder(state, scratch(ctx))
-                         else "outside any source tree (the block's setup wrote nothing)")
+                         else "outside any source tree (an empty folder: the block's setup "
+                              "wrote nothing there)")
     from pathlib import Path
 
     if state.program and Path(state.program).parent != Path(ctx.data.python or "").parent:
