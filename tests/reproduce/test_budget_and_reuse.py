@@ -75,10 +75,15 @@ def _drive(drv: Driver, argv: list[str], after_first: Any = None,
 def test_budget_cut_tree_state_is_asked_again_not_recorded(tmp_path: Path) -> None:
     """ORCHESTRATOR_FOREGROUND_S=1 and a git that takes 3 s once: the call whose budget ran
     out answers waiting (the read runs again as a job), and the verdict's tree is the git tree at its
-    HEAD, never ``git: false`` / ``working-tree``."""
+    HEAD, never ``git: false`` / ``working-tree``. The slowed read is the verdict's read of
+    the tree the command cd'd into (the tree of --source-dir was read for the flow id, before
+    any run, and prepare takes that read)."""
     env = _env(tmp_path)
     src = _git_calc(tmp_path, env)
-    head = subprocess.run([REAL_GIT, "rev-parse", "HEAD"], cwd=src, env=env, check=True,
+    other = tmp_path / "other-clone"
+    subprocess.run([REAL_GIT, "clone", "-q", str(src), str(other)], env=env, check=True,
+                   capture_output=True)
+    head = subprocess.run([REAL_GIT, "rev-parse", "HEAD"], cwd=other, env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -87,11 +92,12 @@ def test_budget_cut_tree_state_is_asked_again_not_recorded(tmp_path: Path) -> No
     env.update(PATH=f"{bin_dir}:{env['PATH']}", ORCHESTRATOR_FOREGROUND_S="1",
                SLOW_GIT_ARMED=str(tmp_path / "armed"))
     drv = Driver(tmp_path / "ws", env=env)
-    argv = ["reproduce", "--profile", "local", "--source-dir", str(src), "--command", FAILING]
+    argv = ["reproduce", "--profile", "local", "--source-dir", str(src), "--command",
+            f"cd {other} && {FAILING}"]
     spec, specs = _drive(drv, argv)
     tree = spec["verdict"]["environment"]["tree"]
-    assert ("done", "REPRODUCED", True, head) == (
-        spec["status"], spec["verdict"]["verdict"], tree["git"], tree["head"])
+    assert ("done", "REPRODUCED", True, head, str(other)) == (
+        spec["status"], spec["verdict"]["verdict"], tree["git"], tree["head"], tree["path"])
     assert (tmp_path / "armed.fired").is_dir(), "the slowed git status never ran"
     # the cut read is asked again as a job of the flow's own: the call answers waiting on it
     cut = [s for s in specs if s["status"] == "waiting" and s.get("waiting_on") == "job"
@@ -122,13 +128,34 @@ def test_resume_of_finished_flow_survives_its_own_pycache(tmp_path: Path) -> Non
     assert changed.spec is not None and changed.spec["status"] == "error", changed.spec
     assert "flow_not_found" == changed.spec["error"]["code"]
 
+# A git whose every status read after the first (the flow key's, before any run) waits
+# until the test has written into the tree: what a busy machine does to a run started ahead
+# of the flow's own steps, made certain.
+LATE_GIT = """#!/bin/sh
+case " $* " in
+  *" status --porcelain=v2 "*)
+    if ! mkdir "$LATE_GIT_ARMED.seen" 2>/dev/null; then
+      i=0
+      while ! grep -q written "$LATE_GIT_WATCH" && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+    fi ;;
+esac
+exec {git} "$@"
+"""
+
 
 def test_a_stage1_verdict_names_the_tree_as_the_run_found_it(tmp_path: Path) -> None:
     """A test that writes into a tracked file of its own tree does not make the verdict's
-    tree look changed: a Stage 1 verdict names the tree prepare found before any run (the
-    same tree the flow's key was read from)."""
+    tree look changed, even when the run started ahead wrote before the flow's prepare
+    step ran: a Stage 1 verdict names the tree as the call found it before any run (the
+    same reads the flow's key was made from)."""
     env = _env(tmp_path)
     src = _git_calc(tmp_path, env)
+    bin_dir = tmp_path / "late-bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(LATE_GIT.format(git=REAL_GIT))
+    (bin_dir / "git").chmod(0o755)
+    late = dict(env, PATH=f"{bin_dir}{os.pathsep}{env['PATH']}",
+                LATE_GIT_ARMED=str(tmp_path / "late"), LATE_GIT_WATCH=str(src / "notes.txt"))
     (src / "tests" / "test_writes.py").write_text(
         "from pathlib import Path\n\n\ndef test_writes_then_fails():\n"
         "    Path('notes.txt').write_text('written by the test\\n')\n    assert False\n")
@@ -137,7 +164,7 @@ def test_a_stage1_verdict_names_the_tree_as_the_run_found_it(tmp_path: Path) -> 
         subprocess.run([REAL_GIT, *argv], cwd=src, env=env, check=True, capture_output=True)
     head = subprocess.run([REAL_GIT, "rev-parse", "HEAD"], cwd=src, env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
-    spec, _ = _drive(Driver(tmp_path / "ws", env=env),
+    spec, _ = _drive(Driver(tmp_path / "ws", env=late),
                      ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir",
                       str(src), "--command", "pytest tests/test_writes.py::test_writes_then_fails"])
     tree = spec["verdict"]["environment"]["tree"]

@@ -63,16 +63,22 @@ def prepare(ctx: Any) -> Any:
     ctx.data.path_head = str(Path(ctx.data.python).parent)
     where = ctx.data.tree or ctx.data.source_dir
     if where:
-        ctx.data.tree_found = read_tree(ctx, where).model_dump(mode="json")
+        ctx.data.tree_found = read_tree(ctx, where, first=True).model_dump(mode="json")
     return Go("prepared")
 
 
-def read_tree(ctx: Any, where: str) -> Any:
-    """``envinfo.TreeState`` of ``where`` now, git read through ``ctx.query`` (a read the
-    budget cut short is asked again, never recorded)."""
+def read_tree(ctx: Any, where: str, *, first: bool = False) -> Any:
+    """``envinfo.TreeState`` of ``where``, git read now through ``ctx.query`` (a read the
+    budget cut short is asked again, never recorded). ``first`` (prepare, before the
+    flow's runs): as this call found it, through the reads it made for the flow id before
+    any run, since a run started ahead may have written into the tree meanwhile."""
     from flow.workflows.reproduce.verdict import environment as envinfo
+    from flow.workflows.reproduce.verdict.reuse import read_before_runs
 
     def asked(argv: list[str]) -> tuple[int, str]:
+        found = read_before_runs(argv) if first else None
+        if found is not None:
+            return found
         got = ctx.query(argv, env=ctx.settings)
         return got.code, got.text
 

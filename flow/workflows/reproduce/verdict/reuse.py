@@ -63,16 +63,43 @@ def status_changes(text: str) -> list[str]:
             and not (line.startswith("? ") and is_run_debris(line[2:]))]
 
 
+# The git reads of a tree this call made for its flow id, before any run of the call
+# (the reproduce head start starts its run only once the flow id is known): prepare reads
+# the tree through ``read_before_runs`` first, so the verdict names the tree as the call
+# found it even when the early run has written into it meanwhile. Kept for one call only.
+_before_runs: dict[tuple[str, ...], tuple[int, str]] = {}
+_reads_call: list[float | None] = [None]
+
+
+def _git(argv: list[str]) -> proc.Captured:
+    got = proc.capture(argv, timeout=60)
+    call = proc._call_started
+    if call is not None and not (got.timed_out or got.too_big or got.budget_cut):
+        if _reads_call[0] != call:
+            _before_runs.clear()
+            _reads_call[0] = call
+        _before_runs[tuple(argv)] = (got.code, got.text)
+    return got
+
+
+def read_before_runs(argv: list[str]) -> tuple[int, str] | None:
+    """(exit code, stdout) of ``argv`` when this call already ran it for its flow id, before
+    any run; None otherwise (another call, or not read)."""
+    call = proc._call_started
+    if call is None or _reads_call[0] != call:
+        return None
+    return _before_runs.get(tuple(argv))
+
+
 def tree_fingerprint(path: str) -> str:
     """Git HEAD and the uncommitted changes, or the source files' names/sizes/mtimes."""
-    status = proc.capture(["git", "-C", path, "status", "--porcelain=v2", "--branch",
-                           "--untracked-files=all", "--", "."], timeout=60)
+    status = _git(["git", "-C", path, "status", "--porcelain=v2", "--branch",
+                   "--untracked-files=all", "--", "."])
     if status.ok:
         changes = status_changes(status.text)
         text = "\n".join([*(l for l in status.text.splitlines() if l.startswith("#")), *changes])
         if changes:
-            diff = proc.capture(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."],
-                                timeout=60)
+            diff = _git(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
             text += diff.text
         return text
     parts: list[str] = []
