@@ -78,17 +78,28 @@ def test_a_block_runs_in_the_venv_it_activates(tmp_path: Path, activate: str) ->
         buggy, fixed, rerun.stderr)
 
 
-def test_a_block_that_stays_in_its_empty_folder_runs_in_a_fresh_one(tmp_path: Path) -> None:
-    """A block whose setup writes nothing and cds nowhere: its refined_command starts in a
-    fresh ``mktemp -d``, never in the workspace's scratch folder."""
-    text = ("export GREETING=hello\ntrue\n"
-            "python -c \"import os, sys; sys.exit(os.environ['GREETING'] == 'hello')\"")
-    call = Driver(tmp_path / "ws").call(["reproduce", "--profile", "local", "--stage",
-                                          "nightly", "--command", text])
+GREETS = "python -c \"import os, sys; sys.exit(os.environ['GREETING'] == 'hello')\""
+
+
+def _refined_alone(ws: Path, text: str, *, cleaned: Path | None = None) -> tuple[dict, str, int]:
+    """Reproduce the block ``text``; (its verdict, its refined_command, that command's exit
+    from ``env -i PATH=/usr/bin:/bin``), after removing the empty folder ``cleaned``."""
+    call = Driver(ws).call(["reproduce", "--profile", "local", "--stage", "nightly",
+                            "--command", text])
     assert call.spec is not None, call.stderr
     verdict = call.spec["verdict"]
     refined = verdict.get("refined_command", "")
+    if cleaned is not None:
+        cleaned.rmdir()  # what a cleaned /tmp does to the folder the block made
     alone = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", "bash", "-c", refined]).returncode
+    return verdict, refined, alone
+
+
+def test_a_block_that_stays_in_its_empty_folder_runs_in_a_fresh_one(tmp_path: Path) -> None:
+    """A block whose setup writes nothing and cds nowhere: its refined_command starts in a
+    fresh ``mktemp -d``, never in the workspace's scratch folder."""
+    verdict, refined, alone = _refined_alone(tmp_path / "ws",
+                                             f"export GREETING=hello\ntrue\n{GREETS}")
     assert ("REPRODUCED", True, False, 1) == (
         verdict["verdict"], refined.startswith('cd "$(mktemp -d)" && '),
         str(tmp_path / "ws") in refined.split(" -c ")[0], alone), verdict
@@ -100,15 +111,9 @@ def test_a_block_that_runs_away_into_a_temp_folder_refines_to_a_fresh_one(
     tree) and writes nothing there: its refined_command cds to a fresh ``mktemp -d`` rather
     than naming that folder, so it still runs once the folder is cleaned away."""
     away = tmp_path / "away"
-    text = (f"mkdir -p {away} && cd {away}\nexport GREETING=hello\n"
-            "python -c \"import os, sys; sys.exit(os.environ['GREETING'] == 'hello')\"")
-    call = Driver(tmp_path / "ws").call(["reproduce", "--profile", "local", "--stage",
-                                          "nightly", "--command", text])
-    assert call.spec is not None, call.stderr
-    verdict = call.spec["verdict"]
-    refined = verdict.get("refined_command", "")
-    away.rmdir()  # what a cleaned /tmp does to the folder the block made
-    alone = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", "bash", "-c", refined]).returncode
+    verdict, refined, alone = _refined_alone(
+        tmp_path / "ws", f"mkdir -p {away} && cd {away}\nexport GREETING=hello\n{GREETS}",
+        cleaned=away)
     assert ("REPRODUCED", True, False, 1) == (
         verdict["verdict"], refined.startswith('cd "$(mktemp -d)" && '),
         str(away) in refined, alone), verdict
