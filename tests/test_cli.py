@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import SCRIPT, Driver, modules_after as _modules_after
+from tests.contract.driver import SCRIPT, Driver, modules_after as _modules_after, toy_at_review
 from tests.terminal import on_a_terminal
 
 TOY = {"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}
@@ -474,13 +474,7 @@ def test_graph_without_a_flow_marks_no_state_current(tmp_path: Path) -> None:
 
 
 def _toy_at_review(ws: Path) -> None:
-    drv = Driver(ws, TOY)
-    spec = drv.call(["start", "toy", "pic"]).spec
-    for task in spec["tasks"]:
-        Path(task["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
-        spec = drv.call(["--flow", "toy/pic", "--feed", "coder", "--feed-file",
-                         task["feed_file"]]).spec
-    assert "review" == spec["phase"]
+    toy_at_review(Driver(ws, TOY))
 
 
 @pytest.mark.parametrize("fmt,magic", [("svg", b"<?xml"), ("png", b"\x89PNG")])

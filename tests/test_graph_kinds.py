@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import json
 import re
 import shutil
 import textwrap
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract.driver import Driver
+from tests.contract.driver import Driver, toy_at_review
 
 PLUGINS = "tests.contract.toyflow,tests.web.notesflow,tests.fleet.tickflow"
 OURS = ("flow.", "tests.", "agents.", "workspace.")
@@ -191,13 +190,7 @@ def test_a_flows_picture_adds_current_and_taken_to_the_legend(tmp_path: Path) ->
     """toy at review (asked nothing yet): its current state red and the states it went
     through blue, each kind still in its shape (approve a hexagon, the ends double
     octagons), and the legend shows what red and blue mean."""
-    drv = Driver(tmp_path, {"ORCHESTRATOR_PLUGINS": PLUGINS})
-    spec = drv.call(["start", "toy", "pic"]).spec
-    for task in spec["tasks"]:
-        Path(task["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
-        spec = drv.call(["--flow", "toy/pic", "--feed", "coder", "--feed-file",
-                         task["feed_file"]]).spec
-    assert "review" == spec["phase"]
+    toy_at_review(Driver(tmp_path, {"ORCHESTRATOR_PLUGINS": PLUGINS}))
     out = _graph(tmp_path, "toy", "--flow", "toy/pic", "--format", "svg", "--output",
                  str(tmp_path / "pic.svg"))
     nodes = _nodes(Path(out["picture"]).read_text())

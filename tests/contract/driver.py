@@ -158,3 +158,17 @@ class InProcess(Driver):
         words = shlex.split(command)
         assert words[:2] == [sys.executable, str(SCRIPT)], f"not an orchestrator call: {command}"
         return self._inproc(words[2:], [command], extra_env)
+
+
+def toy_at_review(drv: Driver) -> dict[str, Any]:
+    """Start the toy flow ``toy/pic`` (the toy plugin must be in ``drv``'s environment) and
+    feed each of its coder tasks until it asks for the review; that spec."""
+    spec = drv.call(["start", "toy", "pic"]).spec
+    assert spec is not None
+    for task in spec["tasks"]:
+        Path(task["feed_file"]).write_text(json.dumps({"ok": True, "value": 1}))
+        spec = drv.call(["--flow", "toy/pic", "--feed", "coder", "--feed-file",
+                         task["feed_file"]]).spec
+        assert spec is not None
+    assert "review" == spec["phase"]
+    return spec
