@@ -43,3 +43,13 @@ def small_checkout(tmp_path: Path) -> Path:
     from flow.cli.demo import make_checkout
 
     return make_checkout(SMALL, tmp_path / "repo")
+
+
+def needs_hw_classification(why: str = "") -> None:
+    """Skip the test, saying so, where the installed torch lacks HardwareClassification
+    (torch 2.14.1 and later have it); ``why``: what cannot run without it."""
+    torch = pytest.importorskip("torch")
+    from torch.testing._internal import common_utils
+
+    if not hasattr(common_utils, "HardwareClassification"):
+        pytest.skip(f"torch {torch.__version__} has no HardwareClassification{why}")

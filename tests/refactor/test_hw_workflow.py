@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.contract.driver import InProcess, Scenario
-from tests.refactor.conftest import FIXTURES
+from tests.refactor.conftest import FIXTURES, needs_hw_classification
 
 HW = FIXTURES / "hw"
 
@@ -62,11 +62,7 @@ def test_the_checkouts_linter_judges_and_its_messages_reach_the_coder(tmp_path: 
 @pytest.mark.torch
 def test_an_already_compliant_file_ends_unchanged_without_pr_advice(tmp_path: Path) -> None:
     """A migrated file: the built-in rules pass, nothing changes, the outcome is `unchanged` and no PR is proposed."""
-    torch = pytest.importorskip("torch")
-    from torch.testing._internal import common_utils
-
-    if not hasattr(common_utils, "HardwareClassification"):
-        pytest.skip(f"torch {torch.__version__} has no HardwareClassification: the compliant file cannot import")
+    needs_hw_classification(': the compliant file cannot import')
     repo = tmp_path / "repo"
     (repo / "test").mkdir(parents=True)
     shutil.copy(HW / "compliant.py", repo / "test" / "test_done.py")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.contract.driver import InProcess, Scenario
-from tests.refactor.conftest import FIXTURES
+from tests.refactor.conftest import FIXTURES, needs_hw_classification
 from tests.refactor.test_hw_workflow import _answer
 
 HW = FIXTURES / "hw"
@@ -38,11 +38,7 @@ def _checkout(where: Path) -> Path:
 
 
 def _needs_enum() -> None:
-    pytest.importorskip("torch")
-    from torch.testing._internal import common_utils
-
-    if not hasattr(common_utils, "HardwareClassification"):
-        pytest.skip("this torch has no HardwareClassification: the migrated file cannot import")
+    needs_hw_classification(': the migrated file cannot import')
 
 
 @pytest.mark.torch

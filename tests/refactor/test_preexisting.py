@@ -10,7 +10,7 @@ import pytest
 
 from flow.workflows.refactor.preexisting import shared_with
 from tests.contract.driver import InProcess, Scenario
-from tests.refactor.conftest import FIXTURES
+from tests.refactor.conftest import FIXTURES, needs_hw_classification
 
 PLAN = FIXTURES / "plan"
 
@@ -34,11 +34,7 @@ def test_deferrals_are_checked_against_the_original_and_the_gate_is_not_run_agai
     defers both as pre-existing every time: the first is deferred with the original's word for
     it, the second is refused (the original passes it) and never reported as pre-existing; the
     file never changes, so the whole gate runs once."""
-    torch = pytest.importorskip("torch")
-    from torch.testing._internal import common_utils
-
-    if not hasattr(common_utils, "HardwareClassification"):
-        pytest.skip(f"torch {torch.__version__} has no HardwareClassification")
+    needs_hw_classification()
     repo = tmp_path / "repo"
     (repo / "test").mkdir(parents=True)
     target = repo / "test" / "test_ledger.py"

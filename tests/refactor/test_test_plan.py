@@ -12,7 +12,7 @@ import pytest
 
 from flow.workflows.refactor.hwruns import entry_point
 from tests.contract.driver import InProcess, Scenario
-from tests.refactor.conftest import FIXTURES
+from tests.refactor.conftest import FIXTURES, needs_hw_classification
 from tests.refactor.test_hw_workflow import _answer
 
 PLAN = FIXTURES / "plan"
@@ -31,11 +31,7 @@ def test_the_entry_point_is_read_from_the_main_block(tail: str, expected: str) -
 
 
 def _flow(tmp_path: Path, conftest: bool) -> tuple[dict[str, Any], str, str]:
-    pytest.importorskip("torch")
-    from torch.testing._internal import common_utils
-
-    if not hasattr(common_utils, "HardwareClassification"):
-        pytest.skip("this torch has no HardwareClassification")
+    needs_hw_classification()
     repo = tmp_path / "repo"
     (repo / "test").mkdir(parents=True)
     shutil.copy(PLAN / "unittest_main.py", repo / "test" / "test_shapes.py")
@@ -79,11 +75,7 @@ def test_a_unittest_main_file_is_counted_through_the_checkouts_pytest_filter(tmp
 def test_counts_of_zero_are_no_test_plan(tmp_path: Path) -> None:
     """A class only_for CUDA on a machine without it: the runs count 0 tests. That is said as
     not run here, with the command to run where CUDA is, never 'each in exactly one label's run'."""
-    pytest.importorskip("torch")
-    from torch.testing._internal import common_utils
-
-    if not hasattr(common_utils, "HardwareClassification"):
-        pytest.skip("this torch has no HardwareClassification")
+    needs_hw_classification()
     repo = tmp_path / "repo"
     (repo / "test").mkdir(parents=True)
     shutil.copy(PLAN / "cuda_only.py", repo / "test" / "test_kernel_cache.py")
