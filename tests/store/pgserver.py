@@ -32,9 +32,15 @@ def available() -> str | None:
     for name in ("initdb", "pg_ctl"):
         if _bin(name) is None:
             return f"{name} not found: install Debian's postgresql package (.ci/run does)"
-    if os.geteuid() == 0 and shutil.which("runuser") is None:
+    if os.geteuid() == 0 and _runuser() is None:
         return "running as root without runuser: cannot start postgres as its own user"
     return None
+
+
+def _runuser() -> str | None:
+    """util-linux's runuser, also where a root shell's PATH lacks the sbin folders (env -i)."""
+    return shutil.which("runuser", path=os.pathsep.join(
+        [os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
 
 
 def _free_port() -> int:
@@ -52,7 +58,7 @@ class Cluster:
         self.port = _free_port()
         self._as_user: list[str] = []
         if os.geteuid() == 0:
-            self._as_user = ["runuser", "-u", "postgres", "--"]
+            self._as_user = [str(_runuser()), "-u", "postgres", "--"]
             shutil.chown(self.base, "postgres", "postgres")
         self.user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
 
