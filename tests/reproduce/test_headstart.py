@@ -379,6 +379,33 @@ def test_a_run_started_ahead_that_nobody_adopts_is_ended_by_the_next_call(
                                                          runs.read_text().split())
 
 
+# A git whose status reads wait while the file ``$HELD_GIT`` is there: the first call's
+# read for its flow key can never answer within its budget (a child the busy machine let
+# finish before the call looked at its clock would be an answer, and prepare would then
+# reach Stage 1 on it), so that call's budget certainly runs out before Stage 1.
+HELD_GIT = """#!/bin/sh
+case " $* " in
+  *" status "*)
+    i=0
+    while [ -e "$HELD_GIT" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done ;;
+esac
+exec {git} "$@"
+"""
+
+
+def _held_git(tmp_path: Path) -> dict[str, str]:
+    """The environment of a call whose git status reads wait for ``HELD_GIT`` to go."""
+    import os
+    import shutil
+
+    bin_dir, hold = tmp_path / "held-bin", tmp_path / "git-held"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(HELD_GIT.format(git=shutil.which("git") or "/usr/bin/git"))
+    (bin_dir / "git").chmod(0o755)
+    hold.write_text("")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HELD_GIT": str(hold)}
+
+
 def test_a_call_whose_budget_runs_out_before_stage1_leaves_its_early_run_to_be_adopted(
         tmp_path: Path) -> None:
     """The call's foreground budget is spent before Stage 1 asks for its run: the call
@@ -387,10 +414,12 @@ def test_a_call_whose_budget_runs_out_before_stage1_leaves_its_early_run_to_be_a
     tree, runs, release = _held_project(tmp_path)
     argv = [*ARGV, "--source-dir", str(tree)]
     drv = Driver(tmp_path / "ws")
-    first = drv.call(argv, {"ORCHESTRATOR_FOREGROUND_S": "0.001"})
+    held = _held_git(tmp_path)
+    first = drv.call(argv, {"ORCHESTRATOR_FOREGROUND_S": "0.001", **held})
     assert first.spec is not None and first.spec["status"] == "waiting", first.stderr
     assert not any(r["event"] == "job_recorded" and r.get("job_id") == "stage1-v1-stage1"
                    for r in _audit(tmp_path / "ws")), "the budget lasted to Stage 1"
+    Path(held["HELD_GIT"]).unlink()
     _wait_for(lambda: runs.exists(), "the run started ahead to begin")
     release.write_text("")
     done = first
