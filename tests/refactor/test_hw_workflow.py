@@ -59,6 +59,16 @@ def test_the_checkouts_linter_judges_and_its_messages_reach_the_coder(tmp_path: 
         "hw_classification = HardwareClassification.ACCELERATOR" in text)
 
 
+# The agent's classification of the already migrated fixture ``hw/compliant.py`` (copied
+# in as test/test_done.py): what the flows over a compliant file are fed.
+DONE_REPORT = {"file": "test/test_done.py", "classifications": [
+    {"test": "TestDoneGeneric.test_add", "strategy": "cpu_only", "target_class": "TestDoneGeneric"},
+    {"test": "TestDoneDevice.test_mul", "strategy": "device_agnostic", "target_class": "TestDoneDevice"},
+    {"test": "TestDoneDevice.test_sum", "strategy": "device_agnostic", "target_class": "TestDoneDevice"}],
+    "class_labels": [{"name": "TestDoneGeneric", "hw_classification": "GENERIC"},
+                     {"name": "TestDoneDevice", "hw_classification": "ACCELERATOR"}]}
+
+
 @pytest.mark.torch
 def test_an_already_compliant_file_ends_unchanged_without_pr_advice(tmp_path: Path) -> None:
     """A migrated file: the built-in rules pass, nothing changes, the outcome is `unchanged` and no PR is proposed."""
@@ -66,14 +76,8 @@ def test_an_already_compliant_file_ends_unchanged_without_pr_advice(tmp_path: Pa
     repo = tmp_path / "repo"
     (repo / "test").mkdir(parents=True)
     shutil.copy(HW / "compliant.py", repo / "test" / "test_done.py")
-    report = {"file": "test/test_done.py", "classifications": [
-        {"test": "TestDoneGeneric.test_add", "strategy": "cpu_only", "target_class": "TestDoneGeneric"},
-        {"test": "TestDoneDevice.test_mul", "strategy": "device_agnostic", "target_class": "TestDoneDevice"},
-        {"test": "TestDoneDevice.test_sum", "strategy": "device_agnostic", "target_class": "TestDoneDevice"}],
-        "class_labels": [{"name": "TestDoneGeneric", "hw_classification": "GENERIC"},
-                         {"name": "TestDoneDevice", "hw_classification": "ACCELERATOR"}]}
     specs = InProcess(tmp_path / "ws").run(
-        Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(repo)], _answer(report)))
+        Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(repo)], _answer(DONE_REPORT)))
     last = specs[-1]
     summary = Path(last["summary_path"]).read_text()
     assert ("done", "unchanged", False, True, True) == (

@@ -13,15 +13,9 @@ import pytest
 
 from tests.contract.driver import InProcess, Scenario
 from tests.refactor.conftest import FIXTURES, needs_hw_classification
-from tests.refactor.test_hw_workflow import _answer
+from tests.refactor.test_hw_workflow import DONE_REPORT as REPORT, _answer
 
 HW = FIXTURES / "hw"
-REPORT = {"file": "test/test_done.py", "classifications": [
-    {"test": "TestDoneGeneric.test_add", "strategy": "cpu_only", "target_class": "TestDoneGeneric"},
-    {"test": "TestDoneDevice.test_mul", "strategy": "device_agnostic", "target_class": "TestDoneDevice"},
-    {"test": "TestDoneDevice.test_sum", "strategy": "device_agnostic", "target_class": "TestDoneDevice"}],
-    "class_labels": [{"name": "TestDoneGeneric", "hw_classification": "GENERIC"},
-                     {"name": "TestDoneDevice", "hw_classification": "ACCELERATOR"}]}
 LISTED = ["test/test_aaa_other.py", "test/test_done.py", "test/test_zzz_other.py"]
 
 
