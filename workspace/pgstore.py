@@ -442,3 +442,45 @@ class PgLock:
             return {"host": None, "pid": None, "command": None, "since": None}
         host, pid, command, since = rows[0]
         return {"host": host, "pid": pid, "command": command, "since": since}
+
+
+class PgSaved:
+    """The saved flows of the PostgreSQL store, asked as ``flow.workflows.refactor.identity``
+    asks the workspace's folders (its ``Saved``): every machine's flows of a file are seen."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.source = mask_url(url)
+
+    def _query(self, doing: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        import psycopg
+
+        from workspace.pgconn import connect
+
+        try:
+            return connect(self.url).execute(sql, params).fetchall()
+        except psycopg.Error as exc:
+            raise unavailable(self.url, exc, doing) from None
+
+    def states(self, base: str) -> list[tuple[str, dict[str, Any]]]:
+        """(flow id, saved state) of ``base`` and of the ``base-*`` flows (a state that does
+        not parse reads as ``{}``)."""
+        like = base.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "-%"
+        rows = self._query("looking up the file's flows",
+                           "SELECT flow_id, state FROM flows WHERE flow_id = %s OR flow_id LIKE %s "
+                           "ORDER BY flow_id <> %s, flow_id", (base, like, base))
+        found = []
+        for flow_id, state in rows:
+            try:
+                raw = loads(bytes(state))
+            except ValueError:
+                raw = {}
+            found.append((str(flow_id), raw if isinstance(raw, dict) else {}))
+        return found
+
+    def original_sha(self, flow_id: str, name: str) -> str | None:
+        """sha256 of the flow's kept ``original/<name>`` (its output row); None without one."""
+        rows = self._query("looking up the file's flows",
+                           "SELECT sha FROM artifacts WHERE flow_id = %s AND name = %s",
+                           (flow_id, f"original/{name}"))
+        return str(rows[0][0]) if rows else None

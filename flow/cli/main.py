@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
         early = ahead.begin(workflow_name, opts, root)  # before the workflow's imports
     try:
         module = registry.load(workflow_name)
-        flow_id = _flow_id_for(workflow_name, module.locate(opts, root))
+        flow_id = _flow_id_for(workflow_name, _locate(module, opts, root, url))
         store = open_store(root, flow_id, url)
         if args.restart and (store.exists()
                              or url is None and (store.dir / AHEAD_FILE).exists()):
@@ -144,6 +144,14 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     finally:
         if early is not None:
             early.close()
+
+
+def _locate(module: Any, opts: dict[str, Any], root: Path, url: str | None) -> str:
+    """The workflow's ``locate``, given the store's URL where it asks for it
+    (``LOCATES_IN_STORE``: which flow is meant depends on the flows saved there)."""
+    if getattr(module, "LOCATES_IN_STORE", False):
+        return module.locate(opts, root, url)
+    return module.locate(opts, root)
 
 
 def _begun_ahead(store: StateStore, args: argparse.Namespace) -> dict[str, Any] | None:

@@ -4,7 +4,9 @@ A workflow module exposes ``WORKFLOW`` (a ``flow.core.workflow.Workflow``) and t
 ``locate(opts, root) -> flow_id`` (which flow these command-line options mean) and
 ``start(opts, root, settings) -> BaseModel`` (the initial data of a new flow). Both get the
 same ``opts`` dict: ``locate`` may record there what it had to look up (a PR number found
-from the branch) so that ``start`` does not look it up again. Extra modules
+from the branch) so that ``start`` does not look it up again. A module that sets
+``LOCATES_IN_STORE = True`` gets the PostgreSQL store's URL too, ``locate(opts, root, url)``
+(None on the file store), when which flow is meant depends on the flows saved there. Extra modules
 can be named in ``ORCHESTRATOR_PLUGINS`` (comma-separated module paths).
 """
 

@@ -88,3 +88,25 @@ def test_a_folder_no_flow_was_saved_in_is_still_the_files_own(tmp_path: Path) ->
         {"data": {"repo": str(tmp_path / "other"), "file": str(target)}, "result": None}))
     other = flow_for(root, "refactor/ops/test_ops", repo, target, "test/test_ops.py")
     assert other.startswith("refactor/ops/test_ops-") and len(other) == len("refactor/ops/test_ops") + 9
+
+
+@pytest.mark.torch
+def test_on_a_shared_store_another_machines_checkout_is_another_flow(tmp_path: Path,
+                                                                    pg_url: str) -> None:
+    """Machines of a fleet on one PostgreSQL store, each with its own workspace: machine A's
+    finished flow of test/test_done.py is not machine B's answer for its own checkout (B
+    starts a flow of its own, not A's `done` with reused_from), while a third workspace
+    refactoring A's checkout as it was finds A's flow, reused and said so."""
+    _needs_enum()
+    a, b = _checkout(tmp_path / "a"), _checkout(tmp_path / "b")
+    store = {"ORCHESTRATOR_STORE": pg_url}
+    first = InProcess(tmp_path / "ws-a", store).run(
+        Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(a)], _answer(REPORT)))[-1]
+    in_b = InProcess(tmp_path / "ws-b", store).call(["test/test_done.py", "--pytorch-dir", str(b)]).spec
+    again = InProcess(tmp_path / "ws-c", store).call(["test/test_done.py", "--pytorch-dir", str(a)]).spec
+    assert in_b is not None and again is not None
+    assert ("refactor/core/test_done", "done", None, "refactor/core/test_done", "done", True) == (
+        first["flow_id"], first["status"], in_b.get("reused_from"), again["flow_id"],
+        again["status"], "reused_from" in again)
+    assert in_b["flow_id"].startswith("refactor/core/test_done-")
+    assert in_b["status"] in {"need_agent", "waiting"}

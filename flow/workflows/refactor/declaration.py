@@ -44,14 +44,23 @@ def _paths(opts: dict[str, Any]) -> tuple[Path, Path, str]:
     return repo, absolute, rel
 
 
-def locate(opts: dict[str, Any], root: Path) -> str:
+LOCATES_IN_STORE = True  # locate gets the PostgreSQL URL: every machine's flows of the file count
+
+
+def locate(opts: dict[str, Any], root: Path, url: str | None = None) -> str:
     """``refactor/<field>/<file stem>`` (the seed's agent_space/refactor/{field}/{file_name}/)
     for the first flow of a file; another checkout or other content is another flow
-    (``identity.flow_for``)."""
+    (``identity.flow_for``), among the workspace's flows or, with ``url``, the PostgreSQL
+    store's (where another machine's flows of the file are)."""
     from flow.workflows.refactor.identity import flow_for
 
+    saved = None
+    if url is not None:
+        from workspace.pgstore import PgSaved
+
+        saved = PgSaved(url)
     repo, absolute, rel = _paths(opts)
-    return flow_for(root, f"refactor/{_field(rel)}/{absolute.stem}", repo, absolute, rel)
+    return flow_for(root, f"refactor/{_field(rel)}/{absolute.stem}", repo, absolute, rel, saved)
 
 
 def _field(rel: str) -> str:
