@@ -10,7 +10,8 @@ puts those first (in that order, then the rest by flow id), counts them, filters
 workflow and a search over the flow id and what it works on, and cuts pages of ``PAGE``.
 Pure functions over the index's summaries (``flow.web.index``); nothing is read here. On the
 PostgreSQL store the campaign items that need a person (expired leases, parked items) join
-the inbox beside these flows (``workspace.campaignstatus.attention``).
+the inbox beside these flows (``workspace.campaignstatus.attention``), under the same
+filters (``choose_items``).
 """
 
 from __future__ import annotations
@@ -123,6 +124,25 @@ def choose(rows: list[dict[str, Any]], *, state: str = "", workflow: str = "", q
         hay = f"{r['flow_id']} {r.get('subject') or ''}".lower()
         if all(w in hay for w in words):
             out.append(r)
+    return out
+
+
+def choose_items(items: list[dict[str, Any]], *, state: str = "", workflow: str = "",
+                 q: str = "") -> list[dict[str, Any]]:
+    """The campaign items (``workspace.campaignstatus.attention``) the list's filter keeps:
+    each needs a person, so a filter on any other state leaves none (``person``, ``error``
+    and the rest name a flow's state, which an item has not); ``workflow`` is its flow's
+    (the flow id's first part: an item that has no flow yet has none); ``q``: words all found
+    in the campaign, the item id, the flow id or the last error."""
+    words = q.lower().split()
+    out = []
+    for it in items:
+        flow_id = str(it.get("flow_id") or "")
+        if state or workflow and flow_id.split("/", 1)[0] != workflow:
+            continue
+        hay = f"{it.get('campaign')} {it.get('item')} {flow_id} {it.get('last_error') or ''}"
+        if all(w in hay.lower() for w in words):
+            out.append(it)
     return out
 
 

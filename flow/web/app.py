@@ -100,11 +100,15 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         key = (index.generation, int(time.time() // 60), part, tuple(sorted(params.items())))
         if key in rendered:
             return rendered[key]
-        from flow.cli.inbox import choose, counts, page_of, shown
+        from flow.cli.inbox import choose, choose_items, counts, page_of, shown
 
         every = shown(rows)
         chosen = choose(every, state=params["state"], workflow=params["workflow"],
                         q=params["q"], needs_me=params["needs_me"] == "1")
+        held = index.items
+        items = None if held is None else (choose_items(
+            held[0], state=params["state"], workflow=params["workflow"], q=params["q"]),
+            held[1])
         try:
             number = int(params["page"] or 1)
         except ValueError:
@@ -113,7 +117,8 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         context = dict(rows=part_rows, counts=counts(every), total=len(every),
                        matched=len(chosen), page=number, pages=pages, want=params,
                        workflows=sorted({str(r["workflow"]) for r in every if r.get("workflow")}),
-                       states=STATES, campaigns=campaign_names(), items=index.items)
+                       states=STATES, campaigns=campaign_names(), items=items,
+                       items_read=0 if held is None else len(held[0]))
         body = html("listing.html" if part else "list.html", **context)
         if len(rendered) > 64:
             rendered.clear()

@@ -88,7 +88,8 @@ def test_status_needs_me_counts_and_lists_expired_leases_and_parked_items(
 def test_the_list_puts_expired_leases_first_and_drops_one_taken_over(
         tmp_path: Path, pg_url: str, page: Any) -> None:
     """``serve --store``: the inbox counts the expired lease and the parked item, a table
-    above the flows names each (campaign link, holder, flow link); when worker c takes the
+    above the flows names each (campaign link, holder, flow link) under the list's filters
+    (a search, a workflow; a state other than "needs me" leaves none); when worker c takes the
     expired item over (it allows three claims), the open page drops it and the count falls, without a reload."""
     _fleet(tmp_path, pg_url)
     with serving(tmp_path / "viewer", ORCHESTRATOR_STORE=pg_url,
@@ -104,6 +105,18 @@ def test_the_list_puts_expired_leases_first_and_drops_one_taken_over(
             list(rows), "lease expired" in rows["c/good"] and "\tb on " in rows["c/good"],
             "parked" in rows["c/poison"])
         assert ["/campaign/c", "/flow/tick/good", "/campaign/c", "/flow/tick/poison"] == links
+        kept = {}
+        for query in ("q=poison", "workflow=tick", "workflow=reproduce", "state=done",
+                      "needs_me=1"):
+            page.goto(f"{url}?{query}")
+            kept[query] = ([r.get_attribute("data-key")
+                            for r in page.locator("#items tr.item").all()],
+                           page.locator("#items tr.more").all_inner_texts())
+        assert {"q=poison": (["c/poison"], ["1 hidden by the filter"]),
+                "workflow=tick": (["c/good", "c/poison"], []),
+                "workflow=reproduce": ([], []), "state=done": ([], []),
+                "needs_me=1": (["c/good", "c/poison"], [])} == kept
+        page.goto(url)
         page.evaluate("window.sameDocument = true")
         took = _worker(tmp_path, pg_url, "c", "600", max_claims="3").call(["campaign", "c"])
         assert (0, "good") == (took.code, took.spec["campaign"]["item"]), took.stderr
