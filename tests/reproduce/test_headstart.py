@@ -379,10 +379,11 @@ def test_a_run_started_ahead_that_nobody_adopts_is_ended_by_the_next_call(
                                                          runs.read_text().split())
 
 
-# A git whose status reads wait while the file ``$HELD_GIT`` is there: the first call's
-# read for its flow key can never answer within its budget (a child the busy machine let
-# finish before the call looked at its clock would be an answer, and prepare would then
-# reach Stage 1 on it), so that call's budget certainly runs out before Stage 1.
+# A git whose status reads wait while the file ``$HELD_GIT`` is there. The first call's
+# reads of the tree (for its flow key, and prepare's, in the foreground or as a job) then
+# cannot answer before it ends, however busy the machine: a quick git that answered anyway
+# (a read that finished as the budget ran out, a job done before the call looked again)
+# would carry prepare on to Stage 1 within that call.
 HELD_GIT = """#!/bin/sh
 case " $* " in
   *" status "*)
