@@ -53,6 +53,20 @@ def lock_key(flow_id: str) -> int:
                           signed=True)
 
 
+def query(url: str, doing: str, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    """Run ``sql`` on this process's connection to ``url``; its rows (none for a statement
+    that returns none). A database error is ``StoreUnavailable`` naming ``doing``."""
+    import psycopg
+
+    from workspace.pgconn import connect
+
+    try:
+        cur = connect(url).execute(sql, params)
+        return cur.fetchall() if cur.description else []
+    except psycopg.Error as exc:
+        raise unavailable(url, exc, doing) from None
+
+
 class PgFlowStore(FlowStore):
     """One flow in the PostgreSQL store at ``url``; local files under ``root/flow_id``."""
 
@@ -72,13 +86,7 @@ class PgFlowStore(FlowStore):
         return connect(self.url)
 
     def _query(self, doing: str, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        import psycopg
-
-        try:
-            cur = self._conn().execute(sql, params)
-            return cur.fetchall() if cur.description else []
-        except psycopg.Error as exc:
-            raise unavailable(self.url, exc, doing) from None
+        return query(self.url, doing, sql, params)
 
     def exists(self) -> bool:
         return bool(self._query("looking up the flow",
@@ -450,17 +458,9 @@ class PgSaved:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.source = mask_url(url)
 
     def _query(self, doing: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        import psycopg
-
-        from workspace.pgconn import connect
-
-        try:
-            return connect(self.url).execute(sql, params).fetchall()
-        except psycopg.Error as exc:
-            raise unavailable(self.url, exc, doing) from None
+        return query(self.url, doing, sql, params)
 
     def states(self, base: str) -> list[tuple[str, dict[str, Any]]]:
         """(flow id, saved state) of ``base`` and of the ``base-*`` flows (a state that does
