@@ -14,9 +14,9 @@ from typing import Any
 
 from tests.contract.driver import Driver
 from tests.reproduce.conftest import REPO
+from tests.reproduce.gitwrap import REAL_GIT, wrapped_path
 
 FAILING = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"
-REAL_GIT = shutil.which("git") or "/usr/bin/git"
 
 # A git that is slow the second time it is asked for the tree's status (a cold disk, a big
 # tree): longer than the whole 1 s budget. The first read is the flow key's, before the flow
@@ -85,11 +85,7 @@ def test_budget_cut_tree_state_is_asked_again_not_recorded(tmp_path: Path) -> No
                    capture_output=True)
     head = subprocess.run([REAL_GIT, "rev-parse", "HEAD"], cwd=other, env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "git").write_text(SLOW_GIT.format(git=REAL_GIT))
-    (bin_dir / "git").chmod(0o755)
-    env.update(PATH=f"{bin_dir}:{env['PATH']}", ORCHESTRATOR_FOREGROUND_S="1",
+    env.update(PATH=wrapped_path(tmp_path / "bin", SLOW_GIT, env["PATH"]), ORCHESTRATOR_FOREGROUND_S="1",
                SLOW_GIT_ARMED=str(tmp_path / "armed"))
     drv = Driver(tmp_path / "ws", env=env)
     argv = ["reproduce", "--profile", "local", "--source-dir", str(src), "--command",
@@ -150,11 +146,7 @@ def test_a_stage1_verdict_names_the_tree_as_the_run_found_it(tmp_path: Path) -> 
     same reads the flow's key was made from)."""
     env = _env(tmp_path)
     src = _git_calc(tmp_path, env)
-    bin_dir = tmp_path / "late-bin"
-    bin_dir.mkdir()
-    (bin_dir / "git").write_text(LATE_GIT.format(git=REAL_GIT))
-    (bin_dir / "git").chmod(0o755)
-    late = dict(env, PATH=f"{bin_dir}{os.pathsep}{env['PATH']}",
+    late = dict(env, PATH=wrapped_path(tmp_path / "late-bin", LATE_GIT, env["PATH"]),
                 LATE_GIT_ARMED=str(tmp_path / "late"), LATE_GIT_WATCH=str(src / "notes.txt"))
     (src / "tests" / "test_writes.py").write_text(
         "from pathlib import Path\n\n\ndef test_writes_then_fails():\n"

@@ -397,14 +397,13 @@ exec {git} "$@"
 def _held_git(tmp_path: Path) -> dict[str, str]:
     """The environment of a call whose git status reads wait for ``HELD_GIT`` to go."""
     import os
-    import shutil
 
-    bin_dir, hold = tmp_path / "held-bin", tmp_path / "git-held"
-    bin_dir.mkdir()
-    (bin_dir / "git").write_text(HELD_GIT.format(git=shutil.which("git") or "/usr/bin/git"))
-    (bin_dir / "git").chmod(0o755)
+    from tests.reproduce.gitwrap import wrapped_path
+
+    hold = tmp_path / "git-held"
     hold.write_text("")
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HELD_GIT": str(hold)}
+    return {"PATH": wrapped_path(tmp_path / "held-bin", HELD_GIT, os.environ["PATH"]),
+            "HELD_GIT": str(hold)}
 
 
 def test_a_call_whose_budget_runs_out_before_stage1_leaves_its_early_run_to_be_adopted(
