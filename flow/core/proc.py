@@ -83,6 +83,12 @@ def begin_call() -> None:
             return
 
 
+def this_call() -> float | None:
+    """When this call's budget began (``begin_call``): what names the call to a memo kept
+    for one call only; None outside a call."""
+    return _call_started
+
+
 def end_call() -> None:
     """The call is over: runs after it (a library user, the next test in a process) are no
     longer held to its budget. Signal handlers stay (they only act on running children)."""

@@ -134,7 +134,7 @@ def locate(opts: dict[str, Any], root: Path, given: dict[str, Any] | None = None
     running = unfinished(root, prefix)
     if running is not None:
         return running
-    call = proc._call_started  # one key per CLI call or server request, never across them
+    call = proc.this_call()  # one key per CLI call or server request, never across them
     memo = (call, str(root), prefix, given["source_dir"], os.environ.get(PYTHON_ENV))
     if call is None or memo not in _located:
         _located.clear()

@@ -73,7 +73,7 @@ _reads_call: list[float | None] = [None]
 
 def _git(argv: list[str]) -> proc.Captured:
     got = proc.capture(argv, timeout=60)
-    call = proc._call_started
+    call = proc.this_call()
     if call is not None and not (got.timed_out or got.too_big or got.budget_cut):
         if _reads_call[0] != call:
             _before_runs.clear()
@@ -85,7 +85,7 @@ def _git(argv: list[str]) -> proc.Captured:
 def read_before_runs(argv: list[str]) -> tuple[int, str] | None:
     """(exit code, stdout) of ``argv`` when this call already ran it for its flow id, before
     any run; None otherwise (another call, or not read)."""
-    call = proc._call_started
+    call = proc.this_call()
     if call is None or _reads_call[0] != call:
         return None
     return _before_runs.get(tuple(argv))
