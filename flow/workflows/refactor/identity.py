@@ -90,7 +90,7 @@ def flow_for(root: Path, base: str, repo: Path, absolute: Path, rel: str,
             finished.append(flow_id)
     if same:
         return same[0]
-    digest = hashlib.sha256(content).hexdigest()
+    digest = hashlib.sha256(content).hexdigest() if finished else ""
     for flow_id in finished:
         if saved.original_sha(flow_id, absolute.name) == digest:
             return flow_id
