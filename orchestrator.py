@@ -196,6 +196,7 @@ def respond(argv: list[str]) -> tuple[dict[str, Any] | str, int]:
 
         args, parser = parse(argv)
         harness = _harness(args.harness)
+        args.json = args.json or not sys.stdout.isatty()  # piped: the one JSON object, always
         from workspace.selection import workspace_for
 
         root = workspace_for(args.store, args.workspace, os.environ)

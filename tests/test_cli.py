@@ -65,13 +65,14 @@ def test_status_lists_flows_as_table_and_json(tmp_path: Path) -> None:
     """status shows workflow, phase, pending tasks and age; --json for machines."""
     _run(tmp_path, "start", "toy", "one")
     drv = Driver(tmp_path, TOY)
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
-                          capture_output=True, text=True, env=drv.env)
-    assert "toy/one" in proc.stdout and "work" in proc.stdout and "PENDING" in proc.stdout
-    code, spec = _run(tmp_path, "status", "--json")
-    [row] = spec["flows"]
-    assert ("toy/one", "toy", "work", 2) == (row["flow_id"], row["workflow"], row["phase"],
-                                            len(row["pending"]))
+    _, text = on_a_terminal(tmp_path, "status", env=drv.env, stderr=False)
+    assert "toy/one" in text and "work" in text and "PENDING" in text
+    for argv in (["status"], ["status", "--json"]):  # piped: JSON with or without --json
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), *argv],
+                              capture_output=True, text=True, env=drv.env, timeout=60)
+        [row] = json.loads(proc.stdout)["flows"]
+        assert ("toy/one", "toy", "work", 2) == (row["flow_id"], row["workflow"], row["phase"],
+                                                len(row["pending"]))
 
 
 def test_schema_lists_and_prints_feed_models(tmp_path: Path) -> None:
@@ -335,9 +336,8 @@ def test_status_table_has_a_works_on_column(tmp_path: Path) -> None:
     """The human table carries the WORKS ON column."""
     _run(tmp_path, "start", "toy", "x")
     drv = Driver(tmp_path, TOY)
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
-                          capture_output=True, text=True, env=drv.env, timeout=60)
-    assert "WORKS ON" in proc.stdout.splitlines()[0]
+    _, text = on_a_terminal(tmp_path, "status", env=drv.env, stderr=False)
+    assert "WORKS ON" in text.splitlines()[0]
 
 
 def _on_a_terminal(ws: Path, *argv: str) -> tuple[int, str]:

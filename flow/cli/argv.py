@@ -45,9 +45,9 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                              "carry it; a stale one is refused, lease_lost); sticky"}),
     "answer": (("--answer",), {"metavar": "VALUE", "help": "answer the open need_human question "
                                "with one of its option values"}),
-    "json": (("--json",), {"action": "store_true", "help": "print one JSON object instead of "
-                          "text (status and affected-tests print text unless given it; so do "
-                          "help, errors, graph, demo and serve on a terminal)"}),
+    "json": (("--json",), {"action": "store_true", "help": "print one JSON object on a terminal "
+                          "too (piped, every call prints one; on a terminal help, errors, "
+                          "status, affected-tests, graph, demo and serve print text)"}),
     "source_dir": (("--pytorch-dir", "--source-dir"), {"metavar": "DIR", "help": "the PyTorch (or "
                    "project) checkout (default: the current directory)"}),
     "ci_check": (("--ci-check",), {"action": "store_true", "help": "the seed's spelling of "

@@ -32,20 +32,28 @@ def test_json_report_lists_the_reached_test_and_its_rerun_line(repo: Repo, tmp_p
     assert (3, 40) == (report["depth"], report["hub_limit"])
 
 
-def test_text_report_is_printed_as_is(repo: Repo, tmp_path: Path) -> None:
-    """Without --json the rendered sections are printed, not a JSON object."""
+def test_text_report_is_printed_as_is_on_a_terminal_and_json_when_piped(repo: Repo,
+                                                                         tmp_path: Path) -> None:
+    """On a terminal the rendered sections are printed; piped, the same call is one JSON
+    object (the contract: everything piped is JSON)."""
     import subprocess
     import sys
 
     from tests.contract.driver import SCRIPT
+    from tests.terminal import on_a_terminal
 
     _pr(repo)
-    out = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "ws"),
-                          "affected-tests", "--base", "main", "--depth", "2"],
-                         cwd=repo.path, capture_output=True, text=True, check=True).stdout
-    assert out.startswith("Profile: defaults. Base: merge base of main and HEAD;")
+    argv = ["affected-tests", "--base", "main", "--depth", "2", "--repo-dir", str(repo.path)]
+    code, out = on_a_terminal(tmp_path / "ws", *argv, stderr=False)
+    assert (0, True) == (code, out.startswith("Profile: defaults. Base: merge base of main and "
+                                              "HEAD;"))
     assert ("\nPlan: run these files\n  comment: /rerun-test tests/test_core.py  (est 60s)\n"
             "  files total: est 60s of GPU time\n") in out
+    piped = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "ws"),
+                            *argv], capture_output=True, text=True, check=True).stdout
+    import json
+
+    assert ["/rerun-test tests/test_core.py"] == json.loads(piped)["report"]["rerun"]
 
 
 def test_profile_and_bounds_are_passed_through(repo: Repo, tmp_path: Path) -> None:

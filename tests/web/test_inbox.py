@@ -52,8 +52,11 @@ def test_status_needs_me_lists_what_needs_a_person_first(
         inbox: tuple[Path, dict[str, str]]) -> None:
     root, flows = inbox
     _until_old(root / flows["agent"] / "flow_state.json")
-    out = json.loads(_status(root, "--json").stdout)
-    table = _status(root).stdout
+    out = json.loads(_status(root).stdout)  # piped: JSON
+    from tests.terminal import on_a_terminal
+
+    _, table = on_a_terminal(root, "status", "--needs-me", env=env(ORCHESTRATOR_STUCK_S="1"),
+                             stderr=False)
     assert ([flows["person"], flows["error"], flows["agent"], flows["refused"]],
             ["asks a person", "state unreadable", "stuck", "stuck"],
             {"person": 1, "error": 0, "unreadable": 1, "stuck": 2}) == (

@@ -74,11 +74,12 @@ def test_status_needs_me_counts_and_lists_expired_leases_and_parked_items(
         [(i["campaign"], i["item"], i["why"], i["holder"], i["flow_id"], i["claims"])
          for i in items], out.spec["needs_me"], out.spec["flows"])
     assert items[0]["expired_s_ago"] >= 0 and items[0]["lease_until"].endswith("Z")
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "v2"),
-                            "status", "--needs-me"], capture_output=True, text=True,
-                           env=viewer.env, timeout=120)
-    assert table.returncode == 0, table.stderr
-    lines = table.stdout.splitlines()
+    from tests.terminal import on_a_terminal
+
+    code, text = on_a_terminal(tmp_path / "v2", "status", "--needs-me", env=viewer.env,
+                               stderr=False)
+    assert code == 0, text
+    lines = text.splitlines()
     assert "2 need a person: 0 asking, 0 failed, 0 stuck, 1 expired leases, 1 parked items" \
         == lines[0]
     assert (True, True) == (any("item good: LEASE EXPIRED" in ln for ln in lines),
