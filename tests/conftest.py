@@ -1,11 +1,12 @@
 """Shared pytest set-up: the fake GitHub server and the PostgreSQL cluster fixtures are
-available to every test, and no test may leave a foreground budget running in its worker."""
+available to every test, a failing test is named as it fails (``tests.failnow``), and no test
+may leave a foreground budget running in its worker."""
 
 from collections.abc import Iterator
 
 import pytest
 
-pytest_plugins = ["tests.fakegithub.plugin", "tests.store.plugin"]
+pytest_plugins = ["tests.fakegithub.plugin", "tests.store.plugin", "tests.failnow"]
 
 
 @pytest.fixture(autouse=True)

@@ -35,7 +35,7 @@ def test_every_prompt_template_renders_from_its_new_home() -> None:
 
 def test_claude_plugin_validate_passes_without_warnings(tmp_path: Path) -> None:
     """Claude Code's own validator, where Claude Code is installed (npm package
-    @anthropic-ai/claude-code; .ci/run installs it when npm is there)."""
+    @anthropic-ai/claude-code; .ci/test installs it when npm is there)."""
     claude = shutil.which("claude")
     if claude is None:
         pytest.skip("Claude Code is not installed (npm install -g @anthropic-ai/claude-code): "

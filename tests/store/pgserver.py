@@ -31,7 +31,7 @@ def available() -> str | None:
     """None when a cluster can be started here, else why not (for a skip that says so)."""
     for name in ("initdb", "pg_ctl"):
         if _bin(name) is None:
-            return f"{name} not found: install Debian's postgresql package (.ci/run does)"
+            return f"{name} not found: install Debian's postgresql package (.ci/test does)"
     if os.geteuid() == 0 and _runuser() is None:
         return "running as root without runuser: cannot start postgres as its own user"
     return None

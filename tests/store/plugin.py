@@ -1,7 +1,7 @@
 """pytest fixtures for the PostgreSQL store: one real cluster per test session (per xdist
 worker), a fresh database per test (``pg_url``), and ``pg_cluster`` for the fault tests that
 restart it. Without ``initdb``/``pg_ctl`` the tests that need them are skipped, saying why
-(``.ci/run`` installs Debian's ``postgresql`` package; under CI, ``CI=true``, a missing
+(``.ci/test`` installs Debian's ``postgresql`` package; under CI, ``CI=true``, a missing
 server fails the tests instead of skipping them)."""
 
 from __future__ import annotations
