@@ -1,6 +1,6 @@
 """The checkout as a Claude Code plugin: ``claude plugin validate`` passes with no warning
 (no prompt template taken for a plugin subagent), and the prompt templates live outside
-``agents/`` and still render.
+``agents/`` and still render."""
 from __future__ import annotations
 
 import json
