@@ -108,8 +108,10 @@ def test_status_campaign_shows_items_leases_and_what_is_left(tmp_path: Path,
     [lease] = info["leases"]
     assert ("i0", "alice", "toy/i0", False) == (lease["item"], lease["holder"],
                                                lease["flow_id"], lease["expired"])
-    text = subprocess.run([*base, "status", "--campaign", "all"], capture_output=True,
-                          text=True, env=env, timeout=60).stdout
+    from tests.terminal import on_a_terminal
+
+    _, text = on_a_terminal(tmp_path / "ws", "status", "--campaign", "all", env=env,
+                            stderr=False)
     assert text.startswith("campaign sweep (items): 3 items, 0 done, 1 leased")
     assert "i0: alice" in text
 

@@ -6,15 +6,14 @@ alive; a done item keeps no stale error."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from tests.contract.driver import ROOT, SCRIPT, Driver
+from tests.contract.driver import ROOT, Driver
 from tests.contract.scenarios import REPRODUCE
+from tests.terminal import on_a_terminal
 
 CALC = ["--profile", "local", "--source-dir", str(ROOT / "examples/calc"), "--ci-commit",
         "a" * 40]
@@ -80,9 +79,8 @@ def test_a_reproduce_campaign_reports_each_verdict_in_the_batch_buckets(
     single = Path(spec["report_path"]).read_text()
     assert _rows(single) and _rows(single) == _rows(report.read_text())
     assert single.splitlines()[2] == report.read_text().splitlines()[2]  # the count line
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "fleet"),
-                            "status", "--campaign", "n"], capture_output=True, text=True,
-                           env=drv.env, timeout=60).stdout
+    _, table = on_a_terminal(tmp_path / "fleet", "status", "--campaign", "n", env=drv.env,
+                             stderr=False)
     verdict = done["add"]["outcome"]
     assert f"done add: {verdict} by a" in table and str(report) in table
 
@@ -106,7 +104,6 @@ def test_status_says_whether_each_holder_is_alive(tmp_path: Path, pg_url: str) -
     [lease] = drv.call(["status", "--campaign", "c", "--json"]).spec["campaigns"][0]["leases"]
     assert (False, "a") == (lease["alive"], lease["holder"])
     assert lease["last_seen_s_ago"] >= 2
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "A"),
-                            "status", "--campaign", "c"], capture_output=True, text=True,
-                           env=drv.env, timeout=60).stdout
+    _, table = on_a_terminal(tmp_path / "A", "status", "--campaign", "c", env=drv.env,
+                             stderr=False)
     assert "i0: a on " in table and "NOT ALIVE (lease expired)" in table

@@ -4,12 +4,11 @@ running job's last line."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from tests.contract.driver import SCRIPT, Driver
+from tests.contract.driver import Driver
+from tests.terminal import on_a_terminal
 
 PLUGIN = {"ORCHESTRATOR_PLUGINS": "tests.proc.jobflow"}
 
@@ -22,8 +21,7 @@ def test_status_counts_the_jobs_of_a_step_done_so_far(tmp_path: Path) -> None:
                             "ORCHESTRATOR_FOREGROUND_S": "2"})
     assert "waiting" == drv.call(["start", "jobs", "shards"]).spec["status"]  # type: ignore[index]
     row = drv.call(["status", "--json"]).spec["flows"][0]  # type: ignore[index]
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
-                           capture_output=True, text=True, env=drv.env).stdout
+    _, table = on_a_terminal(tmp_path, "status", env=drv.env, stderr=False)
     assert ({"done": 1, "of": 2}, "work-v1-part-1", "shard 1 going") == (
         row["progress"]["jobs"], row["jobs"][0]["id"], row["jobs"][0]["last_line"])
     assert "(1 of 2 jobs done): shard 1 going" in table

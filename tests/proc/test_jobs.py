@@ -16,6 +16,7 @@ import pytest
 
 from tests.contract.driver import SCRIPT, Driver
 from tests.proc import gone as _gone
+from tests.terminal import on_a_terminal
 
 PLUGIN = {"ORCHESTRATOR_PLUGINS": "tests.proc.jobflow"}
 
@@ -128,8 +129,7 @@ def test_status_shows_a_running_job_with_elapsed_time_and_last_line(tmp_path: Pa
         drv.call(["status", "--json"]).spec["flows"][0]["jobs"]),  # type: ignore[index]
         "the elapsed time to grow")
     assert "work-v1-main" == later[0]["id"]
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(ws), "status"],
-                           capture_output=True, text=True, env=drv.env).stdout
+    _, table = on_a_terminal(ws, "status", env=drv.env, stderr=False)
     assert "job work-v1-main running" in table and "building step 7" in table
     release.write_text("")
     assert "done" == _until_done(drv, "jobs/s", limit=300)["status"]

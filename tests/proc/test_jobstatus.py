@@ -4,12 +4,11 @@ with its exit code and end time, before any call has taken its result into the s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from tests.contract.driver import SCRIPT, Driver
+from tests.contract.driver import Driver
+from tests.terminal import on_a_terminal
 
 PLUGIN = {"ORCHESTRATOR_PLUGINS": "tests.proc.jobflow"}
 
@@ -25,8 +24,7 @@ def test_a_finished_job_is_finished_in_status_before_a_resume_takes_it(tmp_path:
         time.sleep(0.1)
     state_before = (tmp_path / "jobs" / "f" / "flow_state.json").read_bytes()
     row = drv.call(["status", "--json"]).spec["flows"][0]  # type: ignore[index]
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path), "status"],
-                           capture_output=True, text=True, env=drv.env).stdout
+    _, table = on_a_terminal(tmp_path, "status", env=drv.env, stderr=False)
     assert json.loads(state_before)["jobs"]["work-v1-main"]["result"] is None
     done = row["finished_jobs"][0]
     assert ([], "work-v1-main", 3, True) == (row["jobs"], done["id"], done["code"],

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.web.workspace import call, serving
+from tests.terminal import on_a_terminal
 
 
 def test_the_list_fits_a_phone_with_the_state_in_view(tmp_path: Path, browser: Any) -> None:
@@ -40,16 +41,12 @@ def test_without_graphviz_the_page_says_how_to_get_pictures(tmp_path: Path, page
 def test_a_flow_asleep_on_cron_says_why(tmp_path: Path, page: Any) -> None:
     """A flow that answered schedule_cron is shown asleep on its cron job, not "ready", in
     the list, on its page and in status."""
-    import subprocess
-    import sys
-
-    from tests.web.workspace import ROOT, SCRIPT, env
+    from tests.web.workspace import env
 
     root = tmp_path / "agent_space"
     spec = call(root, "start", "notes", "sleepy-wheel")
     assert "schedule_cron" == spec["status"], spec
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(root), "status"],
-                           capture_output=True, text=True, env=env(), cwd=ROOT).stdout
+    _, table = on_a_terminal(root, "status", env=env(), stderr=False)
     with serving(root) as (url, _):
         page.goto(url)
         row = page.locator(f"tr.flow[data-flow='{spec['flow_id']}']")
