@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from tests.contract.driver import SCRIPT, Driver
+from tests.terminal import on_a_terminal
 
 TICK = {"ORCHESTRATOR_PLUGINS": "tests.fleet.tickflow"}
 SLEEPER = ("import os, pathlib, time\n"
@@ -89,9 +90,8 @@ def test_the_status_table_names_a_parked_item_for_a_person(tmp_path: Path,
     _wait("the lease ran out", lambda: _expired(pg_url, "p"))
     second = Driver(tmp_path / "B", {**env, "ORCHESTRATOR_WORKER": "b"})
     assert "nothing_free" == second.call(["campaign", "c"]).spec["outcome"]
-    table = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(tmp_path / "B"),
-                            "status", "--campaign", "c"], capture_output=True, text=True,
-                           env=second.env, timeout=60).stdout
+    _, table = on_a_terminal(tmp_path / "B", "status", "--campaign", "c", env=second.env,
+                             stderr=False)
     assert "0 done, 0 leased (0 expired), 0 free, 1 parked" in table
     assert "PARKED p: claimed 1 times without finishing (last holder a" in table
 
