@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.contract.driver import SCRIPT, Driver
+from tests.contract.driver import Driver
 from tests.terminal import on_a_terminal
 
 TICK = {"ORCHESTRATOR_PLUGINS": "tests.fleet.tickflow"}
