@@ -1,7 +1,8 @@
 """The dashboard's test set-up: a workspace of real flows, ``orchestrator.py serve`` over it,
-and Debian's headless Chromium driven by Playwright (``executable_path``; no browser is
-downloaded). Without Chromium the tests are skipped with the reason on a developer's
-machine and fail under CI (``CI`` set), where ``.ci/run`` installs it.
+and Debian's headless Chromium driven by Playwright (no browser is downloaded): one Chromium
+process per test session (per xdist worker), which each test module's Playwright connects to
+over the DevTools protocol. Without Chromium the tests are skipped with the reason on a
+developer's machine and fail under CI (``CI`` set), where ``.ci/test`` installs it.
 """
 
 from __future__ import annotations
@@ -34,23 +35,58 @@ def _need(what: str, hint: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Chromium for one test module. Not for the session: playwright's sync API keeps an
-    asyncio loop running in this thread while it is open, and later tests in the same worker
-    that run their own loop (the MCP client's) would fail with "Already running asyncio"."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One headless Chromium for the worker: the DevTools WebSocket URL it listens on.
+
+    Started once (its start is most of what a module's own browser cost), with a profile of
+    its own and no background networking (this machine's network is closed)."""
+    import subprocess
+
+    import importlib.util
+
+    if importlib.util.find_spec("playwright") is None:  # the tests drive it through Playwright
         _need("playwright", "pip install -e '.[test]'")
     path = chromium_path()
     if path is None:
         _need("Chromium", "apt-get install -y chromium")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    proc = subprocess.Popen(
+        [path, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
+         f"--user-data-dir={profile}", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # it names its endpoint on stderr once it listens
+        seen.append(line)
+        if line.startswith("DevTools listening on "):
+            break
+    else:
+        pytest.fail(f"Chromium ended without listening: {''.join(seen)[-2000:]}")
+    url = line.split(" on ", 1)[1].strip()
+    import threading
+
+    threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep its pipe drained
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    """The worker's Chromium as seen by one test module. Playwright is started per module,
+    not per session: its sync API keeps an asyncio loop running in this thread while it is
+    open, and later tests in the same worker that run their own loop (the MCP client's)
+    would fail with "Already running asyncio"."""
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, headless=True,
-                               args=["--no-sandbox", "--disable-gpu"])
+        b = pw.chromium.connect_over_cdp(chromium)
         yield b
-        b.close()
+        b.close()  # disconnects; the worker's Chromium goes on for the next module
 
 
 @pytest.fixture(scope="session")
