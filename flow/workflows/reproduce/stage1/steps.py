@@ -89,7 +89,7 @@ def stage1(ctx: Any) -> Any:
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
     env = env_of(ctx)
-    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env,
+    problem = runner.run_setup(rep, cwd=ctx.data.setup_cwd or scratch(ctx), env=env,
                                log=ctx.path("logs/setup.log"), launch=launcher(ctx),
                                timeout=run_timeout(ctx, profile),
                                state_file=ctx.path("logs/setup.state"))
@@ -112,10 +112,16 @@ def carry_block(ctx: Any, state_file: Any, env: dict[str, str]) -> None:
         return
     ctx.data.block = state.model_dump(mode="json")
     ctx.data.cwd = state.cwd
-    ctx.data.cwd_rule = ("where the shell block's setup left the shell (its cd lines, as bash "
-                         "ran them)" if uses_folder(state, scratch(ctx))
-                         else "outside any source tree (an empty folder: the block's setup "
-                              "wrote nothing there)")
+    if ctx.data.setup_cwd:
+        from flow.workflows.reproduce.prepare.rules import RULE_PREFIX_IN_TREE
+
+        ctx.data.cwd_rule = RULE_PREFIX_IN_TREE + (
+            "" if state.cwd == ctx.data.setup_cwd else f"; the prefix left it in {state.cwd}")
+    else:
+        ctx.data.cwd_rule = ("where the shell block's setup left the shell (its cd lines, as "
+                             "bash ran them)" if uses_folder(state, scratch(ctx))
+                             else "outside any source tree (an empty folder: the block's "
+                                  "setup wrote nothing there)")
     from pathlib import Path
 
     if state.program and Path(state.program).parent != Path(ctx.data.python or "").parent:
