@@ -75,6 +75,8 @@ class ReproData(BaseModel):
     restore_kept: str | None = None    # a file the user changed during an interrupted re-run
     attempt_counts: dict[str, int] | None = None
     last_exit: int | None = None       # exit code of the deciding run (the self-check)
+    # {top-level module: [files]} the deciding run imported (run.imports); None: no record
+    imported: dict[str, list[str]] | None = None
     skipped_exit: int | None = None    # exit code of the run that was all skipped
     timeout: float | None = None       # --timeout: seconds per reproducer run
     verdict: dict[str, Any] | None = None
