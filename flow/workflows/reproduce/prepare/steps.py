@@ -82,7 +82,7 @@ def read_tree(ctx: Any, where: str, *, first: bool = False) -> Any:
         got = ctx.query(argv, env=ctx.settings)
         return got.code, got.text
 
-    return envinfo.tree_state(where, asked)
+    return envinfo.tree_state(where, asked, ctx.root)
 
 
 def project_probe(ctx: Any, profile: Profile, python: str) -> str:

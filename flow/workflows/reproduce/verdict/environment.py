@@ -522,13 +522,18 @@ def shadowing_imports(env: Environment) -> list[str]:
             if (root / name / "__init__.py").is_file() or (root / f"{name}.py").is_file()]
 
 
-def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeState:
+def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]],
+               workspace: str | Path | None = None) -> TreeState:
     """HEAD and a hash of what differs from it (tracked changes and untracked files);
     ``run(argv) -> (exit code, stdout)``. One git call for a clean tree, and for one whose
     only changes are untracked files (``__pycache__`` left by the run): ``git diff HEAD``
-    runs only when a tracked file changed (it prints nothing otherwise)."""
-    code, status = run(["git", "-C", path, "status", "--porcelain=v2", "--branch",
-                        "--untracked-files=all", "--", "."])
+    runs only when a tracked file changed (it prints nothing otherwise). The
+    ``workspace``, when it lies inside the tree, is not part of it (the flow id's reads,
+    ``reuse.tree_fingerprint``, leave it out the same way)."""
+    from flow.workflows.reproduce.verdict.reuse import diff_argv, inside, status_argv
+
+    exclude = inside(path, workspace)
+    code, status = run(status_argv(path, exclude))
     if code != 0:
         return TreeState(path=path, git=False)
     head = next((l.split()[2] for l in status.splitlines() if l.startswith("# branch.oid ")), None)
@@ -540,7 +545,7 @@ def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeSt
         return TreeState(path=path, git=True, head=head)
     diff = ""
     if any(not l.startswith("? ") for l in changed):
-        _, diff = run(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
+        _, diff = run(diff_argv(path, exclude))
     digest = hashlib.sha256(diff.encode(errors="replace"))
     here = Path(path).resolve()
     top = next((p for p in (here, *here.parents) if (p / ".git").exists()), None)
