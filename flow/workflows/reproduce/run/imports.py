@@ -20,7 +20,6 @@ Standard library only (``run.deciding`` and ``headstart`` spell the run with it)
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 RECORD_ENV = "FLOW_IMPORT_RECORD"
