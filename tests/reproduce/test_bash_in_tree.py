@@ -219,3 +219,59 @@ def test_the_import_record_is_invisible_to_the_run(tmp_path: Path) -> None:
     got = [(_bash(c, tree, python), _verdict(drv, tree, c)["verdict"]["verdict"])
            for c in commands]
     assert [(0, "NOT_REPRODUCED")] * 3 == got
+
+
+FINDER = '''\
+"""An editable finder as setuptools writes one (our own words): MAPPING names the folder
+of each top-level package; install() puts the finder on sys.meta_path."""
+import importlib.util
+import sys
+
+MAPPING = {mapping!r}
+
+
+class _Finder:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name in MAPPING:
+            return importlib.util.spec_from_file_location(
+                name, MAPPING[name] + "/__init__.py", submodule_search_locations=[MAPPING[name]])
+        return None
+
+
+def install():
+    sys.meta_path.append(_Finder)
+'''
+
+
+def test_an_editable_finder_mapping_names_where_the_package_lives(tmp_path: Path) -> None:
+    """A setuptools-style editable install (``__editable__.*.pth`` importing a finder
+    whose ``MAPPING`` names the package folder; a dist-info whose ``direct_url.json``
+    names the project root) of another clone: the probe's ``home`` is the folder the
+    interpreter really imports the package from, and the environment says that folder."""
+    from flow.workflows.reproduce.verdict import environment as envinfo
+
+    clone = tinyproject.make(tmp_path / "other-clone", src_layout=True)
+    tree = tinyproject.make(tmp_path / "tree", src_layout=True)
+    python = _venv(tmp_path / "venv")
+    site = next(python.parent.parent.glob("lib/python*/site-packages"))
+    package = clone / "src" / "tinycalc"
+    (site / "__editable___tinycalc_1_0_finder.py").write_text(
+        FINDER.format(mapping={"tinycalc": str(package)}))
+    (site / "__editable__.tinycalc-1.0.pth").write_text(
+        "import __editable___tinycalc_1_0_finder; __editable___tinycalc_1_0_finder.install()\n")
+    dist = site / "tinycalc-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: tinycalc\nVersion: 1.0\n")
+    (dist / "top_level.txt").write_text("tinycalc\n")
+    (dist / "direct_url.json").write_text(
+        '{"url": "file://%s", "dir_info": {"editable": true}}' % clone)
+    real = subprocess.run([str(python), "-c", "import tinycalc; print(tinycalc.__file__)"],
+                          cwd="/", capture_output=True, text=True).stdout.strip()
+    output = envinfo.probe_here(["tinycalc"], str(tree), envinfo.venv_layout(str(python)))
+    env = envinfo.read_probe(str(python), output, "tinycalc", [],
+                             envinfo.TreeState(path=str(tree), git=True))
+    found = [line for line in output.splitlines() if '"home"' in line]
+    assert (str(package / "__init__.py"), True, "editable", True) == (
+        real, bool(found) and f'"home": "{clone / "src"}"' in found[0], env.project_install,
+        f"from {clone / 'src'} " in (env.other_code or "")), (output, env)
