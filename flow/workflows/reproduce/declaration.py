@@ -51,6 +51,9 @@ class ReproData(BaseModel):
     # the source tree's state as prepare found it, before any run (a Stage 1 verdict's tree)
     tree_found: dict[str, Any] | None = None
     pytest_args: list[str] | None = None
+    # where a shell block's setup starts: the tree for a cd/export/source prefix typed
+    # there (forms.prefix_only), else None (the flow's scratch folder)
+    setup_cwd: str | None = None
     # what a shell block's setup left for its reproduce step (run.block.BlockState)
     block: dict[str, Any] | None = None
     # ORCHESTRATOR_REPRODUCE_PYTHON resolved once at start (None in a state saved before
@@ -72,6 +75,8 @@ class ReproData(BaseModel):
     restore_kept: str | None = None    # a file the user changed during an interrupted re-run
     attempt_counts: dict[str, int] | None = None
     last_exit: int | None = None       # exit code of the deciding run (the self-check)
+    # {top-level module: [files]} the deciding run imported (run.imports); None: no record
+    imported: dict[str, list[str]] | None = None
     skipped_exit: int | None = None    # exit code of the run that was all skipped
     timeout: float | None = None       # --timeout: seconds per reproducer run
     verdict: dict[str, Any] | None = None

@@ -31,8 +31,8 @@ from typing import Any, NamedTuple
 
 from flow.workflows.reproduce import identity
 from flow.workflows.reproduce.run.deciding import (
-    DEFAULT_TIMEOUT_S, PYTHON_ENV, added_pytest_flags, attempt_label, clean_env, pytest_flags,
-    reproduce_python, with_report,
+    DEFAULT_TIMEOUT_S, PYTHON_ENV, added_pytest_flags, attempt_label, decider_env,
+    pytest_flags, reproduce_python, with_report,
 )
 
 # Words a shell reads as themselves: no quoting, expansion, globbing (``[`` ``]`` aside:
@@ -93,7 +93,7 @@ def plan(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> Plan 
     refined = f"cd {shlex.quote(tree)} && {body[0]}"
     return Plan(flow_id=flow_id, job_id=job_id(_STAGE1, 1, label),
                 argv=["bash", "-c", with_report(refined, log, is_pytest)], cwd="/",
-                env=clean_env(settings), log_file=log,
+                env=decider_env(settings, log), log_file=log,
                 timeout=float(given["timeout"] or DEFAULT_TIMEOUT_S),
                 outputs=(log.with_suffix(".xml"),) if is_pytest else ())
 

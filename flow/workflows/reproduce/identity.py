@@ -138,5 +138,5 @@ def locate(opts: dict[str, Any], root: Path, given: dict[str, Any] | None = None
     memo = (call, str(root), prefix, given["source_dir"], os.environ.get(PYTHON_ENV))
     if call is None or memo not in _located:
         _located.clear()
-        _located[memo] = f"{prefix}-{environment_key(given['source_dir'], os.environ)}"
+        _located[memo] = f"{prefix}-{environment_key(given['source_dir'], os.environ, root)}"
     return aliased(root, _located[memo]) or _located[memo]

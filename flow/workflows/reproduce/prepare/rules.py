@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from flow.workflows.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
-from flow.workflows.reproduce.reproducer.forms import Form, Reproducer
+from flow.workflows.reproduce.reproducer.forms import Form, Reproducer, prefix_only
 from flow.workflows.reproduce.run.interpret import Outcome, RunOutcome
 from flow.workflows.reproduce.verdict.models import CannotVerify, NoReproducer, Stage, Verdict
 
@@ -144,6 +144,8 @@ XPU_OPS_SUBDIR = "third_party/torch-xpu-ops/test/xpu"
 
 
 RULE_IN_TREE = "the project tree, where the command expects to run (local profile)"
+RULE_PREFIX_IN_TREE = ("the project tree, as bash runs the command typed there (its "
+                       "cd/export/source prefix applied there)")
 
 
 def _apply_cds(start: str, cds: list[str], fallback: str) -> str:
@@ -162,7 +164,9 @@ def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str 
     """Where to run the reproducer (seed: Working directory).
 
     - ``in_tree`` (the ``local`` profile, whose tree is the user's project; not for a
-      shell block, which does its own setup in scratch): the tree,
+      shell block, which does its own setup in scratch, unless its setup is only a
+      cd/export/source prefix, ``prefix_only``, which runs in the tree as bash would
+      run it typed there: ``RULE_PREFIX_IN_TREE``): the tree,
       with the command's own cds applied on top of it, targets as written; unless the
       tree would shadow the package under test: ``package``'s folder is at the tree's
       root, or ``shadowed`` (the caller's finding: the project is installed non-editable
@@ -195,9 +199,10 @@ def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str 
             "pytest_args": [resolved.get(a, a) for a in rep.pytest_args],
             "pytest_targets": [resolved.get(t, t) for t in rep.pytest_targets]})
     own = shadowing_package(tree, package) if tree and package else None
-    if in_tree and tree and own is None and not shadowed and not rep.setup:
+    if in_tree and tree and own is None and not shadowed and (
+            not rep.setup or prefix_only(rep)):
         return CwdChoice(cwd=_apply_cds(tree, rep.cd, tree), pytest_args=rep.pytest_args,
-                         rule=RULE_IN_TREE)
+                         rule=RULE_PREFIX_IN_TREE if rep.setup else RULE_IN_TREE)
     why = (f"; left the tree: {shadowed}" if shadowed else
            f"; left the tree: its {own.name}/ would shadow the installed {package}"
            if in_tree and own is not None else "")

@@ -82,7 +82,7 @@ def read_tree(ctx: Any, where: str, *, first: bool = False) -> Any:
         got = ctx.query(argv, env=ctx.settings)
         return got.code, got.text
 
-    return envinfo.tree_state(where, asked)
+    return envinfo.tree_state(where, asked, ctx.root)
 
 
 def project_probe(ctx: Any, profile: Profile, python: str) -> str:
@@ -134,9 +134,11 @@ def place(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
     would shadow the installed package under test); returns a blocker or None. Touches
     no file."""
     from flow.workflows.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
-    from flow.workflows.reproduce.prepare.rules import choose_cwd
+    from flow.workflows.reproduce.prepare.rules import RULE_PREFIX_IN_TREE, choose_cwd
+    from flow.workflows.reproduce.reproducer.forms import prefix_only
 
-    in_tree = profile.tree is None and bool(ctx.data.tree) and not rep.setup
+    in_tree = profile.tree is None and bool(ctx.data.tree) and (
+        not rep.setup or prefix_only(rep))
     shadowed = shadowed_install(ctx, profile) if in_tree else None
     try:
         choice = choose_cwd(rep, scratch=scratch(ctx), tree=ctx.data.tree,
@@ -146,6 +148,8 @@ def place(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
         return str(exc)
     ctx.data.cwd = choice.cwd
     ctx.data.cwd_rule = choice.rule
+    # a cd/export/source prefix runs where bash would run it typed in the tree
+    ctx.data.setup_cwd = ctx.data.tree if choice.rule == RULE_PREFIX_IN_TREE else None
     ctx.data.pytest_args = choice.pytest_args if choice.pytest_args is not None else rep.pytest_args
     return None
 

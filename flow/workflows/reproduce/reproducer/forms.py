@@ -61,6 +61,13 @@ SETUP_PROGRAMS = frozenset({
     "chmod", "make", "cmake", "ninja", "echo", "cat", "ls", "pwd", "which", "sudo", "gh",
     "docker", "nproc", "printf", "true",
 })
+# Commands that only change the shell's own state (its folder, variables, options, an
+# activated environment): a block made of these before its program is the program typed
+# in a shell, and runs where that shell is (``prefix_only``).
+SHELL_STATE = frozenset({
+    "cd", "pushd", "popd", "export", "source", ".", "set", "unset", "shopt", "alias",
+    "umask", "declare", "typeset", "true", ":",
+})
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _PYTEST = frozenset({"pytest", "py.test"})
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
@@ -204,6 +211,17 @@ def is_setup(cmd: Command) -> bool:
     if _PYTHON.match(prog) and pytest_invocation(cmd.argv) is None:
         return python_invocation(cmd.argv) is None
     return False
+
+
+def prefix_only(rep: Reproducer) -> bool:
+    """The reproducer is a program after a prefix that only changes the shell's state
+    (``export X=.. &&``, ``cd sub &&``, ``source venv/bin/activate &&``, assignments):
+    typed in the project tree, bash runs the program from there with those effects, so
+    the prefix runs there too (never in an empty scratch folder)."""
+    return bool(rep.setup) and all(
+        not step.argv or (step.argv[0] in SHELL_STATE and step.argv[0] == step.raw[0]
+                          if step.raw else step.argv[0] in SHELL_STATE)
+        for step in rep.setup)
 
 
 def _tree_row(form: Form, targets: list[str], kind: PythonKind | None, script: str | None,

@@ -79,6 +79,7 @@ def attempts(ctx: Any, profile: Profile, label: str, *, aligned: bool = False) -
     chosen = failed[0] if failed else runs[-1]
     ctx.data.attempt_counts = {"attempts": len(runs), "failures": len(failed)}
     ctx.data.last_exit = chosen.exit_code
+    ctx.data.imported = chosen.imports
     if len(runs) > 1:
         ctx.data.notes.append(f"{label}: {len(failed)} of {len(runs)} attempts failed")
     return chosen

@@ -36,6 +36,15 @@ def clean_env(settings: Mapping[str, str]) -> dict[str, str]:
     return {"PATH": CLEAN_PATH, "HOME": settings.get("HOME") or os.path.expanduser("~") or "/"}
 
 
+def decider_env(settings: Mapping[str, str], log: Path) -> dict[str, str]:
+    """The environment the deciding run is launched with: ``clean_env`` and the import
+    record (``run.imports``: a hook that steps aside before the run's code and notes at
+    exit which files its modules came from; the run sees neither)."""
+    from flow.workflows.reproduce.run.imports import recording_env
+
+    return recording_env(clean_env(settings), log)
+
+
 def pytest_flags(pytest_args: list[str], bypass: str | None) -> list[str]:
     """Flags the workflow adds to a pytest reproducer (its arguments as written):
     ``--runxfail`` (an xfail-marked test then fails, so the refined command exits non-zero

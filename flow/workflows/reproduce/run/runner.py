@@ -30,7 +30,7 @@ from flow.workflows.reproduce.run.interpret import (
     Outcome, RunOutcome, collect_only, interpret_command, interpret_pytest, setup_blocker,
 )
 from flow.workflows.reproduce.run.deciding import (
-    DEFAULT_TIMEOUT_S, clean_env, pytest_flags, with_report,
+    DEFAULT_TIMEOUT_S, decider_env, pytest_flags, with_report,
 )
 from flow.workflows.reproduce.verdict.refined_command import FRESH_DIR, render
 
@@ -74,6 +74,9 @@ class Exercise(BaseModel):
     outcome: RunOutcome
     exit_code: int
     tail: str = ""
+    # {top-level module: [files]} the run's Python processes imported (``run.imports``);
+    # None when none wrote a record
+    imports: dict[str, list[str]] | None = None
 
 
 def node_target(pytest_args: list[str] | None, cwd: str) -> tuple[Path, str] | None:
@@ -179,16 +182,30 @@ def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
         from flow.workflows.reproduce.run.block import prefix_env
 
         block_env, path_word = prefix_env(block, rep)
-    refined = render(rep, cwd=FRESH_DIR if fresh_cwd else cwd, env=extra_env, sv=rep.step_is_pytest, timeout=pytest_timeout,
-                     exitfirst=exitfirst, pytest_args=pytest_args, python=python,
-                     pytest_flags=(pytest_flags(rep.pytest_args, bypass) if rep.step_is_pytest
-                                   else None),
-                     bin_dir=bin_dir, activate=activate, block_env=block_env,
-                     path_word=path_word)
-    env = clean_env(settings)
+    from flow.workflows.reproduce.run.imports import HOOK_DIR, read_record
+
+    def rendered(pythonpath_head: str | None = None) -> str:
+        return render(rep, cwd=FRESH_DIR if fresh_cwd else cwd, env=extra_env,
+                      sv=rep.step_is_pytest, timeout=pytest_timeout,
+                      exitfirst=exitfirst, pytest_args=pytest_args, python=python,
+                      pytest_flags=(pytest_flags(rep.pytest_args, bypass) if rep.step_is_pytest
+                                    else None),
+                      bin_dir=bin_dir, activate=activate, block_env=block_env,
+                      path_word=path_word, pythonpath_head=pythonpath_head)
+
+    refined = rendered()
+    env = decider_env(settings, log)
+    # the run itself: refined_command, with the import record's folder kept in front of a
+    # PYTHONPATH the command sets (the hook takes it off again before the run's code)
+    ran = rendered(str(HOOK_DIR))
     junit = log.with_suffix(".xml")
-    result = launch(key, proc.shell(with_report(refined, log, rep.step_is_pytest)), log, env,
+    result = launch(key, proc.shell(with_report(ran, log, rep.step_is_pytest)), log, env,
                     timeout, "/")
+    imports = None
+    try:
+        imports = read_record(log, since=log.stat().st_mtime - result.duration_s - 2)
+    except OSError:
+        pass
     output, code = result.output, result.code
     tail = result.tail(20)
     if result.timed_out or result.lost:
@@ -202,7 +219,8 @@ def exercise(rep: Reproducer, *, cwd: str, pytest_args: list[str] | None,
             outcome = interpret_pytest(code, output, None, decorators, markers, failure_pattern)
     else:
         outcome = interpret_command(code, output, failure_pattern)
-    return Exercise(refined=refined, outcome=outcome, exit_code=code, tail=tail)
+    return Exercise(refined=refined, outcome=outcome, exit_code=code, tail=tail,
+                    imports=imports)
 
 
 def _junit_of(junit: Path, log: Path, result: proc.Result) -> str | None:

@@ -89,22 +89,25 @@ def stage1(ctx: Any) -> Any:
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
     env = env_of(ctx)
-    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env,
+    start = ctx.data.setup_cwd or scratch(ctx)
+    problem = runner.run_setup(rep, cwd=start, env=env,
                                log=ctx.path("logs/setup.log"), launch=launcher(ctx),
                                timeout=run_timeout(ctx, profile),
                                state_file=ctx.path("logs/setup.state"))
     if problem:
         return blocked(ctx, Stage.NIGHTLY, problem)
-    carry_block(ctx, ctx.path("logs/setup.state"), env)
+    carry_block(ctx, ctx.path("logs/setup.state"), env, start=start)
     return act(ctx, decide(ctx, profile, Stage.NIGHTLY, "stage1"))
 
 
-def carry_block(ctx: Any, state_file: Any, env: dict[str, str]) -> None:
+def carry_block(ctx: Any, state_file: Any, env: dict[str, str],
+                start: str | None = None) -> None:
     """A shell block's setup ran: its reproduce step runs where bash would run it (the
     folder the block ended in, its variables, the interpreter its PATH resolves, such as
     an activated venv's), never with the project interpreter put in its place. A block
     that ended in an empty folder (the one it started in, or one it made) refines to a
-    fresh ``mktemp -d``."""
+    fresh ``mktemp -d``. ``start``: the folder the setup began in; the project tree
+    (``ctx.data.setup_cwd``) when a cd/export/source prefix ran there as typed."""
     from flow.workflows.reproduce.run.block import uses_folder
 
     state = runner.setup_state(state_file, env)
@@ -112,10 +115,16 @@ def carry_block(ctx: Any, state_file: Any, env: dict[str, str]) -> None:
         return
     ctx.data.block = state.model_dump(mode="json")
     ctx.data.cwd = state.cwd
-    ctx.data.cwd_rule = ("where the shell block's setup left the shell (its cd lines, as bash "
-                         "ran them)" if uses_folder(state, scratch(ctx))
-                         else "outside any source tree (an empty folder: the block's setup "
-                              "wrote nothing there)")
+    if start is not None and start == ctx.data.setup_cwd:
+        from flow.workflows.reproduce.prepare.rules import RULE_PREFIX_IN_TREE
+
+        ctx.data.cwd_rule = RULE_PREFIX_IN_TREE + (
+            "" if state.cwd == ctx.data.setup_cwd else f"; the prefix left it in {state.cwd}")
+    else:
+        ctx.data.cwd_rule = ("where the shell block's setup left the shell (its cd lines, as "
+                             "bash ran them)" if uses_folder(state, scratch(ctx))
+                             else "outside any source tree (an empty folder: the block's "
+                                  "setup wrote nothing there)")
     from pathlib import Path
 
     if state.program and Path(state.program).parent != Path(ctx.data.python or "").parent:

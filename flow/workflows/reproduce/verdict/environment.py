@@ -120,6 +120,66 @@ def probe(names, tree=None, paths=None, facts=None):
                 return None
         return by_name.get(norm(name))
 
+    def site_dirs():
+        # the folders whose .pth and .egg-link files say where installed code lives
+        return [p for p in paths if p and os.path.basename(p) in ("site-packages", "dist-packages")]
+
+    def listing(folder):
+        try:
+            return sorted(os.listdir(folder))
+        except OSError:
+            return []
+
+    def egg_link(name):
+        # a legacy ``setup.py develop``: <site>/<name>.egg-link, its first line the folder
+        # the code is imported from, its second the project root relative to that
+        for site in site_dirs():
+            for entry in listing(site):
+                if entry.endswith(".egg-link") and norm(entry[:-9]) == norm(name):
+                    lines = [l.strip() for l in (read(site, entry) or "").splitlines()]
+                    if lines and lines[0]:
+                        base = os.path.normpath(lines[0])
+                        root = os.path.normpath(os.path.join(base, lines[1])) \
+                            if len(lines) > 1 and lines[1] else base
+                        return base, root
+        return None
+
+    def mapped(top):
+        # where a site folder says a top-level package lives: a setuptools editable
+        # finder's MAPPING (__editable___*_finder.py), else a .pth file's path line
+        import ast
+        for site in site_dirs():
+            for entry in listing(site):
+                if not (entry.startswith("__editable__") and entry.endswith("_finder.py")):
+                    continue
+                try:
+                    tree_ = ast.parse(read(site, entry) or "")
+                except (SyntaxError, ValueError):
+                    continue
+                for node in tree_.body:
+                    target = getattr(node, "target", None) or (getattr(node, "targets", None) or [None])[0]
+                    if getattr(target, "id", None) == "MAPPING" and getattr(node, "value", None) is not None:
+                        try:
+                            mapping = ast.literal_eval(node.value)
+                        except ValueError:
+                            continue
+                        for name in top:
+                            if name in mapping:
+                                return os.path.dirname(os.path.normpath(mapping[name]))
+            for entry in listing(site):
+                if not entry.endswith(".pth"):
+                    continue
+                for line in (read(site, entry) or "").splitlines():
+                    line = line.strip()
+                    if not line or line.startswith(("#", "import ", "import\t")):
+                        continue
+                    folder = os.path.normpath(os.path.join(site, line))
+                    for name in top:
+                        if os.path.isfile(os.path.join(folder, name, "__init__.py")) \
+                                or os.path.isfile(os.path.join(folder, name + ".py")):
+                            return folder
+        return None
+
     def info(dist):
         url = dist.read_text("direct_url.json") or "{}"
         try:
@@ -131,9 +191,24 @@ def probe(names, tree=None, paths=None, facts=None):
             top = sorted({str(f).split("/")[0].split(".")[0] for f in (dist.files or [])
                           if str(f).endswith(".py") and "/" in str(f)
                           and not str(f).split("/")[0].endswith((".dist-info", ".egg-info"))})
+        editable, url, home = bool(data.get("dir_info", {}).get("editable")), data.get("url"), None
+        where = str(getattr(dist, "_path", None) or "")
+        if not url:
+            link = egg_link(dist.metadata["Name"])
+            outside = where.endswith(".egg-info") and os.path.isdir(where) and \
+                os.path.basename(os.path.dirname(where)) not in ("site-packages", "dist-packages")
+            if link is not None:
+                editable, url, home = True, "file://" + link[1], link[0]
+            elif outside:
+                # its egg-info sits in a folder a .pth line puts on sys.path: the code is
+                # imported from there (a develop install whose egg-link is gone)
+                home = os.path.dirname(where)
+                root = os.path.dirname(home) if os.path.basename(home) == "src" else home
+                editable, url = True, "file://" + root
+        if editable and home is None:
+            home = mapped(top)
         return {"name": dist.metadata["Name"], "version": dist.version,
-                "editable": bool(data.get("dir_info", {}).get("editable")),
-                "url": data.get("url"), "top_level": top}
+                "editable": editable, "url": url, "home": home, "top_level": top}
     for name in names:
         dist = distribution(name)
         if dist is not None:
@@ -155,6 +230,7 @@ def probe(names, tree=None, paths=None, facts=None):
                 if home == real or os.path.dirname(home) == real:
                     found = info(dist)
                     found["editable"], found["url"] = True, "file://" + real
+                    found["home"] = found.get("home") or home
                     out["tree_dists"].append(found)
     return out
 """
@@ -265,16 +341,31 @@ class Environment(BaseModel):
     # editable install of another clone, a copy installed from elsewhere): the verdict is
     # about that code, not the tree's
     other_code: str | None = None
+    # the files the deciding run itself imported the project's top-level modules from (its
+    # import record, ``run.imports``); None when no record was written. When set, it
+    # decides ``other_code`` instead of the install record
+    imported_from: list[str] | None = None
 
 
 def _other_code(proj: dict | None, origin: str | None, tree: TreeState | None) -> str | None:
     """What the run imports instead of the tree, in words; None when it is the tree's code
     (installed from the tree or a folder inside it, or not installed)."""
-    if proj is None or tree is None or origin is None or origin == "the tree":
+    if proj is None or tree is None or origin is None:
+        return None
+    root, home = Path(tree.path).resolve(), proj.get("home")
+    if home:
+        # where the package is really imported from (an egg-link, an editable finder's
+        # mapping, a .pth line) decides, whatever the install record's URL says
+        if Path(home).resolve().is_relative_to(root):
+            return None
+        if proj.get("editable"):
+            return (f"the interpreter imports {proj.get('name')} from {home} (an editable "
+                    f"install of another folder), not from the tree {tree.path}")
+    if origin == "the tree" and not home:
         return None
     url = str(proj.get("url") or "")
-    if url.startswith("file://"):
-        folder, root = Path(url[7:]).resolve(), Path(tree.path).resolve()
+    if url.startswith("file://") and not home:
+        folder = Path(url[7:]).resolve()
         if folder.is_relative_to(root):
             return None
     if proj.get("editable"):
@@ -341,6 +432,45 @@ def read_probe(python: str, output: str, project: str | None, packages: list[str
         tree=tree, other_code=_other_code(proj, origin, tree))
 
 
+def tree_packages(tree: str | None) -> list[str]:
+    """The top-level import packages a tree holds at its root or in ``src/`` (what the
+    project's code is imported as when it is not installed)."""
+    if not tree:
+        return []
+    names = []
+    for base in (Path(tree), Path(tree, "src")):
+        try:
+            entries = sorted(base.iterdir())
+        except OSError:
+            continue
+        names += [e.name for e in entries if (e / "__init__.py").is_file()
+                  and e.name not in ("tests", "test", "docs")]
+    return list(dict.fromkeys(names))
+
+
+def from_imports(env: Environment, imported: dict[str, list[str]] | None,
+                 tree_path: str | None) -> Environment:
+    """``env`` with ``other_code`` decided by what the run imported (its import record)
+    rather than by the install record: the project's top-level modules (the installed
+    copy's, else the tree's packages) and the files they came from. A record in which
+    the run imported none of them says no other code of the project ran. ``env`` as it is
+    when there is no record or no name to look for."""
+    if imported is None or not tree_path:
+        return env
+    names = env.project_imports or tree_packages(tree_path)
+    if not names:
+        return env
+    files = [f for n in names for f in imported.get(n, [])]
+    root = Path(tree_path).resolve()
+    outside = [f for f in files if not Path(f).resolve().is_relative_to(root)]
+    other = None
+    if outside:
+        where = ", ".join(sorted({str(Path(f).parent) for f in outside}))
+        other = (f"the run imported {env.project or names[0]} from {where}, not from the tree "
+                 f"{tree_path}")
+    return env.model_copy(update={"other_code": other, "imported_from": files})
+
+
 def _setup_py_name(text: str) -> str | None:
     """The literal ``name=`` of a ``setup(...)`` call in a setup.py (None when it is
     computed, which needs the installed metadata to know)."""
@@ -392,13 +522,18 @@ def shadowing_imports(env: Environment) -> list[str]:
             if (root / name / "__init__.py").is_file() or (root / f"{name}.py").is_file()]
 
 
-def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeState:
+def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]],
+               workspace: str | Path | None = None) -> TreeState:
     """HEAD and a hash of what differs from it (tracked changes and untracked files);
     ``run(argv) -> (exit code, stdout)``. One git call for a clean tree, and for one whose
     only changes are untracked files (``__pycache__`` left by the run): ``git diff HEAD``
-    runs only when a tracked file changed (it prints nothing otherwise)."""
-    code, status = run(["git", "-C", path, "status", "--porcelain=v2", "--branch",
-                        "--untracked-files=all", "--", "."])
+    runs only when a tracked file changed (it prints nothing otherwise). The
+    ``workspace``, when it lies inside the tree, is not part of it (the flow id's reads,
+    ``reuse.tree_fingerprint``, leave it out the same way)."""
+    from flow.workflows.reproduce.verdict.reuse import diff_argv, inside, status_argv
+
+    exclude = inside(path, workspace)
+    code, status = run(status_argv(path, exclude))
     if code != 0:
         return TreeState(path=path, git=False)
     head = next((l.split()[2] for l in status.splitlines() if l.startswith("# branch.oid ")), None)
@@ -410,7 +545,7 @@ def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]]) -> TreeSt
         return TreeState(path=path, git=True, head=head)
     diff = ""
     if any(not l.startswith("? ") for l in changed):
-        _, diff = run(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
+        _, diff = run(diff_argv(path, exclude))
     digest = hashlib.sha256(diff.encode(errors="replace"))
     here = Path(path).resolve()
     top = next((p for p in (here, *here.parents) if (p / ".git").exists()), None)

@@ -87,12 +87,14 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     elif where:
         tree = read_tree(ctx, where)
     env = envinfo.read_probe(python, output, project, packages, tree)
+    # what the deciding run imported decides whether it ran other code than the tree
+    env = envinfo.from_imports(env, ctx.data.imported, tree.path if tree else where)
     if env.project_install == "installed" and env.project_origin != "the tree" and where:
         note = (f"{env.project} {env.project_version} is installed from {env.project_origin}, "
                 f"not from the tree {where}; a fix in the tree is not seen by that copy")
         if note not in ctx.data.notes:
             ctx.data.notes.append(note)
-    if env.project_install == "editable" and env.other_code:
+    if env.other_code and (env.project_install == "editable" or env.imported_from):
         note = (f"WARNING: this verdict ran other code than the tree: {env.other_code}; a fix "
                 "in the tree is not seen until the tree is installed (rerun_after_fix)")
         if note not in ctx.data.notes:

@@ -98,7 +98,7 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
            pytest_args: list[str] | None = None, python: str | None = None,
            pytest_flags: list[str] | None = None, bin_dir: str | None = None,
            activate: str | None = None, block_env: dict[str, str] | None = None,
-           path_word: str | None = None) -> str:
+           path_word: str | None = None, pythonpath_head: str | None = None) -> str:
     """The refined command for ``rep``.
 
     ``cwd`` (decided by the caller's cwd rules) becomes ``cd DIR &&``; ``env`` is merged
@@ -113,8 +113,10 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
     is a profile's activation command, run first (``activate && ...``). ``block_env``
     and ``path_word`` are what a shell block's setup left for its step (``run.block``:
     the variables it set, ``PATH=<venv>/bin:"$PATH"``), put before the step's own
-    prefixes. Setup steps are never included. Raises ValueError on an env name that is
-    not a shell name.
+    prefixes. Setup steps are never included. ``pythonpath_head`` (the deciding run
+    only, never ``refined_command``): a folder put in front of a ``PYTHONPATH`` the
+    command sets itself (``run.imports``). Raises ValueError on an env name that is not
+    a shell name.
     """
     merged = {**(block_env or {}), **rep.env, **(env or {})}
     for name in merged:
@@ -140,9 +142,15 @@ def render(rep: Reproducer, *, cwd: str | None = None, env: dict[str, str] | Non
     # expands them: an inline prefix applies only to the program's environment, so
     # those are exported first; the others stay inline (the contract's form).
     expanded = {n for n in merged if re.search(r"\$\{?%s\b" % re.escape(n), body)}
-    exports = " && ".join(f"export {n}={_value(rep, n, merged[n])}" for n in merged if n in expanded)
-    prefix = " ".join(f"{name}={_value(rep, name, value)}" for name, value in merged.items()
-                      if name not in expanded)
+
+    def value_of(name: str) -> str:
+        value = _value(rep, name, merged[name])
+        if name == "PYTHONPATH" and pythonpath_head:
+            return f"{shlex.quote(pythonpath_head)}:{value}"
+        return value
+
+    exports = " && ".join(f"export {n}={value_of(n)}" for n in merged if n in expanded)
+    prefix = " ".join(f"{name}={value_of(name)}" for name in merged if name not in expanded)
     if path_word and "PATH" not in merged:
         prefix = " ".join(filter(None, [path_word, prefix]))
     elif program_uses_path and "PATH" not in merged:

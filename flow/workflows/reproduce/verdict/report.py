@@ -63,7 +63,7 @@ def remember_tree_as_left(ctx: Any) -> None:
     prefix, _, key = folder.name.rpartition("-")
     if not prefix:
         return
-    now = environment_key(ctx.data.source_dir, ctx.settings)
+    now = environment_key(ctx.data.source_dir, ctx.settings, ctx.root)
     if now != key:
         write_alias(folder.with_name(f"{prefix}-{now}"), folder.name)
 

@@ -9,7 +9,9 @@ command and every flag (profile included); the environment part covers
   (``*.py``, build and config files; hidden and cache folders skipped). What running the
   reproducer leaves behind is no change of the tree: untracked ``__pycache__`` folders,
   ``*.pyc``/``*.pyo`` files and ``.pytest_cache`` are left out (``is_run_debris``), so a
-  finished verdict keeps its key;
+  finished verdict keeps its key; so is the workspace when it lies inside the tree (the
+  default ``./agent_space`` of a call made from the project tree): the orchestrator's
+  own files never make the same start another flow;
 - the installed distributions: the names (so the versions) of the ``*.dist-info``
   folders in the interpreter's site-packages.
 
@@ -91,23 +93,55 @@ def read_before_runs(argv: list[str]) -> tuple[int, str] | None:
     return _before_runs.get(tuple(argv))
 
 
-def tree_fingerprint(path: str) -> str:
-    """Git HEAD and the uncommitted changes, or the source files' names/sizes/mtimes."""
-    status = _git(["git", "-C", path, "status", "--porcelain=v2", "--branch",
-                   "--untracked-files=all", "--", "."])
+def inside(tree: str, workspace: str | Path | None) -> str | None:
+    """The workspace's path relative to ``tree`` when it lies inside it (``./agent_space``
+    of a call made from the project tree), else None. The orchestrator's own files are
+    never a change of the tree under test."""
+    if workspace is None:
+        return None
+    try:
+        rel = Path(workspace).resolve().relative_to(Path(tree).resolve())
+    except (OSError, ValueError):
+        return None
+    return rel.as_posix() if rel.parts else None
+
+
+def pathspec(exclude: str | None) -> list[str]:
+    """The pathspec after ``--`` of the tree's git reads: the tree, the workspace left out
+    (taken literally: a folder name with ``*`` or ``[`` is no pattern)."""
+    return [".", f":(exclude,literal){exclude}"] if exclude else ["."]
+
+
+def status_argv(path: str, exclude: str | None = None) -> list[str]:
+    """``git status`` of the tree (``exclude``: a folder inside it that is not the tree's)."""
+    return ["git", "-C", path, "status", "--porcelain=v2", "--branch", "--untracked-files=all",
+            "--", *pathspec(exclude)]
+
+
+def diff_argv(path: str, exclude: str | None = None) -> list[str]:
+    return ["git", "-C", path, "diff", "HEAD", "--binary", "--", *pathspec(exclude)]
+
+
+def tree_fingerprint(path: str, workspace: str | Path | None = None) -> str:
+    """Git HEAD and the uncommitted changes, or the source files' names/sizes/mtimes; the
+    ``workspace`` left out when it lies inside the tree."""
+    exclude = inside(path, workspace)
+    status = _git(status_argv(path, exclude))
     if status.ok:
         changes = status_changes(status.text)
         text = "\n".join([*(l for l in status.text.splitlines() if l.startswith("#")), *changes])
         if changes:
-            diff = _git(["git", "-C", path, "diff", "HEAD", "--binary", "--", "."])
+            diff = _git(diff_argv(path, exclude))
             text += diff.text
         return text
     parts: list[str] = []
     root = Path(path)
+    skipped = (root / exclude).resolve() if exclude else None
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
                              and d not in {"__pycache__", "build", "dist"}
-                             and not d.endswith(".egg-info"))
+                             and not d.endswith(".egg-info")
+                             and (skipped is None or Path(dirpath, d).resolve() != skipped))
         for name in sorted(filenames):
             if Path(name).suffix in SOURCE_SUFFIXES and not name.startswith("."):
                 st = os.stat(os.path.join(dirpath, name))
@@ -118,13 +152,15 @@ def tree_fingerprint(path: str) -> str:
     return "\n".join(parts)
 
 
-def environment_key(source_dir: str | None, env: Mapping[str, str]) -> str:
-    """8 hex digits over the interpreter, the tree and the installed distributions."""
+def environment_key(source_dir: str | None, env: Mapping[str, str],
+                    workspace: str | Path | None = None) -> str:
+    """8 hex digits over the interpreter, the tree and the installed distributions (the
+    ``workspace``'s own files left out of the tree when it lies inside it)."""
     python = interpreter(env)
     digest = hashlib.sha1(python.encode())
     digest.update(installed_fingerprint(python).encode())
     if source_dir and Path(source_dir).is_dir():
-        digest.update(tree_fingerprint(source_dir).encode(errors="replace"))
+        digest.update(tree_fingerprint(source_dir, workspace).encode(errors="replace"))
     return digest.hexdigest()[:8]
 
 
