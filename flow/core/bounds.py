@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from flow.core.errors import SettingError, UsageError, WorkflowInputError
@@ -58,6 +58,9 @@ class Range:
         high = int(self.high) if self.whole else self.high
         return {"gt" if self.low_open else "ge": low, "le": high}
 
+
+# settings of the environment that every call reads
+FOREGROUND = Range(0, 86400, whole=False, low_open=True, unit="of seconds")
 
 # flag (without its dashes) -> its range; the MCP tools' fields use the same
 RANGES: dict[str, Range] = {
@@ -105,10 +108,11 @@ class Flag:
         return value
 
 
-def setting(env: object, name: str, rng: Range, default: float | int) -> float | int:
+def setting(env: Mapping[str, str], name: str, rng: Range,
+            default: float | int) -> float | int:
     """The environment setting ``name`` as a number within ``rng`` (``default`` when unset
     or blank); ``SettingError`` (exit 2, ``bad_setting``) saying the range otherwise."""
-    raw = str(getattr(env, "get")(name, "") or "").strip()
+    raw = str(env.get(name, "") or "").strip()
     if not raw:
         return default
     value = number(raw, rng)
