@@ -17,7 +17,7 @@ import argparse
 from typing import Any, NoReturn
 
 from flow.cli import suggest
-from flow.core.bounds import Flag
+from flow.core.bounds import Flag, campaign_name
 from flow.core.errors import UsageError
 
 PROG = "orchestrator.py"
@@ -115,7 +115,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
              "127.0.0.1, this machine only)"}),
     "port": (("--port",), {"type": Flag("port"), "metavar": "N", "help": "the port to listen on "
              "(default: 0, a free port the system picks; the URL is printed)"}),
-    "campaign": (("--campaign",), {"metavar": "NAME", "help": "share the work with a fleet: "
+    "campaign": (("--campaign",), {"metavar": "NAME", "type": campaign_name,
+                                   "help": "share the work with a fleet: "
                                    "claim the next free item of campaign NAME (defined by "
                                    "this command's items) in the PostgreSQL --store"}),
     "needs_me": (("--needs-me",), {"action": "store_true", "help": "only the flows that need a "
