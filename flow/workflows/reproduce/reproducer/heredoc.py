@@ -13,7 +13,10 @@ The grammar also refuses a line that opens more than one here-document (``cat <<
 the parser a copy of the block of the same byte length in which such a line keeps one
 opener (the last one on standard input of its first command: the body that command reads)
 and the other openers and their bodies are blanks. Every other byte sits where it was, so
-the commands' text is cut from the block as written, the kept body from the copy.
+the commands' text is cut from the block as written, the kept body from the copy. When the
+openers of one line belong to several commands (``cat <<A && cat <<B``, ``cat <<A &
+cat <<B``), the parser cannot tell whose body is whose: every opener and body of that line
+is blank in the copy, and the line with its bodies is one unit, run whole by ``bash -c``.
 """
 from __future__ import annotations
 
@@ -149,8 +152,10 @@ def _openers(line: str) -> list[_Opener]:
                 found.append(_Opener(_delimiter(match), dash, start, match.end(), stdin, first))
                 i = match.end()
                 continue
-        elif any(line.startswith(op, i) for op in _CONTROL) or c == ";":
-            first = False
+        elif c == ";" or (any(line.startswith(op, i) for op in _CONTROL)
+                          and not (c == "&" and (line[i - 1:i] in (">", "<")
+                                                 or line.startswith("&>", i)))):
+            first = False  # ``2>&1`` and ``&>f`` are redirections, not a new command
         i += 1
     return found
 
@@ -166,8 +171,8 @@ def one_opener_per_line(text: str) -> tuple[bytes, list[tuple[int, int]]] | None
     here-documents keeps one opener (the last on standard input of the line's first command,
     else the first) with its body right below, the rest blanked, the same length in all;
     and the byte ranges (the line and its bodies) where the openers belong to more than one
-    command (``cat <<A && cat <<B``): the parser cannot tell those commands' bodies apart, so
-    such a range is run whole. None when no line opens more than one, or a body is never
+    command (``cat <<A && cat <<B``): there every opener and body is blank, and the caller
+    runs the range whole. None when no line opens more than one, or a body is never
     closed."""
     lines = text.split("\n")
     out: list[bytes] = []
@@ -191,8 +196,9 @@ def one_opener_per_line(text: str) -> tuple[bytes, list[tuple[int, int]]] | None
                 return None
             bodies.append((start, at))
             at += 1
-        keep = next((n for n in range(len(openers) - 1, -1, -1)
-                     if openers[n].stdin and openers[n].first), 0)
+        whole = not all(op.first for op in openers)  # several commands' bodies: run whole
+        keep = None if whole else next((n for n in range(len(openers) - 1, -1, -1)
+                                        if openers[n].stdin and openers[n].first), 0)
         line = lines[i]
         head = b""
         pos = 0
@@ -204,12 +210,13 @@ def one_opener_per_line(text: str) -> tuple[bytes, list[tuple[int, int]]] | None
         head += line[pos:].encode("utf-8", "surrogatepass")
         others = [lines[a:b + 1] for n, (a, b) in enumerate(bodies) if n != keep]
         filler = sum(len(_blank("\n".join(part))) + 1 for part in others)
-        start, stop = bodies[keep]
-        kept = "\n".join(lines[start:stop + 1]).encode("utf-8", "surrogatepass")
         out.append(head + b" " * filler)
-        out.append(kept)
-        size = len(out[-2]) + 1 + len(kept)
-        if not all(op.first for op in openers):
+        size = len(out[-1])
+        if keep is not None:
+            start, stop = bodies[keep]
+            out.append("\n".join(lines[start:stop + 1]).encode("utf-8", "surrogatepass"))
+            size += 1 + len(out[-1])
+        else:
             tangled.append((at_byte, at_byte + size))
         at_byte += size + 1
         i = bodies[-1][1] + 1
