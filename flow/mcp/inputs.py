@@ -47,6 +47,8 @@ class StartArgs(Strict):
             if value is None or value is False:
                 continue
             # --flag=value: a value starting with '-' (a pytest -k filter) stays a value
+            if isinstance(value, float) and "e" in repr(value):
+                value = f"{value:.9f}"  # the CLI takes seconds without an exponent
             out.append(flag if value is True else f"{flag}={value}")
         return out
 
