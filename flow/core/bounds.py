@@ -53,10 +53,18 @@ class Range:
         return f"{kind}{unit} from {low} to {high}"
 
     def schema(self) -> dict[str, float]:
-        """The bounds as pydantic ``Field`` keywords (the MCP tools' inputs)."""
+        """The bounds as pydantic ``Field`` keywords (``ge``/``gt``, ``le``)."""
         low = int(self.low) if self.whole else self.low
         high = int(self.high) if self.whole else self.high
         return {"gt" if self.low_open else "ge": low, "le": high}
+
+    def json_schema(self) -> dict[str, dict[str, float]]:
+        """The bounds as a JSON Schema (``minimum``/``exclusiveMinimum``, ``maximum``) for a
+        pydantic ``Field(json_schema_extra=...)``: the MCP tools advertise the range and
+        leave the refusal to the command line's own parser, so both answer alike."""
+        low, high = self.schema().values()
+        return {"json_schema_extra": {"exclusiveMinimum" if self.low_open else "minimum": low,
+                                      "maximum": high}}
 
 
 # settings of the environment that every call reads
@@ -90,7 +98,8 @@ def number(text: str, rng: Range) -> float | int | None:
 
 class Flag:
     """The argparse ``type`` of a numeric flag: ASCII digits within ``RANGES[name]``; any
-    other value is a ``UsageError`` (exit 2, ``bad_number``) naming the range."""
+    other value is a ``WorkflowInputError`` (exit 2, ``bad_input``) naming the range, with
+    ``flag`` and ``allowed``."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -100,11 +109,11 @@ class Flag:
     def __call__(self, text: str) -> float | int:
         value = number(text, self.range)
         if value is None:
-            raise UsageError(f"--{self.name} {str(text)[:60]!r} is not {self.range.says()}",
-                             f"pass --{self.name} as {self.range.says()}, in ASCII digits "
-                             "(no underscores, exponents or other scripts' digits)",
-                             code="bad_number", flag=f"--{self.name}",
-                             allowed=self.range.schema())
+            raise WorkflowInputError(
+                f"--{self.name} {str(text)[:60]!r} is not {self.range.says()}",
+                f"pass --{self.name} as {self.range.says()}, in ASCII digits (no underscores, "
+                "exponents or other scripts' digits)", flag=f"--{self.name}",
+                allowed=self.range.schema())
         return value
 
 

@@ -23,7 +23,7 @@ FlowId = Annotated[str, Field(min_length=1, max_length=300,
                                           "'reproduce/3ee29ae339d4' or 'refactor/core/test_ops'")]
 HARNESS_FIELD = Field(None, description="sticky harness of the flow (claude or codex): how "
                                         "tasks are rendered; omit to keep the flow's own")
-LEASE_FIELD = Field(None, **RANGES["lease"].schema(),
+LEASE_FIELD = Field(None, **RANGES["lease"].json_schema(),
                     description="the campaign lease token this call acts under: the --lease "
                                 "TOKEN of the flow's printed commands (a campaign's flow on the "
                                 "PostgreSQL store); a stale one is refused (lease_lost), a "
@@ -76,10 +76,10 @@ class ReproduceStart(StartArgs):
     ci_repo: str | None = Field(None, description="owner/name whose CI logs to read")
     failure_pattern: str | None = Field(None, description="text the failure must show")
     profile: str | None = Field(None, description="local or pytorch-xpu (default local)")
-    repeat: int | None = Field(None, **RANGES["repeat"].schema(),
+    repeat: int | None = Field(None, **RANGES["repeat"].json_schema(),
                                description="run each stage's reproducer up to N times "
                                            "(flakiness)")
-    timeout: float | None = Field(None, **RANGES["timeout"].schema(),
+    timeout: float | None = Field(None, **RANGES["timeout"].json_schema(),
                                   description="seconds per reproducer run")
     test_extras: str | None = Field(None, description="the project's test extras for the "
                                                       "Stage 2 venv, comma-separated")
@@ -107,7 +107,7 @@ class CiCheckStart(StartArgs):
     FLAGS = {"pr_number": "--pr-number", "repo": "--repo", "mark_ready": "--mark-ready",
              "repo_dir": "--repo-dir"}
     workflow: Literal["ci"]
-    pr_number: int | None = Field(None, **RANGES["pr-number"].schema(),
+    pr_number: int | None = Field(None, **RANGES["pr-number"].json_schema(),
                                   description="the PR number (default: the open PR of the "
                                               "current branch of repo_dir)")
     repo: str | None = Field(None, description="owner/name (default: the origin remote)")
@@ -124,11 +124,11 @@ class TargetedStart(StartArgs):
              "profile": "--profile", "approved": "--approved"}
     workflow: Literal["ci-targeted"]
     base: str = Field(min_length=1, description="the base revision of the diff")
-    pr_number: int | None = Field(None, **RANGES["pr-number"].schema())
+    pr_number: int | None = Field(None, **RANGES["pr-number"].json_schema())
     repo: str | None = Field(None, description="owner/name")
-    depth: int | None = Field(None, **RANGES["depth"].schema(),
+    depth: int | None = Field(None, **RANGES["depth"].json_schema(),
                               description="import hops to follow from a changed file")
-    hub_limit: int | None = Field(None, **RANGES["hub-limit"].schema(),
+    hub_limit: int | None = Field(None, **RANGES["hub-limit"].json_schema(),
                                   description="tests a file may reach before it is a hub")
     repo_dir: str | None = None
     profile: str | None = None
@@ -157,7 +157,7 @@ class ReviewQueueStart(StartArgs):
     COMMAND = ("--review-queue",)
     FLAGS = {"limit": "--limit", "repo": "--repo"}
     workflow: Literal["review-queue"]
-    limit: int | None = Field(None, **RANGES["limit"].schema(), description="review at most "
+    limit: int | None = Field(None, **RANGES["limit"].json_schema(), description="review at most "
                                                                             "N PRs")
     repo: str | None = Field(None, description="owner/name")
 

@@ -40,7 +40,7 @@ def test_every_numeric_flag_takes_ascii_digits_within_its_range(
     refused at parse time (``bad_number``, exit 2) quoting the value and the range."""
     code, spec = call(["--workspace", str(tmp_path / "ws"), *before, f"{flag}={value}"])
     error = spec["error"]
-    assert (2, "bad_number", flag) == (code, error["code"], error["flag"]), spec
+    assert (2, "bad_input", flag) == (code, error["code"], error["flag"]), spec
     assert says in error["message"] and repr(value) in error["message"]
     assert "ASCII digits" in error["hint"] and error["allowed"]
     assert not (tmp_path / "ws").exists() or [] == list((tmp_path / "ws").rglob("*.json"))
@@ -55,7 +55,7 @@ def test_seconds_take_a_decimal_point_but_no_exponent(tmp_path: Path) -> None:
     for value in ("1e3", "inf", "-0.5", "86400.01"):
         code, spec = call(["--workspace", str(tmp_path), "reproduce", "--command", "x",
                            "--timeout", value])
-        assert (2, "bad_number") == (code, spec["error"]["code"]), spec
+        assert (2, "bad_input") == (code, spec["error"]["code"]), spec
 
 
 def test_affected_tests_with_depth_ten_to_the_thirty_answers_at_once(tmp_path: Path) -> None:
@@ -63,27 +63,31 @@ def test_affected_tests_with_depth_ten_to_the_thirty_answers_at_once(tmp_path: P
     drv = Driver(tmp_path / "ws")
     got = drv.call(["affected-tests", "--base", "HEAD", "--json", "--depth", HUGE], timeout=60)
     assert got.spec is not None, got.stderr
-    assert (2, "bad_number", {"ge": 1, "le": 50}) == (
+    assert (2, "bad_input", {"ge": 1, "le": 50}) == (
         got.code, got.spec["error"]["code"], got.spec["error"]["allowed"])
     assert "Traceback" not in got.stderr
 
 
 def test_the_mcp_tools_bound_the_same_numbers(tmp_path: Path) -> None:
-    """The MCP server's start tool refuses depth 10**30 and pr_number 0 by the schema it
-    advertises (the same ranges as the flags), before any workflow runs."""
+    """The MCP server's start tool advertises the flags' ranges in its schema and refuses
+    depth 10**30, pr_number 0 and repeat 101 with the CLI's own error, before any workflow
+    runs."""
     from tests.mcp.client import Mcp, drive
 
     async def body(mcp: Mcp) -> None:
         tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
         props = json.dumps(tools["start"].input_schema)
         assert '"maximum": 50' in props and '"maximum": 2147483647' in props
-        for args in ({"workflow": "ci-targeted", "base": "HEAD", "depth": 10**30},
-                     {"workflow": "ci", "repo": "o/r", "pr_number": 0},
-                     {"workflow": "reproduce", "command": "pytest t.py", "repeat": 101}):
+        for args, says in (({"workflow": "ci-targeted", "base": "HEAD", "depth": 10**30},
+                            "--depth '1000000000000000000000000000000' is not a whole number "
+                            "of import hops from 1 to 50"),
+                           ({"workflow": "ci", "repo": "o/r", "pr_number": 0},
+                            "--pr-number '0' is not a whole number from 1 to 2147483647"),
+                           ({"workflow": "reproduce", "command": "pytest t.py", "repeat": 101},
+                            "--repeat '101' is not a whole number of runs from 1 to 100")):
             spec, failed = await mcp.call("start", {"args": args})
-            assert (True, "usage") == (failed, spec["error"]["code"]), spec
-            assert "less than or equal" in spec["error"]["message"] or \
-                "greater than or equal" in spec["error"]["message"], spec
+            assert (True, "bad_input", says) == (failed, spec["error"]["code"],
+                                                 spec["error"]["message"]), spec
 
     drive(tmp_path, body)
     assert [] == [p for p in tmp_path.rglob("flow_state.json")]

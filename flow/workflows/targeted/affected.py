@@ -47,7 +47,7 @@ def check_bounds(depth: int, hub_limit: int) -> None:
         if not rng.low <= value <= rng.high:
             raise WorkflowInputError(f"--{flag} {value} is not {rng.says()}",
                                      f"use --{flag} {default} (the default)",
-                                     code="bad_number", allowed=rng.schema())
+                                     allowed=rng.schema())
 
 
 def load(repo_dir: Path, profile: str | None) -> Any:
