@@ -117,3 +117,16 @@ def test_masking_covers_every_scheme_case_and_the_fragment() -> None:
     assert SECRET not in mask_url(f"a folder named x://u:{SECRET}@h")
     assert "postgresql://u@h:5433/db?sslmode=require" == check_url(
         "PostgreSQL+psycopg://u@h:5433/db?sslmode=require")
+
+
+@pytest.mark.parametrize("value", [REFUSED[0][0], REFUSED[3][0], REFUSED[5][0]])
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_serve_and_the_mcp_server_refuse_them_before_they_start(
+        tmp_path: Path, value: str, command: str) -> None:
+    """``serve`` (whose JSON names the store) and ``mcp`` stop at once with ``bad_store``;
+    the secret is in nothing they print."""
+    code, out, err = _run(tmp_path, [command, "--workspace", str(tmp_path / "ws"),
+                                     "--store", value], {"PGPASSWORD": SECRET})
+    printed = out.strip() or err.strip().splitlines()[-1]
+    assert (2, "bad_store") == (code, json.loads(printed)["error"]["code"]), out + err
+    assert SECRET not in out + err and "Traceback" not in err
