@@ -254,3 +254,33 @@ def test_a_good_plugin_and_names_still_work(tmp_path: Path) -> None:
     got = drv.call(["start", "toy", "alpha"])
     assert (0, "toy/alpha") == (got.code, got.spec["flow_id"]), got.spec
     assert os.path.isdir(tmp_path / "ws" / "toy")
+
+
+@pytest.mark.parametrize("value", ["\u0661\u0662", "1_0", "99999999999999999999", "inf", "-1"])
+def test_the_workflows_numeric_settings_take_the_same_rule(value: str) -> None:
+    """The CI deadlines and rounds, the GitHub client's waits, the targeted poll deadline
+    and the refactor gate's timeout and shards: each refuses other digits, underscores,
+    infinity and a value past its range with an error naming the setting (a deadline of
+    10**20 minutes overflowed the clock's arithmetic)."""
+    from flow.core.errors import OrchestratorError
+    from flow.github.client import connect
+    from flow.workflows.ci.declaration import _max_rounds, _positive
+    from flow.workflows.refactor.testenv import test_settings
+    from flow.workflows.targeted.loop import POLL_HOURS_ENV, poll_hours
+
+    checks = [
+        ("ORCHESTRATOR_CI_RUN_DEADLINE_MINUTES",
+         lambda env: _positive(env, "ORCHESTRATOR_CI_RUN_DEADLINE_MINUTES", 720, "minutes")),
+        ("ORCHESTRATOR_CI_MAX_ROUNDS", _max_rounds),
+        ("ORCHESTRATOR_GITHUB_BACKOFF", lambda env: connect("http://127.0.0.1:9", "tok",
+                                                            env=env)),
+        (POLL_HOURS_ENV, poll_hours),
+        ("ORCHESTRATOR_REFACTOR_TEST_SHARDS", test_settings),
+        ("ORCHESTRATOR_REFACTOR_TEST_TIMEOUT", test_settings),
+    ]
+    for name, read in checks:
+        with pytest.raises(Exception) as caught:
+            read({name: value})
+        assert name in str(caught.value), (name, caught.value)
+        assert isinstance(caught.value, OrchestratorError) or \
+            type(caught.value).__module__.startswith("flow."), (name, repr(caught.value))
