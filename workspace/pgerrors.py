@@ -27,6 +27,10 @@ SCHEMES = ("postgresql://", "postgres://")
 DRIVERS = ("psycopg",)  # SQLAlchemy's driver suffixes that mean this store's own driver
 _SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.\-]*)://")
 _USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.\-]*://[^\s/?#@:]*):[^\s/?#@]*@")
+# a password holding an unencoded ``#``, ``?`` or ``/`` (which end the URL's authority for a
+# parser, so it finds no password): everything from the user's ``:`` to the last ``@`` is
+# masked (a query value with an ``@`` behind a port is masked too: shown, never leaked)
+_RAW_USERINFO = re.compile(r"(?s)(\s*[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@:]*):([^@]*[#?/][^@]*)@")
 MASK = "***"
 SECRET_KEYS = frozenset({"password", "sslpassword"})  # libpq settings that hold a secret
 LIBPQ_KEYS = frozenset({  # the keywords of a libpq connection string (PostgreSQL 17)
@@ -100,7 +104,7 @@ def mask_url(url: str) -> str:
     """The store value with every credential replaced by ``***`` (for messages): the
     password of the user part (of any ``SCHEME://`` value, in any case), ``password`` /
     ``sslpassword`` in the query or keywords, and the whole fragment."""
-    url = str(url)
+    url = _RAW_USERINFO.sub(rf"\1:{MASK}@", str(url))
     if scheme_of(url) is None:
         if not is_keywords(url):
             return _USERINFO.sub(rf"\1:{MASK}@", url)
@@ -165,7 +169,11 @@ def check_url(url: str) -> str:
         _ = parts.port
         query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError as exc:
-        raise _refused(url, f"cannot be parsed: {exc}") from None
+        # the parser's own words may quote a piece of the password ("Port could not be
+        # cast to integer value as 'pa'"), so they are not repeated
+        raise _refused(url, f"cannot be parsed ({type(exc).__name__}): a port that is no "
+                            "number, or a character of the password that must be "
+                            "percent-encoded (# ? / @ :)") from None
     if parts.password is not None:
         raise _refused(url, "carries a password")
     if parts.fragment or "#" in url:

@@ -130,3 +130,18 @@ def test_serve_and_the_mcp_server_refuse_them_before_they_start(
     printed = out.strip() or err.strip().splitlines()[-1]
     assert (2, "bad_store") == (code, json.loads(printed)["error"]["code"]), out + err
     assert SECRET not in out + err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", [f"postgresql://u:ab#{SECRET}@127.0.0.1/db",
+                                   f"postgresql://u:{SECRET}/x?y@127.0.0.1:5/db",
+                                   f"POSTGRES://u:{SECRET[:3]}#{SECRET[3:]}@h/db"])
+def test_a_password_with_unencoded_url_characters_is_refused_and_never_shown(
+        tmp_path: Path, value: str) -> None:
+    """A ``#``, ``?`` or ``/`` in the password ends the URL's authority for a parser (which
+    then reads part of it as a port): the refusal shows none of it, not even a piece."""
+    code, out, err = _run(tmp_path, ["--store", value, *TOY.start, "--json"], {})
+    spec = json.loads(out)
+    assert (2, "bad_store") == (code, spec["error"]["code"]), out + err
+    for piece in (SECRET, SECRET[:3], SECRET[3:], "ab#"):
+        assert piece not in out + err, piece
+    assert [] == list(tmp_path.iterdir())
