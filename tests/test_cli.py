@@ -506,7 +506,7 @@ def test_graph_of_a_flow_highlights_its_state_and_path(tmp_path: Path) -> None:
     (["graph", "toy", "--output", "x.svg"], "usage"),
     (["graph", "toy", "--flow", "toy/none"], "flow_not_found"),
     (["graph", "toy", "--format", "gif"], "usage"),
-    (["serve", "--port", "70000"], "usage"),
+    (["serve", "--port", "70000"], "bad_input"),
 ])
 def test_bad_graph_and_serve_input_is_one_json_error(tmp_path: Path, argv: list[str],
                                                      code: str) -> None:

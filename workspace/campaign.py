@@ -51,8 +51,12 @@ def define(conn: Any, name: str, kind: str, items: list[tuple[str, dict[str, Any
 
     Defining the same campaign again (every worker runs the same command) adds nothing twice.
     A campaign of another kind under the same name, or an item id it has with other start
-    words, is refused (nothing added). Returns the number of items.
+    words, is refused (nothing added), and so is a name outside ``flow.core.bounds``'s rule
+    (``bad_campaign_name``: no slash, space or quote). Returns the number of items.
     """
+    from flow.core.bounds import campaign_name
+
+    campaign_name(name)
     with conn.transaction():
         conn.execute("INSERT INTO campaigns (name, kind, lease_s) VALUES (%s, %s, %s) "
                      "ON CONFLICT (name) DO NOTHING", (name, kind, lease_s))

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from flow.core.errors import Busy, EnvironmentFault, SettingError
+from flow.core.errors import Busy, EnvironmentFault
 from workspace.atomic import NOFOLLOW, read_nofollow, refuse_symlink, write_nofollow
 
 ENV_LOCK_TIMEOUT = "ORCHESTRATOR_LOCK_TIMEOUT"
@@ -137,16 +137,10 @@ class Flock:
 
 def lock_timeout(env: Mapping[str, str]) -> float:
     """``ORCHESTRATOR_LOCK_TIMEOUT`` in seconds (default 10); ``SettingError`` if unusable."""
-    raw = env.get(ENV_LOCK_TIMEOUT)
-    if raw is None or raw.strip() == "":
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not (0.0 <= value <= 86400.0):  # also refuses nan and inf
-        raise SettingError(ENV_LOCK_TIMEOUT, raw, "a number of seconds from 0 to 86400")
-    return value
+    from flow.core.bounds import Range, setting
+
+    return float(setting(env, ENV_LOCK_TIMEOUT, Range(0, 86400, whole=False,
+                                                      unit="of seconds"), DEFAULT_TIMEOUT))
 
 
 def _identity(folder: Path) -> tuple[int, int] | None:

@@ -71,9 +71,11 @@ def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
         return conn
     import psycopg
 
-    timeout = os.environ.get(ENV_CONNECT_TIMEOUT, "").strip() or "10"
+    from flow.core.bounds import Range, setting
+
+    timeout = setting(os.environ, ENV_CONNECT_TIMEOUT, Range(1, 3600, unit="of seconds"), 10)
     try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=int(float(timeout)),
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=int(timeout),
                                application_name="skill-orchestrator")
     except (psycopg.Error, ValueError) as exc:
         raise unavailable(url, exc, "connecting", nothing_written=not _OPENED) from None

@@ -1,11 +1,15 @@
 """The PostgreSQL store's URL rules and errors: no credential in the URL, masked messages.
 
 A store URL is ``postgresql://user@host:port/db`` (psycopg 3), other libpq settings in its
-query (``?sslmode=require``). No secret travels in the URL (the URL is repeated in every
+query (``?sslmode=require``). The scheme is read in any case (``POSTGRESQL://``), and
+SQLAlchemy's ``postgresql+psycopg://`` (the same driver) is taken too; either is handed to
+libpq as ``postgresql://``. Any other ``SCHEME://`` value (``postgresql+asyncpg://``,
+``mysql://``, ``http://``) is refused, never taken for a folder. No secret travels in the URL (the URL is repeated in every
 printed command, the Codex crontab line, ``serve``'s JSON and another caller's ``busy``
 error): a password in the user part, a ``password`` or ``sslpassword`` query parameter, and a
 libpq keyword string (``host=h dbname=d``, a connection string, never a folder name) are
-refused (``bad_store``, exit 2). The password comes from ``PGPASSWORD`` or a ``.pgpass``-style
+refused (``bad_store``, exit 2), and so is a fragment (``#password=...``: libpq has no use
+for one, and it is masked whole wherever the value is shown). The password comes from ``PGPASSWORD`` or a ``.pgpass``-style
 file (``PGPASSFILE``, default ``~/.pgpass``), which libpq reads itself. Every message that
 shows a store value masks any credential in it, and a connection failure is a
 ``StoreUnavailable`` (exit 4) with a hint, never a traceback. Nothing here imports psycopg.
@@ -20,6 +24,13 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from flow.core.errors import OrchestratorError, UsageError
 
 SCHEMES = ("postgresql://", "postgres://")
+DRIVERS = ("psycopg",)  # SQLAlchemy's driver suffixes that mean this store's own driver
+_SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.\-]*)://")
+_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.\-]*://[^\s/?#@:]*):[^\s/?#@]*@")
+# a password holding an unencoded ``#``, ``?`` or ``/`` (which end the URL's authority for a
+# parser, so it finds no password): everything from the user's ``:`` to the last ``@`` is
+# masked (a query value with an ``@`` behind a port is masked too: shown, never leaked)
+_RAW_USERINFO = re.compile(r"(?s)(\s*[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@:]*):([^@]*[#?/][^@]*)@")
 MASK = "***"
 SECRET_KEYS = frozenset({"password", "sslpassword"})  # libpq settings that hold a secret
 LIBPQ_KEYS = frozenset({  # the keywords of a libpq connection string (PostgreSQL 17)
@@ -51,9 +62,32 @@ def is_keywords(value: str | None) -> bool:
     return bool(match) and match.group(1).lower() in LIBPQ_KEYS
 
 
+def scheme_of(value: str | None) -> str | None:
+    """The scheme of a ``SCHEME://...`` value, lower-cased (None for anything else)."""
+    match = _SCHEME.match(str(value or ""))
+    return match.group(1).lower() if match else None
+
+
+def _postgres(scheme: str | None) -> bool:
+    """Whether ``scheme`` names this store: postgresql or postgres, bare or +psycopg."""
+    base, _, driver = (scheme or "").partition("+")
+    return base in ("postgresql", "postgres") and driver in ("", *DRIVERS)
+
+
 def is_url(value: str | None) -> bool:
-    """Whether ``value`` names a PostgreSQL store (a URL or a keyword string), not a folder."""
-    return bool(value) and (str(value).startswith(SCHEMES) or is_keywords(value))
+    """Whether ``value`` names a store by URL or keyword string, not a folder: any
+    ``SCHEME://`` value is a URL (one that is not PostgreSQL's is refused by ``check_url``)."""
+    return bool(value) and (scheme_of(value) is not None or is_keywords(value))
+
+
+def normal(url: str) -> str:
+    """``url`` as libpq takes it: ``postgresql://`` for a scheme in capitals or with a
+    ``+psycopg`` suffix (libpq reads only the two lower-case ones); others as given."""
+    match = _SCHEME.match(url)
+    if match is None or not _postgres(match.group(1).lower()) or \
+            match.group(1) in ("postgresql", "postgres"):
+        return url
+    return "postgresql://" + url[match.end():]
 
 
 def keywords(text: str) -> list[tuple[str, str]]:
@@ -68,19 +102,24 @@ def keywords(text: str) -> list[tuple[str, str]]:
 
 def mask_url(url: str) -> str:
     """The store value with every credential replaced by ``***`` (for messages): the
-    password of the user part, ``password``/``sslpassword`` in the query or keywords."""
-    if not str(url).startswith(SCHEMES):
+    password of the user part (of any ``SCHEME://`` value, in any case), ``password`` /
+    ``sslpassword`` in the query or keywords, and the whole fragment."""
+    url = _RAW_USERINFO.sub(rf"\1:{MASK}@", str(url))
+    if scheme_of(url) is None:
         if not is_keywords(url):
-            return url
+            return _USERINFO.sub(rf"\1:{MASK}@", url)
         return _PAIR.sub(lambda m: f" {m.group(1)}={MASK}" if m.group(1).lower() in
                          SECRET_KEYS else m.group(0), url).strip()
     try:
-        parts = urlsplit(url)
+        parts = urlsplit(url.strip())
         query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
         return "<unparsable store URL>"
+    if "#" in url:
+        url = url.split("#", 1)[0] + "#" + MASK
+        parts = parts._replace(fragment=MASK)
     if parts.password is None and not any(k.lower() in SECRET_KEYS for k, _ in query):
-        return url
+        return _USERINFO.sub(rf"\1:{MASK}@", url)
     if parts.password is not None:
         netloc = parts.netloc.rsplit("@", 1)
         parts = parts._replace(netloc=f"{netloc[0].split(':', 1)[0]}:{MASK}@{netloc[1]}")
@@ -106,8 +145,19 @@ def _refused(url: str, why: str, hint: str = HINT) -> UsageError:
 
 
 def check_url(url: str) -> str:
-    """Return ``url`` if it is a usable store URL; ``UsageError`` (exit 2) if not: a keyword
-    string, a URL that cannot be parsed, names no host or carries a credential."""
+    """Return ``url`` as libpq takes it (``normal``) if it is a usable store URL;
+    ``UsageError`` (exit 2) if not: a keyword string, another scheme or driver, a URL that
+    cannot be parsed, names no host, carries a credential or a fragment."""
+    scheme = scheme_of(url)
+    if scheme is not None and not _postgres(scheme):
+        base, _, driver = scheme.partition("+")
+        why = (f"names the driver {driver!r}; this store connects with psycopg 3 itself"
+               if base in ("postgresql", "postgres") else
+               f"is a {scheme}:// URL, not a PostgreSQL one (a folder store is a plain path)")
+        raise _refused(url, why, f"give postgresql://... (postgresql+psycopg:// is taken "
+                                 f"too); {HINT}")
+    if scheme is not None:
+        url = normal(url.strip())
     if not url.startswith(SCHEMES):
         pairs = keywords(url)
         secret = "carries a password and " if any(k in SECRET_KEYS for k, _ in pairs) else ""
@@ -119,9 +169,15 @@ def check_url(url: str) -> str:
         _ = parts.port
         query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError as exc:
-        raise _refused(url, f"cannot be parsed: {exc}") from None
+        # the parser's own words may quote a piece of the password ("Port could not be
+        # cast to integer value as 'pa'"), so they are not repeated
+        raise _refused(url, f"cannot be parsed ({type(exc).__name__}): a port that is no "
+                            "number, or a character of the password that must be "
+                            "percent-encoded (# ? / @ :)") from None
     if parts.password is not None:
         raise _refused(url, "carries a password")
+    if parts.fragment or "#" in url:
+        raise _refused(url, "has a fragment (#...), which libpq has no use for")
     secret = sorted({k.lower() for k, _ in query} & SECRET_KEYS)
     if secret:
         raise _refused(url, f"carries a secret in its query ({', '.join(secret)})")
@@ -134,6 +190,7 @@ def scrub(text: str) -> str:
     """``text`` with the password from the environment masked (libpq never prints it; this
     is the second belt)."""
     secret = os.environ.get("PGPASSWORD")
+    text = _USERINFO.sub(rf"\1:{MASK}@", text)
     return text.replace(secret, MASK) if secret else text
 
 

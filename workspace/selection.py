@@ -2,8 +2,10 @@
 
 Unset (the default) or a folder: the file store, every flow a folder under the workspace (a
 ``--store DIR`` alone is the workspace; with a different ``--workspace`` it is refused). A
-``postgresql://`` URL: the PostgreSQL store (``workspace.pgstore``), the local files under the
-workspace as before. psycopg is imported only for a URL.
+``postgresql://`` URL (the scheme in any case, or ``postgresql+psycopg://``): the PostgreSQL
+store (``workspace.pgstore``), the local files under the workspace as before; any other
+``SCHEME://`` value is refused (``pgerrors.check_url``), never taken for a folder. psycopg is
+imported only for a URL.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from flow.core.errors import UsageError
 from workspace.interface import StateStore
 from workspace.paths import workspace_root
-from workspace.pgerrors import check_url, is_url
+from workspace.pgerrors import check_url, is_url, mask_url
 
 ENV_STORE = "ORCHESTRATOR_STORE"
 
@@ -42,7 +44,8 @@ def workspace_for(store_flag: str | None, workspace_flag: str | None,
         return workspace_root(workspace_flag) if workspace_flag else folder
     if workspace_flag and workspace_root(workspace_flag) != folder:
         raise UsageError(
-            f"--store {value!r} (a folder) and --workspace {workspace_flag!r} disagree",
+            f"--store {mask_url(value)!r} (a folder) and --workspace {workspace_flag!r} "
+            "disagree",
             "a folder store is the workspace: give one of them, or a postgresql:// URL as "
             "--store to keep the state in a database beside the workspace's local files")
     return folder

@@ -17,10 +17,10 @@ import argparse
 from typing import Any, NoReturn
 
 from flow.cli import suggest
-from flow.core.errors import UsageError, WorkflowInputError
+from flow.core.bounds import Flag, campaign_name
+from flow.core.errors import UsageError
 
 PROG = "orchestrator.py"
-MAX_PR_NUMBER = 2**31 - 1  # GitHub's issue numbers are 32-bit; a larger one overflows a query
 
 # name -> (option strings, argparse keyword arguments incl. help). Shared by every command.
 FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
@@ -40,7 +40,7 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "feed_file": (("--feed-file",), {"metavar": "PATH", "help": "the result JSON (the task's "
                                      "feed_file; a regular file of at most "
                                      "$ORCHESTRATOR_MAX_FEED_BYTES, default 8 MiB)"}),
-    "lease": (("--lease",), {"type": int, "metavar": "TOKEN", "help": "the campaign lease "
+    "lease": (("--lease",), {"type": Flag("lease"), "metavar": "TOKEN", "help": "the campaign lease "
                              "this call acts under (the printed commands of a campaign's flow "
                              "carry it; a stale one is refused, lease_lost); sticky"}),
     "answer": (("--answer",), {"metavar": "VALUE", "help": "answer the open need_human question "
@@ -52,7 +52,7 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                    "project) checkout (default: the current directory)"}),
     "ci_check": (("--ci-check",), {"action": "store_true", "help": "the seed's spelling of "
                                    "'ci-check' (accepted, changes nothing)"}),
-    "pr_number": (("--pr-number",), {"type": int, "metavar": "N", "help": "the pull request "
+    "pr_number": (("--pr-number",), {"type": Flag("pr-number"), "metavar": "N", "help": "the pull request "
                                      "(default: the open PR of the current branch)"}),
     "repo": (("--repo",), {"metavar": "OWNER/NAME", "help": "the GitHub repository (default: the "
                            "origin remote, or the workflow's own default)"}),
@@ -66,7 +66,7 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                      "findings of this PR-N.md file to the ruleset (asks a person first)"}),
     "review_queue": (("--review-queue",), {"action": "store_true", "help": "the seed's spelling "
                      "of 'review-queue'"}),
-    "limit": (("--limit",), {"type": int, "metavar": "N", "help": "review at most N PRs"}),
+    "limit": (("--limit",), {"type": Flag("limit"), "metavar": "N", "help": "review at most N PRs"}),
     "profile": (("--profile",), {"metavar": "NAME", "help": "the named profile of settings for "
                                  "this workflow"}),  # + its names: ``_profile_help``
     "repro_command": (("--command",), {"metavar": "CMD", "help": "the failing command to "
@@ -88,19 +88,19 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                         "looks like in the output (default: the test's own failure)"}),
     "batch": (("--batch",), {"metavar": "FILE", "help": "reproduce every entry of this JSON list "
                              "of {command, ...}"}),
-    "repeat": (("--repeat",), {"type": int, "metavar": "N", "help": "run each stage's reproducer "
+    "repeat": (("--repeat",), {"type": Flag("repeat"), "metavar": "N", "help": "run each stage's reproducer "
                                "up to N times; any failing attempt is REPRODUCED, mixed results "
                                "are flagged flaky with the rate"}),
     "test_extras": (("--test-extras",), {"metavar": "A,B", "help": "the project's extras to "
                                          "install with it for Stage 2 (e.g. test)"}),
-    "timeout": (("--timeout",), {"type": float, "metavar": "SECONDS", "help": "per reproducer "
+    "timeout": (("--timeout",), {"type": Flag("timeout"), "metavar": "SECONDS", "help": "per reproducer "
                                  "run (default: the profile's timeout_s, 1800); a run cut there "
                                  "is CANNOT_VERIFY 'timed out after N s'"}),
     "base": (("--base",), {"metavar": "REV", "help": "the revision the PR branches from "
                            "(e.g. origin/main)"}),
-    "depth": (("--depth",), {"type": int, "metavar": "N", "help": "how many import hops to "
+    "depth": (("--depth",), {"type": Flag("depth"), "metavar": "N", "help": "how many import hops to "
                              "follow from a changed file"}),
-    "hub_limit": (("--hub-limit",), {"type": int, "metavar": "N", "help": "a file whose "
+    "hub_limit": (("--hub-limit",), {"type": Flag("hub-limit"), "metavar": "N", "help": "a file whose "
                                      "dependents reach more than N enabled CUDA tests within "
                                      "--depth hops counts as a hub and is not followed"}),
     "approved": (("--approved",), {"action": "store_true", "help": "a person approved spending "
@@ -113,9 +113,10 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                "(default: <workspace>/graphs/<workflow>[.<flow>].<format>)"}),
     "host": (("--host",), {"metavar": "ADDRESS", "help": "the address to listen on (default: "
              "127.0.0.1, this machine only)"}),
-    "port": (("--port",), {"type": int, "metavar": "N", "help": "the port to listen on "
+    "port": (("--port",), {"type": Flag("port"), "metavar": "N", "help": "the port to listen on "
              "(default: 0, a free port the system picks; the URL is printed)"}),
-    "campaign": (("--campaign",), {"metavar": "NAME", "help": "share the work with a fleet: "
+    "campaign": (("--campaign",), {"metavar": "NAME", "type": campaign_name,
+                                   "help": "share the work with a fleet: "
                                    "claim the next free item of campaign NAME (defined by "
                                    "this command's items) in the PostgreSQL --store"}),
     "needs_me": (("--needs-me",), {"action": "store_true", "help": "only the flows that need a "
@@ -344,12 +345,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]
         known, _ = sticky.parse_known_args(rest)
         values.update(vars(known), help=True, command=command, args=[])
         return argparse.Namespace(**values), parser
-    values.update(vars(parser.parse_args(rest)))
-    pr = values.get("pr_number")
-    if pr is not None and not 1 <= pr <= MAX_PR_NUMBER:
-        raise WorkflowInputError(f"--pr-number {pr} is not a PR number",
-                                 "pass the number shown in the PR's URL, e.g. --pr-number 123 "
-                                 f"(1 to {MAX_PR_NUMBER})")
+    values.update(vars(parser.parse_args(rest)))  # numbers: ``flow.core.bounds.Flag``
     values["command"] = command
     values["args"] = _words(command, values)
     return argparse.Namespace(**values), parser

@@ -25,6 +25,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from flow.core.bounds import refuse_repeated
 from flow.core.errors import OrchestratorError, UsageError, WorkflowInputError
 from workspace.jsonio import loads
 
@@ -42,32 +43,22 @@ def worker_name(env: dict[str, str] | os._Environ[str]) -> str:
 
 def lease_seconds(env: Any) -> float | None:
     """This worker's ``ORCHESTRATOR_LEASE_S`` (None when unset: the campaign's length)."""
-    from flow.core.errors import SettingError
+    from flow.core.bounds import Range, setting
 
-    raw = env.get(ENV_LEASE, "").strip()
-    if not raw:
+    if not env.get(ENV_LEASE, "").strip():
         return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 1.0 <= value <= 7 * 86400:
-        raise SettingError(ENV_LEASE, raw, "a number of seconds from 1 to 604800")
-    return value
+    return float(setting(env, ENV_LEASE, Range(1, 7 * 86400, whole=False, unit="of seconds"),
+                         0))
 
 
 def max_claims(env: Any) -> int:
     """``ORCHESTRATOR_MAX_CLAIMS``: how many claims an item may take before it is parked for
     a person (default 3)."""
-    from flow.core.errors import SettingError
+    from flow.core.bounds import Range, setting
     from workspace.campaign import DEFAULT_MAX_CLAIMS
 
-    raw = env.get(ENV_MAX_CLAIMS, "").strip()
-    if not raw:
-        return DEFAULT_MAX_CLAIMS
-    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
-        raise SettingError(ENV_MAX_CLAIMS, raw, "a whole number of claims from 1 to 1000")
-    return int(raw)
+    return int(setting(env, ENV_MAX_CLAIMS, Range(1, 1000, unit="of claims"),
+                       DEFAULT_MAX_CLAIMS))
 
 
 def items_for(args: argparse.Namespace, words: list[str], root: Path) -> tuple[str, list[
@@ -156,10 +147,7 @@ def _items_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
         raise WorkflowInputError(f"items file {str(path)!r} is not a list of "
                                  '{"id": "...", "argv": ["reproduce", "--command", "..."]}',
                                  "give each item a unique id and the start words of its flow")
-    ids = [i["id"] for i in raw]
-    if len(set(ids)) != len(ids):
-        raise WorkflowInputError(f"items file {str(path)!r} repeats an id",
-                                 "give each item a unique id")
+    refuse_repeated((i["id"] for i in raw), f"items file {str(path)!r}")
     for n, item in enumerate(raw, 1):
         check_item(n, item["id"], item["argv"])
     return [(i["id"], {"argv": list(i["argv"])}) for i in raw]
@@ -227,11 +215,14 @@ def _batch_items(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
         value = getattr(args, name, None)
         if value is not None:
             common += [flag, str(Path(value).resolve()) if name == "source_dir" else str(value)]
-    items = []
     for n, entry in enumerate(entries, 1):
         if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
             raise WorkflowInputError(f"batch entry {n} has no command",
                                      'give every entry a "command" string')
+    refuse_repeated((str(e.get("id") or f"entry-{n}") for n, e in enumerate(entries, 1)),
+                    f"batch file {args.batch!r}")
+    items = []
+    for n, entry in enumerate(entries, 1):
         argv = ["reproduce", "--command", entry["command"], *common]
         for key, flag in _ENTRY_FLAGS:
             if entry.get(key) is not None:

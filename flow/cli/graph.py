@@ -45,13 +45,36 @@ def graph_command(args: argparse.Namespace, words: list[str], root: Path,
         data = picture(wf, fmt, current, path)
         from workspace.atomic import write_atomic
 
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, data)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, data)
+        except OSError as exc:
+            raise _unwritable(target, exc, given=bool(args.output)) from None
         out.update(picture=str(target.resolve()), bytes=len(data))
     elif args.output:
         raise UsageError("--output is for --format svg or png",
                          "drop --output (Mermaid text is printed), or add --format svg")
     return out
+
+
+def _unwritable(target: Path, exc: OSError, given: bool) -> OrchestratorError:
+    """The error for a picture that cannot be written at ``target``: a path the person gave
+    (``--output``) is bad input (exit 2, ``bad_output``) saying why; the workspace's own
+    folder failing is a fault of the machine (``environment_fault``) where it is one."""
+    import errno
+
+    from flow.core.errors import WorkflowInputError, environment_fault
+
+    fault = environment_fault(exc)
+    if not given and fault is not None:
+        return fault
+    why = exc.strerror or type(exc).__name__
+    what = "--output" if given else "the workspace's graphs folder:"
+    return WorkflowInputError(
+        f"{what} {str(target)!r} cannot be written: {why}",
+        "name a file in a folder you can write (an existing folder, or a new one under it), "
+        "e.g. --output graphs/reproduce.svg", code="bad_output",
+        errno=errno.errorcode.get(exc.errno or 0, ""))
 
 
 def default_output(root: Path, workflow: str, flow_id: str | None, fmt: str) -> Path:

@@ -45,11 +45,10 @@ def refused(row: dict[str, Any]) -> str | None:
 
 
 def stuck_after() -> float:
-    raw = os.environ.get("ORCHESTRATOR_STUCK_S", "").strip()
-    try:
-        return float(raw) if raw else STUCK_S
-    except ValueError:
-        return STUCK_S
+    from flow.core.bounds import Range, setting
+
+    return float(setting(os.environ, "ORCHESTRATOR_STUCK_S",
+                         Range(1, 365 * 86400, whole=False, unit="of seconds"), STUCK_S))
 
 
 def state_of(row: dict[str, Any], age: float | None = None, stuck_s: float = STUCK_S) -> str:

@@ -185,7 +185,9 @@ def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: s
     if not name:
         raise UsageError("campaign needs a NAME", "run: orchestrator.py campaign NAME "
                          "[--items FILE] --store postgresql://USER@HOST:PORT/DB")
-    conn = campaigns.open_campaign(name, args, words, root, url)
+    from flow.core.bounds import campaign_name
+
+    conn = campaigns.open_campaign(campaign_name(name), args, words, root, url)
     assert url is not None
     from flow.cli.leases import reap
 

@@ -17,6 +17,8 @@
 - ``supervisor`` a child run to its end (capped log, process group, deadline); the job
                 supervisor, started lean in an interpreter of its own
 - ``redact``    which settings are secrets, and masking them in what is read back
+- ``bounds``    the rules for what a person types: numbers in ASCII digits within each
+                flag's range, numeric settings, campaign names, ids used once
 - ``errors``    the exception tree every refusal is made of
 
 Nothing is imported here: ``--resume`` and ``--feed`` import only what they use.

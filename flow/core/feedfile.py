@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from flow.core.boundedfile import UnreadableFile, read_regular
-from flow.core.errors import FeedRejected, SettingError
+from flow.core.errors import FeedRejected
 from flow.core.jsonio import loads
 from flow.core.redact import redact_tree
 
@@ -28,16 +28,10 @@ DEFAULT_MAX_FEED = 8 * 1024 * 1024
 
 def max_feed_bytes(settings: Mapping[str, str]) -> int:
     """The size limit of one feed file; ``SettingError`` (exit 2) for a value that is not one."""
-    raw = settings.get(ENV_MAX_FEED)
-    if raw is None or raw.strip() == "":
-        return DEFAULT_MAX_FEED
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value < 2:
-        raise SettingError(ENV_MAX_FEED, raw, "a whole number of bytes of at least 2")
-    return value
+    from flow.core.bounds import Range, setting
+
+    return int(setting(settings, ENV_MAX_FEED, Range(2, 1 << 40, unit="of bytes"),
+                       DEFAULT_MAX_FEED))
 
 
 def read_feed(path: Path, limit: int) -> dict[str, Any]:

@@ -115,16 +115,16 @@ def _on_signal(signum: int, frame: object) -> None:
 
 def foreground_s(settings: Mapping[str, str] | None = None) -> float:
     """The budget in seconds (``ORCHESTRATOR_FOREGROUND_S``); ValueError for a bad value."""
+    from flow.core.bounds import FOREGROUND, number
+
     raw = (settings if settings is not None else os.environ).get(FOREGROUND_ENV, "").strip()
     if not raw:
         return DEFAULT_FOREGROUND_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{FOREGROUND_ENV}={raw!r} is not a number of seconds") from None
-    if not value > 0:
-        raise ValueError(f"{FOREGROUND_ENV}={raw!r} must be more than 0")
-    return value
+    value = number(raw, FOREGROUND)
+    if value is None:
+        raise ValueError(f"{FOREGROUND_ENV}={raw!r} is not {FOREGROUND.says()} "
+                         "(ASCII digits)")
+    return float(value)
 
 
 def remaining(settings: Mapping[str, str] | None = None) -> float:

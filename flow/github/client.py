@@ -223,16 +223,16 @@ def is_secondary_message(message: str) -> bool:
 
 
 def _seconds(env: Mapping[str, str], name: str, minimum: float) -> float | None:
+    from flow.core.bounds import Range, number
+
     raw = env.get(name, "").strip()
     if not raw:
         return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= minimum):
-        raise BadSetting(name, raw, f"a number of seconds, {minimum:g} or more (e.g. 1 or 0.5)")
-    return value
+    value = number(raw, Range(minimum, 3600, whole=False))
+    if value is None:
+        raise BadSetting(name, raw, f"a number of seconds in ASCII digits, {minimum:g} to 3600 "
+                                    "(e.g. 1 or 0.5)")
+    return float(value)
 
 
 def _settings_from(env: Mapping[str, str]) -> ClientSettings:

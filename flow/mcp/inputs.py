@@ -15,13 +15,15 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flow.core.bounds import RANGES
+
 Harness = Literal["claude", "codex"]
 FlowId = Annotated[str, Field(min_length=1, max_length=300,
                               description="the flow_id printed by start or status, e.g. "
                                           "'reproduce/3ee29ae339d4' or 'refactor/core/test_ops'")]
 HARNESS_FIELD = Field(None, description="sticky harness of the flow (claude or codex): how "
                                         "tasks are rendered; omit to keep the flow's own")
-LEASE_FIELD = Field(None, ge=1, le=2**63 - 1,
+LEASE_FIELD = Field(None, **RANGES["lease"].json_schema(),
                     description="the campaign lease token this call acts under: the --lease "
                                 "TOKEN of the flow's printed commands (a campaign's flow on the "
                                 "PostgreSQL store); a stale one is refused (lease_lost), a "
@@ -45,6 +47,8 @@ class StartArgs(Strict):
             if value is None or value is False:
                 continue
             # --flag=value: a value starting with '-' (a pytest -k filter) stays a value
+            if isinstance(value, float) and "e" in repr(value):
+                value = f"{value:.9f}"  # the CLI takes seconds without an exponent
             out.append(flag if value is True else f"{flag}={value}")
         return out
 
@@ -72,9 +76,11 @@ class ReproduceStart(StartArgs):
     ci_repo: str | None = Field(None, description="owner/name whose CI logs to read")
     failure_pattern: str | None = Field(None, description="text the failure must show")
     profile: str | None = Field(None, description="local or pytorch-xpu (default local)")
-    repeat: int | None = Field(None, ge=1, description="run each stage's reproducer up to N "
-                                                       "times (flakiness)")
-    timeout: float | None = Field(None, gt=0, description="seconds per reproducer run")
+    repeat: int | None = Field(None, **RANGES["repeat"].json_schema(),
+                               description="run each stage's reproducer up to N times "
+                                           "(flakiness)")
+    timeout: float | None = Field(None, **RANGES["timeout"].json_schema(),
+                                  description="seconds per reproducer run")
     test_extras: str | None = Field(None, description="the project's test extras for the "
                                                       "Stage 2 venv, comma-separated")
 
@@ -101,8 +107,9 @@ class CiCheckStart(StartArgs):
     FLAGS = {"pr_number": "--pr-number", "repo": "--repo", "mark_ready": "--mark-ready",
              "repo_dir": "--repo-dir"}
     workflow: Literal["ci"]
-    pr_number: int | None = Field(None, description="the PR number (default: the open PR of "
-                                                    "the current branch of repo_dir)")
+    pr_number: int | None = Field(None, **RANGES["pr-number"].json_schema(),
+                                  description="the PR number (default: the open PR of the "
+                                              "current branch of repo_dir)")
     repo: str | None = Field(None, description="owner/name (default: the origin remote)")
     mark_ready: bool = Field(False, description="mark the draft PR ready when all is green")
     repo_dir: str | None = Field(None, description="the git checkout to read the branch from")
@@ -117,10 +124,12 @@ class TargetedStart(StartArgs):
              "profile": "--profile", "approved": "--approved"}
     workflow: Literal["ci-targeted"]
     base: str = Field(min_length=1, description="the base revision of the diff")
-    pr_number: int | None = None
+    pr_number: int | None = Field(None, **RANGES["pr-number"].json_schema())
     repo: str | None = Field(None, description="owner/name")
-    depth: int | None = None
-    hub_limit: int | None = None
+    depth: int | None = Field(None, **RANGES["depth"].json_schema(),
+                              description="import hops to follow from a changed file")
+    hub_limit: int | None = Field(None, **RANGES["hub-limit"].json_schema(),
+                                  description="tests a file may reach before it is a hub")
     repo_dir: str | None = None
     profile: str | None = None
     approved: bool = Field(False, description="spending CI runners is already approved")
@@ -148,7 +157,8 @@ class ReviewQueueStart(StartArgs):
     COMMAND = ("--review-queue",)
     FLAGS = {"limit": "--limit", "repo": "--repo"}
     workflow: Literal["review-queue"]
-    limit: int | None = None
+    limit: int | None = Field(None, **RANGES["limit"].json_schema(), description="review at most "
+                                                                            "N PRs")
     repo: str | None = Field(None, description="owner/name")
 
 

@@ -231,7 +231,8 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         Route("/flow/{flow_id:path}", flow, methods=["GET"]),
         Route("/parts/flow/{flow_id:path}", flow_part, methods=["GET"]),
         Route("/log/{job_id}/{flow_id:path}", job_log, methods=["GET"]),
-        Route("/campaign/{name}", campaign, methods=["GET"]),
+        Route("/campaign/{name:path}", campaign, methods=["GET"]),  # one made before the
+        # name rule may hold a slash; its page is served all the same
         Route("/diagram.svg", diagram, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]

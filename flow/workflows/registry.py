@@ -38,6 +38,11 @@ def _plugins() -> dict[str, str]:
     found: dict[str, str] = {}
     raw = os.environ.get(ENV_PLUGINS, "")
     for mod in filter(None, (m.strip() for m in raw.split(","))):
+        if not all(part.isidentifier() and part.isascii() for part in mod.split(".")):
+            raise SettingError(ENV_PLUGINS, raw, f"a comma-separated list of dotted module "
+                               f"names such as mypkg.flows ({mod[:80]!r} is a path or no "
+                               "module name: put its folder on PYTHONPATH and name the "
+                               "module)")
         try:
             name = importlib.import_module(mod).WORKFLOW.name
         except ModuleNotFoundError as exc:

@@ -73,5 +73,5 @@ def test_an_items_file_with_a_repeated_id_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "items.json"
     path.write_text(json.dumps([{"id": "a", "argv": ["start", "toy", "a"]}] * 2))
     args, _ = parse(["campaign", "c", "--items", str(path)])
-    with pytest.raises(WorkflowInputError, match="repeats an id"):
+    with pytest.raises(WorkflowInputError, match=r"repeats the id\(s\) .a."):
         items_for(args, list(args.args), tmp_path)

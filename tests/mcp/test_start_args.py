@@ -9,7 +9,6 @@ from tests.mcp.client import Mcp, drive
 
 CASES = [  # (start args, what the workflow's refusal says: proof the flag reached it)
     ({"workflow": "ci", "repo": "not-a-repo", "pr_number": 1}, "--repo 'not-a-repo' is not"),
-    ({"workflow": "ci", "repo": "o/r", "pr_number": 0}, "--pr-number 0 is not a PR number"),
     ({"workflow": "ci-targeted", "base": "HEAD", "repo": "o/r", "pr_number": 1,
       "repo_dir": "/"}, "'/' is not inside a git repository"),
     ({"workflow": "review-queue", "repo": "o/r"}, "no review queue at"),

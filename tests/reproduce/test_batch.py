@@ -22,7 +22,7 @@ JSON_LIST = json.dumps([
     {"id": "a", "command": "pytest t.py::a", "failure_pattern": "boom"},
     {"id": "b", "command": ""},
     {"id": "c", "command": "pytest t.py::c", "stage": "weekly"},
-    {"id": "a", "command": "pytest t.py::again"},
+    {"id": "d", "command": "pytest t.py::again", "repeat": 0},
     "not an object",
 ])
 JSONL = '{"id": "x", "command": "python -c \\"1/0\\""}\n{oops\n'
@@ -30,13 +30,28 @@ JSONL = '{"id": "x", "command": "python -c \\"1/0\\""}\n{oops\n'
 
 @pytest.mark.parametrize("text,expected", [
     (TEXT, [("entry-1", True), ("entry-2", True)]),
-    (JSON_LIST, [("a", True), ("b", False), ("c", False), ("a", False), ("entry-5", False)]),
+    (JSON_LIST, [("a", True), ("b", False), ("c", False), ("d", False), ("entry-5", False)]),
     (JSONL, [("x", True), ("entry-2", False)]),
     (json.dumps({"entries": [{"command": "pytest t.py"}]}), [("entry-1", True)]),
 ])
 def test_parse_batch(text: str, expected: list[tuple[str, bool]]) -> None:
-    """Text, JSON and JSON lines parse; bad rows and duplicate ids become invalid entries."""
+    """Text, JSON and JSON lines parse; bad rows become invalid entries."""
     assert expected == [(e.id, isinstance(e, BatchEntry)) for e in parse_batch(text)]
+
+
+@pytest.mark.parametrize("text,ids", [
+    (json.dumps([{"id": "a", "command": "x"}, {"id": "b", "command": "y"},
+                 {"id": "a", "command": "z"}]), ["a"]),
+    (json.dumps([{"command": "x"}, {"id": "entry-1", "command": "y"}]), ["entry-1"]),
+    ('{"id": "q", "command": "x"}\n{"id": "q", "command": "x"}\n', ["q"]),
+])
+def test_a_repeated_id_refuses_the_whole_batch_naming_it(text: str, ids: list[str]) -> None:
+    """Every id once (the rule campaign items share): the repeated ids are named."""
+    from flow.core.errors import WorkflowInputError
+
+    with pytest.raises(WorkflowInputError) as caught:
+        parse_batch(text)
+    assert ("duplicate_ids", ids) == (caught.value.code, caught.value.details["ids"])
 
 
 @pytest.mark.parametrize("verdict,bucket", [

@@ -72,7 +72,7 @@ def test_profile_and_bounds_are_passed_through(repo: Repo, tmp_path: Path) -> No
 @pytest.mark.parametrize("argv, code, needle", [
     (["--base", "no-such-rev"], "targeted_git", "no-such-rev"),
     ([], "bad_input", "--base is required"),
-    (["--base", "main", "--depth", "0"], "bad_input", "--depth 0"),
+    (["--base", "main", "--depth", "0"], "bad_input", "--depth '0' is not a whole number of import hops from 1 to 50"),
     (["--base", "main", "--profile", "nope"], "targeted_config", "'nope'"),
     (["--base=-all"], "targeted_git", "'-all'"),
 ])

@@ -146,13 +146,19 @@ def start(opts: dict[str, Any], root: Path, settings: Mapping[str, str]) -> CiDa
 
 
 def _positive(settings: Mapping[str, str], name: str, default: int, unit: str) -> int:
+    """A whole number of ``unit`` in ASCII digits (``flow.core.bounds``), at most 100 rounds
+    or a year of minutes (a larger deadline overflows the clock's arithmetic)."""
+    from flow.core.bounds import Range, number
+
     raw = settings.get(name, "").strip()
     if not raw:
         return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise WorkflowInputError(f"{name}={raw!r} is not a positive whole number",
+    rng = Range(1, 100 if unit == "rounds" else 366 * 24 * 60, unit=f"of {unit}")
+    value = number(raw, rng)
+    if value is None:
+        raise WorkflowInputError(f"{name}={raw!r} is not {rng.says()} (ASCII digits)",
                                  f"unset it for {default} {unit}, or set e.g. {name}={default}")
-    return int(raw)
+    return int(value)
 
 
 def _max_rounds(settings: Mapping[str, str]) -> int:

@@ -44,19 +44,20 @@ def test_settings(settings: Any) -> tuple[float, int]:
     into) from ``ORCHESTRATOR_REFACTOR_TEST_TIMEOUT`` (default 1800) and
     ``ORCHESTRATOR_REFACTOR_TEST_SHARDS`` (default 1). ``WorkflowInputError`` for a bad
     value; the workflow's start calls this so a typo is refused before any agent work."""
+    from flow.core.bounds import Range, number
+
     raw_t = (settings.get(TEST_TIMEOUT_ENV) or "").strip()
     raw_s = (settings.get(TEST_SHARDS_ENV) or "").strip()
-    try:
-        timeout = float(raw_t) if raw_t else DEFAULT_TEST_TIMEOUT
-        shards = int(raw_s) if raw_s else 1
-    except ValueError:
-        timeout, shards = -1.0, -1
-    if not timeout > 0 or not 1 <= shards <= 64:
+    timeout = number(raw_t, Range(0, 7 * 86400, whole=False, low_open=True)) if raw_t \
+        else DEFAULT_TEST_TIMEOUT
+    shards = number(raw_s, Range(1, 64)) if raw_s else 1
+    if timeout is None or shards is None:
         raise WorkflowInputError(
             f"{TEST_TIMEOUT_ENV}={raw_t!r} / {TEST_SHARDS_ENV}={raw_s!r}: a timeout must be a "
-            f"positive number of seconds and shards a whole number from 1 to 64",
+            f"number of seconds above 0, at most 604800, and shards a whole number from 1 to "
+            "64, in ASCII digits",
             f"e.g. {TEST_TIMEOUT_ENV}=3600 {TEST_SHARDS_ENV}=4, or unset them")
-    return timeout, shards
+    return float(timeout), int(shards)
 
 
 def _has_torch(ctx: Any) -> bool:

@@ -131,7 +131,8 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> ReproData:
             parse_reproducer(inputs["command"])
         except ReproducerParseError as exc:
             raise WorkflowInputError(f"the reproducer cannot be split into commands: {exc}",
-                                     "close the open quote or here-doc and run again") from None
+                                     "mend the block where the message says (bash -n reports the "
+                                     "same), then run again") from None
     batch_text = inputs.pop("batch_text")
     if batch_text is not None:
         from flow.workflows.reproduce.batch.entries import BatchRefused, parse_batch

@@ -37,12 +37,17 @@ def repo_dir_of(value: str | None) -> Path:
 
 
 def check_bounds(depth: int, hub_limit: int) -> None:
-    """Refuse a depth or hub limit below 1 (the trace would list nothing meaningful)."""
-    if depth < 1:
-        raise WorkflowInputError(f"--depth {depth} is below 1", "use --depth 3 (the default)")
-    if hub_limit < 1:
-        raise WorkflowInputError(f"--hub-limit {hub_limit} is below 1",
-                                 "use --hub-limit 40 (the default)")
+    """Refuse a depth or hub limit outside its range (``flow.core.bounds.RANGES``): below 1
+    the trace lists nothing meaningful, past the top it would walk for ever."""
+    from flow.core.bounds import RANGES
+
+    for flag, value, default in (("depth", depth, DEFAULT_DEPTH),
+                                 ("hub-limit", hub_limit, DEFAULT_HUB_LIMIT)):
+        rng = RANGES[flag]
+        if not rng.low <= value <= rng.high:
+            raise WorkflowInputError(f"--{flag} {value} is not {rng.says()}",
+                                     f"use --{flag} {default} (the default)",
+                                     allowed=rng.schema())
 
 
 def load(repo_dir: Path, profile: str | None) -> Any:

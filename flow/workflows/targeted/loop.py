@@ -132,17 +132,17 @@ def poll_hours(settings: Mapping[str, str]) -> float:
     ``timed_out``. Raises WorkflowInputError on a value that is not hours >= 0."""
     from flow.core.errors import WorkflowInputError
 
+    from flow.core.bounds import Range, number
+
     raw = (settings.get(POLL_HOURS_ENV) or "").strip()
     if not raw:
         return DEFAULT_POLL_HOURS
-    try:
-        hours = float(raw)
-    except ValueError:
-        hours = -1.0
-    if not math.isfinite(hours) or hours < 0:
+    hours = number(raw, Range(0, 366 * 24, whole=False))
+    if hours is None:
         raise WorkflowInputError(f"{POLL_HOURS_ENV}={raw!r} is not a number of hours",
-                                 f"set {POLL_HOURS_ENV} to hours, 0 or more (e.g. 24)")
-    return hours
+                                 f"set {POLL_HOURS_ENV} to hours in ASCII digits, 0 to a year "
+                                 "(8784; e.g. 24)")
+    return float(hours)
 
 
 def poll_minutes(est_times: list[int | float | None]) -> int:

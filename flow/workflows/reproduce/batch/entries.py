@@ -95,8 +95,9 @@ class BatchRefused(ValueError):
 
 def parse_batch(text: str) -> list[BatchEntry | InvalidEntry]:
     """Entries of a batch file, in order. Never raises on bad entries (they come back as
-    InvalidEntry); an id used twice makes the later entries invalid (resume keys on ids).
-    ``BatchRefused`` for more than ``MAX_ENTRIES`` entries or JSON nested too deep to parse."""
+    InvalidEntry). ``BatchRefused`` for more than ``MAX_ENTRIES`` entries or JSON nested too
+    deep to parse; ``WorkflowInputError`` (``duplicate_ids``) for an id used twice, the rule
+    ``campaign --items`` and ``--batch --campaign`` share (``flow.core.bounds``)."""
     try:
         items = _parse(text)
     except RecursionError:
@@ -104,7 +105,10 @@ def parse_batch(text: str) -> list[BatchEntry | InvalidEntry]:
     if len(items) > MAX_ENTRIES:
         raise BatchRefused(f"the batch file holds {len(items)} entries, more than the limit "
                            f"of {MAX_ENTRIES}")
-    return _unique(items)
+    from flow.core.bounds import refuse_repeated
+
+    refuse_repeated((item.id for item in items), "batch file")
+    return items
 
 
 def read_batch(path: str) -> list[BatchEntry | InvalidEntry]:
@@ -152,18 +156,6 @@ def _parse(text: str) -> list[BatchEntry | InvalidEntry]:
         commands = [l for l in lines if l and not l.startswith("#")]
         items = [_entry({"command": c}, i) for i, c in enumerate(commands[:MAX_ENTRIES + 1])]
     return items
-
-
-def _unique(items: list[BatchEntry | InvalidEntry]) -> list[BatchEntry | InvalidEntry]:
-    seen: set[str] = set()
-    out: list[BatchEntry | InvalidEntry] = []
-    for item in items:
-        if item.id in seen:
-            out.append(InvalidEntry(id=item.id, error=f"duplicate id {item.id!r}; ids must be unique"))
-            continue
-        seen.add(item.id)
-        out.append(item)
-    return out
 
 
 def bucket_of(verdict: Verdict | None) -> Bucket:

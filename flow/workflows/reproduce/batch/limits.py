@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 
+from flow.core.bounds import MAX_REPEAT, MAX_TIMEOUT_S  # the flags' ranges, one table
+
+__all__ = ["MAX_BATCH_BYTES", "MAX_ENTRIES", "MAX_REPEAT", "MAX_TIMEOUT_S", "REPO_RE", "is_repo"]
+
 MAX_ENTRIES = 2000          # entries of one batch (each is a full reproduce run)
 MAX_BATCH_BYTES = 4 << 20   # a batch file larger is refused before it is parsed
-MAX_TIMEOUT_S = 86400.0     # --timeout / an entry's timeout, seconds
-MAX_REPEAT = 100            # --repeat / an entry's repeat
 # OWNER/NAME as GitHub spells them; "." and ".." are no name (they would leave /repos/).
 REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?\Z)[A-Za-z0-9_.-]{1,100}")
 

@@ -23,6 +23,7 @@ raises ``ReproducerParseError`` saying where; the text is never guessed at.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -69,11 +70,19 @@ def _parser() -> Any:
 
 
 class _Source:
-    """The block as bytes (tree-sitter's offsets are byte offsets) with text helpers."""
+    """The block as bytes (tree-sitter's offsets are byte offsets) with text helpers;
+    ``parsed`` is what the parser reads: the same bytes, or a copy of the same length whose
+    extra here-document openers are blanks (``heredoc.one_opener_per_line``)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, parsed: bytes | None = None,
+                 tangled: list[tuple[int, int]] | None = None) -> None:
         self.text = text
         self.data = text.encode("utf-8", "surrogatepass")
+        self.parsed = self.data if parsed is None else parsed
+        self.tangled = tangled or []  # byte ranges run whole (``heredoc.one_opener_per_line``)
+
+    def parsed_span(self, start: int, end: int) -> str:
+        return self.parsed[start:end].decode("utf-8", "replace")
 
     def of(self, node: Any) -> str:
         return self.span(node.start_byte, node.end_byte)
@@ -196,7 +205,7 @@ def _heredoc_body(redirect: Any, src: _Source) -> str:
     body = next((c for c in redirect.children if c.type == "heredoc_body"), None)
     if end is None:
         return ""
-    data = src.data
+    data = src.parsed  # the kept body sits here (it may be elsewhere in the block)
     stop = data.rfind(b"\n", 0, end.start_byte) + 1
     if body is not None:
         start = data.rfind(b"\n", 0, body.start_byte) + 1
@@ -256,7 +265,7 @@ def _gap_words(node: Any, src: _Source) -> list[str]:
     parts = [c for c in node.children if c.type != "comment"]
     for left, right in zip(parts, parts[1:]):
         if right.start_byte > left.end_byte:
-            words += src.span(left.end_byte, right.start_byte).split()
+            words += src.parsed_span(left.end_byte, right.start_byte).split()
     return words
 
 
@@ -416,6 +425,46 @@ def _problem(root: Any, src: _Source) -> str | None:
             "block, or after `$ ` prompts)")
 
 
+def _rewritten(text: str) -> Iterator[_Source]:
+    """The block as bash reads it, in the forms the grammar takes (tried in order while the
+    grammar still refuses): here-documents reduced to one opener a line, the rest of a line
+    after ``;`` moved below the bodies, both (``flow...reproducer.heredoc``)."""
+    from flow.workflows.reproduce.reproducer.heredoc import heredoc_lines, one_opener_per_line
+
+    single = one_opener_per_line(text)
+    if single is not None:
+        yield _Source(text, *single)
+    moved = heredoc_lines(text)
+    if moved is not None and moved != text:
+        yield _Source(moved)
+        single = one_opener_per_line(moved)
+        if single is not None:
+            yield _Source(moved, *single)
+
+
+# Words bash reserves that can only close or continue a compound command: one standing as a
+# command's name is a syntax error in bash, though the grammar takes it for a command.
+_CLOSERS = frozenset({"then", "else", "elif", "fi", "do", "done", "esac", "}", "in", "]]"})
+
+
+def _reserved_word(root: Any, src: _Source) -> str | None:
+    """What bash stops at when a command is named by a bare closing keyword (``fi``
+    alone), which the grammar lets through; None when no command is."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "command_name" and node.named_child_count == 1 and \
+                node.named_children[0].type == "word":
+            word = src.of(node)
+            if word in _CLOSERS:
+                line = src.text[:src.offset(node.start_byte)].count("\n") + 1
+                return (f"bash cannot parse the block at line {line}: {word!r} closes a "
+                        f"compound command that was never opened; remove it or open the "
+                        "if/for/while/case/{ block it belongs to")
+        stack.extend(reversed(node.children))
+    return None
+
+
 def split_commands(text: str) -> list[Command]:
     """Split shell text into the units bash runs, in order. Never returns empty commands.
     Raises ReproducerParseError when bash could not parse the text.
@@ -429,20 +478,26 @@ def split_commands(text: str) -> list[Command]:
     tree = _parser().parse(src.data)
     problem = _problem(tree.root_node, src)
     if problem is not None:
-        from flow.workflows.reproduce.reproducer.heredoc import heredoc_lines
-
-        moved = heredoc_lines(text)
-        if moved is not None and moved != text:
-            moved_src = _Source(moved)
-            moved_tree = _parser().parse(moved_src.data)
-            if _problem(moved_tree.root_node, moved_src) is None:
-                src, tree, problem = moved_src, moved_tree, None
+        for other in _rewritten(text):
+            other_tree = _parser().parse(other.parsed)
+            if _problem(other_tree.root_node, other) is None:
+                src, tree, problem = other, other_tree, None
+                break
+    if problem is None:
+        problem = _reserved_word(tree.root_node, src)
     if problem is not None:
         raise ReproducerParseError(problem, text=text)
     out: list[Command] = []
     children = tree.root_node.children
+    covered = -1  # a statement that ends before this byte was run whole with a tangled range
     for i, node in enumerate(children):
-        if not node.is_named or node.type == "comment":
+        if not node.is_named or node.type == "comment" or node.start_byte < covered:
+            continue
+        tangle = next(((a, b) for a, b in src.tangled
+                       if node.start_byte < b and a < node.end_byte), None)
+        if tangle is not None:
+            covered = max(node.end_byte, tangle[1])
+            out.append(_compound(node, src, src.span(node.start_byte, covered).strip()))
             continue
         background = i + 1 < len(children) and children[i + 1].type == "&"
         _emit(node, src, out, background)
