@@ -69,12 +69,13 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     from flow.workflows.reproduce.verdict import environment as envinfo
 
     python = ctx.data.python or interpreter(ctx)
-    project = profile.project or envinfo.project_name(ctx.data.source_dir)
-    packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
-    output = project_probe(ctx, profile, python)
     where = ctx.data.tree or ctx.data.source_dir
-    tree = None
     other = other_tree(ctx, where)
+    # the project is the one of the tree the reproducer ran in (a batch entry's own clone)
+    project = profile.project or envinfo.project_name(other or ctx.data.source_dir)
+    packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
+    output = project_probe(ctx, profile, python, other)
+    tree = None
     if other is not None:
         # the command cd'd into another git tree: that tree ran, so its HEAD is named
         tree = read_tree(ctx, other)
@@ -89,7 +90,7 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     env = envinfo.read_probe(python, output, project, packages, tree)
     if env.project_install == "installed" and env.project_origin != "the tree" and where:
         note = (f"{env.project} {env.project_version} is installed from {env.project_origin}, "
-                f"not from the tree {where}; a fix in the tree is not seen by that copy")
+                f"not from the tree {other or where}; a fix in the tree is not seen by that copy")
         if note not in ctx.data.notes:
             ctx.data.notes.append(note)
     if env.project_install == "editable" and env.other_code:
@@ -138,8 +139,20 @@ def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:
 
         return " ".join(shlex.quote(w) for w in [
             sys.executable, "-m", "pip", "--python", env.interpreter, "install", "--no-deps",
-            "--force-reinstall", ctx.data.source_dir])
-    return envinfo.rerun_after_fix(env, ctx.data.source_dir, note or None)
+            "--force-reinstall", fixed_tree(ctx, env) or ctx.data.source_dir])
+    return envinfo.rerun_after_fix(env, fixed_tree(ctx, env), note or None)
+
+
+def fixed_tree(ctx: Any, env: Any) -> str | None:
+    """The tree a fix goes into: the git tree the reproducer ran in when it is another than
+    --source-dir's (``describe_environment`` named it in ``env.tree``: a batch entry that
+    ``cd``s into its own clone), else --source-dir."""
+    from pathlib import Path
+
+    where = ctx.data.tree or ctx.data.source_dir
+    if env.tree is not None and where and Path(env.tree.path).resolve() != Path(where).resolve():
+        return env.tree.path
+    return ctx.data.source_dir
 
 
 def _has_pip(python: str) -> bool:
