@@ -205,7 +205,8 @@ def build_report(entries: list[BatchEntry | InvalidEntry],
         verdict = verdicts.get(entry.id)
         note = "" if verdict is not None else "no verdict recorded"
         if isinstance(verdict, CannotVerify):
-            note = f"{verdict.stage}: {verdict.blocker}"
+            note = f"{verdict.stage}: {verdict.blocker}" + (
+                f"; {verdict.hint}" if verdict.hint else "")
         elif isinstance(verdict, NoReproducer):
             note = verdict.reason
         elif isinstance(verdict, NotReproduced):

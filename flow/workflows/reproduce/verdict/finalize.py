@@ -50,12 +50,20 @@ def finalize(ctx: Any, verdict: Any) -> Any:
 def with_environment(ctx: Any, verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     """A CANNOT_VERIFY verdict (a collection error, a failed setup step, a timeout) with
     ``environment`` filled as every other verdict has it, once prepare chose the
-    interpreter; any other verdict as it is."""
-    if not verdict or verdict.get("verdict") != "CANNOT_VERIFY" or verdict.get("environment") \
-            or not ctx.data.python:
+    interpreter, and, when its blocker is a missing import, the ``hint`` that names the
+    module and how to add it (``hints``); any other verdict as it is."""
+    if not verdict or verdict.get("verdict") != "CANNOT_VERIFY":
         return verdict
-    env = describe_environment(ctx, profile_of(ctx), verdict.get("stage") or Stage.NIGHTLY)
-    return {**verdict, "environment": env.model_dump(mode="json")}
+    if not verdict.get("environment") and ctx.data.python:
+        env = describe_environment(ctx, profile_of(ctx), verdict.get("stage") or Stage.NIGHTLY)
+        verdict = {**verdict, "environment": env.model_dump(mode="json")}
+    if not verdict.get("hint"):
+        from flow.workflows.reproduce.verdict.hints import for_verdict
+
+        found = for_verdict(ctx, verdict)
+        if found:
+            verdict = {**verdict, "hint": found}
+    return verdict
 
 
 def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
