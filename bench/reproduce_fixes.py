@@ -22,14 +22,19 @@ through ``bash -c`` from the tree (that interpreter's bin first on PATH: a perso
 - ``python``: ``python -c "SNIPPET"`` with ``--failure-pattern``;
 - ``export-c``: ``export PYTHONPATH=src && python -c "SNIPPET"`` (flat: as above);
 - ``other-clone`` (src layouts with a snippet): ``export PYTHONPATH=src && python -c
-  "SNIPPET"`` run with a second interpreter, in which another clone of the project (at
-  the oldest parent of the table, so it has none of the fixes) is installed editable
-  (``pip install -e``): bash imports the tree through ``PYTHONPATH``, a run anywhere
-  else imports that clone;
-- ``egg-link`` (flat layouts): ``python -c "SNIPPET"`` and ``python -m pytest NODE`` with
-  the second interpreter, in which another clone (at its newest commit: every fix in) is
-  installed by ``setup.py develop`` (an ``.egg-link``): bash in the tree imports the
-  tree (``sys.path[0]`` is the folder), a run anywhere else imports that clone;
+  "SNIPPET"`` run with a second interpreter, in which another clone of the project is
+  installed editable: bash imports the tree through ``PYTHONPATH``, a run anywhere else
+  imports that clone;
+- ``egg-link`` (flat layouts): ``python -c "SNIPPET"`` (and ``egg-link-pytest``:
+  ``python -m pytest NODE``) with the second interpreter: bash in the tree imports the
+  tree (``sys.path[0]`` is the folder), a run anywhere else imports the other clone.
+
+  The second interpreter is a venv lending the first one's packages, with one other clone
+  of each project installed: for a project whose trees have a src layout, at the oldest
+  parent of the table (none of its fixes in), else at the clone's newest commit (every
+  fix in); installed by ``pip install -e`` when that clone has a src layout, else by
+  ``setup.py develop`` (an ``.egg-link`` and ``easy-install.pth``). cachetools' oldest
+  parent (3.1.0) has a flat layout, so its other clone is an egg-link too;
 - ``batch``: one ``--batch`` of every case as ``cd TREE && <pytest form>`` (ids the
   cases), ``--stage nightly``, ``--source-dir`` the first case's tree, at all parents and
   then all fixes: each row's verdict against bash's exit of the same entry, its
