@@ -136,6 +136,8 @@ CASES: tuple[Case, ...] = (
          "assert b is not None and a == b, (a, b)",
          "AssertionError"),
 )
+# the distribution name a project's tree declares, where it is not the project's own
+DIST = {"dateutil": "python-dateutil"}
 FORMS = ("pytest", "export", "python", "export-c", "other-clone", "egg-link", "batch")
 
 
@@ -361,7 +363,8 @@ def tally(rows: list[dict]) -> dict:
             cell["bash"] = " ".join(map(str, cell["bash"]))
     own = [r for r in rows if r["form"] == "batch"]
     if own:
-        out["batch_own_project"] = sum(r["project_said"] == r["project"] for r in own)
+        out["batch_own_project"] = sum(r["project_said"] == DIST.get(r["project"], r["project"])
+                                       for r in own)
         out["batch_own_tree"] = sum(bool(r["own_tree"]) for r in own)
         out["batch_entries"] = len(own)
     out["load_average"] = os.getloadavg()
