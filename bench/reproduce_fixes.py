@@ -341,7 +341,10 @@ def batch(base: Path, python: str, trees: dict[str, Path],
                        env.get("tree") or {}).get("path") == str(trees[case.id]),
                    "agrees": agrees(verdict.get("verdict"), bash[case.id])}
             if not row["agrees"]:
-                row["note"] = r.get("note")
+                # no row at all: the batch did not end (a source build asked for)
+                row["note"] = r.get("note") if r else (
+                    f"no verdict: the batch answered {spec.get('status')} at "
+                    f"{spec.get('phase')}")
             rows.append(row)
             print(json.dumps({k: row[k] for k in ("case", "form", "state", "bash", "verdict",
                                                   "project_said", "own_tree", "agrees")}),
