@@ -194,6 +194,8 @@ def check_start_words(item_id: str, argv: list[str]) -> None:
 
 _ENTRY_FLAGS = (("failure_pattern", "--failure-pattern"), ("stage", "--stage"),
                 ("ci_repo", "--ci-repo"), ("repeat", "--repeat"), ("timeout", "--timeout"))
+# what the command line holds for an entry flag it was not given (nothing to repeat then)
+_FLAG_DEFAULTS: dict[str, Any] = {"stage": "auto"}
 _CALL_FLAGS = (("profile", "--profile"), ("source_dir", "--source-dir"),
                ("ci_commit", "--ci-commit"), ("test_extras", "--test-extras"))
 
@@ -225,8 +227,12 @@ def _batch_items(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     for n, entry in enumerate(entries, 1):
         argv = ["reproduce", "--command", entry["command"], *common]
         for key, flag in _ENTRY_FLAGS:
-            if entry.get(key) is not None:
-                argv += [flag, str(entry[key])]
+            # the entry's own value, else the command line's (as reproduce --batch does)
+            value = entry.get(key)
+            if value is None and getattr(args, key, None) not in (None, _FLAG_DEFAULTS.get(key)):
+                value = getattr(args, key)
+            if value is not None:
+                argv += [flag, str(value)]
         item_id = str(entry.get("id") or f"entry-{n}")
         check_item(n, item_id, argv)
         items.append((item_id, {"argv": argv}))

@@ -194,8 +194,8 @@ def test_project_name_of_every_kind_of_project(tmp_path: Path, files: dict[str, 
 
 
 def test_cannot_verify_next_steps_say_what_passed_and_offline() -> None:
-    """CANNOT_VERIFY at stage 3 says stages 1 and 2 passed; a local source-build venv
-    missing a module points at ORCHESTRATOR_REPRODUCE_OFFLINE=1."""
+    """CANNOT_VERIFY at stage 3 says stages 1 and 2 passed; a verdict's hint (a missing
+    module: ``verdict.hints``) is a next step of its own."""
     from types import SimpleNamespace
 
     from flow.workflows.reproduce.verdict.models import CannotVerify, Stage
@@ -204,7 +204,8 @@ def test_cannot_verify_next_steps_say_what_passed_and_offline() -> None:
     ctx = SimpleNamespace(data=SimpleNamespace(profile="local"), settings={})
     ci = _cannot_verify_steps(ctx, CannotVerify(stage=Stage.CI_ENV, blocker="no GitHub token"))
     build = _cannot_verify_steps(ctx, CannotVerify(
-        stage=Stage.SOURCE_BUILD, blocker="missing dependency: ModuleNotFoundError: No module named 'x'"))
+        stage=Stage.SOURCE_BUILD, blocker="missing dependency: ModuleNotFoundError: No module named 'x'",
+        hint="the source-build venv lacks x: re-run with ORCHESTRATOR_REPRODUCE_OFFLINE=1"))
     assert (True, True) == ("stages nightly and source_build ran and the test passed" in ci[0],
                             "ORCHESTRATOR_REPRODUCE_OFFLINE=1" in build[0])
 

@@ -94,6 +94,8 @@ class ReproData(BaseModel):
     entry_id: str | None = None        # the batch entry being run (names its log folder)
     batch_repeat: int = 1              # --repeat / --timeout of the batch (an entry's own win)
     batch_timeout: float | None = None
+    batch_stage: str = "auto"          # --stage / --failure-pattern of the batch (ditto)
+    batch_pattern: str | None = None
     batch_to_stage2: list[str] = []    # ids that passed Stage 1 under auto
     batch_to_stage3: list[str] = []    # ids that passed Stage 2 too
     batch_tree: str | None = None      # the tree the batch's build and re-runs use

@@ -8,8 +8,9 @@ Input formats (chosen by content, not by name):
   and blank lines are skipped.
 
 An entry is ``{id?, command, failure_pattern?, ci_repo?, stage?, repeat?, timeout?}``:
-``ci_repo`` is ``pytorch`` / ``torch-xpu-ops`` (pytorch-xpu) or an ``OWNER/NAME`` (local);
-``repeat`` and ``timeout`` override ``--repeat`` / ``--timeout`` for the entry. A malformed entry
+``ci_repo`` is ``pytorch`` / ``torch-xpu-ops`` (pytorch-xpu) or an ``OWNER/NAME`` (local).
+Each field an entry leaves out is the command line's (``--stage``, ``--failure-pattern``,
+``--ci-repo``, ``--repeat``, ``--timeout``); one it sets is the entry's own. A malformed entry
 does not stop the batch: it becomes an ``invalid`` row. Buckets:
 
 - still_failing: REPRODUCED;
@@ -43,7 +44,7 @@ class BatchEntry(BaseModel):
     command: str = Field(min_length=1)
     failure_pattern: str | None = None
     ci_repo: str | None = None
-    stage: Literal["auto", "nightly"] = "auto"
+    stage: Literal["auto", "nightly"] | None = None   # None: the command line's --stage
     repeat: int | None = Field(default=None, ge=1, le=MAX_REPEAT)
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
 
@@ -196,7 +197,8 @@ def build_report(entries: list[BatchEntry | InvalidEntry],
         verdict = verdicts.get(entry.id)
         note = "" if verdict is not None else "no verdict recorded"
         if isinstance(verdict, CannotVerify):
-            note = f"{verdict.stage}: {verdict.blocker}"
+            note = f"{verdict.stage}: {verdict.blocker}" + (
+                f"; {verdict.hint}" if verdict.hint else "")
         elif isinstance(verdict, NoReproducer):
             note = verdict.reason
         elif isinstance(verdict, NotReproduced):

@@ -54,6 +54,7 @@ def setup(ctx: Any) -> Any:
     items = read_batch(ctx.data.batch_file)
     ctx.data.batch_ci_repo = ctx.data.ci_repo
     ctx.data.batch_repeat, ctx.data.batch_timeout = ctx.data.repeat, ctx.data.timeout
+    ctx.data.batch_stage, ctx.data.batch_pattern = ctx.data.stage, ctx.data.failure_pattern
     ctx.data.batch_entries = [{"invalid": i.model_dump()} if isinstance(i, InvalidEntry)
                               else {"entry": i.model_dump()} for i in items]
     problem = install_nightly(ctx, profile_of(ctx))
@@ -105,9 +106,10 @@ def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
 
 
 def _load(ctx: Any, item: BatchEntry) -> None:
-    ctx.data.command, ctx.data.stage = item.command, item.stage
+    """The entry's fields, each one it leaves out taken from the command line's."""
+    ctx.data.command, ctx.data.stage = item.command, item.stage or ctx.data.batch_stage
     ctx.data.entry_id = item.id
-    ctx.data.failure_pattern = item.failure_pattern
+    ctx.data.failure_pattern = item.failure_pattern or ctx.data.batch_pattern
     ctx.data.ci_repo = item.ci_repo or ctx.data.batch_ci_repo
     ctx.data.repeat = item.repeat or ctx.data.batch_repeat
     ctx.data.timeout = item.timeout or ctx.data.batch_timeout

@@ -85,18 +85,19 @@ def read_tree(ctx: Any, where: str, *, first: bool = False) -> Any:
     return envinfo.tree_state(where, asked, ctx.root)
 
 
-def project_probe(ctx: Any, profile: Profile, python: str) -> str:
+def project_probe(ctx: Any, profile: Profile, python: str, tree: str | None = None) -> str:
     """The environment probe of ``python`` for the project and the profile's packages (none
     for this interpreter or a venv, whose metadata files are read here; else one child
-    run), kept in ``ctx.data.project_probe`` so the
-    verdict reuses it."""
+    run), kept in ``ctx.data.project_probe`` so the verdict reuses it. ``tree``: the tree
+    the reproducer ran in when it is another than --source-dir's (a batch entry that
+    ``cd``s into its own clone): the project is the one that tree declares."""
     from flow.workflows.reproduce.verdict import environment as envinfo
 
-    where = ctx.data.tree or ctx.data.source_dir
+    where = tree or ctx.data.tree or ctx.data.source_dir
     kept = ctx.data.project_probe
     if kept and kept.get("python") == python and kept.get("tree") == (where or ""):
         return kept["output"]
-    project = profile.project or envinfo.project_name(ctx.data.source_dir)
+    project = profile.project or envinfo.project_name(tree or ctx.data.source_dir)
     packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
     layout = None if envinfo.is_this_interpreter(python) else envinfo.venv_layout(python)
     if layout is not None or envinfo.is_this_interpreter(python):

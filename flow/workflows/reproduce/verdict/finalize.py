@@ -50,12 +50,20 @@ def finalize(ctx: Any, verdict: Any) -> Any:
 def with_environment(ctx: Any, verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     """A CANNOT_VERIFY verdict (a collection error, a failed setup step, a timeout) with
     ``environment`` filled as every other verdict has it, once prepare chose the
-    interpreter; any other verdict as it is."""
-    if not verdict or verdict.get("verdict") != "CANNOT_VERIFY" or verdict.get("environment") \
-            or not ctx.data.python:
+    interpreter, and, when its blocker is a missing import, the ``hint`` that names the
+    module and how to add it (``hints``); any other verdict as it is."""
+    if not verdict or verdict.get("verdict") != "CANNOT_VERIFY":
         return verdict
-    env = describe_environment(ctx, profile_of(ctx), verdict.get("stage") or Stage.NIGHTLY)
-    return {**verdict, "environment": env.model_dump(mode="json")}
+    if not verdict.get("environment") and ctx.data.python:
+        env = describe_environment(ctx, profile_of(ctx), verdict.get("stage") or Stage.NIGHTLY)
+        verdict = {**verdict, "environment": env.model_dump(mode="json")}
+    if not verdict.get("hint"):
+        from flow.workflows.reproduce.verdict.hints import for_verdict
+
+        found = for_verdict(ctx, verdict)
+        if found:
+            verdict = {**verdict, "hint": found}
+    return verdict
 
 
 def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
@@ -69,12 +77,13 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     from flow.workflows.reproduce.verdict import environment as envinfo
 
     python = ctx.data.python or interpreter(ctx)
-    project = profile.project or envinfo.project_name(ctx.data.source_dir)
-    packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
-    output = project_probe(ctx, profile, python)
     where = ctx.data.tree or ctx.data.source_dir
-    tree = None
     other = other_tree(ctx, where)
+    # the project is the one of the tree the reproducer ran in (a batch entry's own clone)
+    project = profile.project or envinfo.project_name(other or ctx.data.source_dir)
+    packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
+    output = project_probe(ctx, profile, python, other)
+    tree = None
     if other is not None:
         # the command cd'd into another git tree: that tree ran, so its HEAD is named
         tree = read_tree(ctx, other)
@@ -91,7 +100,7 @@ def describe_environment(ctx: Any, profile: Profile, stage: Stage | str) -> Any:
     env = envinfo.from_imports(env, ctx.data.imported, tree.path if tree else where)
     if env.project_install == "installed" and env.project_origin != "the tree" and where:
         note = (f"{env.project} {env.project_version} is installed from {env.project_origin}, "
-                f"not from the tree {where}; a fix in the tree is not seen by that copy")
+                f"not from the tree {other or where}; a fix in the tree is not seen by that copy")
         if note not in ctx.data.notes:
             ctx.data.notes.append(note)
     if env.other_code and (env.project_install == "editable" or env.imported_from):
@@ -140,8 +149,20 @@ def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:
 
         return " ".join(shlex.quote(w) for w in [
             sys.executable, "-m", "pip", "--python", env.interpreter, "install", "--no-deps",
-            "--force-reinstall", ctx.data.source_dir])
-    return envinfo.rerun_after_fix(env, ctx.data.source_dir, note or None)
+            "--force-reinstall", fixed_tree(ctx, env) or ctx.data.source_dir])
+    return envinfo.rerun_after_fix(env, fixed_tree(ctx, env), note or None)
+
+
+def fixed_tree(ctx: Any, env: Any) -> str | None:
+    """The tree a fix goes into: the git tree the reproducer ran in when it is another than
+    --source-dir's (``describe_environment`` named it in ``env.tree``: a batch entry that
+    ``cd``s into its own clone), else --source-dir."""
+    from pathlib import Path
+
+    where = ctx.data.tree or ctx.data.source_dir
+    if env.tree is not None and where and Path(env.tree.path).resolve() != Path(where).resolve():
+        return env.tree.path
+    return ctx.data.source_dir
 
 
 def _has_pip(python: str) -> bool:

@@ -134,6 +134,7 @@ class CannotVerify(_Verdict):
     stage: Stage
     blocker: str = Field(min_length=1)
     environment: dict[str, Any] | None = None   # where it was blocked, once a stage began
+    hint: str | None = None   # how to get past the blocker (a missing import: ``hints``)
 
 
 Verdict = Annotated[

@@ -35,20 +35,16 @@ def _reproduced_steps(verdict: Any) -> list[str]:
 
 def _cannot_verify_steps(ctx: Any, verdict: Any) -> list[str]:
     """What the caller does with CANNOT_VERIFY: what already passed when Stage 3 could not
-    run (it is reached only when Stages 1 and 2 passed), and ORCHESTRATOR_REPRODUCE_OFFLINE=1
-    when the local source-build venv lacked a module the tests import."""
+    run (it is reached only when Stages 1 and 2 passed), and the verdict's ``hint`` (a
+    missing import: the module and how to add it where the run needs it)."""
     if getattr(verdict, "verdict", "") != "CANNOT_VERIFY":
         return []
     steps = []
     if verdict.stage == "ci_env":
         steps.append("stages nightly and source_build ran and the test passed in both; only "
                      "the CI-environment alignment (stage 3) could not run: " + verdict.blocker)
-    if verdict.stage == "source_build" and "missing dependency" in verdict.blocker \
-            and ctx.data.profile == "local" and ctx.settings.get("ORCHESTRATOR_REPRODUCE_OFFLINE") != "1":
-        steps.append("the source-build venv lacks a module the tests import (a test dependency "
-                     "the project does not declare?): re-run with ORCHESTRATOR_REPRODUCE_OFFLINE=1 "
-                     "(the project's environment lends its packages) or name the extra with "
-                     "--test-extras")
+    if verdict.hint:
+        steps.append(verdict.hint)
     return steps + ["fix the blocker, then re-run with --restart"]
 
 
