@@ -146,6 +146,32 @@ def test_a_prefixed_one_liner_runs_in_the_tree_as_bash_runs_it(tmp_path: Path,
         all(f and all(p.startswith(tree + "/") for p in f) for f in imported)), verdicts
 
 
+def test_a_prefixed_batch_entry_runs_in_the_tree_as_bash_runs_it(tmp_path: Path) -> None:
+    """The same prefix as a ``--batch`` entry: the venv holds an editable install of another
+    clone, already fixed; the tree is buggy. bash in the tree imports the tree's ``src``
+    (exit 1), so the entry is REPRODUCED, never the clone's NOT_REPRODUCED that a run from
+    the scratch folder would give."""
+    import json
+
+    clone = tinyproject.make(tmp_path / "other-clone", src_layout=True)
+    tinyproject.fix(clone)
+    tree = tinyproject.make(tmp_path / "tree", src_layout=True)
+    python = _venv(tmp_path / "venv")
+    _pip_editable(python, clone)
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([{"id": "export", "command": PREFIXED[0]},
+                                 {"id": "cd", "command": PREFIXED[2]}]))
+    drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REPRODUCE_PYTHON": str(python)})
+    call = drv.call(["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir",
+                     str(tree), "--batch", str(batch)])
+    assert call.spec is not None and call.spec["status"] == "done", call.stderr[-3000:]
+    rows = json.loads(Path(call.spec["report_json_path"]).read_text())["rows"]
+    verdicts = {r["id"]: r["verdict"] for r in rows}
+    codes = [_bash(PREFIXED[i], tree, python) for i in (0, 2)]
+    assert ([1, 1], ["REPRODUCED", "REPRODUCED"]) == (
+        codes, [verdicts[e]["verdict"] for e in ("export", "cd")]), verdicts
+
+
 def test_a_prefixed_pytest_node_runs_in_the_tree_as_bash_runs_it(tmp_path: Path) -> None:
     """``export PYTHONPATH=src && python -m pytest NODE`` with another clone's editable
     install in the venv: the node fails, then passes, as in bash."""

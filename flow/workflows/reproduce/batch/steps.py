@@ -161,13 +161,14 @@ def entry(ctx: Any) -> Any:
         env = {**env_of(ctx), "VIRTUAL_ENV": str(Path(ctx.data.path_head).parent),
                "PIP_PYTHON": ctx.data.python}
     state_file = ctx.path(f"logs/{item.id}/setup.state")
-    problem = runner.run_setup(rep, cwd=scratch(ctx), env=env,
+    start = ctx.data.setup_cwd or scratch(ctx)  # a cd/export/source prefix: in its tree
+    problem = runner.run_setup(rep, cwd=start, env=env,
                                log=ctx.path(f"logs/{item.id}/setup.log"),
                                launch=launcher(ctx), timeout=run_timeout(ctx, profile),
                                state_file=state_file)
     if problem:
         return _settle(ctx, item, blocked(ctx, Stage.NIGHTLY, problem))
-    carry_block(ctx, state_file, env)
+    carry_block(ctx, state_file, env, start=start)
     decision = decide(ctx, profile, Stage.NIGHTLY, f"{item.id}/stage1")
     return _settle(ctx, item, act(ctx, decision))
 
