@@ -27,8 +27,9 @@ def _items(tmp: Path, n: int = 1) -> Path:
 
 
 def _worker(ws: Path, url: str, name: str, lease_s: str) -> Driver:
+    # a lease shorter than the foreground budget is raised to it: short leases, short calls
     return Driver(ws, {**TICK, "ORCHESTRATOR_STORE": url, "ORCHESTRATOR_WORKER": name,
-                       "ORCHESTRATOR_LEASE_S": lease_s})
+                       "ORCHESTRATOR_LEASE_S": lease_s, "ORCHESTRATOR_FOREGROUND_S": lease_s})
 
 
 def _item(url: str, item: str = "i0") -> dict[str, Any]:
