@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from flow.core.errors import Busy, OrchestratorError, StateLoadError
 from workspace.jsonio import dumps, loads
 from workspace.lock import lock_timeout
-from workspace.pgerrors import mask_url, unavailable
+from workspace.pgerrors import StoreUnavailable, mask_url, unavailable
 from workspace.store import FlowStore, _sha, now_iso, parse_state
 
 if TYPE_CHECKING:
@@ -226,7 +226,14 @@ class PgFlowStore(FlowStore):
 
         for attempt in (1, 2):
             try:
-                conn = self._conn()
+                try:
+                    conn = self._conn()
+                except StoreUnavailable as exc:
+                    if exc.code != StoreUnavailable.code:
+                        raise
+                    # This process's session is gone (ended by the server, or by a caller
+                    # that found this one silent too long): the lock went with it.
+                    raise psycopg.OperationalError(str(exc.message)) from None
                 with conn.transaction():
                     row = conn.execute("SELECT fence FROM locks WHERE flow_id = %s FOR UPDATE",
                                        (self.flow_id,)).fetchone()
