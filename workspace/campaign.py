@@ -139,8 +139,8 @@ def claim(conn: Any, name: str, worker: str, host: str, pid: int,
                 "state = 'leased' AND lease_until <= now() AND claims >= %(max)s", params)
             row = conn.execute(
                 "WITH next AS (SELECT campaign, item_id FROM campaign_items WHERE "
-                "campaign = %(name)s AND (state = 'free' OR (state = 'leased' AND "
-                "lease_until <= now())) AND NOT (refused_by IS NOT DISTINCT FROM %(worker)s "
+                "campaign = %(name)s AND state IN ('free', 'leased') AND (state = 'free' OR "
+                "lease_until <= now()) AND NOT (refused_by IS NOT DISTINCT FROM %(worker)s "
                 "AND refused_until > now()) ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED) "
                 "UPDATE campaign_items c SET state = 'leased', token = c.token + 1, "
                 "holder = %(worker)s, holder_host = %(host)s, holder_pid = %(pid)s, "

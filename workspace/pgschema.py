@@ -89,9 +89,13 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE campaign_items ADD COLUMN parked_at timestamptz;
     """,
     # The lock holder's heartbeat (``workspace.pgbeat``): a holder silent too long (its
-    # machine gone, its process stopped) has its session ended by the next caller.
+    # machine gone, its process stopped) has its session ended by the next caller. The
+    # items still to take in their order, so a claim reads the first of them, not every
+    # done item of a long campaign.
     4: """
     ALTER TABLE locks ADD COLUMN alive_at timestamptz;
+    CREATE INDEX campaign_items_open ON campaign_items (campaign, position)
+        WHERE state IN ('free', 'leased');
     """,
 }
 
