@@ -120,11 +120,15 @@ def session(url: str, statement_timeout_s: float = 0.0) -> psycopg.Connection[An
                                 ("tcp_user_timeout", DEAD_PEER_S * 1000)) if k not in given}
     conn = psycopg.connect(url, autocommit=True, connect_timeout=int(float(timeout)),
                            application_name="skill-orchestrator", **probes)
+    values = (str(KEEPALIVE_IDLE_S), str(KEEPALIVE_INTERVAL_S), str(KEEPALIVE_COUNT),
+              str(DEAD_PEER_S * 1000), str(IDLE_IN_TRANSACTION_S * 1000),
+              str(int(statement_timeout_s * 1000)))
     try:
-        conn.execute(SESSION, (str(KEEPALIVE_IDLE_S), str(KEEPALIVE_INTERVAL_S),
-                               str(KEEPALIVE_COUNT), str(DEAD_PEER_S * 1000),
-                               str(IDLE_IN_TRANSACTION_S * 1000),
-                               str(int(statement_timeout_s * 1000))))
+        try:
+            conn.execute(SESSION, values)
+        except psycopg.errors.UndefinedObject:  # a server before 12 has no tcp_user_timeout
+            conn.execute(SESSION.replace("set_config('tcp_user_timeout', %s, false), ", ""),
+                         values[:3] + values[4:])
     except psycopg.Error:
         conn.close()
         raise
