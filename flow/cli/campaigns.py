@@ -345,14 +345,14 @@ def act_for_person(conn: Any, name: str, url: str, root: Path, harness: str, wha
               "call takes it and resumes its flow"] if what == "requeue" else
              [f"item {item!r} is dropped: no worker takes it; the campaign ends without it"])
     return envelope(None, root, "done", harness,
-                    outcome="item_dropped" if what == "drop" else "item_requeued", campaign={"name": name, **done}, next_steps=steps)
+                    outcome="item_dropped" if what == "drop" else "item_requeued",
+                    campaign={"name": name, **done}, next_steps=steps)
 
 
 def claim_next(conn: Any, name: str, url: str) -> Any:
     """The item this worker holds or takes now (a ``workspace.campaign.Lease``), or None."""
-    from workspace import campaign as camp
-
     from flow.core import proc
+    from workspace import campaign as camp
 
     return guard(url, "claiming an item", camp.claim, conn, name, worker_name(os.environ),
                  socket.gethostname(), os.getpid(), lease_seconds(os.environ),
@@ -403,7 +403,8 @@ def _parked_line(item: dict[str, Any], name: str) -> str:
     """A parked item for a person: why, and the commands that requeue or drop it."""
     import shlex
 
-    return (f"{item['item']!r} (claimed {item['claims']} times; {item.get('last_error') or '-'}"
+    why = (item.get("last_error") or "-")[:200]
+    return (f"{item['item']!r} (claimed {item['claims']} times; {why}"
             f"): requeue it with 'campaign {shlex.quote(name)} --requeue "
             f"{shlex.quote(item['item'])} --lease {item['token']}' or drop it with "
             f"'--drop {shlex.quote(item['item'])} --lease {item['token']}'")
