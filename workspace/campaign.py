@@ -306,8 +306,8 @@ def _by_person(conn: Any, name: str, item_id: str, token: int, what: str,
         if current != token:
             raise UsageError(
                 f"campaign {name!r} item {item_id!r}: token {token} is stale (the item's is "
-                f"{current}, it is {state} now{f', held by {holder!r}' if state == 'leased' else ''}"
-                f"); nothing was changed",
+                f"{current}, it is {state} now"
+                f"{f', held by {holder!r}' if state == 'leased' else ''}); nothing was changed",
                 f"run 'status --campaign {name}' to see the item as it is now, then run "
                 f"--{what} again with the token it shows", code="stale_token",
                 campaign={"name": name, "item": item_id, "token": token,
