@@ -103,7 +103,7 @@ def table(info: dict[str, Any], width: int = 100) -> str:
             f", last seen {lease['last_seen_s_ago']:g} s ago"
         lines.extend(wrap(f"{lease['item']}: {lease['holder']} on {lease['host']}, {alive}; "
                           f"since {lease['since']}, until {lease['lease_until']}, claims "
-                          f"{lease['claims']}, token {lease['token']}, flow "
+                          f"{lease['claims']}, token {lease.get('token', '-')}, flow "
                           f"{lease['flow_id'] or '-'}",
                           width, "      ", "  "))
     for item in info.get("done", []):
@@ -117,9 +117,9 @@ def table(info: dict[str, Any], width: int = 100) -> str:
         lines.extend(wrap(f"PARKED {item['item']}: claimed {item['claims']} times without "
                           f"finishing (last holder {item['last_holder'] or '-'} on "
                           f"{item['host'] or '-'}, flow {item['flow_id'] or '-'}, token "
-                          f"{item['token']}); a person looks at why, then runs campaign "
-                          f"{info['campaign']} --requeue {item['item']} --lease "
-                          f"{item['token']} (or --drop)", width, "      ", "  "))
+                          f"{item.get('token', '-')}); a person looks at why, then runs "
+                          f"campaign {info['campaign']} --requeue {item['item']} --lease "
+                          f"{item.get('token', '-')} (or --drop)", width, "      ", "  "))
     for item in info.get("dropped", []):
         lines.extend(wrap(f"dropped {item['item']}: flow {item['flow_id'] or '-'}", width,
                           "      ", "  "))
