@@ -103,7 +103,7 @@ def _heartbeat(store: Any, spec: dict[str, Any], token: str) -> bool:
     from workspace.pgconn import connect
 
     try:
-        name, item, _, _ = campaign.hold(connect(url), store.flow_id, int(token))
+        name, item, *_ = campaign.hold(connect(url), store.flow_id, int(token))
     except Exception:  # noqa: BLE001 - lost, or the store failed: the full path says which
         return False
     spec["campaign"] = {"name": name, "item": item, "lease": int(token), "lease_renewed": True}

@@ -1,6 +1,7 @@
 """What an operator reads about a campaign (``status --campaign``): items by state, who holds
 which lease and whether that holder is alive (it renewed its lease within the lease's
-length: a poll of its flow is its heartbeat), the items parked for a person, each done item's
+length: a poll of its flow, and a call's own heartbeat, renew it), the items parked for a
+person (with the token that requeues or drops them) and the items dropped, each done item's
 outcome (a reproduce verdict, refactored or unchanged) and who finished it, the last errors
 of items not done, throughput and what is left. Every time is the database's."""
 
@@ -23,22 +24,27 @@ def summary(conn: Any, name: str) -> dict[str, Any] | None:
     leases = [
         {"item": r[0], "holder": r[1], "host": r[2], "pid": r[3], "since": r[4],
          "lease_until": r[5], "expired": r[6], "alive": not r[6], "flow_id": r[7],
-         "claims": r[8], "lease_s": r[9], "last_seen_s_ago": round(float(r[10]), 1)}
+         "claims": r[8], "lease_s": r[9], "last_seen_s_ago": round(float(r[10]), 1),
+         "token": int(r[11])}
         for r in conn.execute(
             f"SELECT c.item_id, c.holder, c.holder_host, c.holder_pid, "
             f"{_UTC.format('c.leased_at')}, {_UTC.format('c.lease_until')}, "
             "c.lease_until <= now(), c.flow_id, c.claims, coalesce(c.lease_s, m.lease_s), "
             "greatest(0, extract(epoch FROM now() - (c.lease_until - coalesce(c.lease_s, "
-            "m.lease_s) * interval '1 second'))) FROM campaign_items c JOIN campaigns m ON "
+            "m.lease_s) * interval '1 second'))), c.token FROM campaign_items c JOIN "
+            "campaigns m ON "
             "m.name = c.campaign WHERE c.campaign = %s AND c.state = 'leased' "
             "ORDER BY c.position", (name,)).fetchall()]
     parked = [
         {"item": r[0], "claims": r[1], "last_holder": r[2], "host": r[3], "flow_id": r[4],
-         "parked_at": r[5], "last_error": r[6]}
+         "parked_at": r[5], "last_error": r[6], "token": int(r[7])}
         for r in conn.execute(
             f"SELECT item_id, claims, holder, holder_host, flow_id, {_UTC.format('parked_at')}, "
-            "last_error FROM campaign_items WHERE campaign = %s AND state = 'parked' "
+            "last_error, token FROM campaign_items WHERE campaign = %s AND state = 'parked' "
             "ORDER BY position", (name,)).fetchall()]
+    dropped = [{"item": r[0], "flow_id": r[1], "token": int(r[2])} for r in conn.execute(
+        "SELECT item_id, flow_id, token FROM campaign_items WHERE campaign = %s AND "
+        "state = 'dropped' ORDER BY position", (name,)).fetchall()]
     done = [
         {"item": r[0], "by": r[1], "done_at": r[2], "flow_id": r[3], "claims": r[4],
          **outcome(r[5] or {})}
@@ -51,7 +57,8 @@ def summary(conn: Any, name: str) -> dict[str, Any] | None:
                            (name,)).fetchone()[0]
     errors = [{"item": r[0], "error": r[1]} for r in conn.execute(
         "SELECT item_id, last_error FROM campaign_items WHERE campaign = %s AND "
-        "last_error IS NOT NULL AND state <> 'done' ORDER BY position", (name,)).fetchall()]
+        "last_error IS NOT NULL AND state NOT IN ('done', 'dropped') ORDER BY position",
+        (name,)).fetchall()]
     span = conn.execute(
         "SELECT extract(epoch FROM max(done_at) - min(leased_at)) FROM campaign_items "
         "WHERE campaign = %s AND state = 'done'", (name,)).fetchone()
@@ -60,9 +67,11 @@ def summary(conn: Any, name: str) -> dict[str, Any] | None:
     return {
         "campaign": name, "kind": meta[0], "lease_s": meta[1], "created_at": meta[2],
         "items": total,
-        "by_state": {k: int(counts.get(k, 0)) for k in ("free", "leased", "done", "parked")},
+        "by_state": {k: int(counts.get(k, 0)) for k in ("free", "leased", "done", "parked",
+                                                         "dropped")},
         "expired_leases": sum(1 for lease in leases if lease["expired"]), "leases": leases,
-        "parked": parked, "done": done, "errors": errors, "left": total - len(done),
+        "parked": parked, "dropped": dropped, "done": done, "errors": errors,
+        "left": total - len(done) - len(dropped),
         "next_lease_end_s": None if soonest is None else max(0.0, round(float(soonest), 1)),
         "throughput_per_hour": round(len(done) * 3600.0 / seconds, 1) if seconds > 0 else None,
     }

@@ -54,11 +54,18 @@ class FlowLock:
                 lock.acquire(max(deadline - time.monotonic(), 0.0))
             except TimeoutError:
                 holder = self.holder()
+                stopped = _stopped(holder.get("pid"))
+                if stopped:
+                    holder["stopped"] = True
                 raise Busy(
                     f"flow at {str(self.folder)!r} is locked by another caller: {holder}",
-                    f"wait for that call to finish (it holds the lock since "
-                    f"{holder.get('since')}); a cron firing can simply retry later. "
-                    f"Lock file: {self.path}",
+                    (f"the holder, pid {holder.get('pid')} on this machine, is stopped (a "
+                     "paused job, Ctrl-Z): it keeps the lock until it goes on; continue it "
+                     f"(kill -CONT {holder.get('pid')}) or end it, then run this again"
+                     if stopped else
+                     f"wait for that call to finish (it holds the lock since "
+                     f"{holder.get('since')}); a cron firing can simply retry later")
+                    + f". Lock file: {self.path}",
                     holder=holder,
                 ) from None
             # While this call waited, the holder may have moved the folder aside (--restart)
@@ -96,6 +103,20 @@ class FlowLock:
         except (OSError, ValueError):
             return {"pid": None, "command": None, "since": None}
         return data if isinstance(data, dict) else {"raw": data}
+
+
+def _stopped(pid: object) -> bool:
+    """True when ``pid`` is a process of this machine that is stopped (``T``: SIGSTOP,
+    Ctrl-Z): the file store's lock goes with its process, and a stopped one keeps it."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    fields = stat.rpartition(b")")[2].split()
+    return bool(fields) and fields[0] in (b"T", b"t")
 
 
 class Flock:

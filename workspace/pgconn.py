@@ -6,6 +6,15 @@ store and its ``--resume`` fast path never load it). A failure to connect is a
 a ``statement_timeout`` of what is left of the call's foreground budget (``statement_s``): a
 statement stuck behind another session's lock ends as ``store_timeout`` (exit 3), not after
 the harness gave up on the call.
+
+A machine that vanishes (powered off, cut from the network: no FIN ever comes) must not keep
+its sessions, and the row locks of a transaction it was in, for as long as the kernel's TCP
+keepalive defaults allow (about 2 h 11 min). Every session asks the server to probe its
+client (``tcp_keepalives_idle``/``_interval``/``_count``, ``tcp_user_timeout``) and to end a
+transaction left idle (``idle_in_transaction_session_timeout``), and libpq probes the server
+the same way: a dead peer is found within ``DEAD_PEER_S``. A process that is alive but
+stopped (paused, swapped out) answers TCP probes from its kernel: its flow locks end by the
+lock's own heartbeat instead (``workspace.pgbeat``).
 """
 
 from __future__ import annotations
@@ -25,6 +34,18 @@ ENV_CONNECT_TIMEOUT = "ORCHESTRATOR_STORE_CONNECT_TIMEOUT"
 _CONNECTIONS: dict[tuple[int, str], Any] = {}  # (pid, url): a forked child opens its own
 _OPENED: set[str] = set()  # a connection opened in this process: a write may have happened
 
+
+KEEPALIVE_IDLE_S = 10  # a silent connection is probed after this long,
+KEEPALIVE_INTERVAL_S = 5  # then every this long,
+KEEPALIVE_COUNT = 3  # and given up after this many unanswered probes
+DEAD_PEER_S = KEEPALIVE_IDLE_S + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT  # 25 s
+IDLE_IN_TRANSACTION_S = 30  # a transaction is a few statements; one left idle this long is lost
+SESSION = ("SELECT set_config('tcp_keepalives_idle', %s, false), "
+           "set_config('tcp_keepalives_interval', %s, false), "
+           "set_config('tcp_keepalives_count', %s, false), "
+           "set_config('tcp_user_timeout', %s, false), "
+           "set_config('idle_in_transaction_session_timeout', %s, false), "
+           "set_config('statement_timeout', %s, false)")
 
 FLOOR_S = 1.0  # a save after a step that spent the budget still gets this long to commit
 SLACK_S = 0.5  # how far the set timeout may run past what is left before it is set again
@@ -71,18 +92,48 @@ def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
         return conn
     import psycopg
 
-    from flow.core.bounds import Range, setting
-
-    timeout = setting(os.environ, ENV_CONNECT_TIMEOUT, Range(1, 3600, unit="of seconds"), 10)
+    want = statement_s()
     try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=int(timeout),
-                               application_name="skill-orchestrator")
+        conn = session(url, want)
     except (psycopg.Error, ValueError) as exc:
         raise unavailable(url, exc, "connecting", nothing_written=not _OPENED) from None
-    _bound(conn, url)
+    _TIMEOUTS[conn] = want
     ensure_schema(conn, url)
     _CONNECTIONS[key] = conn
     _OPENED.add(url)
+    return conn
+
+
+def session(url: str, statement_timeout_s: float = 0.0) -> psycopg.Connection[Any]:
+    """A new autocommit session to ``url`` whose dead peer, either side, is found within
+    ``DEAD_PEER_S`` (keepalive settings the URL itself gives win on the client side), its
+    ``statement_timeout`` set in the same round trip (0: the server's); a ``psycopg.Error``
+    or ``ValueError`` if it cannot be had."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from flow.core.bounds import Range, setting
+
+    timeout = setting(os.environ, ENV_CONNECT_TIMEOUT, Range(1, 3600, unit="of seconds"), 10)
+    given = conninfo_to_dict(url)
+    probes = {k: v for k, v in (("keepalives", 1), ("keepalives_idle", KEEPALIVE_IDLE_S),
+                                ("keepalives_interval", KEEPALIVE_INTERVAL_S),
+                                ("keepalives_count", KEEPALIVE_COUNT),
+                                ("tcp_user_timeout", DEAD_PEER_S * 1000)) if k not in given}
+    conn = psycopg.connect(url, autocommit=True, connect_timeout=int(timeout),
+                           application_name="skill-orchestrator", **probes)
+    values = (str(KEEPALIVE_IDLE_S), str(KEEPALIVE_INTERVAL_S), str(KEEPALIVE_COUNT),
+              str(DEAD_PEER_S * 1000), str(IDLE_IN_TRANSACTION_S * 1000),
+              str(int(statement_timeout_s * 1000)))
+    try:
+        try:
+            conn.execute(SESSION, values)
+        except psycopg.errors.UndefinedObject:  # a server before 12 has no tcp_user_timeout
+            conn.execute(SESSION.replace("set_config('tcp_user_timeout', %s, false), ", ""),
+                         values[:3] + values[4:])
+    except psycopg.Error:
+        conn.close()
+        raise
     return conn
 
 

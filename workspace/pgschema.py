@@ -13,7 +13,7 @@ from typing import Any
 
 from workspace.pgerrors import StoreUnavailable, mask_url, unavailable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIGRATION_LOCK = 7_201_022  # the advisory lock key that serialises migrations
 
 MIGRATIONS: dict[int, str] = {
@@ -87,6 +87,15 @@ MIGRATIONS: dict[int, str] = {
     3: """
     ALTER TABLE campaign_items ADD COLUMN lease_s double precision;
     ALTER TABLE campaign_items ADD COLUMN parked_at timestamptz;
+    """,
+    # The lock holder's heartbeat (``workspace.pgbeat``): a holder silent too long (its
+    # machine gone, its process stopped) has its session ended by the next caller. The
+    # items still to take in their order, so a claim reads the first of them, not every
+    # done item of a long campaign.
+    4: """
+    ALTER TABLE locks ADD COLUMN alive_at timestamptz;
+    CREATE INDEX campaign_items_open ON campaign_items (campaign, position)
+        WHERE state IN ('free', 'leased');
     """,
 }
 

@@ -14,7 +14,10 @@ The same guarantees as the file store (``workspace.interface``):
 - the lock is a session advisory lock, so a dead holder's lock goes with its session; the
   ``locks`` row names the holder (host, pid, command, since) and carries a fencing counter
   bumped by every acquisition: a caller that lost its session (and so its lock) and comes back
-  after another caller took the lock is refused (``Fenced``) instead of overwriting.
+  after another caller took the lock is refused (``Fenced``) instead of overwriting;
+- a holder beats while it holds the lock (``workspace.pgbeat``); a holder silent for
+  ``ORCHESTRATOR_LOCK_STALE_S`` (its machine vanished without a FIN, its process stopped) has
+  its session ended by the next caller that wants the flow, which then takes the lock.
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ from typing import TYPE_CHECKING, Any
 from flow.core.errors import Busy, OrchestratorError, StateLoadError
 from workspace.jsonio import dumps, loads
 from workspace.lock import lock_timeout
-from workspace.pgerrors import mask_url, unavailable
+from workspace.pgerrors import StoreUnavailable, mask_url, unavailable
 from workspace.store import FlowStore, _sha, now_iso, parse_state
 
 if TYPE_CHECKING:
     from flow.core.state import FlowState
 
 POLL_S = 0.05
+STALE_LOOK_S = 1.0  # how often a waiter looks whether the lock's holder went silent
 
 
 class Fenced(OrchestratorError):
@@ -78,6 +82,7 @@ class PgFlowStore(FlowStore):
         # (campaign, item, token): the campaign lease this call acts under, checked again in
         # every save's transaction (``flow.cli.leases``); None outside a campaign
         self.lease_fence: tuple[str, str, int] | None = None
+        self.beat: Any = None  # the heartbeat of the lock this call holds (``PgLock``)
         self._synced: dict[str, str] = {}  # outputs (name -> sha) in common with the database
 
     def _conn(self) -> Any:
@@ -221,7 +226,14 @@ class PgFlowStore(FlowStore):
 
         for attempt in (1, 2):
             try:
-                conn = self._conn()
+                try:
+                    conn = self._conn()
+                except StoreUnavailable as exc:
+                    if exc.code != StoreUnavailable.code:
+                        raise
+                    # This process's session is gone (ended by the server, or by a caller
+                    # that found this one silent too long): the lock went with it.
+                    raise psycopg.OperationalError(str(exc.message)) from None
                 with conn.transaction():
                     row = conn.execute("SELECT fence FROM locks WHERE flow_id = %s FOR UPDATE",
                                        (self.flow_id,)).fetchone()
@@ -263,14 +275,19 @@ class PgFlowStore(FlowStore):
 
     def _check_lease(self, conn: Any) -> None:
         """Inside the save's transaction: the item's lease is still this call's (the row is
-        locked until the commit, so no claim slips in between); ``LeaseLost`` if not."""
+        locked until the commit, so no claim slips in between); ``LeaseLost`` if not. The
+        item is bound to this flow in the same transaction as the flow's first save, so an
+        item whose holder vanished mid-call names its flow (status, the next holder)."""
         from workspace import campaign
 
         name, item, token = self.lease_fence or ("", "", 0)
-        row = conn.execute("SELECT token, state FROM campaign_items WHERE campaign = %s AND "
-                           "item_id = %s FOR SHARE", (name, item)).fetchone()
+        row = conn.execute("SELECT token, state, flow_id FROM campaign_items WHERE "
+                           "campaign = %s AND item_id = %s FOR SHARE", (name, item)).fetchone()
         if row is None or int(row[0]) != token or row[1] not in ("leased", "done"):
             campaign.hold(conn, self.flow_id, token, name, item)  # raises, naming the holder
+        elif row[2] is None:
+            conn.execute("UPDATE campaign_items SET flow_id = %s WHERE campaign = %s AND "
+                         "item_id = %s AND token = %s", (self.flow_id, name, item, token))
 
     def _relock(self) -> str:
         """After a lost session: the lock again, without waiting, if the fence is still ours
@@ -292,6 +309,8 @@ class PgFlowStore(FlowStore):
             if row is None or row[0] != self.fence:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(self.flow_id),))
                 return "fenced"
+            conn.execute("UPDATE locks SET backend = pg_backend_pid(), alive_at = now() "
+                         "WHERE flow_id = %s AND fence = %s", (self.flow_id, self.fence))
             return "ok"
         except (psycopg.Error, OrchestratorError):
             return "down"
@@ -380,6 +399,13 @@ class PgFlowStore(FlowStore):
             self.dir.rename(self.root / target)
         return target
 
+    def keep_lease(self, campaign: str, item: str, token: int, lease_s: float) -> None:
+        """The lease this call works under: its saves are fenced by it, and the lock's
+        heartbeat renews it while the call works."""
+        self.lease_fence = (campaign, item, token)
+        if self.beat is not None and lease_s > 0:
+            self.beat.lease(campaign, item, token, lease_s)
+
     def lock(self) -> PgLock:
         return PgLock(self)
 
@@ -388,41 +414,74 @@ class PgLock:
     """The flow's lock: a session advisory lock plus the ``locks`` row naming its holder."""
 
     def __init__(self, store: PgFlowStore, timeout: float | None = None) -> None:
+        from workspace.pgbeat import stale_seconds
+
         self.store = store
         self.timeout = timeout if timeout is not None else lock_timeout(os.environ)
+        self.stale_s = stale_seconds()
         self.key = lock_key(store.flow_id)
 
     def __enter__(self) -> PgLock:
         import psycopg
 
+        from workspace.pgbeat import Beat
+
         store = self.store
         deadline = time.monotonic() + self.timeout
         store.dir.mkdir(parents=True, exist_ok=True)  # the local files' folder, as FlowLock
+        ended: list[dict[str, Any]] = []
         try:
             conn = store._conn()
+            look = time.monotonic()  # when to look next whether the holder went silent
             while not conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0]:
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now >= look:
+                    look = now + STALE_LOOK_S
+                    gone = self._end_stale(conn)
+                    if gone is not None:
+                        ended.append(gone)
+                        continue
+                if now >= deadline:
                     holder = self.holder()
                     raise Busy(
                         f"flow {store.flow_id!r} in {mask_url(store.url)} is locked by another "
                         f"caller: {holder}",
                         f"wait for that call to finish (it holds the lock since "
-                        f"{holder.get('since')}); a cron firing can simply retry later",
-                        holder=holder)
+                        f"{holder.get('since')}, its last heartbeat {holder.get('silent_s')} s "
+                        f"ago; a holder silent for {self.stale_s:g} s is ended by the next "
+                        "caller); a cron firing can simply retry later", holder=holder)
                 time.sleep(POLL_S)
             info = {"host": socket.gethostname(), "pid": os.getpid(), "command": sys.argv}
             row = conn.execute(
-                "INSERT INTO locks (flow_id, fence, host, pid, command, since, backend) "
-                "VALUES (%s, 1, %s, %s, %s, now(), pg_backend_pid()) ON CONFLICT (flow_id) DO "
-                "UPDATE SET fence = locks.fence + 1, host = EXCLUDED.host, pid = EXCLUDED.pid, "
-                "command = EXCLUDED.command, since = now(), backend = pg_backend_pid() "
-                "RETURNING fence",
+                "INSERT INTO locks (flow_id, fence, host, pid, command, since, backend, "
+                "alive_at) VALUES (%s, 1, %s, %s, %s, now(), pg_backend_pid(), now()) "
+                "ON CONFLICT (flow_id) DO UPDATE SET fence = locks.fence + 1, "
+                "host = EXCLUDED.host, pid = EXCLUDED.pid, command = EXCLUDED.command, "
+                "since = now(), backend = pg_backend_pid(), alive_at = now() RETURNING fence",
                 (store.flow_id, info["host"], info["pid"], dumps(info["command"]).decode())
             ).fetchone()
         except psycopg.Error as exc:
             raise unavailable(store.url, exc, "taking the flow's lock") from None
         store.fence = int(row[0])
+        store.beat = Beat(store.url, store.flow_id, store.fence, self.stale_s).start()
+        for gone in ended:
+            try:
+                store.audit("lock_holder_ended", holder=gone, stale_s=self.stale_s)
+            except OrchestratorError:
+                pass  # the record only explains; the lock is this call's either way
         return self
+
+    def _end_stale(self, conn: Any) -> dict[str, Any] | None:
+        """End the holder's session if it has been silent for ``stale_s`` (its machine
+        vanished, its process stopped); who was ended, or None."""
+        import psycopg
+
+        from workspace.pgbeat import end_stale
+
+        try:
+            return end_stale(conn, self.store.flow_id, self.key, self.stale_s)
+        except psycopg.errors.InsufficientPrivilege:
+            return None  # another role's session: Busy says who holds it; a person ends it
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -430,11 +489,14 @@ class PgLock:
 
         store, fence = self.store, self.store.fence
         store.fence = None
+        if store.beat is not None:
+            store.beat.stop()
+            store.beat = None
         try:
             conn = store._conn()
             conn.execute("UPDATE locks SET host = NULL, pid = NULL, command = NULL, "
-                         "since = NULL, backend = NULL WHERE flow_id = %s AND fence = %s",
-                         (store.flow_id, fence))
+                         "since = NULL, backend = NULL, alive_at = NULL WHERE flow_id = %s "
+                         "AND fence = %s", (store.flow_id, fence))
             conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
         except (psycopg.Error, OrchestratorError):
             pass  # a lost session released the advisory lock already
@@ -444,12 +506,15 @@ class PgLock:
         rows = self.store._query(
             "reading the lock's holder",
             "SELECT host, pid, command, to_char(since AT TIME ZONE 'UTC', "
-            "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM locks WHERE flow_id = %s",
+            "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), round(extract(epoch FROM now() - "
+            "coalesce(alive_at, since))::numeric, 1)::float8 FROM locks WHERE flow_id = %s",
             (self.store.flow_id,))
         if not rows:
-            return {"host": None, "pid": None, "command": None, "since": None}
-        host, pid, command, since = rows[0]
-        return {"host": host, "pid": pid, "command": command, "since": since}
+            return {"host": None, "pid": None, "command": None, "since": None,
+                    "silent_s": None}
+        host, pid, command, since, silent = rows[0]
+        return {"host": host, "pid": pid, "command": command, "since": since,
+                "silent_s": silent}
 
 
 class PgSaved:

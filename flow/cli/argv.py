@@ -124,6 +124,13 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                                    "in that order, with counts"}),
     "items": (("--items",), {"metavar": "FILE", "help": "the campaign's items: a JSON list of "
                              '{"id": ..., "argv": [start words of a flow]}'}),
+    "requeue": (("--requeue",), {"metavar": "ID", "help": "put item ID back in the pool (a "
+                                 "parked one, say; its claims count from 0, its flow resumes); "
+                                 "needs --lease TOKEN, the item's token status --campaign "
+                                 "shows (a stale one is refused)"}),
+    "drop": (("--drop",), {"metavar": "ID", "help": "drop item ID from the campaign (no worker "
+                           "takes it again; the campaign ends without it); needs --lease "
+                           "TOKEN as --requeue"}),
 }
 FLOW = ["flow", "resume", "restart", "feed", "feed_file", "answer", "lease"]
 REPRODUCE = ["repro_command", "command_file", "stage", "ci_commit", "source_dir", "ci_repo",
@@ -152,7 +159,7 @@ COMMANDS: dict[str, tuple[str, tuple[str, str | None, str] | None, list[str]]] =
     "status": ("list the flows of the workspace and what each works on", None,
                ["campaign", "needs_me"]),
     "campaign": ("work on a campaign's next item (many harnesses, one PostgreSQL --store)",
-                 ("name", "?", "the campaign"), ["items"]),
+                 ("name", "?", "the campaign"), ["items", "requeue", "drop", "lease"]),
     "schema": ("list the JSON schemas, or print one (a feed: WORKFLOW.FEED)",
                ("name", "?", "the schema to print (omit to list them)"), []),
     "graph": ("draw a workflow's state machine (Mermaid text, or an svg/png picture), with a "

@@ -41,7 +41,8 @@ def write_report(conn: Any, name: str, root: Path) -> dict[str, Any]:
             except ValidationError:
                 notes[item_id] = "its recorded verdict cannot be read"
         else:
-            notes[item_id] = f"not done yet: {state}" if state != "done" else "no verdict"
+            notes[item_id] = ("no verdict" if state == "done" else "dropped by a person"
+                              if state == "dropped" else f"not done yet: {state}")
     built = build_report(entries, verdicts)
     for row in built.rows:
         if row.id in notes:

@@ -264,8 +264,9 @@ def allowlisted_tests(checkout: Path) -> list[str]:
 
 
 def open_campaign(name: str, args: argparse.Namespace, words: list[str], root: Path,
-                  url: str | None) -> Any:
-    """The store's connection, once the campaign is defined (if the command lists items)."""
+                  url: str | None) -> tuple[Any, Any]:
+    """The store's connection, once the campaign is defined (if the command lists items),
+    and what the definition did (a ``workspace.campaign.Defined``; None without one)."""
     from workspace import campaign as camp
     from workspace import campaignstatus
     from workspace.pgconn import connect
@@ -275,25 +276,84 @@ def open_campaign(name: str, args: argparse.Namespace, words: list[str], root: P
                          "add --store postgresql://USER@HOST:PORT/DB (or export "
                          "ORCHESTRATOR_STORE); every harness of the fleet uses the same URL")
     conn = connect(url)
-    defined = items_for(args, words, root)
-    if defined is not None:
-        kind, items = defined
-        guard(url, "defining the campaign", camp.define, conn, name, kind, items,
-              lease_seconds(os.environ) or camp.DEFAULT_LEASE_S)
+    given = items_for(args, words, root)
+    defined = None
+    if given is not None:
+        kind, items = given
+        defined = guard(url, "defining the campaign", camp.define, conn, name, kind, items,
+                        lease_seconds(os.environ) or camp.DEFAULT_LEASE_S)
     elif guard(url, "reading the campaign", campaignstatus.summary, conn, name) is None:
         raise UsageError(f"no campaign {name!r} in the store",
                          "define it first: campaign NAME --items FILE, reproduce --batch FILE "
                          "--campaign NAME, or refactor --campaign NAME --pytorch-dir CHECKOUT")
-    return conn
+    return conn, defined
+
+
+def say_added(out: dict[str, Any], defined: Any, name: str) -> None:
+    """Put what this call's definition did in its answer (``defined``: items, added,
+    was_finished); new items added to a campaign that had items before are said in
+    ``next_steps`` too, a finished campaign's especially (it runs again for them)."""
+    if defined is None or not isinstance(out, dict) or "defined" in out:
+        return
+    out["defined"] = {"campaign": name, "items": defined.items, "added": defined.added,
+                      "was_finished": defined.was_finished}
+    if defined.added and defined.items > defined.added:
+        line = (f"campaign {name!r}: {defined.added} new item(s) added ({defined.items} in "
+                "all)")
+        if defined.was_finished:
+            line += "; it had finished, and its workers now take the new items"
+        steps = out.get("next_steps")
+        if isinstance(steps, list):
+            steps.insert(0, line)
+        elif "error" not in out and "code" not in out:
+            out["next_steps"] = [line]
+
+
+def person_action(args: argparse.Namespace) -> tuple[str, str, int] | None:
+    """``--requeue ID`` or ``--drop ID`` with ``--lease TOKEN``: (what, item, token); None
+    for a worker's call. A usage error for a half or doubled one."""
+    wanted = [(w, getattr(args, w, None)) for w in ("requeue", "drop")]
+    given = [(w, v) for w, v in wanted if v is not None]
+    token = getattr(args, "lease", None)
+    if not given:
+        if token is not None:
+            raise UsageError("the campaign command takes --lease only with --requeue or --drop",
+                             "drop --lease: a worker's campaign call claims its own lease")
+        return None
+    if len(given) > 1:
+        raise UsageError("give --requeue or --drop, not both", "run one of them")
+    what, item = given[0]
+    if token is None:
+        raise UsageError(f"--{what} {item} needs --lease TOKEN, the item's token",
+                         "run 'status --campaign NAME': each item shows its token (and the "
+                         "commands that requeue or drop it); a stale token is refused")
+    return what, str(item), int(token)
+
+
+def act_for_person(conn: Any, name: str, url: str, root: Path, harness: str, what: str,
+                   item: str, token: int) -> dict[str, Any]:
+    """Requeue or drop one item for a person, fenced by the token they saw."""
+    from flow.core.render import envelope
+    from workspace import campaign as camp
+
+    done = guard(url, f"{what}ing the item", camp.requeue if what == "requeue" else camp.drop,
+                 conn, name, item, token)
+    steps = ([f"item {item!r} is back in the pool (claims from 0): the next worker's campaign "
+              "call takes it and resumes its flow"] if what == "requeue" else
+             [f"item {item!r} is dropped: no worker takes it; the campaign ends without it"])
+    return envelope(None, root, "done", harness,
+                    outcome="item_dropped" if what == "drop" else "item_requeued",
+                    campaign={"name": name, **done}, next_steps=steps)
 
 
 def claim_next(conn: Any, name: str, url: str) -> Any:
     """The item this worker holds or takes now (a ``workspace.campaign.Lease``), or None."""
+    from flow.core import proc
     from workspace import campaign as camp
 
     return guard(url, "claiming an item", camp.claim, conn, name, worker_name(os.environ),
                  socket.gethostname(), os.getpid(), lease_seconds(os.environ),
-                 max_claims(os.environ))
+                 max_claims(os.environ), proc.foreground_s())
 
 
 def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[str, Any]:
@@ -305,23 +365,28 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
 
     info = guard(url, "reading the campaign", summary, conn, name)
     left = info["left"] if info else 0
-    if left == 0:
-        steps = [f"campaign {name!r} is finished: every item is done"]
+    parked = info["by_state"]["parked"] if info else 0
+    held = left - parked
+    if held == 0:  # nothing free or leased: only done, dropped or parked items are left
+        steps = [f"campaign {name!r} is finished: every item is done" + (
+            "" if not info or not info["by_state"]["dropped"] else
+            f" or dropped ({info['by_state']['dropped']} dropped)")]
+        if parked:
+            steps = [f"campaign {name!r} is finished but for {parked} item(s) parked for a "
+                     "person after too many claims, which no worker takes: "
+                     + "; ".join(_parked_line(p, name) for p in info["parked"][:20])]
         if info and info["kind"] == "reproduce":
             from flow.cli.campaignreport import write_report
 
             info["report"] = guard(url, "reading the campaign's verdicts", write_report, conn,
                                    name, root)
             steps.append(f"read {info['report']['report_path']}")
+        fields: dict[str, Any] = {"parked": [p["item"] for p in info["parked"]]} \
+            if parked else {}
         return envelope(None, root, "done", harness, outcome="campaign_finished", campaign=info,
-                        next_steps=steps)
-    parked = info["by_state"]["parked"] if info else 0
-    held = left - parked
-    steps = []
-    if held:
-        steps.append(f"{held} item(s) are held by other workers' leases; run this command "
-                     "again after poll_after_s: an item whose harness died comes back when "
-                     "its lease ends")
+                        next_steps=steps, **fields)
+    steps = [f"{held} item(s) are held by other workers' leases; run this command again "
+             "after poll_after_s: an item whose harness died comes back when its lease ends"]
     if parked:
         steps.append(f"{parked} item(s) are parked for a person after too many claims "
                      f"(ORCHESTRATOR_MAX_CLAIMS): see 'status --campaign {name}'")
@@ -329,6 +394,17 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
     wait = 60 if soonest is None else int(min(600.0, max(5.0, soonest + 1)))
     return envelope(None, root, "done", harness, outcome="nothing_free", campaign=info,
                     poll_after_s=wait, next_steps=steps)
+
+
+def _parked_line(item: dict[str, Any], name: str) -> str:
+    """A parked item for a person: why, and the commands that requeue or drop it."""
+    import shlex
+
+    why = (item.get("last_error") or "-")[:200]
+    return (f"{item['item']!r} (claimed {item['claims']} times; {why}"
+            f"): requeue it with 'campaign {shlex.quote(name)} --requeue "
+            f"{shlex.quote(item['item'])} --lease {item['token']}' or drop it with "
+            f"'--drop {shlex.quote(item['item'])} --lease {item['token']}'")
 
 
 class MachineLacks(OrchestratorError):
@@ -470,7 +546,18 @@ def say_lease(spec: dict[str, Any], lease: Any) -> None:
     if not isinstance(block, dict):
         return
     block["lease_s"] = lease.lease_s
-    if lease.lease_s != lease.campaign_lease_s:
+    if lease.asked_s < lease.lease_s:
+        from flow.core.proc import FOREGROUND_ENV
+
+        block["lease_note"] = (
+            f"the lease asked for, {lease.asked_s:g} s ({ENV_LEASE} or the campaign's), is "
+            f"shorter than one call's foreground budget ({FOREGROUND_ENV}): raised to "
+            f"{lease.lease_s:g} s, so that one call never outlasts its lease; set "
+            f"{ENV_LEASE} to at least the budget")
+        import sys
+
+        sys.stderr.write(f"warning: {block['lease_note']}\n")
+    elif lease.lease_s != lease.campaign_lease_s:
         block["lease_note"] = (
             f"this worker's leases last {lease.lease_s:g} s ({ENV_LEASE}); campaign "
             f"{lease.campaign!r} was defined with {lease.campaign_lease_s:g} s, which workers "

@@ -94,14 +94,17 @@ def table(info: dict[str, Any], width: int = 100) -> str:
     rate = info["throughput_per_hour"]
     lines = wrap(f"campaign {info['campaign']} ({info['kind']}): {info['items']} items, "
                  f"{s['done']} done, {s['leased']} leased ({info['expired_leases']} expired), "
-                 f"{s['free']} free, {s.get('parked', 0)} parked; {info['left']} left; "
+                 f"{s['free']} free, {s.get('parked', 0)} parked"
+                 f"{', ' + str(s['dropped']) + ' dropped' if s.get('dropped') else ''}; "
+                 f"{info['left']} left; "
                  f"{'-' if rate is None else rate} items/hour", width, "    ", "")
     for lease in info["leases"]:
         alive = ("alive" if lease["alive"] else "NOT ALIVE (lease expired)") + \
             f", last seen {lease['last_seen_s_ago']:g} s ago"
         lines.extend(wrap(f"{lease['item']}: {lease['holder']} on {lease['host']}, {alive}; "
                           f"since {lease['since']}, until {lease['lease_until']}, claims "
-                          f"{lease['claims']}, flow {lease['flow_id'] or '-'}",
+                          f"{lease['claims']}, token {lease.get('token', '-')}, flow "
+                          f"{lease['flow_id'] or '-'}",
                           width, "      ", "  "))
     for item in info.get("done", []):
         verdict = (item.get("verdict") or {}).get("verdict")
@@ -113,8 +116,13 @@ def table(info: dict[str, Any], width: int = 100) -> str:
     for item in info.get("parked", []):
         lines.extend(wrap(f"PARKED {item['item']}: claimed {item['claims']} times without "
                           f"finishing (last holder {item['last_holder'] or '-'} on "
-                          f"{item['host'] or '-'}, flow {item['flow_id'] or '-'}); a person "
-                          "looks at why before it runs again", width, "      ", "  "))
+                          f"{item['host'] or '-'}, flow {item['flow_id'] or '-'}, token "
+                          f"{item.get('token', '-')}); a person looks at why, then runs "
+                          f"campaign {info['campaign']} --requeue {item['item']} --lease "
+                          f"{item.get('token', '-')} (or --drop)", width, "      ", "  "))
+    for item in info.get("dropped", []):
+        lines.extend(wrap(f"dropped {item['item']}: flow {item['flow_id'] or '-'}", width,
+                          "      ", "  "))
     for err in info["errors"]:
         lines.extend(wrap(f"last error of {err['item']}: {err['error']}", width, "      ", "  "))
     report = info.get("report")

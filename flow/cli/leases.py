@@ -26,8 +26,9 @@ from flow.core.errors import OrchestratorError, UsageError
 def check(store: Any, token: int, lease: Any = None) -> None:
     """Under the flow's lock: ``token`` must be the current lease of the flow's item (of
     ``lease``'s item when the campaign command begins its flow); the lease is renewed and
-    the store's saves are fenced by it. Raises ``LeaseLost`` (this workspace's jobs of the
-    flow ended first) or ``UsageError`` on the file store."""
+    the store's saves are fenced by it, and the lock's heartbeat renews it while the call
+    works (a run longer than the lease keeps its item). Raises ``LeaseLost`` (this
+    workspace's jobs of the flow ended first) or ``UsageError`` on the file store."""
     from flow.cli.campaigns import guard
     from workspace import campaign as camp
     from workspace.pgconn import connect
@@ -38,12 +39,12 @@ def check(store: Any, token: int, lease: Any = None) -> None:
                          "drop --lease, or add the campaign's --store postgresql://... URL")
     where = (lease.campaign, lease.item_id) if lease is not None else (None, None)
     try:
-        name, item, _, _ = guard(url, "checking the lease", camp.hold, connect(url),
-                                 store.flow_id, token, *where)
+        held = guard(url, "checking the lease", camp.hold, connect(url), store.flow_id, token,
+                     *where)
     except camp.LeaseLost as err:
         end_jobs(store, err)
         raise
-    store.lease_fence = (name, item, token)
+    store.keep_lease(held.campaign, held.item, token, held.lease_s)
 
 
 def end_jobs(store: Any, err: OrchestratorError) -> None:

@@ -187,30 +187,41 @@ def _campaign(args: argparse.Namespace, words: list[str], root: Path, harness: s
                          "[--items FILE] --store postgresql://USER@HOST:PORT/DB")
     from flow.core.bounds import campaign_name
 
-    conn = campaigns.open_campaign(campaign_name(name), args, words, root, url)
+    name = campaign_name(name)
+    person = campaigns.person_action(args)  # --requeue / --drop ID --lease TOKEN
+    conn, defined = campaigns.open_campaign(name, args, words, root, url)
     assert url is not None
+    if person is not None:
+        return campaigns.act_for_person(conn, name, url, root, harness, *person)
     from flow.cli.leases import reap
 
     reap(conn, name, root, url)  # what dead holders here left running
     spec: dict[str, Any] = {}
-    for _ in range(campaigns.MAX_ROUNDS):
-        lease = campaigns.claim_next(conn, name, url)
-        if lease is None:
-            return campaigns.finished(conn, name, url, root, harness)
-        campaigns.refuse_if_no_flow(conn, lease, url)
-        campaigns.refuse_if_lacking(conn, lease, root, url)
-        item_args, _ = parse(campaigns.item_argv(lease, root, url, harness))
-        try:
-            result = _run(item_args, root, harness, script, lease=lease)
-        except OrchestratorError as err:
-            campaigns.note_failure(url, lease, err)
-            raise
-        assert isinstance(result, dict)
-        spec = result
-        campaigns.say_lease(spec, lease)
-        if not (spec.get("status") == "done" and spec.get("campaign", {}).get("item_done")):
-            return spec
-    return spec
+    try:
+        for _ in range(campaigns.MAX_ROUNDS):
+            lease = campaigns.claim_next(conn, name, url)
+            if lease is None:
+                spec = campaigns.finished(conn, name, url, root, harness)
+                return spec
+            campaigns.refuse_if_no_flow(conn, lease, url)
+            campaigns.refuse_if_lacking(conn, lease, root, url)
+            item_args, _ = parse(campaigns.item_argv(lease, root, url, harness))
+            try:
+                result = _run(item_args, root, harness, script, lease=lease)
+            except OrchestratorError as err:
+                campaigns.note_failure(url, lease, err)
+                raise
+            assert isinstance(result, dict)
+            spec = result
+            campaigns.say_lease(spec, lease)
+            if not (spec.get("status") == "done" and spec.get("campaign", {}).get("item_done")):
+                return spec
+        return spec
+    except OrchestratorError as err:
+        campaigns.say_added(err.details, defined, name)
+        raise
+    finally:
+        campaigns.say_added(spec, defined, name)
 
 
 def command_is(words: list[str], name: str) -> bool:

@@ -1,4 +1,5 @@
-"""Atomic file writes: a temporary file in the same folder, fsync, ``os.replace``."""
+"""Atomic file writes: a temporary file in the same folder, fsync, ``os.replace`` (or, for a
+file that must never replace one already there, ``os.link``)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,33 @@ def write_atomic(path: str | Path, data: bytes) -> None:
             pass
         raise
     _fsync_dir(path.parent)
+
+
+def write_new(path: str | Path, data: bytes) -> bool:
+    """Create ``path`` holding ``data``, whole or not at all, only if nothing is there: a file
+    someone else wrote meanwhile (a harness's own result) is never replaced, even one written
+    between a check and the write (the temporary file is linked into place, and a link
+    never overwrites). True if it was created, False if something was there."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    _fsync_dir(path.parent)
+    return True
 
 
 @cache

@@ -20,7 +20,7 @@ from flow.core.feedfile import max_feed_bytes, read_feed
 from flow.core.outcome import Ask, Done, Go, Human, Sleep, Task
 from flow.core.state import FlowState, Question, TaskRecord
 from flow.core.workflow import Workflow
-from flow.core.atomic import write_atomic
+from flow.core.atomic import write_atomic, write_new
 from flow.core.jsonio import digest, dumps, loads
 from flow.core.naming import is_inside, now_iso, safe_name
 from flow.core.store import StateStore
@@ -418,9 +418,12 @@ class Engine:
                 f"{self.cmds.schema(f'{self.wf.name}.{task.feed}')}",
                 code="invalid_feed", task_id=task.task_id, field_errors=errors[:50])) from None
         if path != Path(task.feed_file):
-            # Fed by task_id from a file of its own (the MCP server's): the task's feed_file
-            # keeps the trail of a file feed, written under the lock this call holds.
-            write_atomic(Path(task.feed_file), dumps(payload))
+            # Fed by task_id from a file of its own (the MCP server's, another harness's):
+            # the task's feed_file keeps the trail of a file feed only where nothing is there
+            # yet. A file there is the harness's own result, written before it ran its
+            # feed_command: it is never replaced, so that feed is refused (already_applied)
+            # instead of reading this result back as its own and passing as a re-feed.
+            write_new(Path(task.feed_file), dumps(payload))
         task.status = "applied"
         task.result = result.model_dump(mode="json")
         task.result_digest = digest(payload)

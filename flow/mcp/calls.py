@@ -7,10 +7,12 @@ same validation, same flow ids; a flow started here can be resumed from the CLI 
 
 ``feed`` writes the result to a file of the call's own (``feeds/.mcp-feed-*.json``, naming
 the ``task_id``, removed afterwards) and feeds that file; the engine reads and applies it
-under the flow's lock and copies the applied result to the task's ``feed_file``, so the
-trail is a file feed's. Two clients feeding different results at once never overwrite each
-other's file: the first applies, the second gets the CLI's refusal (``already_applied``); a
-re-feed answers as for any (same content: the current spec).
+under the flow's lock and copies the applied result to the task's ``feed_file`` where that
+file does not exist yet, so the trail is a file feed's (a harness's own result already
+written there is never replaced: its feed is then refused, ``already_applied``). Two
+clients feeding different results at once never overwrite each other's file: the first
+applies, the second gets the CLI's refusal (``already_applied``); a re-feed answers as for
+any (same content: the current spec).
 
 ``resume``, ``feed`` and ``answer`` take a campaign flow's ``lease`` token as its printed
 commands carry ``--lease TOKEN``: a stale holder is refused through MCP as on the command line.

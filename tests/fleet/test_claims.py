@@ -54,7 +54,8 @@ def test_an_item_whose_holders_keep_dying_is_parked_after_max_claims_and_shown(
     for n in range(3):
         drv = Driver(tmp_path / f"W{n}", {**TICK, "ORCHESTRATOR_STORE": pg_url,
                                           "ORCHESTRATOR_WORKER": f"w{n}",
-                                          "ORCHESTRATOR_LEASE_S": "1"})
+                                          "ORCHESTRATOR_LEASE_S": "1",
+                                          "ORCHESTRATOR_FOREGROUND_S": "1"})
         call = drv.call(["campaign", "c", "--items", str(items)])
         assert (0, "poison") == (call.code, call.spec["campaign"]["item"]), call.stderr
         _wait("the lease ran out", lambda: _expired(pg_url, "poison"))
@@ -64,7 +65,7 @@ def test_an_item_whose_holders_keep_dying_is_parked_after_max_claims_and_shown(
     took = fourth.call(["campaign", "c"])
     assert (0, "good") == (took.code, took.spec["campaign"]["item"]), took.stderr
     shown = fourth.call(["status", "--campaign", "c", "--json"]).spec["campaigns"][0]
-    assert {"free": 0, "leased": 1, "done": 0, "parked": 1} == shown["by_state"]
+    assert {"free": 0, "leased": 1, "done": 0, "parked": 1, "dropped": 0} == shown["by_state"]
     [parked] = shown["parked"]
     assert ("poison", 3, "w2", "tick/poison") == (parked["item"], parked["claims"],
                                                   parked["last_holder"], parked["flow_id"])
@@ -79,15 +80,17 @@ def test_an_item_whose_holders_keep_dying_is_parked_after_max_claims_and_shown(
 def test_the_status_table_names_a_parked_item_for_a_person(tmp_path: Path,
                                                            pg_url: str) -> None:
     """With ORCHESTRATOR_MAX_CLAIMS=1 an item whose only holder died is parked at the next
-    claim; the status table says PARKED with its claims and last holder."""
+    claim, and the campaign, nothing else left, ends naming it; the status table says
+    PARKED with its claims and last holder."""
     items = _items(tmp_path, [("p", ["start", "tick", "p"])])
     env = {**TICK, "ORCHESTRATOR_STORE": pg_url, "ORCHESTRATOR_MAX_CLAIMS": "1"}
     first = Driver(tmp_path / "A", {**env, "ORCHESTRATOR_WORKER": "a",
-                                    "ORCHESTRATOR_LEASE_S": "1"})
+                                    "ORCHESTRATOR_LEASE_S": "1", "ORCHESTRATOR_FOREGROUND_S": "1"})
     assert 0 == first.call(["campaign", "c", "--items", str(items)]).code
     _wait("the lease ran out", lambda: _expired(pg_url, "p"))
     second = Driver(tmp_path / "B", {**env, "ORCHESTRATOR_WORKER": "b"})
-    assert "nothing_free" == second.call(["campaign", "c"]).spec["outcome"]
+    ended = second.call(["campaign", "c"]).spec  # only a parked item left: the campaign ends
+    assert ("campaign_finished", ["p"]) == (ended["outcome"], ended["parked"])
     _, table = on_a_terminal(tmp_path / "B", "status", "--campaign", "c", env=second.env,
                              stderr=False)
     assert "0 done, 0 leased (0 expired), 0 free, 1 parked" in table
@@ -195,7 +198,7 @@ def test_a_later_workers_own_lease_length_is_taken_and_said(tmp_path: Path,
     """The campaign is defined with a 600 s lease; a worker with ORCHESTRATOR_LEASE_S=30
     holds its item for 30 s (not 600), and its campaign block says both lengths."""
     items = _items(tmp_path, [("i0", ["start", "tick", "x"]), ("i1", ["start", "tick", "y"])])
-    env = {**TICK, "ORCHESTRATOR_STORE": pg_url}
+    env = {**TICK, "ORCHESTRATOR_STORE": pg_url, "ORCHESTRATOR_FOREGROUND_S": "30"}
     a = Driver(tmp_path / "A", {**env, "ORCHESTRATOR_WORKER": "a",
                                 "ORCHESTRATOR_LEASE_S": "600"})
     assert 0 == a.call(["campaign", "c", "--items", str(items)]).code

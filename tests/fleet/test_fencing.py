@@ -27,8 +27,9 @@ def _items(tmp: Path, n: int = 1) -> Path:
 
 
 def _worker(ws: Path, url: str, name: str, lease_s: str) -> Driver:
+    # a lease shorter than the foreground budget is raised to it: short leases, short calls
     return Driver(ws, {**TICK, "ORCHESTRATOR_STORE": url, "ORCHESTRATOR_WORKER": name,
-                       "ORCHESTRATOR_LEASE_S": lease_s})
+                       "ORCHESTRATOR_LEASE_S": lease_s, "ORCHESTRATOR_FOREGROUND_S": lease_s})
 
 
 def _item(url: str, item: str = "i0") -> dict[str, Any]:
@@ -200,7 +201,7 @@ def test_mcp_tools_take_the_lease_and_refuse_a_stale_holder(tmp_path: Path, pg_u
                            ("feed", {"flow_id": "tick/i0", "task_id": task["task_id"],
                                      "result": _toy_answer(task), "lease": 1})):
             got, failed = await mcp.call(tool, args)
-            assert failed and "lease_lost" == got["error"]["code"], (tool, got)
+            assert failed and "lease_lost" == got["error"]["code"], (tool, json.dumps(got))
             assert "b" == got["error"]["holder"]["worker"]
 
     async def current(mcp: Mcp) -> None:
@@ -208,7 +209,9 @@ def test_mcp_tools_take_the_lease_and_refuse_a_stale_holder(tmp_path: Path, pg_u
                                     "result": _toy_answer(mine), "lease": 2})
         assert ("done", True) == (got["status"], got["campaign"]["item_done"])
 
-    drive(a.workspace, stale, a.env, "--store", pg_url)
+    # the server's own budget per tool call: a's 1 s (its lease's) would answer a slow call
+    # "still running" on a busy machine; the lease is a's stale token either way
+    drive(a.workspace, stale, {**a.env, "ORCHESTRATOR_FOREGROUND_S": "60"}, "--store", pg_url)
     assert before == _item(pg_url)
     drive(b.workspace, current, b.env, "--store", pg_url)
     item = _item(pg_url)

@@ -35,7 +35,8 @@ def _env(url: str, worker: str, lease_s: str = "3") -> dict[str, str]:
     machine a live holder's 3 s lease may run out between its calls, each a claim more, so
     the most claims is set out of reach."""
     return {**os.environ, **TICK, "ORCHESTRATOR_STORE": url, "ORCHESTRATOR_WORKER": worker,
-            "ORCHESTRATOR_LEASE_S": lease_s, "ORCHESTRATOR_MAX_CLAIMS": "1000",
+            "ORCHESTRATOR_LEASE_S": lease_s, "ORCHESTRATOR_FOREGROUND_S": lease_s,
+            "ORCHESTRATOR_MAX_CLAIMS": "1000",
             "PYTHONPATH": str(ROOT)}
 
 

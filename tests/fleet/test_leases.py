@@ -103,7 +103,7 @@ def test_status_campaign_shows_items_leases_and_what_is_left(tmp_path: Path,
                                       capture_output=True, text=True, env=env,
                                       timeout=60).stdout)
     [info] = shown["campaigns"]
-    assert {"free": 2, "leased": 1, "done": 0, "parked": 0} == info["by_state"]
+    assert {"free": 2, "leased": 1, "done": 0, "parked": 0, "dropped": 0} == info["by_state"]
     assert 3 == info["left"]
     [lease] = info["leases"]
     assert ("i0", "alice", "toy/i0", False) == (lease["item"], lease["holder"],

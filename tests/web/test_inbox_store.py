@@ -38,6 +38,7 @@ def _wait(what: str, ok: Any, bound: float = 60.0) -> None:
 def _worker(tmp: Path, url: str, name: str, lease_s: str, max_claims: str = "1") -> Driver:
     return Driver(tmp / name, {"ORCHESTRATOR_PLUGINS": TICK, "ORCHESTRATOR_STORE": url,
                                "ORCHESTRATOR_WORKER": name, "ORCHESTRATOR_LEASE_S": lease_s,
+                               "ORCHESTRATOR_FOREGROUND_S": lease_s,
                                "ORCHESTRATOR_MAX_CLAIMS": max_claims})
 
 
