@@ -4,7 +4,7 @@ does not have, nothing of the local disk, and counts in the right number."""
 
 from __future__ import annotations
 
-from flow.workflows.refactor.prchange import label_only, wider_coverage
+from flow.workflows.refactor.prchange import cuda_decoupled, label_only, wider_coverage
 from flow.workflows.refactor.prtext import ClassRow, PrInput, render_pr
 
 HEAD = ("import torch\nfrom torch.testing._internal.common_device_type import (\n"
@@ -73,6 +73,7 @@ def test_wider_coverage_names_only_for_removed_and_decorators_widened_not_tests_
 
 def test_the_pr_states_the_wider_coverage_and_offers_except_for() -> None:
     text = "\n".join(render_pr(PrInput(rel="test/test_gather.py", coverage=wider_coverage(NARROW, WIDE),
+                                       cuda_decoupled=cuda_decoupled(NARROW, WIDE),
                                        classes=[ClassRow(name="TestScatter", hw_classification="ACCELERATOR", tests=1)],
                                        hw_counts={"ACCELERATOR": 1}, hw_passed=True)))
     assert (True, True, True, True) == (

@@ -46,6 +46,8 @@ class DeferredFailure(BaseModel):
     reason: str
     #: the original's test that fails the same way, run the same way ("" when not checked)
     original_fails_as: str = ""
+    #: deferred by a person's answer once the fix rounds were spent (the reason says both runs' results)
+    by_person: bool = False
 
 
 class SummaryInput(BaseModel):
@@ -135,7 +137,7 @@ def render_summary(s: SummaryInput) -> str:
     first = "1. Review the diff, then create a branch, commit and push it, and open a draft PR."
     if s.pr is not None:
         first = (f"1. Review the diff, then create a branch, commit and push it (this one file), and "
-                 f"open a PR titled \"{title(s.pr.rel, s.pr.label_only)}\" with the description above.")
+                 f"open a PR titled \"{title(s.pr)}\" with the description above.")
         stops = blockers(s.pr)
         if stops:
             first = ("1. Not ready for a PR yet: " + "; ".join(stops) + ". Do that first; open no "
@@ -149,7 +151,7 @@ def render_summary(s: SummaryInput) -> str:
         f"`{s.ci_check_command}` (add `--pr-number N` to skip detecting the PR).",
     ]
     step = 3
-    if s.deferred and (s.pr is None or any(not d.original_fails_as for d in s.deferred)):
+    if s.deferred and (s.pr is None or any(not d.original_fails_as and not d.by_person for d in s.deferred)):
         out.append(f"{step}. Mention the deferred failures in the PR description; CI will show whether they are pre-existing.")
         step += 1
     if s.decided_by_person:
