@@ -291,7 +291,7 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
     from flow.workflows.refactor.hwruns import (
-        ENTRY_FIX, ENTRY_WORDS, HwRunError, account, conftest_filter, entry_point, hw_argv, hw_env,
+        ENTRY_WORDS, HwRunError, account, conftest_filter, entry_fix, entry_point, hw_argv, hw_env,
         pytest_hw_argv, read_run,
     )
     from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
@@ -323,7 +323,7 @@ def _hw_runs(ctx: Any, file: Path) -> None:
                            "--hw-classification` cannot count its tests (only common_utils.run_tests() "
                            "takes the flag), and no conftest.py of this checkout has pytest's "
                            "--hw-classification filter",
-                           f"{ENTRY_FIX[entry]}, then run `python {ctx.data.rel} --hw-classification "
+                           f"{entry_fix(entry, text)}; then run `python {ctx.data.rel} --hw-classification "
                            "LABEL` for each label; or count them with `pytest FILE --hw-classification "
                            "LABEL` in a checkout whose test/conftest.py has that filter")
         argv_of = pytest_hw_argv
