@@ -440,6 +440,45 @@ def restore_checkout(ctx: Any, unchanged: bool) -> None:
                    "so the checkout is left as it was")
 
 
+def uncommitted(ctx: Any) -> list[str]:
+    """The files a refactor touches (the test file, the TEST_LINTER allowlist, the DecorateInfo
+    and dynamo sentinel files) that the checkout's git shows changed and not committed, as git
+    names them; [] when none is, or the checkout is not a git work tree."""
+    from flow.workflows.refactor.mechanical import cmi_files, sentinel_dirs
+    from flow.workflows.refactor.testlinter import ALLOWLIST
+
+    repo = Path(ctx.data.repo)
+    paths = [ctx.data.rel, ALLOWLIST.as_posix(), *(str(p) for p in cmi_files(ctx)), *(str(d) for d in sentinel_dirs(ctx))]
+    res = proc.capture(["git", "-C", str(repo), "status", "--porcelain", "--", *paths], env=ctx.settings,
+                       timeout=60).or_wait()
+    if res.code != 0:
+        return []
+    return [line[3:].strip() for line in res.text.splitlines() if len(line) > 3]
+
+
+def earlier_flow(ctx: Any) -> str | None:
+    """The summary of a finished flow of the same file of this checkout whose result is the file
+    this flow started from (its change is still uncommitted in the checkout), else None."""
+    import json
+
+    from flow.workflows.refactor.mechanical import original
+
+    digest = hashlib.sha256(original(ctx).read_bytes()).hexdigest()
+    stem = Path(ctx.data.file).stem
+    for state in sorted(ctx.dir.parent.glob(f"{stem}*/flow_state.json")):
+        if state.parent == ctx.dir:
+            continue
+        try:
+            raw = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        result, data = raw.get("result") or {}, raw.get("data") or {}
+        if (isinstance(result, dict) and result.get("file_sha256") == digest and isinstance(data, dict)
+                and data.get("file") == ctx.data.file and data.get("repo") == ctx.data.repo):
+            return str(result.get("summary_path") or state.parent / "final_summary.md")
+    return None
+
+
 def _version(info: str | None) -> str:
     """``2.14.1`` of ``torch 2.14.1 at /path/torch``: the PR says which torch, not where."""
     words = (info or "").split()
@@ -481,7 +520,10 @@ def pr_input(ctx: Any) -> Any:
                    devices=list(ctx.data.test_devices or []), local=[p for p in local if p and p != "/"])
 
 
-def write_summary(ctx: Any) -> Path:
+def write_summary(ctx: Any, pending: list[str] | None = None, earlier: str | None = None) -> Path:
+    """``final_summary.md``; ``pending``: the checkout's uncommitted changes to the files a
+    refactor touches (said when this run changed nothing), ``earlier``: the summary of the
+    flow whose result they are."""
     report = plan(ctx)
     unchanged = not changed(ctx)
     summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field, unchanged=unchanged,
@@ -490,5 +532,6 @@ def write_summary(ctx: Any) -> Path:
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
                            local_tests=ctx.data.local_tests, notes=[*ctx.data.notes, *_sentinel_notes(ctx)],
                            decided_by_person=list(ctx.data.decided_by_person),
+                           uncommitted=list(pending or []), earlier_summary=earlier or "",
                            ci_check_command=ctx.cmds.cli("--ci-check"))
     return ctx.write_text("final_summary.md", render_summary(summary))
