@@ -101,7 +101,7 @@ def test_a_failure_the_original_has_is_its_own_after_the_test_moves_to_a_generic
             "| `test_spout_known_bad` | `TestKettleCPU.test_spout_known_bad_cpu` | "
             "`TestKettle.test_spout_known_bad` (GENERIC) |" in pr,
             "- Failing before this change too (the original file, run the same way, fails it): "
-            "`TestKettle.test_spout_known_bad`." in pr,
+            "`TestKettle.test_spout_known_bad` (before: `TestKettleCPU.test_spout_known_bad_cpu`)." in pr,
             re.search(r"test_spout_known_bad`: pre-existing: round\(2\.5\) is 2\.0 \(checked: the original "
                       r"fails it too, as \S*TestKettleCPU\.test_spout_known_bad_cpu\)", summary) is not None
             ) == (True, False, True, True, True, True), summary
@@ -133,7 +133,7 @@ def test_spent_fix_rounds_ask_a_person_with_both_runs_results(tmp_path: Path) ->
                                            "fails only in the refactored file" in summary)
     assert ("- Failing here and not fixed by this PR (deferred by a person after the fix rounds were spent): "
             "`TestKettle.test_boil` (the original: passed as TestKettleCPU.test_boil_cpu in the original)." in pr,
-            "`TestKettle.test_spout_known_bad`." in pr,
+            "`TestKettle.test_spout_known_bad` (before: `TestKettleCPU.test_spout_known_bad_cpu`)." in pr,
             "which gate was passed by a person's decision (`local-test-rounds-3`)" in summary) == (True,) * 3
 
 

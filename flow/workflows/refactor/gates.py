@@ -146,7 +146,7 @@ def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
     if problems:
         failures += ("\n\nYour previous verdicts were not accepted:\n" + "\n".join(f"- {p}" for p in problems))
     prompt = render("refactor_coder_test", file=ctx.data.file, device=", ".join(ctx.data.test_devices or ["cpu"]),
-                    round=ctx.data.test_rounds, max_rounds=MAX_ROUNDS,
+                    round=ctx.data.test_rounds, max_rounds=MAX_ROUNDS + ctx.data.test_rounds_granted,
                     local_test_path=str(ctx.path("local_test.json")),
                     failures=Untrusted(failures, "failing tests"))
     return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,
@@ -502,7 +502,8 @@ def pr_input(ctx: Any) -> Any:
     moved = [MovedRow(test=m.fn, old_class=m.old_class, new_class=m.new_class, old_ids=list(m.old_ids),
                       new_ids=list(m.new_ids), label=labels.get(m.new_class)) for m in moved_tests(before, after)]
     python = _python(ctx)
-    local = [ctx.data.repo, python, str(Path(python).resolve()), str(ctx.dir), str(Path.home())]
+    local = {ctx.data.repo: "the checkout", str(ctx.dir): "the flow folder", str(Path.home()): "~",
+             **{p: "python" for p in (python, str(Path(python).resolve()))}}
     return PrInput(rel=ctx.data.rel, classes=classes, moved=moved, cuda_decoupled=cuda_decoupled(before, after),
                    label_only=label_only(before, after), coverage=wider_coverage(before, after),
                    linter=ctx.data.linter.split(" (run by ")[0],
@@ -510,6 +511,8 @@ def pr_input(ctx: Any) -> Any:
                    hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note, hw_todo=ctx.data.hw_todo,
                    hw_runner=ctx.data.hw_runner or "python", refactor_failures=list(ctx.data.refactor_failures),
                    preexisting=[d.test_name for d in ctx.data.deferred if d.original_fails_as and not d.by_person],
+                   preexisting_as={d.test_name: d.original_fails_as for d in ctx.data.deferred
+                                   if d.original_fails_as and not d.by_person},
                    deferred=[d.test_name for d in ctx.data.deferred if not d.original_fails_as
                              and not d.by_person and d.test_name not in ctx.data.refactor_failures],
                    person_deferred={d.test_name: d.reason.partition("; the original: ")[2]
@@ -517,7 +520,8 @@ def pr_input(ctx: Any) -> Any:
                    hw_passed=None if hw is None or hw.skipped else hw.passed,
                    local_tests=(f"{ctx.data.local_counts} (torch {_version(ctx.data.test_torch_info)})"
                                 if ctx.data.local_counts else ctx.data.local_tests),
-                   devices=list(ctx.data.test_devices or []), local=[p for p in local if p and p != "/"])
+                   devices=list(ctx.data.test_devices or []),
+                   local={p: w for p, w in local.items() if p.strip("/")})
 
 
 def write_summary(ctx: Any, pending: list[str] | None = None, earlier: str | None = None) -> Path:

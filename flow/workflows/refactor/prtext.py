@@ -63,11 +63,14 @@ class PrInput(BaseModel):
     coverage: list[str] = Field(default_factory=list)  # where tests now run on more device types
     refactor_failures: list[str] = Field(default_factory=list)  # fail only after the refactor
     preexisting: list[str] = Field(default_factory=list)  # deferred; the original fails them the same way
+    #: each of ``preexisting`` -> the original's test id that fails (``TestFooCPU.test_x_cpu`` of a
+    #: test now in a plain class), said where it differs from the test's id now
+    preexisting_as: dict[str, str] = Field(default_factory=dict)
     deferred: list[str] = Field(default_factory=list)  # deferred without that check
     moved: list[MovedRow] = Field(default_factory=list)  # tests whose ids change (``testids.moved_tests``)
-    #: this machine's paths (checkout, interpreter, flow folder, home): never in the text, each
-    #: shortened to its last part before anything else is scrubbed (``public``)
-    local: list[str] = Field(default_factory=list)
+    #: this machine's paths (checkout, interpreter, flow folder, home) -> what the text says for
+    #: each instead (a path in the checkout becomes relative): scrubbed before ``public``
+    local: dict[str, str] = Field(default_factory=dict)
     cuda_decoupled: bool = False  # the change takes CUDA-only markers out (``prchange.cuda_decoupled``)
     #: deferred by a person once the fix rounds were spent -> the original's result of the test
     person_deferred: dict[str, str] = Field(default_factory=dict)
@@ -148,11 +151,14 @@ def render_pr(p: PrInput) -> list[str]:
     return [scrub(line, p.local) for line in _render_pr(p)]
 
 
-def scrub(line: str, local: list[str]) -> str:
-    """``line`` without this machine's paths: each of ``local`` (longest first, a path with
-    spaces too) shortened to its last part, then ``public``."""
+def scrub(line: str, local: dict[str, str]) -> str:
+    """``line`` without this machine's paths: each of ``local`` (longest first, one with spaces
+    too) replaced by what stands for it (a path under it made relative), then any other
+    absolute path shortened to its last part (``public``)."""
     for path in sorted(local, key=len, reverse=True):
-        line = line.replace(path.rstrip("/"), path.rstrip("/").rpartition("/")[2] or path)
+        root = path.rstrip("/")
+        if root:
+            line = line.replace(root + "/", "").replace(root, local[path])
     return public(line)
 
 
@@ -196,7 +202,7 @@ def _render_pr(p: PrInput) -> list[str]:
         out.append(f"{run} {p.rel} --hw-classification {label}   # {plural(p.hw_counts[label], 'test')}")
     out += ["```", ""]
     verdict = {True: "no message", False: "messages remain (see Checks)", None: "not run"}[p.linter_passed]
-    out.append(f"- TEST_LINTER ({_cell(public(p.linter or 'not run'))}): {verdict}.")
+    out.append(f"- TEST_LINTER ({_cell(p.linter or 'not run')}): {verdict}.")
     if p.hw_counts:
         # The runs count tests as instantiated here (per device type and dtype), the table
         # counts test methods: the two numbers differ and are both said as what they are.
@@ -207,20 +213,25 @@ def _render_pr(p: PrInput) -> list[str]:
                    f"{plural(total, 'test method')} above), {verdict}.")
     else:
         # never a reason made up: the one recorded where the runs were decided against
-        out.append(f"- `--hw-classification` runs: NOT RUN: {_cell(public(p.hw_note or 'they were never started'))}.")
+        out.append(f"- `--hw-classification` runs: NOT RUN: {_cell(p.hw_note or 'they were never started')}.")
         if p.hw_todo:
-            out.append(f"- To do before this PR is sent: {_cell(public(p.hw_todo))}.")
+            out.append(f"- To do before this PR is sent: {_cell(p.hw_todo)}.")
     if p.local_tests:
-        out.append(f"- Local tests: {_cell(public(p.local_tests))}.")
+        out.append(f"- Local tests: {_cell(p.local_tests)}.")
     if p.preexisting:
+        def was(name: str) -> str:
+            before = ".".join(p.preexisting_as.get(name, "").split(".")[-2:])
+            return f" (before: `{_cell(before)}`)" if before and before != ".".join(name.split(".")[-2:]) else ""
+
         out.append(f"- Failing before this change too (the original file, run the same way, fails "
-                   f"{'it' if len(p.preexisting) == 1 else 'them'}): {_tests(p.preexisting)}.")
+                   f"{'it' if len(p.preexisting) == 1 else 'them'}): "
+                   + ", ".join(f"{_tests([n])}{was(n)}" for n in p.preexisting) + ".")
     if p.deferred:
         out.append(f"- Failing here and not fixed by this PR (deferred without a check against the "
                    f"original): {_tests(p.deferred)}.")
     if p.person_deferred:
         out.append("- Failing here and not fixed by this PR (deferred by a person after the fix rounds "
-                   "were spent): " + "; ".join(f"{_tests([n])} (the original: {_cell(public(why or 'not known'))})"
+                   "were spent): " + "; ".join(f"{_tests([n])} (the original: {_cell(why or 'not known')})"
                                                for n, why in p.person_deferred.items()) + ".")
     accel = [d for d in p.devices if d != "cpu"]
     kinds = sorted({c.hw_classification for c in p.classes} & {"ACCELERATOR", "CUDA", "MPS", "XPU"})
