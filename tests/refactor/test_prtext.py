@@ -223,7 +223,8 @@ def _kettle_pr(before: str, after: str, **kw: object) -> str:
 
     labels = {c.name: c.hw_classification for c in class_rows(after)}
     moved = [MovedRow(test=m.fn, old_class=m.old_class, new_class=m.new_class, old_ids=list(m.old_ids),
-                      new_ids=list(m.new_ids), label=labels.get(m.new_class)) for m in moved_tests(before, after)]
+                      new_ids=list(m.new_ids), label=labels.get(m.new_class), old_pattern=m.old_pattern,
+                      new_pattern=m.new_pattern) for m in moved_tests(before, after)]
     return "\n".join(render_pr(PrInput(rel="test/test_kettle.py", classes=class_rows(after), moved=moved,
                                        cuda_decoupled=cuda_decoupled(before, after), **kw)))  # type: ignore[arg-type]
 
@@ -267,3 +268,16 @@ def test_no_path_of_this_machine_reaches_the_pr_text_even_with_spaces() -> None:
                       local_tests="cpu: 3 passed (log /home/me/ws/refactor/core/test_kettle/logs/a.log)")
     assert ("/srv" in text, "my pytorch" in text, "/home" in text, "ran python test/test_kettle.py" in text,
             "(log logs/a.log)" in text) == (False, False, False, True, True), text
+
+
+def test_many_moved_tests_are_one_row_per_pair_of_classes() -> None:
+    """Past 25 moved tests the table has one row per pair of classes, with every test named and
+    the ids as a pattern."""
+    many = "".join(f"    def test_n{i}(self, device):\n        pass\n\n" for i in range(30))
+    before = f"class TestAbacus(TestCase):\n{many}\ninstantiate_device_type_tests(TestAbacus, globals())\n"
+    after = ("class TestAbacusDevice(TestCase):\n    hw_classification = HardwareClassification.ACCELERATOR\n\n"
+             f"{many}\ninstantiate_device_type_tests(TestAbacusDevice, globals())\n")
+    rows = [line for line in _kettle_pr(before, after).splitlines() if line.startswith("| 30 tests")]
+    assert 1 == len(rows) and rows[0].endswith(
+        "| `TestAbacusCPU.<test>_cpu, TestAbacusCUDA.<test>_cuda` | "
+        "`TestAbacusDeviceCPU.<test>_cpu, TestAbacusDeviceCUDA.<test>_cuda` (ACCELERATOR) |"), rows

@@ -222,7 +222,9 @@ def _rounds_spent(ctx: Any, file: Path, failing: list[str], results: dict[str, A
         question = (f"After {limit} fix rounds {count} still fail{'s' if len(failing) == 1 else ''} "
                     f"in the refactored {ctx.data.rel}:\n" + "\n".join(lines)
                     + f"\nBoth runs' results: {ctx.path('local_test.json')} (refactored) and "
-                    f"{ctx.path('original_test.json')} (the original). Give the coder {MAX_ROUNDS} more "
+                    + (f"{ctx.path('original_test.json')} (the original)" if checked is not None
+                       else "none for the original (its run gave no result; see the notes)")
+                    + f". Give the coder {MAX_ROUNDS} more "
                     "rounds (retry), defer these failures as not the refactor's (defer: the PR names "
                     "them as failing, with the original's result), or abort?")
         return Human(key, question, {
@@ -500,7 +502,8 @@ def pr_input(ctx: Any) -> Any:
     classes = class_rows(after)
     labels = {c.name: c.hw_classification for c in classes}
     moved = [MovedRow(test=m.fn, old_class=m.old_class, new_class=m.new_class, old_ids=list(m.old_ids),
-                      new_ids=list(m.new_ids), label=labels.get(m.new_class)) for m in moved_tests(before, after)]
+                      new_ids=list(m.new_ids), label=labels.get(m.new_class), old_pattern=m.old_pattern,
+                      new_pattern=m.new_pattern) for m in moved_tests(before, after)]
     python = _python(ctx)
     local = {ctx.data.repo: "the checkout", str(ctx.dir): "the flow folder", str(Path.home()): "~",
              **{p: "python" for p in (python, str(Path(python).resolve()))}}

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flow.workflows.refactor.hwclass import declared, is_test_class
 
 TRACKING = "pytorch/pytorch#185590"
+MOVED_ROWS = 25  # past this many moved tests, one row per pair of classes
 LABEL = "module: tests/graph"
 
 
@@ -41,6 +42,8 @@ class MovedRow(BaseModel):
     old_ids: list[str]
     new_ids: list[str]
     label: str | None = None  # the new class's hw_classification
+    old_pattern: str = ""  # the old class's ids of any test (``TestFooCPU.<test>_cpu``)
+    new_pattern: str = ""
 
 
 class PrInput(BaseModel):
@@ -188,9 +191,17 @@ def _render_pr(p: PrInput) -> list[str]:
         out += [f"Tests that change class ({len(p.moved)}): their test ids change, so entries keyed on "
                 "the old ids (`test/slow_tests.json`, disabled-test issues) do not follow them:", "",
                 "| Test | Before | After |", "|---|---|---|"]
-        out += [f"| `{_cell(m.test)}` | {', '.join(f'`{_cell(i)}`' for i in m.old_ids)} | "
-                f"{', '.join(f'`{_cell(i)}`' for i in m.new_ids)}" + (f" ({m.label})" if m.label else "") + " |"
-                for m in p.moved]
+        if len(p.moved) <= MOVED_ROWS:
+            out += [f"| `{_cell(m.test)}` | {', '.join(f'`{_cell(i)}`' for i in m.old_ids)} | "
+                    f"{', '.join(f'`{_cell(i)}`' for i in m.new_ids)}" + (f" ({m.label})" if m.label else "") + " |"
+                    for m in p.moved]
+        else:  # one row per pair of classes, the ids as a pattern, every test named
+            pairs: dict[tuple[str, str], list[MovedRow]] = {}
+            for m in p.moved:
+                pairs.setdefault((m.old_class, m.new_class), []).append(m)
+            out += [f"| {plural(len(rows), 'test')}: {', '.join(f'`{_cell(r.test)}`' for r in rows)} | "
+                    f"`{_cell(rows[0].old_pattern)}` | `{_cell(rows[0].new_pattern)}`"
+                    + (f" ({rows[0].label})" if rows[0].label else "") + " |" for rows in pairs.values()]
         out.append("")
     out += ["| Class | hw_classification | Tests |", "|---|---|---|"]
     out += [f"| {_cell(c.name)} | {c.hw_classification or 'none declared'} | {c.tests} |" for c in p.classes]

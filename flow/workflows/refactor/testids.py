@@ -164,6 +164,8 @@ class MovedTest:
     new_class: str
     old_ids: tuple[str, ...]
     new_ids: tuple[str, ...]
+    old_pattern: str = ""  # the ids of any test of the old class: ``TestFooCPU.<test>_cpu, ...``
+    new_pattern: str = ""
 
 
 def moved_tests(before: str, after: str) -> list[MovedTest]:
@@ -183,5 +185,6 @@ def moved_tests(before: str, after: str) -> list[MovedTest]:
                 home = homes[0]
             before_ids, after_ids = tuple(old.ids(cls, fn)), tuple(new.ids(home, fn))
             if home != cls or (cls in old.device_classes) != (home in new.device_classes):
-                out.append(MovedTest(fn, cls, home, before_ids, after_ids))
+                out.append(MovedTest(fn, cls, home, before_ids, after_ids, ", ".join(old.ids(cls, "<test>")),
+                                     ", ".join(new.ids(home, "<test>"))))
     return out
