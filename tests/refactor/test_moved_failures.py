@@ -132,7 +132,7 @@ def test_spent_fix_rounds_ask_a_person_with_both_runs_results(tmp_path: Path) ->
     assert ("refactored", True, False) == (last["outcome"], last["pr_ready"],
                                            "fails only in the refactored file" in summary)
     assert ("- Failing here and not fixed by this PR (deferred by a person after the fix rounds were spent): "
-            "`TestKettle.test_boil` (the original: passed as TestKettleCPU.test_boil_cpu in the original)." in pr,
+            "`TestKettle.test_boil` (the original: passed as TestKettleCPU.test_boil_cpu)." in pr,
             "`TestKettle.test_spout_known_bad` (before: `TestKettleCPU.test_spout_known_bad_cpu`)." in pr,
             "which gate was passed by a person's decision (`local-test-rounds-3`)" in summary) == (True,) * 3
 

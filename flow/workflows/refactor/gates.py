@@ -215,7 +215,7 @@ def _rounds_spent(ctx: Any, file: Path, failing: list[str], results: dict[str, A
     key = f"{ROUNDS_KEY}{limit}"
     answer = ctx.answer(key)
     checked = _check_preexisting(ctx, failing)  # the original's run (once per flow)
-    rows = _evidence(ctx, failing, results, checked)
+    rows = _evidence(failing, results, checked)
     if answer is None:
         count = plural(len(failing), "test")
         lines = [f"- {r['test']}: {r['here']}; the original, run the same way: {r['original']}" for r in rows]
@@ -258,7 +258,7 @@ def _rounds_spent(ctx: Any, file: Path, failing: list[str], results: dict[str, A
     return Go("tested")
 
 
-def _evidence(ctx: Any, failing: list[str], results: dict[str, Any], checked: Any) -> list[dict[str, str]]:
+def _evidence(failing: list[str], results: dict[str, Any], checked: Any) -> list[dict[str, str]]:
     """One row per failing test: its result here (outcome and the first line of its message)
     and the original's result of the same test."""
     devices = list(results)

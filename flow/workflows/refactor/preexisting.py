@@ -103,7 +103,7 @@ def shared_with(deferred: list[str], original: dict[str, dict[str, str]], first:
                 if failed and (exact or len(failed) == len(pool)):
                     out.shared[name], out.original[name] = failed[0], words
                 elif pool:
-                    out.only_refactored[name] = out.original[name] = f"{words} in the original"
+                    out.original[name], out.only_refactored[name] = words, f"{words} in the original"
                 else:
                     out.only_refactored[name] = out.original[name] = (
                         f"not run by the original ({src}.{mine.fn} ran no test on {dev})")
@@ -115,7 +115,8 @@ def shared_with(deferred: list[str], original: dict[str, dict[str, str]], first:
         _, method, _ = split_name(name)
         seen = next((f"{o} as {_tail(n)}" for n, o in runs.items()
                      if _tail(n) == _tail(name) or split_name(n)[1] == method), None)
-        out.only_refactored[name] = out.original[name] = f"{seen} in the original" if seen else "not run by the original"
+        out.original[name] = seen or "not run by the original"
+        out.only_refactored[name] = f"{seen} in the original" if seen else "not run by the original"
     return out
 
 
