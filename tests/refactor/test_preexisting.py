@@ -126,8 +126,9 @@ def test_a_test_whose_variants_changed_is_shared_only_when_every_variant_failed(
 def test_deferrals_are_checked_against_the_original_and_the_gate_is_not_run_again(tmp_path: Path) -> None:
     """test_rounding_known_bad fails before the refactor; an agent breaks test_balance. The coder
     defers both as pre-existing every time: the first is deferred with the original's word for
-    it, the second is refused (the original passes it) and never reported as pre-existing; the
-    file never changes, so the whole gate runs once."""
+    it, the second is refused (the original passes it) and never reported as pre-existing; when
+    the rounds are spent a person is asked, with both results, and defers it; the file never
+    changes, so the whole gate runs once."""
     needs_hw_classification()
     repo = tmp_path / "repo"
     (repo / "test").mkdir(parents=True)
@@ -158,20 +159,30 @@ def test_deferrals_are_checked_against_the_original_and_the_gate_is_not_run_agai
                                           for n in task["failures"]]}
         return {**ident, "success": True}
 
+    questions: list[str] = []
+
+    def choose(spec: dict[str, Any]) -> str:
+        questions.append(spec["question"])
+        return "defer"
+
     drv = InProcess(tmp_path / "ws")
-    specs = drv.run(Scenario("refactor", ["test/test_ledger.py", "--pytorch-dir", str(repo)], answer))
+    specs = drv.run(Scenario("refactor", ["test/test_ledger.py", "--pytorch-dir", str(repo)], answer, choose=choose))
     last = specs[-1]
     summary = Path(last["summary_path"]).read_text()
     deferred = summary.split("## Deferred failures")[1].split("##")[0]
     pr = summary.split("## Tests moved")[0]
     flow_dir = Path(last["summary_path"]).parent
     gate_logs = sorted(p.name for p in (flow_dir / "logs").glob("local_test_r*"))
-    assert (False, 1, True, False, True, True, True, True) == (
+    assert (1, True) == (len(questions), "the original, run the same way: passed as TestLedger.test_balance"
+                                            in questions[0])
+    assert (True, 1, True, False, True, True, True, True) == (
         last["pr_ready"], len(gate_logs),
         "- Failing before this change too (the original file, run the same way, fails it): "
-        "`TestLedger.test_rounding_known_bad`." in pr, "test_balance" in pr,
+        "`TestLedger.test_rounding_known_bad`." in pr,
+        "fails it): `TestLedger.test_balance`" in pr,
         "test_rounding_known_bad`: pre-existing (checked: the original fails it too" in deferred,
-        "test_balance`: fails only in the refactored file" in deferred,
+        "test_balance`: deferred by a person after 3 fix rounds; here: failed" in deferred,
         "shares 1 of the 2 failures deferred as pre-existing" in summary,
-        any("test_balance: deferred as pre-existing, but the original does not fail it (passed in the original)" in p
+        any("test_balance: deferred as pre-existing, but the original does not fail it (passed as "
+            "TestLedger.test_balance in the original)" in p
             for p in prompts)), gate_logs
