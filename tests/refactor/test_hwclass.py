@@ -155,7 +155,8 @@ def test_pr_description_is_the_initiatives_form() -> None:
     """Title, tracking issue, label request, the class table, the test plan and what did not run."""
     lines = render_pr(PrInput(rel="test/nn/test_dropout.py", classes=class_rows(read(HW / "compliant.py")),
                               linter="the checkout's tools/linter/adapters/test_linter.py", linter_passed=True,
-                              hw_counts={"GENERIC": 1, "ACCELERATOR": 2}, hw_passed=True, devices=["cpu"]))
+                              hw_counts={"GENERIC": 1, "ACCELERATOR": 2}, hw_passed=True, devices=["cpu"],
+                              cuda_decoupled=True))
     wanted = ["### [Testcase Refactoring] Decouple test/nn/test_dropout.py from CUDA-specific",
               "Part of pytorch/pytorch#185590.", "Label request: `module: tests/graph`.",
               "| TestDoneGeneric | GENERIC | 1 |", "| TestDoneDevice | ACCELERATOR | 2 |",

@@ -110,3 +110,32 @@ def test_on_a_shared_store_another_machines_checkout_is_another_flow(tmp_path: P
         again["status"], "reused_from" in again)
     assert in_b["flow_id"].startswith("refactor/core/test_done-")
     assert in_b["status"] in {"need_agent", "waiting"}
+
+
+@pytest.mark.torch
+def test_a_rerun_on_an_uncommitted_result_says_the_checkout_holds_that_change(tmp_path: Path) -> None:
+    """The first flow labels test/test_done.py and takes it out of the allowlist; nothing is
+    committed. The same command again is a flow of the result, which changes nothing more: it
+    ends `unchanged` and says the checkout holds uncommitted changes to both files (git's
+    word), the first flow's result, with that flow's summary, never "there is no PR to open"."""
+    _needs_enum()
+    repo = _checkout(tmp_path / "a")
+    done = repo / "test" / "test_done.py"
+    labelled = done.read_text()
+    done.write_text("\n".join(line for line in labelled.splitlines()
+                              if "hw_classification =" not in line).replace("HardwareClassification, ", "") + "\n")
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam",
+                    "unlabelled"], check=True)
+    drv = InProcess(tmp_path / "ws")
+    first = drv.run(Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(repo)], _answer(REPORT)))[-1]
+    second = drv.run(Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(repo)], _answer(REPORT)))[-1]
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout
+    summary = Path(second["summary_path"]).read_text()
+    steps = " ".join(second["next_steps"])
+    assert ("refactored", "unchanged", 2, ["test/test_done.py", "tools/linter/adapters/test_linter_allowlist.json"],
+            first["summary_path"]) == (
+        first["outcome"], second["outcome"], len(status.splitlines()), sorted(second["uncommitted"]),
+        second["earlier_summary"])
+    assert ("no PR to open" in steps + summary, "holds uncommitted changes to" in steps,
+            first["summary_path"] in steps, "`test/test_done.py`" in summary.split("## Field")[0] + summary) == (
+        False, True, True, True)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ["analysis", "assess", "codemods", "collect", "decisions", "devices", "distribute", "errors", "fields",
-           "findings", "imports", "interpreter", "junit", "lint", "rules", "sentinels", "summary", "verify"]
+           "findings", "imports", "interpreter", "junit", "lint", "preexisting", "rules", "sentinels", "summary", "testids",
+           "verify"]
 
 
 def test_no_libcst_or_github_at_import() -> None:

@@ -4,8 +4,8 @@ does not have, nothing of the local disk, and counts in the right number."""
 
 from __future__ import annotations
 
-from flow.workflows.refactor.prchange import label_only, wider_coverage
-from flow.workflows.refactor.prtext import ClassRow, PrInput, render_pr
+from flow.workflows.refactor.prchange import cuda_decoupled, label_only, wider_coverage
+from flow.workflows.refactor.prtext import ClassRow, PrInput, class_rows, render_pr
 
 HEAD = ("import torch\nfrom torch.testing._internal.common_device_type import (\n"
         "    instantiate_device_type_tests, onlyAccelerator, onlyCUDAAndPRIVATEUSE1, onlyCPU)\n"
@@ -73,6 +73,7 @@ def test_wider_coverage_names_only_for_removed_and_decorators_widened_not_tests_
 
 def test_the_pr_states_the_wider_coverage_and_offers_except_for() -> None:
     text = "\n".join(render_pr(PrInput(rel="test/test_gather.py", coverage=wider_coverage(NARROW, WIDE),
+                                       cuda_decoupled=cuda_decoupled(NARROW, WIDE),
                                        classes=[ClassRow(name="TestScatter", hw_classification="ACCELERATOR", tests=1)],
                                        hw_counts={"ACCELERATOR": 1}, hw_passed=True)))
     assert (True, True, True, True) == (
@@ -154,3 +155,129 @@ def test_the_pr_says_which_failures_the_original_shares_and_which_were_not_check
         "`TestKeysCPU.test_wrong_device_cpu`, `TestKeysCPU.test_big_cpu`." in text,
         "- Failing here and not fixed by this PR (deferred without a check against the original): "
         "`TestKeysCPU.test_flaky_cpu`." in text)
+
+
+KETTLE = """
+import torch
+from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, onlyCPU, onlyCUDA
+from torch.testing._internal.common_utils import TestCase
+
+
+class TestKettle(TestCase):
+    @onlyCPU
+    def test_boil(self, device):
+        pass
+
+    @dtypes(torch.float32, torch.float64)
+    def test_heat(self, device, dtype):
+        pass
+
+    @onlyCUDA
+    def test_whistle(self, device):
+        pass
+
+
+class TestKettlePlain(TestCase):
+    def test_lid(self):
+        pass
+
+
+instantiate_device_type_tests(TestKettle, globals())
+"""
+
+KETTLE_AFTER = """
+import torch
+from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, onlyAccelerator
+from torch.testing._internal.common_utils import HardwareClassification, TestCase
+
+
+class TestKettle(TestCase):
+    hw_classification = HardwareClassification.GENERIC
+
+    def test_boil(self):
+        pass
+
+
+class TestKettleDevice(TestCase):
+    hw_classification = HardwareClassification.ACCELERATOR
+
+    @dtypes(torch.float32, torch.float64)
+    def test_heat(self, device, dtype):
+        pass
+
+    @onlyAccelerator
+    def test_whistle(self, device):
+        pass
+
+    def test_lid(self, device):
+        pass
+
+
+instantiate_device_type_tests(TestKettleDevice, globals())
+"""
+
+
+def _kettle_pr(before: str, after: str, **kw: object) -> str:
+    from flow.workflows.refactor.prtext import MovedRow
+    from flow.workflows.refactor.testids import moved_tests
+
+    labels = {c.name: c.hw_classification for c in class_rows(after)}
+    moved = [MovedRow(test=m.fn, old_class=m.old_class, new_class=m.new_class, old_ids=list(m.old_ids),
+                      new_ids=list(m.new_ids), label=labels.get(m.new_class), old_pattern=m.old_pattern,
+                      new_pattern=m.new_pattern) for m in moved_tests(before, after)]
+    return "\n".join(render_pr(PrInput(rel="test/test_kettle.py", classes=class_rows(after), moved=moved,
+                                       cuda_decoupled=cuda_decoupled(before, after), **kw)))  # type: ignore[arg-type]
+
+
+def test_the_pr_lists_each_moved_test_with_its_old_and_new_ids() -> None:
+    """device -> plain (the CPU id of an @onlyCPU test), device -> another device class (a
+    @dtypes test as a glob, the @onlyCUDA test's CUDA id), plain -> device; a test that stays
+    is not listed."""
+    text = _kettle_pr(KETTLE, KETTLE_AFTER)
+    rows = [line for line in text.splitlines() if line.startswith("| `test_")]
+    assert ["| `test_boil` | `TestKettleCPU.test_boil_cpu` | `TestKettle.test_boil` (GENERIC) |",
+            "| `test_heat` | `TestKettleCPU.test_heat_*cpu*`, `TestKettleCUDA.test_heat_*cuda*` | "
+            "`TestKettleDeviceCPU.test_heat_*cpu*`, `TestKettleDeviceCUDA.test_heat_*cuda*` (ACCELERATOR) |",
+            "| `test_whistle` | `TestKettleCUDA.test_whistle_cuda` | `TestKettleDeviceCUDA.test_whistle_cuda` (ACCELERATOR) |",
+            "| `test_lid` | `TestKettlePlain.test_lid` | `TestKettleDeviceCPU.test_lid_cpu`, "
+            "`TestKettleDeviceCUDA.test_lid_cuda` (ACCELERATOR) |"] == rows
+    assert "Tests that change class (4): their test ids change" in text
+
+
+def test_the_title_says_what_the_change_does() -> None:
+    """CUDA-specific only when a CUDA-only marker went (@onlyCUDA widened); a class made GENERIC
+    and tests moved otherwise; label-only stays label-only."""
+    no_cuda_before = KETTLE.replace("    @onlyCUDA\n    def test_whistle(self, device):\n        pass\n\n", "")
+    no_cuda_after = KETTLE_AFTER.replace("    @onlyAccelerator\n    def test_whistle(self, device):\n        pass\n\n", "")
+    assert ["### [Testcase Refactoring] Decouple test/test_kettle.py from CUDA-specific and make TestKettle "
+            "GENERIC and move 3 tests to ACCELERATOR TestKettleDevice",
+            "### [Testcase Refactoring] Make TestKettle GENERIC and move 2 tests to ACCELERATOR TestKettleDevice "
+            "in test/test_kettle.py",
+            "### [Testcase Refactoring] Label test/test_kettle.py with hw_classification"] == [
+        _kettle_pr(KETTLE, KETTLE_AFTER).splitlines()[0], _kettle_pr(no_cuda_before, no_cuda_after).splitlines()[0],
+        "\n".join(render_pr(PrInput(rel="test/test_kettle.py", label_only=True))).splitlines()[0]]
+
+
+def test_no_path_of_this_machine_reaches_the_pr_text_even_with_spaces() -> None:
+    """The checkout, the interpreter and the flow folder, one path with a space: a path in the
+    checkout becomes relative, the interpreter is `python`, and no other absolute path is left."""
+    local = {"/srv/my pytorch": "the checkout", "/srv/my pytorch/.venv/bin/python": "python",
+             "/home/me/ws/refactor/core/test_kettle": "the flow folder"}
+    text = _kettle_pr(KETTLE, KETTLE_AFTER, local=local, linter="the checkout's tools/linter/adapters/test_linter.py",
+                      hw_note="ran /srv/my pytorch/.venv/bin/python /srv/my pytorch/test/test_kettle.py",
+                      local_tests="cpu: 3 passed (log /home/me/ws/refactor/core/test_kettle/logs/a.log)")
+    assert ("/srv" in text, "my pytorch" in text, "/home" in text, "ran python test/test_kettle.py" in text,
+            "(log logs/a.log)" in text) == (False, False, False, True, True), text
+
+
+def test_many_moved_tests_are_one_row_per_pair_of_classes() -> None:
+    """Past 25 moved tests the table has one row per pair of classes, with every test named and
+    the ids as a pattern."""
+    many = "".join(f"    def test_n{i}(self, device):\n        pass\n\n" for i in range(30))
+    before = f"class TestAbacus(TestCase):\n{many}\ninstantiate_device_type_tests(TestAbacus, globals())\n"
+    after = ("class TestAbacusDevice(TestCase):\n    hw_classification = HardwareClassification.ACCELERATOR\n\n"
+             f"{many}\ninstantiate_device_type_tests(TestAbacusDevice, globals())\n")
+    rows = [line for line in _kettle_pr(before, after).splitlines() if line.startswith("| 30 tests")]
+    assert 1 == len(rows) and rows[0].endswith(
+        "| `TestAbacusCPU.<test>_cpu, TestAbacusCUDA.<test>_cuda` | "
+        "`TestAbacusDeviceCPU.<test>_cpu, TestAbacusDeviceCUDA.<test>_cuda` (ACCELERATOR) |"), rows

@@ -124,6 +124,7 @@ def test_an_unchanged_run_proposes_no_pr_and_a_changed_one_opens_with_the_pr() -
 
     unchanged = render_summary(_input(unchanged=True, pr=PrInput(rel="test/test_small_ops.py")))
     changed = render_summary(_input(pr=PrInput(rel="test/test_small_ops.py", hw_passed=True, linter_passed=True,
+                                               cuda_decoupled=True,
                                                hw_counts={"GENERIC": 3})))
     assert (True, False, True, True) == (
         "None: nothing changed." in unchanged, "open a PR" in unchanged,

@@ -90,3 +90,60 @@ def test_counts_of_zero_are_no_test_plan(tmp_path: Path) -> None:
         last["pr_ready"], "NOT RUN: no test of the file was instantiated here (cpu)" in summary,
         "each in exactly one label's run" in summary,
         "`python test/test_kernel_cache.py --hw-classification CUDA` on a machine with that device" in summary)
+
+
+def _follow(remedy: str, text: str) -> str:
+    """The edits ``remedy`` prints, made as a person reads them: `unittest.main()` replaced with
+    `run_tests()`; each class it names made to extend common_utils' `TestCase`, with the import
+    line it gives."""
+    import re
+
+    text = text.replace("unittest.main()", "run_tests()")
+    named = re.search(r"make (.*?) extend `TestCase` from torch\.testing\._internal\.common_utils", remedy)
+    for cls in re.findall(r"`(\w+)`", named.group(1)) if named else []:
+        text = text.replace(f"class {cls}(unittest.TestCase):", f"class {cls}(TestCase):")
+    line = re.search(r"\(`(from torch\.testing\._internal\.common_utils import [\w, ]+)`\)", remedy)
+    imports = line.group(1) if line else "from torch.testing._internal.common_utils import run_tests"
+    return text.replace("import torch\n", f"import torch\n{imports}\n", 1)
+
+
+@pytest.mark.torch
+def test_the_remedy_for_a_unittest_testcase_file_works_when_followed(tmp_path: Path) -> None:
+    """A unittest.main() file whose classes extend unittest.TestCase, in a checkout without the
+    pytest filter: the printed remedy says to switch the base class too, and following it as
+    printed makes `python FILE --hw-classification GENERIC` count every test (rc 0); it names the
+    classes that extend unittest's TestCase themselves (a subclass is mended with them). Replacing
+    unittest.main() alone, the remedy as it was, makes run_tests() refuse the class (rc 1)."""
+    import re
+    import subprocess
+    import sys
+
+    needs_hw_classification()
+    repo = tmp_path / "repo"
+    (repo / "test").mkdir(parents=True)
+    target = repo / "test" / "test_abacus.py"
+    shutil.copy(PLAN / "unittest_plain.py", target)
+    report = {"file": "test/test_abacus.py", "classifications": [
+        {"test": "TestAbacus.test_beads", "strategy": "cpu_only", "target_class": "TestAbacus"},
+        {"test": "TestAbacusFrame.test_rows", "strategy": "cpu_only", "target_class": "TestAbacusFrame"}],
+        "class_labels": [{"name": "TestAbacus", "hw_classification": "GENERIC"},
+                         {"name": "TestAbacusFrame", "hw_classification": "GENERIC"}]}
+    last = InProcess(tmp_path / "ws").run(
+        Scenario("refactor", ["test/test_abacus.py", "--pytorch-dir", str(repo)], _answer(report)))[-1]
+    summary = Path(last["summary_path"]).read_text()
+    remedy = re.search(r"- To do before this PR is sent: (.*)\.\n", summary)
+    assert remedy is not None, summary
+    refactored = target.read_text()
+
+    def count(text: str) -> tuple[int, str]:
+        target.write_text(text)
+        run = subprocess.run([sys.executable, str(target), "--hw-classification", "GENERIC"],
+                             capture_output=True, text=True, cwd=target.parent, timeout=300)
+        line = re.search(r"HW classification mode active[^\n]*", run.stdout + run.stderr)
+        return run.returncode, line.group(0) if line else (run.stdout + run.stderr)[-300:]
+
+    followed, alone = count(_follow(remedy.group(1), refactored)), count(refactored.replace("unittest.main()", "run_tests()")
+                                                                        .replace("import torch\n", "import torch\nfrom torch.testing._internal.common_utils import run_tests\n", 1))
+    assert (False, "`AbacusCase`, `TestAbacusFrame`" in remedy.group(1), 0, True, 1) == (
+        last["pr_ready"], "`AbacusCase`, `TestAbacusFrame`" in remedy.group(1) and "`TestAbacus`" not in remedy.group(1),
+        followed[0], "total=2, passed=2, unclassified=0" in followed[1], alone[0]), (remedy.group(1), followed, alone)

@@ -20,8 +20,11 @@ Modules, each a function of its inputs returning typed results:
   the original's ``pytest --collect-only`` (before the plan: an original that does not import stops there)
 - ``collect``    phase 5: the real ``pytest --collect-only`` confirmation of the count
 - ``junit``      phase 6.5: JUnit XML parsing and the local pytest runner
+- ``testids``    a test's own function behind its test id, the ids a function gets, the tests a
+  change moves (``preexisting`` matches deferred failures with it; the PR lists the moves)
 - ``summary``    phase 7: ``final_summary.md``; ``prtext`` the PR description it opens with;
-  ``prchange`` what the change does as reviewers read it (wider coverage, label-only)
+  ``prchange`` what the change does as reviewers read it (wider coverage, label-only, CUDA
+  markers taken out)
 - ``hwclass``    PyTorch's HardwareClassification: strategies -> labels, a class read as TEST_LINTER does
 - ``hwcodemod``  the verify-time codemods: HW001 (``hw_classification`` labels, the merged import),
   HW002 (same-call CUDA APIs to ``torch.accelerator``)

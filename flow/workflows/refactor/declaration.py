@@ -84,17 +84,33 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
 
 
 def finalize(ctx: Any) -> Any:
+    import hashlib
+
     gates.restore_checkout(ctx, unchanged=not gates.changed(ctx))  # unchanged: nothing in the checkout changed
-    path = gates.write_summary(ctx)
     if not gates.changed(ctx):
-        return Done({"outcome": "unchanged", "summary_path": str(path),
-                     "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)},
-                    [f"Nothing changed in {ctx.data.file}: there is no PR to open (see {path})."])
+        # "Nothing changed" is this run's word: a checkout still holding an earlier change
+        # (a finished flow's result, never committed) is said to, with that flow's summary.
+        pending = gates.uncommitted(ctx)
+        earlier = gates.earlier_flow(ctx) if pending else None
+        path = gates.write_summary(ctx, pending, earlier)
+        result = {"outcome": "unchanged", "summary_path": str(path), "file": ctx.data.file,
+                  "field": ctx.data.field, "notes": list(ctx.data.notes)}
+        if not pending:
+            return Done(result, [f"Nothing changed in {ctx.data.file}: there is no PR to open (see {path})."])
+        files = ", ".join(pending)
+        return Done({**result, "uncommitted": pending, "earlier_summary": earlier},
+                    [f"This run changed nothing, but the checkout {ctx.data.repo} holds uncommitted changes "
+                     f"to {files}" + (f", the result of an earlier flow (summary: {earlier})" if earlier
+                                       else ", made before this run") + ": that is the change a PR would carry.",
+                     f"Review it (git -C {ctx.data.repo} diff), commit it and open the PR"
+                     + (f" with the title and description at the top of {earlier}." if earlier else ".")])
+    path = gates.write_summary(ctx)
     from flow.workflows.refactor.prtext import blockers
 
     stops = blockers(gates.pr_input(ctx))
     result = {"outcome": "refactored", "summary_path": str(path), "pr_ready": not stops,
-              "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes)}
+              "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes),
+              "file_sha256": hashlib.sha256(Path(ctx.data.file).read_bytes()).hexdigest()}
     if stops:
         # a test plan that did not run is never passed off as one that did: no PR advice
         return Done(result, [f"Review the changes to {ctx.data.file} and {path}.",

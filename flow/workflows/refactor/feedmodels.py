@@ -140,6 +140,7 @@ class RefactorData(BaseModel):
     fix_seq: int = 0  # numbers fix task keys (a round given back must not reuse a key)
     review_seq: int = 0  # numbers review task keys
     test_rounds: int = 0
+    test_rounds_granted: int = 0  # local-test rounds a person gave beyond the first 3
     test_devices: list[str] | None = None  # decided once per flow: cpu, plus cuda when present
     test_torch: bool | None = None  # whether the test interpreter finds torch, asked once per flow
     test_python: str | None = None  # the interpreter the tests ran under (chosen once per flow)

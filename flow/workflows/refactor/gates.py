@@ -1,8 +1,9 @@
 """The refactor workflow's test interpreter and its probes, the CPU local test gate (phase
 6.5) and the summary finalize writes (phase 7). Verify and review are in ``fixloop``.
 
-Bounds: 3 local-test rounds, then a soft fail keeping what still fails as deferred; a
-coder's verdicts that do not name the failing tests are asked for again, 3 times.
+Bounds: 3 local-test rounds, then a person decides on what still fails (with both runs'
+results: more rounds, defer by a person's decision, or abort); a coder's verdicts that do
+not name the failing tests are asked for again, 3 times.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from flow.core.outcome import Ask, Go, Human, Task
 from flow.workflows.refactor.analysis import moves
 from flow.workflows.refactor.errors import JUnitError
 from flow.workflows.refactor.fields import field_profile
+from flow.workflows.refactor.prtext import plural
 from flow.workflows.refactor.steps import MAX_ROUNDS, assessment, plan
 from flow.workflows.refactor.summary import (
     DeferredFailure, SummaryInput, moved_tests, render_summary,
@@ -122,6 +124,8 @@ def _check_preexisting(ctx: Any, names: list[str]) -> Any:
     when the original's run gave no result)."""
     from flow.workflows.refactor.preexisting import original_results, shared_with
 
+    from flow.workflows.refactor.mechanical import original
+
     devices = _devices(ctx)
     try:
         runs = original_results(ctx, devices)
@@ -129,7 +133,9 @@ def _check_preexisting(ctx: Any, names: list[str]) -> Any:
         _note(ctx, f"local test gate: the original's own run gave no result ({exc}); the failures "
                    "deferred as pre-existing are unchecked")
         return None
-    return shared_with(names, runs, devices[0])
+    moved = {(m.new_class, m.test): m.old_class for m in moves(plan(ctx), assessment(ctx))}
+    return shared_with(names, runs, devices[0], before=original(ctx).read_text(encoding="utf-8"),
+                       after=Path(ctx.data.file).read_text(encoding="utf-8"), moved=moved)
 
 
 def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
@@ -140,7 +146,7 @@ def _ask_verdicts(ctx: Any, problems: list[str]) -> Ask:
     if problems:
         failures += ("\n\nYour previous verdicts were not accepted:\n" + "\n".join(f"- {p}" for p in problems))
     prompt = render("refactor_coder_test", file=ctx.data.file, device=", ".join(ctx.data.test_devices or ["cpu"]),
-                    round=ctx.data.test_rounds, max_rounds=MAX_ROUNDS,
+                    round=ctx.data.test_rounds, max_rounds=MAX_ROUNDS + ctx.data.test_rounds_granted,
                     local_test_path=str(ctx.path("local_test.json")),
                     failures=Untrusted(failures, "failing tests"))
     return Ask([Task(key=key, role="coder", feed="coder_test", prompt=prompt, follow_up=True,
@@ -186,22 +192,93 @@ def test(ctx: Any) -> Any:
              for d, r in results.items() for n in r.FAIL + r.ERROR]
     failing = [n for n in dict.fromkeys(named) if n not in deferred]
     if not failing:
+        ctx.data.refactor_failures = []  # whatever failed only after the refactor passes now
         _hw_runs(ctx, file)
         return Go("tested")
-    if ctx.data.test_rounds >= MAX_ROUNDS:
-        # Soft fail: keep what is still failing (real JUnit ids) as deferred and finish.
-        ctx.data.deferred += [DeferredFailure(test_name=n, reason=(
-                                  "fails only in the refactored file (the original does not fail it): "
-                                  "not deferrable, still failing" if n in ctx.data.refactor_failures
-                                  else f"still failing after {MAX_ROUNDS} rounds"))
-                              for n in failing]
-        _note(ctx, f"local test gate soft-failed after {MAX_ROUNDS} rounds")
-        _hw_runs(ctx, file)
-        return Go("tested")
+    if ctx.data.test_rounds >= MAX_ROUNDS + ctx.data.test_rounds_granted:
+        return _rounds_spent(ctx, file, failing, results)
     ctx.data.test_rounds += 1
     ctx.data.retries["test"] = ctx.data.test_rounds
     ctx.data.test_failing = failing
     return _ask_verdicts(ctx, [])
+
+
+ROUNDS_KEY = "local-test-rounds-"
+
+
+def _rounds_spent(ctx: Any, file: Path, failing: list[str], results: dict[str, Any]) -> Any:
+    """The fix rounds are spent and tests still fail: a person decides, with the evidence (each
+    test's result here and the original's result of the same test, run the same way) and the
+    choices: more rounds for the coder, defer them by a person's decision, or abort. A
+    failure is never deferred, nor blamed on the refactor, without that answer."""
+    limit = MAX_ROUNDS + ctx.data.test_rounds_granted
+    key = f"{ROUNDS_KEY}{limit}"
+    answer = ctx.answer(key)
+    checked = _check_preexisting(ctx, failing)  # the original's run (once per flow)
+    rows = _evidence(failing, results, checked)
+    if answer is None:
+        count = plural(len(failing), "test")
+        lines = [f"- {r['test']}: {r['here']}; the original, run the same way: {r['original']}" for r in rows]
+        question = (f"After {limit} fix rounds {count} still fail{'s' if len(failing) == 1 else ''} "
+                    f"in the refactored {ctx.data.rel}:\n" + "\n".join(lines)
+                    + f"\nBoth runs' results: {ctx.path('local_test.json')} (refactored) and "
+                    + (f"{ctx.path('original_test.json')} (the original)" if checked is not None
+                       else "none for the original (its run gave no result; see the notes)")
+                    + f". Give the coder {MAX_ROUNDS} more "
+                    "rounds (retry), defer these failures as not the refactor's (defer: the PR names "
+                    "them as failing, with the original's result), or abort?")
+        return Human(key, question, {
+            "retry": f"send the failures to the coder again, {MAX_ROUNDS} more fix rounds",
+            "defer": "a person's decision: they are not the refactor's to fix; finish, and the "
+                     "PR text names them as failing with the original's result",
+            "abort": "end the flow now (outcome 'aborted')"},
+            extra={"evidence": rows, "refactored_results": str(ctx.path("local_test.json")),
+                   "original_results": str(ctx.path("original_test.json")) if checked is not None else None})
+    if answer == "abort":
+        return Go("abort")
+    if answer == "retry":
+        ctx.data.test_rounds_granted += MAX_ROUNDS
+        _note(ctx, f"local test gate: a person gave the coder {MAX_ROUNDS} more rounds after {limit} "
+                   f"(still failing: {', '.join(failing)})")
+        ctx.data.test_rounds += 1
+        ctx.data.retries["test"] = ctx.data.test_rounds
+        ctx.data.test_failing = failing
+        return _ask_verdicts(ctx, [])
+    shared = checked.shared if checked is not None else {}
+    ctx.data.deferred += [DeferredFailure(
+        test_name=r["test"], by_person=True, original_fails_as=shared.get(r["test"], ""),
+        reason=f"deferred by a person after {limit} fix rounds; here: {r['here']}; the original: {r['original']}")
+        for r in rows]
+    ctx.data.refactor_failures = [n for n in ctx.data.refactor_failures if n not in failing]
+    if key not in ctx.data.decided_by_person:
+        ctx.data.decided_by_person.append(key)
+    _note(ctx, f"local test gate: {plural(len(failing), 'failure')} deferred by a person after {limit} "
+               f"fix rounds: {', '.join(failing)}")
+    _hw_runs(ctx, file)
+    return Go("tested")
+
+
+def _evidence(failing: list[str], results: dict[str, Any], checked: Any) -> list[dict[str, str]]:
+    """One row per failing test: its result here (outcome and the first line of its message)
+    and the original's result of the same test."""
+    devices = list(results)
+    rows = []
+    for name in failing:
+        dev = name[:-1].rpartition(" [")[2] if name.endswith("]") and " [" in name else devices[0]
+        plain = name[: -len(f" [{dev}]")] if name.endswith(f" [{dev}]") else name
+        res = results.get(dev)
+        got = next((o for o in (res.outcomes if res is not None else []) if o.name == plain), None)
+        here = "not in this run" if got is None else got.outcome + (
+            f" ({_first_line(got.message)})" if got.message.strip() else "")
+        original = ("the original's run gave no result" if checked is None
+                    else checked.original.get(name, "not run by the original"))
+        rows.append({"test": name, "device": dev, "here": here, "original": original})
+    return rows
+
+
+def _first_line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= 200 else line[:197] + "..."
 
 
 def _hw_check(ctx: Any, check: Any) -> None:
@@ -216,7 +293,7 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
     from flow.workflows.refactor.hwruns import (
-        ENTRY_FIX, ENTRY_WORDS, HwRunError, account, conftest_filter, entry_point, hw_argv, hw_env,
+        ENTRY_WORDS, HwRunError, account, conftest_filter, entry_fix, entry_point, hw_argv, hw_env,
         pytest_hw_argv, read_run,
     )
     from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
@@ -248,7 +325,7 @@ def _hw_runs(ctx: Any, file: Path) -> None:
                            "--hw-classification` cannot count its tests (only common_utils.run_tests() "
                            "takes the flag), and no conftest.py of this checkout has pytest's "
                            "--hw-classification filter",
-                           f"{ENTRY_FIX[entry]}, then run `python {ctx.data.rel} --hw-classification "
+                           f"{entry_fix(entry, text)}; then run `python {ctx.data.rel} --hw-classification "
                            "LABEL` for each label; or count them with `pytest FILE --hw-classification "
                            "LABEL` in a checkout whose test/conftest.py has that filter")
         argv_of = pytest_hw_argv
@@ -365,6 +442,45 @@ def restore_checkout(ctx: Any, unchanged: bool) -> None:
                    "so the checkout is left as it was")
 
 
+def uncommitted(ctx: Any) -> list[str]:
+    """The files a refactor touches (the test file, the TEST_LINTER allowlist, the DecorateInfo
+    and dynamo sentinel files) that the checkout's git shows changed and not committed, as git
+    names them; [] when none is, or the checkout is not a git work tree."""
+    from flow.workflows.refactor.mechanical import cmi_files, sentinel_dirs
+    from flow.workflows.refactor.testlinter import ALLOWLIST
+
+    repo = Path(ctx.data.repo)
+    paths = [ctx.data.rel, ALLOWLIST.as_posix(), *(str(p) for p in cmi_files(ctx)), *(str(d) for d in sentinel_dirs(ctx))]
+    res = proc.capture(["git", "-C", str(repo), "status", "--porcelain", "--", *paths], env=ctx.settings,
+                       timeout=60).or_wait()
+    if res.code != 0:
+        return []
+    return [line[3:].strip() for line in res.text.splitlines() if len(line) > 3]
+
+
+def earlier_flow(ctx: Any) -> str | None:
+    """The summary of a finished flow of the same file of this checkout whose result is the file
+    this flow started from (its change is still uncommitted in the checkout), else None."""
+    import json
+
+    from flow.workflows.refactor.mechanical import original
+
+    digest = hashlib.sha256(original(ctx).read_bytes()).hexdigest()
+    stem = Path(ctx.data.file).stem
+    for state in sorted(ctx.dir.parent.glob(f"{stem}*/flow_state.json")):
+        if state.parent == ctx.dir:
+            continue
+        try:
+            raw = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        result, data = raw.get("result") or {}, raw.get("data") or {}
+        if (isinstance(result, dict) and result.get("file_sha256") == digest and isinstance(data, dict)
+                and data.get("file") == ctx.data.file and data.get("repo") == ctx.data.repo):
+            return str(result.get("summary_path") or state.parent / "final_summary.md")
+    return None
+
+
 def _version(info: str | None) -> str:
     """``2.14.1`` of ``torch 2.14.1 at /path/torch``: the PR says which torch, not where."""
     words = (info or "").split()
@@ -372,30 +488,49 @@ def _version(info: str | None) -> str:
 
 
 def pr_input(ctx: Any) -> Any:
-    """The PR description's inputs, from the flow's checks and counts."""
-    from flow.workflows.refactor.prtext import PrInput, class_rows
-
+    """The PR description's inputs, from the flow's checks and counts. Nothing of this machine
+    goes in: the linter is named without its interpreter, and the checkout's, the
+    interpreter's, the flow folder's and the home folder's paths are given to be scrubbed."""
     from flow.workflows.refactor.mechanical import original
-    from flow.workflows.refactor.prchange import label_only, wider_coverage
+    from flow.workflows.refactor.prchange import cuda_decoupled, label_only, wider_coverage
+    from flow.workflows.refactor.prtext import MovedRow, PrInput, class_rows
+    from flow.workflows.refactor.testids import moved_tests
 
     checks = {c.name: c for c in ctx.data.checks}
     lint, hw = checks.get("test_linter"), checks.get("hw_classification")
     before, after = original(ctx).read_text(encoding="utf-8"), Path(ctx.data.file).read_text(encoding="utf-8")
-    return PrInput(rel=ctx.data.rel, classes=class_rows(after),
+    classes = class_rows(after)
+    labels = {c.name: c.hw_classification for c in classes}
+    moved = [MovedRow(test=m.fn, old_class=m.old_class, new_class=m.new_class, old_ids=list(m.old_ids),
+                      new_ids=list(m.new_ids), label=labels.get(m.new_class), old_pattern=m.old_pattern,
+                      new_pattern=m.new_pattern) for m in moved_tests(before, after)]
+    python = _python(ctx)
+    local = {ctx.data.repo: "the checkout", str(ctx.dir): "the flow folder", str(Path.home()): "~",
+             **{p: "python" for p in (python, str(Path(python).resolve()))}}
+    return PrInput(rel=ctx.data.rel, classes=classes, moved=moved, cuda_decoupled=cuda_decoupled(before, after),
                    label_only=label_only(before, after), coverage=wider_coverage(before, after),
-                   linter=ctx.data.linter, linter_passed=None if lint is None or lint.skipped else lint.passed,
+                   linter=ctx.data.linter.split(" (run by ")[0],
+                   linter_passed=None if lint is None or lint.skipped else lint.passed,
                    hw_counts=dict(ctx.data.hw_counts), hw_note=ctx.data.hw_note, hw_todo=ctx.data.hw_todo,
                    hw_runner=ctx.data.hw_runner or "python", refactor_failures=list(ctx.data.refactor_failures),
-                   preexisting=[d.test_name for d in ctx.data.deferred if d.original_fails_as],
-                   deferred=[d.test_name for d in ctx.data.deferred
-                             if not d.original_fails_as and d.test_name not in ctx.data.refactor_failures],
+                   preexisting=[d.test_name for d in ctx.data.deferred if d.original_fails_as and not d.by_person],
+                   preexisting_as={d.test_name: d.original_fails_as for d in ctx.data.deferred
+                                   if d.original_fails_as and not d.by_person},
+                   deferred=[d.test_name for d in ctx.data.deferred if not d.original_fails_as
+                             and not d.by_person and d.test_name not in ctx.data.refactor_failures],
+                   person_deferred={d.test_name: d.reason.partition("; the original: ")[2]
+                                    for d in ctx.data.deferred if d.by_person},
                    hw_passed=None if hw is None or hw.skipped else hw.passed,
                    local_tests=(f"{ctx.data.local_counts} (torch {_version(ctx.data.test_torch_info)})"
                                 if ctx.data.local_counts else ctx.data.local_tests),
-                   devices=list(ctx.data.test_devices or []))
+                   devices=list(ctx.data.test_devices or []),
+                   local={p: w for p, w in local.items() if p.strip("/")})
 
 
-def write_summary(ctx: Any) -> Path:
+def write_summary(ctx: Any, pending: list[str] | None = None, earlier: str | None = None) -> Path:
+    """``final_summary.md``; ``pending``: the checkout's uncommitted changes to the files a
+    refactor touches (said when this run changed nothing), ``earlier``: the summary of the
+    flow whose result they are."""
     report = plan(ctx)
     unchanged = not changed(ctx)
     summary = SummaryInput(file=ctx.data.rel, field=ctx.data.field, unchanged=unchanged,
@@ -404,5 +539,6 @@ def write_summary(ctx: Any) -> Path:
                            checks=ctx.data.checks, retries=ctx.data.retries, deferred=ctx.data.deferred,
                            local_tests=ctx.data.local_tests, notes=[*ctx.data.notes, *_sentinel_notes(ctx)],
                            decided_by_person=list(ctx.data.decided_by_person),
+                           uncommitted=list(pending or []), earlier_summary=earlier or "",
                            ci_check_command=ctx.cmds.cli("--ci-check"))
     return ctx.write_text("final_summary.md", render_summary(summary))

@@ -9,7 +9,8 @@ of classes with those labels, printing one line first::
 printed none: never read as zero tests); ``account`` checks that every test is accounted
 for: no test unclassified, the same total in every run, and the runs' counts adding up to
 it. ``entry_point`` says how the file runs its tests (only ``common_utils.run_tests()`` takes
-the flag; ``unittest.main()`` refuses it), ``conftest_filter`` whether the checkout's pytest
+the flag; ``unittest.main()`` refuses it), ``entry_fix`` the edit that makes it count them
+(the base class too: ``run_tests()`` refuses a ``unittest.TestCase`` class), ``conftest_filter`` whether the checkout's pytest
 conftest has PyTorch's ``--hw-classification`` filter (the check that applies to such a
 file). Pure but for reading conftest files: the jobs are started by
 ``flow.workflows.refactor.gates``.
@@ -115,6 +116,41 @@ ENTRY_FIX = {"unittest_main": "replace `unittest.main()` with `run_tests()` (imp
                       "`__main__` block",
              "none": "add `if __name__ == \"__main__\": run_tests()` (run_tests from "
                      "torch.testing._internal.common_utils) at its end"}
+
+
+def unittest_classes(text: str) -> list[str]:
+    """Classes that extend unittest's ``TestCase`` (``unittest.TestCase``, or ``TestCase``
+    imported from ``unittest``) directly: ``run_tests()`` refuses them and their subclasses
+    ("This test class should extend from torch.testing._internal.common_utils.TestCase") and
+    exits 1. A subclass is mended with its base, so only these are named."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    plain = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "unittest"
+             for a in n.names if a.name == "TestCase"}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def of_unittest(cls: ast.ClassDef) -> bool:
+        return any((isinstance(b, ast.Attribute) and b.attr == "TestCase" and getattr(b.value, "id", "") == "unittest")
+                   or (isinstance(b, ast.Name) and b.id in plain) for b in cls.bases)
+
+    return [n for n, c in classes.items() if of_unittest(c)]
+
+
+def entry_fix(entry: EntryPoint, text: str) -> str:
+    """The edit that lets ``python FILE --hw-classification`` count the file's tests, complete
+    as printed: ``run_tests()`` in the ``__main__`` block, and every class that extends
+    unittest's ``TestCase`` switched to ``torch.testing._internal.common_utils.TestCase``
+    (``run_tests()`` refuses it otherwise)."""
+    fix = ENTRY_FIX[entry]
+    bases = unittest_classes(text)
+    if not bases:
+        return fix
+    names = ", ".join(f"`{b}`" for b in bases)
+    return (f"{fix}; and make {names} extend `TestCase` from torch.testing._internal.common_utils "
+            f"instead of unittest's `TestCase` (`from torch.testing._internal.common_utils import "
+            f"run_tests, TestCase`): run_tests() refuses a test class that does not, and exits 1")
 
 
 def conftest_filter(repo: Path, file: Path) -> Path | None:

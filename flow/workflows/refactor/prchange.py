@@ -2,8 +2,10 @@
 looks for (seed phase 7, "Finalize"): where tests now run on more device types (``only_for``
 removed from an instantiation, an ``@only*`` decorator widened to ``@onlyAccelerator`` or
 dropped in a class instantiated for every device), and whether the change only labels the
-classes (``hw_classification`` and its import, nothing else). Pure; a file that does not
-parse gives no coverage lines and is not label-only.
+classes (``hw_classification`` and its import, nothing else), and whether it takes
+CUDA-only markers out (``cuda_decoupled``: the title says "Decouple ... from CUDA-specific"
+only then). Pure; a file that does not parse gives no coverage lines, is not label-only
+and is not decoupled.
 """
 
 from __future__ import annotations
@@ -111,3 +113,37 @@ def label_only(before: str, after: str) -> bool:
     if old is None or new is None or before == after:
         return False
     return _strip_labels(old) == _strip_labels(new)
+
+
+#: decorators that tie a test to CUDA alone
+_CUDA_ONLY = frozenset({"onlyCUDA", "onlyCUDAAndPRIVATEUSE1", "largeTensorTest"})
+#: names that gate a test on CUDA being there
+_CUDA_GATES = frozenset({"TEST_CUDA", "TEST_MULTIGPU", "TEST_CUDNN", "TEST_CUDA_GRAPH"})
+
+
+def _cuda_markers(tree: ast.Module) -> int:
+    """How many CUDA-only markers the file has: ``@onlyCUDA``-style decorators, ``@onlyOn("cuda")``,
+    ``only_for`` naming cuda, ``.cuda()`` calls, ``"cuda"`` / ``"cuda:N"`` strings, ``torch.cuda.*``
+    uses and ``TEST_CUDA``-style gates."""
+    n = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            n += sum(1 for d in node.decorator_list if _name(d) in _CUDA_ONLY)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda" \
+                and not node.args:
+            n += 1
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                node.value == "cuda" or node.value.startswith("cuda:")):
+            n += 1
+        elif isinstance(node, ast.Attribute) and node.attr == "cuda" and isinstance(node.value, ast.Name) \
+                and node.value.id == "torch":
+            n += 1
+        elif isinstance(node, ast.Name) and node.id in _CUDA_GATES:
+            n += 1
+    return n
+
+
+def cuda_decoupled(before: str, after: str) -> bool:
+    """Whether the change takes CUDA-only markers out of the file (fewer after than before)."""
+    old, new = _parse(before), _parse(after)
+    return old is not None and new is not None and _cuda_markers(new) < _cuda_markers(old)

@@ -46,6 +46,8 @@ class DeferredFailure(BaseModel):
     reason: str
     #: the original's test that fails the same way, run the same way ("" when not checked)
     original_fails_as: str = ""
+    #: deferred by a person's answer once the fix rounds were spent (the reason says both runs' results)
+    by_person: bool = False
 
 
 class SummaryInput(BaseModel):
@@ -71,6 +73,10 @@ class SummaryInput(BaseModel):
     ci_check_command: str
     pr: PrInput | None = None  # the PR description that opens the summary
     unchanged: bool = False  # the run changed no line: no PR to propose
+    #: the checkout's uncommitted changes to the files a refactor touches (git's names), said
+    #: when this run changed nothing: the change a PR would carry is already there
+    uncommitted: list[str] = Field(default_factory=list)
+    earlier_summary: str = ""  # the summary of the finished flow whose result they are
     judged_by: str = ""  # which TEST_LINTER judged the file
 
 
@@ -91,7 +97,14 @@ def _cell(text: str) -> str:
 def render_summary(s: SummaryInput) -> str:
     """Return the Markdown summary for ``s``."""
     out = [f"# Refactoring summary: `{s.file}`", "", f"Field: **{s.field}**", ""]
-    if s.unchanged:
+    if s.unchanged and s.uncommitted:
+        out += ["**Unchanged by this run**: it changed no line of the file or of the files that refer "
+                "to it. The checkout holds uncommitted changes to "
+                + ", ".join(f"`{_cell(f)}`" for f in s.uncommitted)
+                + (f", the result of an earlier flow (its summary and PR description: {s.earlier_summary})"
+                   if s.earlier_summary else ", made before this run")
+                + ": that change is the one a PR would carry; this run found nothing more to change.", ""]
+    elif s.unchanged:
         out += ["**Unchanged**: the refactor changed no line of the file or of the files that "
                 "refer to it; there is no PR to open.", ""]
     elif s.pr is not None:
@@ -130,12 +143,18 @@ def render_summary(s: SummaryInput) -> str:
     out += [f"- `{d.test_name}`: {d.reason}" for d in s.deferred] or ["None."]
     out += ["", "## Decisions and notes", ""]
     out += [f"- {_cell(n)}" for n in dict.fromkeys(s.notes)] or ["None."]
+    if s.unchanged and s.uncommitted:
+        where = (f"open the PR as {s.earlier_summary} describes" if s.earlier_summary
+                 else "open a PR with a description of that change")
+        return "\n".join([*out, "", "## Next steps", "",
+                          "1. Review the checkout's uncommitted change (`git diff -- "
+                          + " ".join(_cell(f) for f in s.uncommitted) + f"`), then commit it and {where}."]) + "\n"
     if s.unchanged:
         return "\n".join([*out, "", "## Next steps", "", "None: nothing changed."]) + "\n"
     first = "1. Review the diff, then create a branch, commit and push it, and open a draft PR."
     if s.pr is not None:
         first = (f"1. Review the diff, then create a branch, commit and push it (this one file), and "
-                 f"open a PR titled \"{title(s.pr.rel, s.pr.label_only)}\" with the description above.")
+                 f"open a PR titled \"{title(s.pr)}\" with the description above.")
         stops = blockers(s.pr)
         if stops:
             first = ("1. Not ready for a PR yet: " + "; ".join(stops) + ". Do that first; open no "
@@ -149,7 +168,7 @@ def render_summary(s: SummaryInput) -> str:
         f"`{s.ci_check_command}` (add `--pr-number N` to skip detecting the PR).",
     ]
     step = 3
-    if s.deferred and (s.pr is None or any(not d.original_fails_as for d in s.deferred)):
+    if s.deferred and (s.pr is None or any(not d.original_fails_as and not d.by_person for d in s.deferred)):
         out.append(f"{step}. Mention the deferred failures in the PR description; CI will show whether they are pre-existing.")
         step += 1
     if s.decided_by_person:
