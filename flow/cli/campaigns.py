@@ -303,6 +303,7 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
     """The object printed when this worker finds nothing to take: ``campaign_finished``, or
     ``nothing_free`` with ``poll_after_s`` (when the soonest lease ends) and the items parked
     for a person."""
+    from flow.cli.person import counted
     from flow.core.render import envelope
     from workspace.campaignstatus import summary
 
@@ -322,12 +323,12 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
     held = left - parked
     steps = []
     if held:
-        steps.append(f"{held} item(s) are held by other workers' leases; run this command "
-                     "again after poll_after_s: an item whose harness died comes back when "
-                     "its lease ends")
+        steps.append(f"{counted(held, 'item is', 'items are')} held by other workers' "
+                     "leases; run this command again after poll_after_s: an item whose "
+                     "harness died comes back when its lease ends")
     if parked:
-        steps.append(f"{parked} item(s) are parked for a person after too many claims "
-                     f"(ORCHESTRATOR_MAX_CLAIMS): see 'status --campaign {name}'")
+        steps.append(f"{counted(parked, 'item is', 'items are')} parked for a person after "
+                     f"too many claims (ORCHESTRATOR_MAX_CLAIMS): see 'status --campaign {name}'")
     soonest = info.get("next_lease_end_s") if info else None
     wait = 60 if soonest is None else int(min(600.0, max(5.0, soonest + 1)))
     return envelope(None, root, "done", harness, outcome="nothing_free", campaign=info,

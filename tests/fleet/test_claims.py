@@ -93,7 +93,7 @@ def test_the_status_table_names_a_parked_item_for_a_person(tmp_path: Path,
                             "status", "--campaign", "c"], capture_output=True, text=True,
                            env=second.env, timeout=60).stdout
     assert "0 done, 0 leased (0 expired), 0 free, 1 parked" in table
-    assert "PARKED p: claimed 1 times without finishing (last holder a" in table
+    assert "PARKED p: claimed 1 time without finishing (last holder a" in table
 
 
 def _pid(path: Path) -> int:
