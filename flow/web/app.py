@@ -8,6 +8,9 @@ harness contract stays the only way in):
 - ``/parts/flows``           the list's rows alone, which the page polls to stay live;
 - ``/flow/{id}``             one flow: diagram, timeline, pending tasks, jobs, outputs;
 - ``/parts/jobs/{id}``       that flow's running jobs alone (polled: elapsed, log tail);
+- ``/campaign/{name}``       a campaign of the PostgreSQL store, its items filtered by
+                             ``?state=`` and ``?q=`` and paged (``/parts/campaign/{name}``:
+                             the part the page polls);
 - ``/diagram.svg?flow={id}`` its state machine drawn by Graphviz, current state and path
                              highlighted (``flow.cli.graph.picture``);
 - ``/favicon.ico``           the page's icon (``static/favicon.svg``);
@@ -236,15 +239,41 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
             return not_found(request, "no such job log")
         return Response(text, media_type="text/plain; charset=utf-8")
 
+    def campaign_body(name: str, params: dict[str, str], part: bool) -> tuple[str, str] | None:
+        """A campaign's page (or its live part): its figures, leases and the page of its
+        items the filter keeps (``flow.web.campaigns.choose``)."""
+        from flow.cli.inbox import page_of
+        from flow.web.campaigns import ITEM_STATES, campaign_view, choose
+
+        assert url is not None
+        view = campaign_view(url, name)
+        if view is None:
+            return None
+        chosen = choose(view["item_rows"], params["state"], params["q"])
+        try:
+            number = int(params["page"] or 1)
+        except ValueError:
+            number = 1
+        rows, number, pages = page_of(chosen, number)
+        body = html("campaignbody.html" if part else "campaign.html", c=view, rows=rows,
+                    matched=len(chosen), page=number, pages=pages, want=params,
+                    states=ITEM_STATES)
+        return body, etag_of(body)
+
     async def campaign(request: Request) -> Response:
+        return await campaign_answer(request, False)
+
+    async def campaign_part(request: Request) -> Response:
+        return await campaign_answer(request, True)
+
+    async def campaign_answer(request: Request, part: bool) -> Response:
         if url is None:
             return not_found(request, "campaigns live in the PostgreSQL store (serve --store)")
-        from flow.web.campaigns import campaign_view
-
-        view = await run_in_threadpool(campaign_view, url, request.path_params["name"])
-        if view is None:
+        params = {k: request.query_params.get(k, "")[:200] for k in ("state", "q", "page")}
+        got = await run_in_threadpool(campaign_body, request.path_params["name"], params, part)
+        if got is None:
             return not_found(request, "no such campaign")
-        return page("campaign.html", c=view)
+        return answer(request, *got, refresh=False)
 
     def diagram_svg(flow_id: str) -> Response | None:
         info = flow_page(root, flow_id, src)
@@ -293,6 +322,7 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         Route("/parts/flow/{flow_id:path}", flow_live, methods=["GET"]),
         Route("/log/{job_id}/{flow_id:path}", job_log, methods=["GET"]),
         Route("/campaign/{name}", campaign, methods=["GET"]),
+        Route("/parts/campaign/{name}", campaign_part, methods=["GET"]),
         Route("/diagram.svg", diagram, methods=["GET"]),
         Route("/favicon.ico", favicon, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
