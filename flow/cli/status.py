@@ -313,8 +313,8 @@ def item_lines(items: list[dict[str, Any]], total: int, width: int) -> str:
             text = (f"campaign {it['campaign']} item {it['item']}: LEASE EXPIRED "
                     f"{it['expired_s_ago']:g} s ago (at {it['lease_until']}); held by "
                     f"{it['holder'] or '-'} on {it['host'] or '-'} (pid {it['pid'] or '-'}) "
-                    f"since {it['since']}, {counted(it['claims'], 'claim')}, {flow}; the next worker's "
-                    "campaign command takes it over")
+                    f"since {it['since']}, {counted(it['claims'], 'claim')}, {flow}; the next "
+                    "worker's campaign command takes it over")
         else:
             text = (f"campaign {it['campaign']} item {it['item']}: PARKED at {it['parked_at']} "
                     f"after {counted(it['claims'], 'claim')} (last holder {it['holder'] or '-'} on "
@@ -324,6 +324,6 @@ def item_lines(items: list[dict[str, Any]], total: int, width: int) -> str:
             text += f"; last error: {it['last_error']}"
         lines.extend(wrap(text, width, "    ", ""))
     if total > len(items):
-        lines.append(f"... and {counted(total - len(items), 'more campaign item')} (status --campaign "
-                     "NAME lists each)")
+        more = counted(total - len(items), "more campaign item")
+        lines.append(f"... and {more} (status --campaign NAME lists each)")
     return "".join(line + "\n" for line in lines)
