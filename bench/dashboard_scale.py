@@ -5,7 +5,7 @@ notes flow waiting on an agent) and cloning their folders under new ids, served 
 ``orchestrator.py serve``. Measured, each as the median time to the first byte of a fresh
 connection, against the same bytes served by a static file server on the same machine:
 
-- ``list``: the list page ``/`` (the index warm);
+- ``list``: the list page ``/`` (the index warm, no refresh running);
 - ``refresh``: the page's 2-s poll ``/parts/flows`` with the ETag it holds, one second apart
   so that each one sets off a revalidation of the index (a stat walk of the workspace, in a
   background thread once the answer is sent), nothing changed; the static server is asked
@@ -13,10 +13,16 @@ connection, against the same bytes served by a static file server on the same ma
 - ``refresh_changed``: the same poll after one flow's state was touched (that flow re-read,
   the part rendered again);
 - ``static_during_list``: ``/static/style.css`` asked while a list is being rendered (a flow
-  touched first so the render is not cached) vs asked alone.
+  touched first so the render is not cached) vs asked alone;
+- ``flow``: one flow's page ``/flow/ID`` (the main job's clone, or the refactor's when
+  there is one: the biggest page), the flow unchanged since its last render;
+- ``flow_poll``: that page's 2-s poll ``/parts/flow/ID`` with the ETag it holds, the flow
+  unchanged (its saved version read, a 304);
+- ``flow_poll_changed``: the same poll right after the flow was touched (rendered again).
 
-Targets: list and refresh within 10x the static server, a static file during a list render
-within 2x its time alone.
+Targets: the list, the flow page and both polls within 2x the static server (the polls
+against the part's bytes served whole), a static file during a list render within 2x its
+time alone.
 
 The same on the PostgreSQL store (``serve --store``), unless ``--no-postgres`` or ``initdb``
 is missing: a throw-away cluster (``tests.store.pgserver``: Debian's ``initdb``/``pg_ctl``, as
@@ -119,10 +125,10 @@ def median(values: list[float]) -> float:
     return round(statistics.median(values) * 1000, 3)
 
 
-def measure(url: str, static_dir: Path, touch: Callable[[int], None], runs: int
-            ) -> dict[str, Any]:
+def measure(url: str, static_dir: Path, touch: Callable[[int], None], runs: int,
+            flow_id: str, touch_flow: Callable[[], None]) -> dict[str, Any]:
     """The figures of one served store (see the module docstring); ``touch(i)`` changes the
-    i-th flow."""
+    i-th flow, ``touch_flow()`` the flow ``flow_id`` whose page is measured."""
     cold, page = first_byte(url, "/")
     part_tag = etag_of(url, "/parts/flows")
     _, part = first_byte(url, "/parts/flows")
@@ -131,10 +137,20 @@ def measure(url: str, static_dir: Path, touch: Callable[[int], None], runs: int
     (static_dir / "part.html").write_bytes(part)
     (static_dir / "style.css").write_bytes((ROOT / "flow/web/static/style.css").read_bytes())
     surl, server = static_server(static_dir)
+    from urllib.parse import quote
+
+    flow_path = f"/flow/{quote(flow_id)}"
+    poll_path = f"/parts/flow/{quote(flow_id)}"
+    _, flow_page = first_byte(url, flow_path)
+    _, flow_part = first_byte(url, poll_path)
+    (static_dir / "flow.html").write_bytes(flow_page)
+    (static_dir / "flow_part.html").write_bytes(flow_part)
     out: dict[str, list[float]] = {k: [] for k in (
         "list", "list_static", "refresh", "refresh_static", "refresh_changed",
-        "css_alone", "css_during_list")}
+        "css_alone", "css_during_list", "flow", "flow_static", "flow_poll",
+        "flow_poll_static", "flow_poll_changed")}
     for i in range(runs):
+        time.sleep(1.05)  # the re-render the last change set off (in the background) is over
         out["list"].append(first_byte(url, "/")[0])
         out["list_static"].append(first_byte(surl, "/list.html")[0])
         time.sleep(1.05)  # past the index's 1 s: this poll revalidates
@@ -152,6 +168,17 @@ def measure(url: str, static_dir: Path, touch: Callable[[int], None], runs: int
         lister.start()
         out["css_during_list"].append(first_byte(url, "/static/style.css")[0])
         lister.join()
+    time.sleep(1.05)  # the index's refresh set off by the last list is over
+    flow_tag = etag_of(url, poll_path)
+    for _ in range(runs):
+        out["flow"].append(first_byte(url, flow_path)[0])
+        out["flow_static"].append(first_byte(surl, "/flow.html")[0])
+        out["flow_poll"].append(first_byte(url, poll_path, {"If-None-Match": flow_tag})[0])
+        out["flow_poll_static"].append(first_byte(surl, "/flow_part.html")[0])
+        touch_flow()
+        out["flow_poll_changed"].append(first_byte(url, poll_path,
+                                                  {"If-None-Match": flow_tag})[0])
+        flow_tag = etag_of(url, poll_path)
     server.shutdown()
     ms = {k: median(v) for k, v in out.items()}
     return {
@@ -161,7 +188,20 @@ def measure(url: str, static_dir: Path, touch: Callable[[int], None], runs: int
         "refresh_vs_static": round(ms["refresh"] / ms["refresh_static"], 2),
         "refresh_changed_vs_static": round(ms["refresh_changed"] / ms["refresh_static"], 2),
         "css_during_list_vs_alone": round(ms["css_during_list"] / ms["css_alone"], 2),
+        "flow_page": flow_id, "flow_bytes": len(flow_page), "flow_part_bytes": len(flow_part),
+        "flow_vs_static": round(ms["flow"] / ms["flow_static"], 2),
+        "flow_poll_vs_static": round(ms["flow_poll"] / ms["flow_poll_static"], 2),
+        "flow_poll_changed_vs_static": round(ms["flow_poll_changed"] / ms["flow_poll_static"],
+                                             2),
     }
+
+
+def biggest(ids: list[str]) -> str:
+    """The clone of the refactor demo's flow when there is one (the biggest page: summary
+    and diff), else of the main job's."""
+    clones = [i for i in ids if "/clone-" in i]
+    return next((i for i in clones if i.startswith("refactor/")),
+                next((i for i in clones if i.startswith("reproduce/")), clones[0]))
 
 
 def file_store(tmp: Path, flows: int, runs: int, refactor: bool) -> dict[str, Any]:
@@ -170,9 +210,10 @@ def file_store(tmp: Path, flows: int, runs: int, refactor: bool) -> dict[str, An
     kinds = make_workspace(root, flows, refactor)
     built_s = time.perf_counter() - t
     states = sorted(root.rglob("flow_state.json"))
+    shown = biggest([str(s.parent.relative_to(root)) for s in states])
     with serving(root) as (url, _):
         figures = measure(url, tmp / "static-file", lambda i: os.utime(states[i % len(states)]),
-                          runs)
+                          runs, shown, lambda: os.utime(root / shown / "flow_state.json"))
     return {"flows": len(states), "flow_kinds_cloned": kinds, "build_s": round(built_s, 1),
             **figures}
 
@@ -230,8 +271,11 @@ def postgres_store(tmp: Path, flows: int, runs: int, refactor: bool) -> dict[str
             conn.execute("UPDATE flows SET revision = revision + 1 WHERE flow_id = %s",
                          (ids[i % len(ids)],))
 
+        shown = biggest(ids)
         with serving(tmp / "pg_viewer", ORCHESTRATOR_STORE=url) as (served, _):
-            figures = measure(served, tmp / "static-pg", touch, runs)
+            figures = measure(served, tmp / "static-pg", touch, runs, shown,
+                              lambda: conn.execute("UPDATE flows SET revision = revision + 1 "
+                                                   "WHERE flow_id = %s", (shown,)))
         conn.close()
         return {"flows": len(ids), "flow_kinds_cloned": kinds, "build_s": round(built_s, 1),
                 **figures}

@@ -360,6 +360,7 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
     """The object printed when this worker finds nothing to take: ``campaign_finished``, or
     ``nothing_free`` with ``poll_after_s`` (when the soonest lease ends) and the items parked
     for a person."""
+    from flow.cli.person import counted
     from flow.core.render import envelope
     from workspace.campaignstatus import summary
 
@@ -372,8 +373,9 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
             "" if not info or not info["by_state"]["dropped"] else
             f" or dropped ({info['by_state']['dropped']} dropped)")]
         if parked:
-            steps = [f"campaign {name!r} is finished but for {parked} item(s) parked for a "
-                     "person after too many claims, which no worker takes: "
+            steps = [f"campaign {name!r} is finished but for "
+                     f"{counted(parked, 'item')} parked for a person after too many claims, "
+                     "which no worker takes: "
                      + "; ".join(_parked_line(p, name) for p in info["parked"][:20])]
         if info and info["kind"] == "reproduce":
             from flow.cli.campaignreport import write_report
@@ -385,11 +387,12 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
             if parked else {}
         return envelope(None, root, "done", harness, outcome="campaign_finished", campaign=info,
                         next_steps=steps, **fields)
-    steps = [f"{held} item(s) are held by other workers' leases; run this command again "
-             "after poll_after_s: an item whose harness died comes back when its lease ends"]
+    steps = [f"{counted(held, 'item is', 'items are')} held by other workers' leases; run this "
+             "command again after poll_after_s: an item whose harness died comes back when its "
+             "lease ends"]
     if parked:
-        steps.append(f"{parked} item(s) are parked for a person after too many claims "
-                     f"(ORCHESTRATOR_MAX_CLAIMS): see 'status --campaign {name}'")
+        steps.append(f"{counted(parked, 'item is', 'items are')} parked for a person after "
+                     f"too many claims (ORCHESTRATOR_MAX_CLAIMS): see 'status --campaign {name}'")
     soonest = info.get("next_lease_end_s") if info else None
     wait = 60 if soonest is None else int(min(600.0, max(5.0, soonest + 1)))
     return envelope(None, root, "done", harness, outcome="nothing_free", campaign=info,

@@ -88,11 +88,12 @@ def campaign_status(name: str, url: str | None, root: Path, harness: str, *,
 
 def table(info: dict[str, Any], width: int = 100) -> str:
     """One campaign in lines of at most ``width`` columns, wrapped between words."""
-    from flow.cli.person import wrap
+    from flow.cli.person import counted, wrap
 
     s = info["by_state"]
     rate = info["throughput_per_hour"]
-    lines = wrap(f"campaign {info['campaign']} ({info['kind']}): {info['items']} items, "
+    lines = wrap(f"campaign {info['campaign']} ({info['kind']}): "
+                 f"{counted(info['items'], 'item')}, "
                  f"{s['done']} done, {s['leased']} leased ({info['expired_leases']} expired), "
                  f"{s['free']} free, {s.get('parked', 0)} parked"
                  f"{', ' + str(s['dropped']) + ' dropped' if s.get('dropped') else ''}; "
@@ -114,8 +115,8 @@ def table(info: dict[str, Any], width: int = 100) -> str:
                           f"{item['done_at']}, flow {item['flow_id'] or '-'}",
                           width, "      ", "  "))
     for item in info.get("parked", []):
-        lines.extend(wrap(f"PARKED {item['item']}: claimed {item['claims']} times without "
-                          f"finishing (last holder {item['last_holder'] or '-'} on "
+        lines.extend(wrap(f"PARKED {item['item']}: claimed {counted(item['claims'], 'time')} "
+                          f"without finishing (last holder {item['last_holder'] or '-'} on "
                           f"{item['host'] or '-'}, flow {item['flow_id'] or '-'}, token "
                           f"{item.get('token', '-')}); a person looks at why, then runs "
                           f"campaign {info['campaign']} --requeue {item['item']} --lease "

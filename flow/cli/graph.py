@@ -23,24 +23,27 @@ PICTURES = ("svg", "png")
 
 
 def graph_command(args: argparse.Namespace, words: list[str], root: Path,
-                  harness: str) -> dict[str, Any]:
+                  harness: str, url: str | None = None) -> dict[str, Any]:
     """``graph WORKFLOW [--format F] [--flow ID] [--output PATH]``: the diagram, and for a
-    picture the file it was written to (``picture``)."""
+    picture the file it was written to (``picture``). ``--flow`` takes what it takes
+    everywhere (a full id, a tail of one, the beginning of one: ``flow.cli.flowids``), of the
+    file store or of the PostgreSQL store at ``url``."""
     from flow.core.render import envelope
 
     if len(words) < 2:
         raise UsageError("graph needs a workflow name", f"one of: {', '.join(registry.names())}")
     wf = registry.load(words[1]).WORKFLOW
-    current, path = (None, []) if not args.flow else flow_path(root, args.flow, wf.name)
+    flow_id = full_flow_id(root, args.flow, url) if args.flow else None
+    current, path = (None, []) if not flow_id else flow_path(root, flow_id, wf.name, url)
     out: dict[str, Any] = {**envelope(None, root, "done", harness), "workflow": wf.name,
                            "mermaid": wf.mermaid(current, path), "states": list(wf.states),
                            "terminal": sorted(wf.terminal), "kinds": wf.kinds()}
-    if args.flow:
-        out.update(flow_id=args.flow, current=current, path=path)
+    if flow_id:
+        out.update(flow_id=flow_id, current=current, path=path)
     fmt = args.format or "mermaid"
     out["format"] = fmt
     if fmt in PICTURES:
-        named = default_output(root, wf.name, args.flow, fmt)
+        named = default_output(root, wf.name, flow_id, fmt)
         target = output_path(Path(args.output), named.name) if args.output else named
         data = picture(wf, fmt, current, path)
         from workspace.atomic import write_atomic
@@ -119,12 +122,31 @@ def _mode(path: Path) -> int | None:
                                  "name a new file or a regular file to replace") from None
 
 
-def flow_path(root: Path, flow_id: str, workflow: str) -> tuple[str, list[str]]:
+def full_flow_id(root: Path, given: str, url: str | None) -> str:
+    """The full id of the flow ``--flow given`` names: itself when a flow has that id, else
+    the one flow it is a tail or the beginning of (``flow.cli.flowids.resolve``: several or
+    none is a ``FlowNotFound`` listing the candidates)."""
+    from workspace.paths import check_flow_id
+    from workspace.selection import open_store
+
+    flow_id = check_flow_id(given)
+    if open_store(root, flow_id, url).exists():
+        return flow_id
+    from flow.cli.flowids import resolve
+
+    from workspace.pgerrors import mask_url
+
+    where = f"workspace {str(root)!r}" if url is None else f"the store {mask_url(url)}"
+    return resolve(flow_id, root, url, where)
+
+
+def flow_path(root: Path, flow_id: str, workflow: str,
+              url: str | None = None) -> tuple[str, list[str]]:
     """A flow's current state and the states it went through, from its saved history."""
     from workspace.paths import check_flow_id
-    from workspace.store import FlowStore
+    from workspace.selection import open_store
 
-    store = FlowStore(root, check_flow_id(flow_id))
+    store = open_store(root, check_flow_id(flow_id), url)
     if not store.exists():
         from flow.core.errors import FlowNotFound
 

@@ -75,7 +75,7 @@ def _run(args: argparse.Namespace, root: Path, harness: str, script: Path,
     if command == "graph":
         from flow.cli.graph import graph_command
 
-        return graph_command(args, words, root, harness)
+        return graph_command(args, words, root, harness, url)
     if command == "serve":
         raise UsageError("serve runs only from the command line (it serves until stopped)",
                          "run 'orchestrator.py serve' in a terminal")

@@ -7,7 +7,8 @@ example), ``graph`` the Mermaid source or the path of the picture it wrote, an e
 message once with its hint, ``demo`` what it did, and ``serve`` that it serves (and, when
 stopped, that it stopped). ``text_for`` says which; every other answer stays JSON.
 
-Text here fits ``width()`` columns (the terminal's, at most 100): long text is wrapped between
+A count is written with its words agreeing (``counted``: ``1 claim``, ``2 claims``). Text
+here fits ``width()`` columns (the terminal's, at most 100): long text is wrapped between
 words, never cut inside one (only a word longer than a whole line is broken).
 """
 
@@ -45,6 +46,13 @@ def wrap(text: str, columns: int, indent: str = "", first: str | None = None) ->
                           subsequent_indent=indent, break_on_hyphens=False,
                           break_long_words=False)
     return lines or [lead.rstrip()]
+
+
+def counted(n: Any, one: str, many: str | None = None) -> str:
+    """``n`` and the words for that many: ``counted(1, "claim")`` is ``1 claim``,
+    ``counted(2, "claim")`` ``2 claims``; ``many`` where adding an ``s`` is wrong
+    (``counted(n, "lease expired", "leases expired")``, ``counted(n, "needs", "need")``)."""
+    return f"{n} {one if n == 1 else (many if many is not None else one + 's')}"
 
 
 def clip(text: str, limit: int) -> str:
@@ -116,7 +124,7 @@ def demo_text(result: dict[str, Any], columns: int) -> str:
     file, checkout = str(result.get("file")), f"{demo.get('checkout')}/"
     file = file[len(checkout):] if file.startswith(checkout) else file
     lines = wrap(f"done: the demo took {file} to {result.get('phase')} "
-                 f"(outcome {result.get('outcome')}) in {demo.get('calls')} calls",
+                 f"(outcome {result.get('outcome')}) in {counted(demo.get('calls'), 'call')}",
                  columns, "  ", "")
     for label, value in (("summary", result.get("summary_path")),
                          ("refactored checkout", demo.get("checkout")),

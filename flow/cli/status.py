@@ -281,14 +281,15 @@ def status(root: Path, harness: str, *, as_json: bool,
             listed = redact_tree(items[0])
             counted.update(items[1])
     if not as_json:
-        from flow.cli.person import width
+        from flow.cli.person import counted as n_of, width
 
         if counted is None:
             return table(rows, where or root, width())
         extra = counted.get("expired_lease", 0) + counted.get("parked", 0)
-        leases = (f", {counted['expired_lease']} expired leases, {counted['parked']} parked "
-                  "items" if items is not None else "")
-        head = (f"{len(rows) + extra} need a person: {counted['person']} asking, "
+        leases = (f", {n_of(counted['expired_lease'], 'expired lease')}, "
+                  f"{n_of(counted['parked'], 'parked item')}" if items is not None else "")
+        needing = n_of(len(rows) + extra, "needs", "need")
+        head = (f"{needing} a person: {counted['person']} asking, "
                 f"{counted['error'] + counted['unreadable']} failed, {counted['stuck']} stuck"
                 f"{leases}\n")
         return head + (table(rows, where or root, width()) if rows else "") + \
@@ -303,7 +304,7 @@ def status(root: Path, harness: str, *, as_json: bool,
 def item_lines(items: list[dict[str, Any]], total: int, width: int) -> str:
     """The campaign items that need a person, one wrapped line each (``status --needs-me``
     on the PostgreSQL store), and how many more there are than listed."""
-    from flow.cli.person import wrap
+    from flow.cli.person import counted, wrap
 
     lines: list[str] = []
     for it in items:
@@ -312,17 +313,17 @@ def item_lines(items: list[dict[str, Any]], total: int, width: int) -> str:
             text = (f"campaign {it['campaign']} item {it['item']}: LEASE EXPIRED "
                     f"{it['expired_s_ago']:g} s ago (at {it['lease_until']}); held by "
                     f"{it['holder'] or '-'} on {it['host'] or '-'} (pid {it['pid'] or '-'}) "
-                    f"since {it['since']}, {it['claims']} claims, {flow}; the next worker's "
-                    "campaign command takes it over")
+                    f"since {it['since']}, {counted(it['claims'], 'claim')}, {flow}; the next "
+                    "worker's campaign command takes it over")
         else:
             text = (f"campaign {it['campaign']} item {it['item']}: PARKED at {it['parked_at']} "
-                    f"after {it['claims']} claims (last holder {it['holder'] or '-'} on "
+                    f"after {counted(it['claims'], 'claim')} (last holder {it['holder'] or '-'} on "
                     f"{it['host'] or '-'}), {flow}; a person looks at why before it runs "
                     "again")
         if it.get("last_error"):
             text += f"; last error: {it['last_error']}"
         lines.extend(wrap(text, width, "    ", ""))
     if total > len(items):
-        lines.append(f"... and {total - len(items)} more campaign items (status --campaign "
-                     "NAME lists each)")
+        more = counted(total - len(items), "more campaign item")
+        lines.append(f"... and {more} (status --campaign NAME lists each)")
     return "".join(line + "\n" for line in lines)

@@ -9,10 +9,11 @@ writes, locks or runs a flow.
 - ``hosts``     the Host names answered (DNS rebinding), the warning for an open --host
 - ``index``     one summary per flow, re-read only when that flow changed
 - ``pages``     what a flow's page shows, read from that flow
+- ``pagecache`` a flow's page rendered once per saved version of it, its ETag
 - ``source``    where they are read from: the flow folders, or the PostgreSQL store
 - ``campaigns`` a campaign of the PostgreSQL store: items, leases, outcomes, report
 - ``outputs``   a flow's outputs: verdict, batch buckets, refactor summary and diff, CI rounds
-- ``templates`` and ``static``: the HTML, the style sheet and the one script
+- ``templates`` and ``static``: the HTML, the style sheet, the one script and the icon
 
 Nothing is imported here.
 """

@@ -8,8 +8,12 @@ harness contract stays the only way in):
 - ``/parts/flows``           the list's rows alone, which the page polls to stay live;
 - ``/flow/{id}``             one flow: diagram, timeline, pending tasks, jobs, outputs;
 - ``/parts/jobs/{id}``       that flow's running jobs alone (polled: elapsed, log tail);
+- ``/campaign/{name}``       a campaign of the PostgreSQL store, its items filtered by
+                             ``?state=`` and ``?q=`` and paged (``/parts/campaign/{name}``:
+                             the part the page polls);
 - ``/diagram.svg?flow={id}`` its state machine drawn by Graphviz, current state and path
                              highlighted (``flow.cli.graph.picture``);
+- ``/favicon.ico``           the page's icon (``static/favicon.svg``);
 - ``/static/...``            the page's own style sheet and script, from this package.
 
 Templates are Jinja2 with autoescaping on, and every value printed passes ``redact`` (a
@@ -47,18 +51,43 @@ HEADERS = {
 }
 
 
+POLL_TIMEOUT_S = 10.0  # a poll with no answer by then is given up: the part is shown stale
+
+
+def poll_timeout_s() -> float:
+    """How long the page waits for a poll's answer (``ORCHESTRATOR_POLL_TIMEOUT_S``, default
+    ``POLL_TIMEOUT_S``; a value that is no positive number is the default)."""
+    import os
+
+    raw = os.environ.get("ORCHESTRATOR_POLL_TIMEOUT_S", "").strip()
+    try:
+        value = float(raw) if raw else POLL_TIMEOUT_S
+    except ValueError:
+        return POLL_TIMEOUT_S
+    return value if 0 < value < 3600 else POLL_TIMEOUT_S
+
+
 def templates() -> Environment:
     """The templates; every value they print has its secrets masked (``flow.core.redact``,
     the secret values found once for the server's life, each distinct text masked once)."""
+    from markupsafe import Markup
+
     from flow.core.redact import masker
 
     mask = masker()
 
     def finalize(value: Any) -> Any:
-        return mask(value) if isinstance(value, str) else value
+        # a Markup value is a part these templates rendered (and masked) already
+        return mask(value) if isinstance(value, str) and not isinstance(value, Markup) \
+            else value
 
-    return Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True,
-                       finalize=finalize, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True,
+                      finalize=finalize, trim_blocks=True, lstrip_blocks=True)
+    env.globals["poll_timeout_ms"] = int(poll_timeout_s() * 1000)
+    from flow.cli.person import counted
+
+    env.filters["counted"] = counted  # {{ n | counted("claim") }}: 1 claim, 2 claims
+    return env
 
 
 def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) -> Any:
@@ -72,30 +101,39 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
     from flow.web.index import FlowIndex
     from flow.web.source import source_for
 
+    import shutil
+    from collections import Counter
+
+    from flow.web.pagecache import PageCache, etag_of
+
     env = templates()
     src = source_for(root, url)
     index = FlowIndex(root, src)
     rendered: dict[tuple[Any, ...], tuple[str, str]] = {}
+    renders: Counter[str] = Counter()  # templates rendered, by name (tests count them)
+    pictures = shutil.which("dot") is not None
 
     def html(name: str, **context: Any) -> str:
+        renders[name] += 1
         return env.get_template(name).render(root=str(root), **context)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(html(name, **context), status_code=status)
 
-    def answer(request: Request, body: str, etag: str) -> Response:
-        """The body, or 304 when the page already holds this version of it; the index is
-        refreshed once the answer is sent (``FlowIndex.later``)."""
+    def answer(request: Request, body: str, etag: str, refresh: bool = True) -> Response:
+        """The body, or 304 when the page already holds this version of it; for the list
+        (``refresh``) the index is refreshed once the answer is sent (``FlowIndex.later``)."""
         from starlette.background import BackgroundTask
 
-        after = BackgroundTask(index.later)
+        after = BackgroundTask(index.later) if refresh else None
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers={"ETag": etag}, background=after)
         return HTMLResponse(body, headers={"ETag": etag}, background=after)
 
     def listing(params: dict[str, str], part: bool) -> tuple[str, str]:
         """The list (or its live part) for these parameters, rendered once per change of the
-        index (and per minute: ages and "stuck" move with the clock)."""
+        index (and per minute: whether a flow is stuck moves with the clock); its ETag is
+        the body's digest, so a list rendered again the same is still "not modified"."""
         rows = index.rows()
         key = (index.generation, int(time.time() // 60), part, tuple(sorted(params.items())))
         if key in rendered:
@@ -122,7 +160,7 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         body = html("listing.html" if part else "list.html", **context)
         if len(rendered) > 64:
             rendered.clear()
-        rendered[key] = (body, f'W/"{key[0]}-{key[1]}-{abs(hash(key)) % 10**12}"')
+        rendered[key] = (body, etag_of(body))
         return rendered[key]
 
     def warm() -> None:
@@ -150,29 +188,47 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         body, etag = await run_in_threadpool(listing, params_of(request), True)
         return answer(request, body, etag)
 
-    def flow_view(flow_id: str, part: bool) -> str | None:
+    def flow_part(flow_id: str) -> tuple[str, tuple[str, ...]] | None:
+        """The live part of a flow's page, and the files beyond the flow's own it read."""
         info = flow_page(root, flow_id, src)
         if info is None:
             return None
-        import shutil
+        body = html("flowbody.html", flow_id=flow_id, info=info, mermaid=_mermaid(info),
+                    pictures=pictures)
+        return body, _read_also(root, info)
 
-        return html("flowbody.html" if part else "flow.html", flow_id=flow_id, info=info,
-                    mermaid=_mermaid(info), pictures=shutil.which("dot") is not None)
+    pages = PageCache(src, flow_part)
+    whole: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def flow_view(flow_id: str, part: bool) -> tuple[str, str] | None:
+        """(body, ETag) of a flow's page or its live part: rendered only when the flow's
+        saved version moved (``flow.web.pagecache``); the page wraps the part and names its
+        ETag, so the page's first poll is already a 304."""
+        got = pages.get(flow_id)
+        if got is None or part:
+            return got
+        key = (flow_id, got[1])
+        if key not in whole:
+            from markupsafe import Markup
+
+            body = html("flow.html", flow_id=flow_id, body=Markup(got[0]), part_etag=got[1])
+            if len(whole) > 64:
+                whole.clear()
+            whole[key] = (body, etag_of(body))
+        return whole[key]
 
     async def flow(request: Request) -> Response:
         flow_id = request.path_params["flow_id"]
-        body = await run_in_threadpool(flow_view, flow_id, False)
-        if body is None:
+        got = await run_in_threadpool(flow_view, flow_id, False)
+        if got is None:
             return not_found(request, f"no flow {flow_id!r} in this workspace")
-        return HTMLResponse(body)
+        return answer(request, *got, refresh=False)
 
-    async def flow_part(request: Request) -> Response:
-        body = await run_in_threadpool(flow_view, request.path_params["flow_id"], True)
-        if body is None:
+    async def flow_live(request: Request) -> Response:
+        got = await run_in_threadpool(flow_view, request.path_params["flow_id"], True)
+        if got is None:
             return not_found(request, "no such flow")
-        import hashlib
-
-        return answer(request, body, f'W/"{hashlib.sha256(body.encode()).hexdigest()[:24]}"')
+        return answer(request, *got, refresh=False)
 
     async def job_log(request: Request) -> Response:
         from flow.web.pages import job_log_text
@@ -183,15 +239,41 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
             return not_found(request, "no such job log")
         return Response(text, media_type="text/plain; charset=utf-8")
 
+    def campaign_body(name: str, params: dict[str, str], part: bool) -> tuple[str, str] | None:
+        """A campaign's page (or its live part): its figures, leases and the page of its
+        items the filter keeps (``flow.web.campaigns.choose``)."""
+        from flow.cli.inbox import page_of
+        from flow.web.campaigns import ITEM_STATES, campaign_view, choose
+
+        assert url is not None
+        view = campaign_view(url, name)
+        if view is None:
+            return None
+        chosen = choose(view["item_rows"], params["state"], params["q"])
+        try:
+            number = int(params["page"] or 1)
+        except ValueError:
+            number = 1
+        rows, number, pages = page_of(chosen, number)
+        body = html("campaignbody.html" if part else "campaign.html", c=view, rows=rows,
+                    matched=len(chosen), page=number, pages=pages, want=params,
+                    states=ITEM_STATES)
+        return body, etag_of(body)
+
     async def campaign(request: Request) -> Response:
+        return await campaign_answer(request, False)
+
+    async def campaign_part(request: Request) -> Response:
+        return await campaign_answer(request, True)
+
+    async def campaign_answer(request: Request, part: bool) -> Response:
         if url is None:
             return not_found(request, "campaigns live in the PostgreSQL store (serve --store)")
-        from flow.web.campaigns import campaign_view
-
-        view = await run_in_threadpool(campaign_view, url, request.path_params["name"])
-        if view is None:
+        params = {k: request.query_params.get(k, "")[:200] for k in ("state", "q", "page")}
+        got = await run_in_threadpool(campaign_body, request.path_params["name"], params, part)
+        if got is None:
             return not_found(request, "no such campaign")
-        return page("campaign.html", c=view)
+        return answer(request, *got, refresh=False)
 
     def diagram_svg(flow_id: str) -> Response | None:
         info = flow_page(root, flow_id, src)
@@ -214,6 +296,14 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         made = await run_in_threadpool(diagram_svg, request.query_params.get("flow", ""))
         return made if made is not None else not_found(request, "no such flow")
 
+    icon = (HERE / "static" / "favicon.svg").read_bytes()
+
+    async def favicon(request: Request) -> Response:
+        """The page's icon (an SVG of our own: two states and the step between them, the
+        current one red), kept by the browser for a day."""
+        return Response(icon, media_type="image/svg+xml",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
     def not_found(request: Request, why: str = "nothing here") -> HTMLResponse:
         return page("missing.html", status=404, why=why, path=request.url.path)
 
@@ -229,11 +319,13 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         Route("/", list_page, methods=["GET"]),
         Route("/parts/flows", rows_part, methods=["GET"]),
         Route("/flow/{flow_id:path}", flow, methods=["GET"]),
-        Route("/parts/flow/{flow_id:path}", flow_part, methods=["GET"]),
+        Route("/parts/flow/{flow_id:path}", flow_live, methods=["GET"]),
         Route("/log/{job_id}/{flow_id:path}", job_log, methods=["GET"]),
         Route("/campaign/{name:path}", campaign, methods=["GET"]),  # one made before the
         # name rule may hold a slash; its page is served all the same
+        Route("/parts/campaign/{name:path}", campaign_part, methods=["GET"]),
         Route("/diagram.svg", diagram, methods=["GET"]),
+        Route("/favicon.ico", favicon, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     async def on_store_error(request: Request, exc: Exception) -> Response:
@@ -248,6 +340,8 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
     app = Starlette(routes=routes, exception_handlers={HTTPException: on_http_error,
                                                        OrchestratorError: on_store_error})
     app.state.index = index
+    app.state.pages = pages
+    app.state.renders = renders
     return only_hosts(_with_headers(app), hosts)
 
 
@@ -266,6 +360,21 @@ def _with_headers(app: Any) -> Any:
         await app(scope, receive, sending if scope["type"] == "http" else send)
 
     return asgi
+
+
+def _read_also(root: Path, info: dict[str, Any]) -> tuple[str, ...]:
+    """The files beyond the flow's own a page of it read: the logs of its jobs not taken yet
+    (their tails are shown) and the file a refactor edits (its diff is shown)."""
+    paths = [str(j["log_file"]) for j in info.get("jobs") or []
+             if j.get("status") != "taken" and j.get("log_readable") and j.get("log_file")]
+    data = (info.get("raw") or {}).get("data")
+    if isinstance(data, dict) and isinstance(data.get("file"), str):
+        from flow.web.outputs import refactored_file
+
+        target = refactored_file(data, root)
+        if target is not None:
+            paths.append(str(target))
+    return tuple(paths)
 
 
 def _mermaid(info: dict[str, Any]) -> str:

@@ -3,7 +3,12 @@ that ``--store``/``ORCHESTRATOR_STORE`` names (``FolderSource`` / ``StoreSource`
 
 Both answer the same questions, read-only and without a lock: the flows as ``status`` lists
 them, a flow's raw state, its audit records, the spec last printed for it, and one of its
-outputs by name (``verdict.json``, ``final_summary.md``, ``original/<file>``...). On the
+outputs by name (``verdict.json``, ``final_summary.md``, ``original/<file>``...), and the
+flow's saved ``version``: a cheap mark that moves whenever anything its page shows could have
+(the file store: the (mtime, size) of the folder and of each file the page reads; the
+PostgreSQL store: one small query for the row's ``revision``, its last error's and spec's
+digests, its last audit record and its outputs' digests), so a page is rendered again only
+when it moved (``flow.web.pagecache``). On the
 PostgreSQL store the state's paths are shown moved to this workspace (as a load there would
 move them) and the outputs come from the database (``workspace.pgoutputs``), so a flow
 another machine ran shows its verdict and summary here. psycopg is imported for a URL only.
@@ -28,6 +33,24 @@ def _inside(root: Path, path: Path) -> Path | None:
     except (OSError, ValueError, RuntimeError):
         return None
     return real
+
+
+# the files of a flow folder its page reads (and the folder itself: a file written beside and
+# renamed over, or a job's result file appearing, moves its mtime)
+PAGE_FILES = (".", STATE_FILE, ".last_error.json", "audit.jsonl", ".last_spec.json",
+              "cron_job.json", "jobs", "verdict.json", "report.json", "final_summary.md",
+              "logs", "logs/stage1.log", "logs/stage2.log", "logs/stage3.log", "original")
+
+
+def stat_mark(path: str) -> tuple[int, int] | None:
+    """(mtime in ns, size) of ``path``, None when it cannot be read."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _flow_id_ok(flow_id: str) -> bool:
@@ -66,6 +89,16 @@ class FolderSource:
 
     def exists(self, flow_id: str) -> bool:
         return self._folder(flow_id) is not None
+
+    def version(self, flow_id: str, also: tuple[str, ...] = ()) -> tuple[Any, ...] | None:
+        """The flow's saved version (``PAGE_FILES`` stat'ed, then the files ``also`` names:
+        its running jobs' logs, the file it refactors); None when there is no such flow."""
+        folder = self._folder(flow_id)
+        if folder is None:
+            return None
+        base = str(folder)
+        return (*(stat_mark(f"{base}/{name}") for name in PAGE_FILES),
+                *(stat_mark(p) for p in also))
 
     def last_error(self, flow_id: str) -> str | None:
         """``code: message`` of the flow's last refused call, as ``status`` shows it."""
@@ -137,6 +170,22 @@ class StoreSource:
 
     def folder(self, flow_id: str) -> Path | None:
         return None  # a flow of the store has no folder here (its job logs may)
+
+    def version(self, flow_id: str, also: tuple[str, ...] = ()) -> tuple[Any, ...] | None:
+        """The flow's saved version, one small query: its row's ``revision``, the digests of
+        its last error and of the spec last printed, the workspace it was saved from, its
+        last audit record's id and each output's name and digest; then the local files
+        ``also`` names (its running jobs' logs). None when there is no such flow."""
+        if not _flow_id_ok(flow_id):
+            return None
+        rows = self._one(
+            "SELECT f.revision, md5(coalesce(f.last_error, ''::bytea)), f.spec_sha, f.root, "
+            "(SELECT max(a.id) FROM audit a WHERE a.flow_id = f.flow_id), "
+            "(SELECT string_agg(o.name || '=' || o.sha, ',' ORDER BY o.name) FROM artifacts o "
+            "WHERE o.flow_id = f.flow_id) FROM flows f WHERE f.flow_id = %s", (flow_id,))
+        if not rows:
+            return None
+        return (*rows[0], *(stat_mark(p) for p in also))
 
     def last_error(self, flow_id: str) -> str | None:
         rows = self._one("SELECT last_error FROM flows WHERE flow_id = %s", (flow_id,))

@@ -94,7 +94,7 @@ def test_the_status_table_names_a_parked_item_for_a_person(tmp_path: Path,
     _, table = on_a_terminal(tmp_path / "B", "status", "--campaign", "c", env=second.env,
                              stderr=False)
     assert "0 done, 0 leased (0 expired), 0 free, 1 parked" in table
-    assert "PARKED p: claimed 1 times without finishing (last holder a" in table
+    assert "PARKED p: claimed 1 time without finishing (last holder a" in table
 
 
 def _pid(path: Path) -> int:

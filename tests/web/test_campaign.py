@@ -50,7 +50,7 @@ def test_a_campaign_page_shows_items_leases_outcomes_and_the_report(
                     for r in page.locator("tr.item").all()}
         report = page.inner_text("#report")
         expired = page.locator("tr.lease.expired").count()
-    wanted = ("4 items", "2 done", "2 leased", "0 free", "1 leases expired", "2 left",
+    wanted = ("4 items", "2 done", "2 leased", "0 free", "1 lease expired", "2 left",
               "items/hour")
     assert list(wanted) == [part for part in wanted if part in facts]
     assert ({"i0", "i3"}, True, True, 1) == (set(leases), "alice" in leases["i0"],

@@ -6,15 +6,13 @@ leases really run out."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from tests.contract.driver import SCRIPT, Driver
+from tests.contract.driver import Driver
 from tests.web.test_dashboard import _until
 from tests.web.workspace import serving
 
@@ -81,7 +79,7 @@ def test_status_needs_me_counts_and_lists_expired_leases_and_parked_items(
                                stderr=False)
     assert code == 0, text
     lines = text.splitlines()
-    assert "2 need a person: 0 asking, 0 failed, 0 stuck, 1 expired leases, 1 parked items" \
+    assert "2 need a person: 0 asking, 0 failed, 0 stuck, 1 expired lease, 1 parked item" \
         == lines[0]
     assert (True, True) == (any("item good: LEASE EXPIRED" in ln for ln in lines),
                             any("item poison: PARKED" in ln for ln in lines))
@@ -101,8 +99,8 @@ def test_the_list_puts_expired_leases_first_and_drops_one_taken_over(
         rows = {r.get_attribute("data-key"): r.inner_text()
                 for r in page.locator("#items tr.item").all()}
         links = [a.get_attribute("href") for a in page.locator("#items tr.item a").all()]
-        assert (True, True, True) == ("2 need a person" in inbox, "1 expired leases" in inbox,
-                                      "1 parked items" in inbox)
+        assert (True, True, True) == ("2 need a person" in inbox, "1 expired lease" in inbox,
+                                      "1 parked item" in inbox)
         assert (["c/good", "c/poison"], True, True) == (
             list(rows), "lease expired" in rows["c/good"] and "\tb on " in rows["c/good"],
             "parked" in rows["c/poison"])
@@ -125,5 +123,5 @@ def test_the_list_puts_expired_leases_first_and_drops_one_taken_over(
         _until(page, lambda: page.locator("#items tr.item").count() == 1)
         assert (["c/poison"], True, True) == (
             [r.get_attribute("data-key") for r in page.locator("#items tr.item").all()],
-            "1 need a person" in page.inner_text("#inbox"),
+            "1 needs a person" in page.inner_text("#inbox"),
             page.evaluate("window.sameDocument === true"))

@@ -3,9 +3,14 @@
 // (a slow answer is never stacked), sent with the ETag of what the page holds so an
 // unchanged part costs a 304 and nothing else; a changed part is merged into the page in
 // place (elements matched by data-key, text and attributes changed only where they differ),
-// so focus, a text selection and an open <details> survive. Ages and elapsed times tick
-// here from their data-at / data-since stamps. The list's filters, search and pages re-poll
-// at once; copy buttons copy the text of the element they name. GET requests only.
+// so focus, a text selection and an open <details> survive. A poll that has no answer
+// within the page's data-poll-timeout (milliseconds) is given up; while a part's last poll
+// failed or timed out, that part is marked stale and the header's flag says "stale,
+// reconnecting" instead of "live", until a poll answers again. Ages and elapsed times tick
+// here from their data-at / data-since stamps (the server sends timestamps, never "3 s
+// ago", so an unchanged part stays byte for byte the same). The filters, search and pages
+// of a list re-poll at once; copy buttons copy the text of the element they name. GET
+// requests only.
 "use strict";
 (function () {
   function query(el) {
@@ -14,9 +19,23 @@
     var p = new URLSearchParams(new FormData(form));
     return "?" + p.toString();
   }
-  function live(ok) {
+  var failing = new Set();
+  function live(el, why) {
+    if (why) { failing.add(el); el.classList.add("stale"); el.setAttribute("data-stale", why); }
+    else { failing.delete(el); el.classList.remove("stale"); el.removeAttribute("data-stale"); }
     var flag = document.getElementById("live");
-    if (flag) flag.className = ok ? "live" : "live off";
+    if (!flag) return;
+    var reasons = [];
+    failing.forEach(function (e) { reasons.push(e.getAttribute("data-stale")); });
+    var text = failing.size ? "stale, reconnecting" : "live";
+    if (flag.textContent !== text) flag.textContent = text;
+    flag.className = failing.size ? "live off" : "live";
+    flag.title = failing.size ? "the last refresh " + reasons.join("; ") + "; retrying every 2 s"
+                              : "refreshed every 2 s";
+  }
+  function timeoutMs() {
+    var v = parseInt(document.documentElement.getAttribute("data-poll-timeout"), 10);
+    return isNaN(v) || v <= 0 ? 10000 : v;
   }
   function key(node) {
     return node.nodeType === 1 ? node.getAttribute("data-key") : null;
@@ -81,9 +100,13 @@
     var headers = {};
     var tag = el.getAttribute("data-etag");
     if (tag && el.getAttribute("data-etag-for") === url) headers["If-None-Match"] = tag;
-    fetch(url, {method: "GET", cache: "no-store", headers: headers}).then(function (r) {
+    var ctl = new AbortController();
+    var timedOut = false;
+    var timer = setTimeout(function () { timedOut = true; ctl.abort(); }, timeoutMs());
+    fetch(url, {method: "GET", cache: "no-store", headers: headers, signal: ctl.signal}
+    ).then(function (r) {
       if (r.status === 304) return null;
-      if (!r.ok) throw new Error(r.status);
+      if (!r.ok) throw new Error("was answered " + r.status);
       var etag = r.headers.get("ETag");
       return r.text().then(function (html) { return {html: html, etag: etag}; });
     }).then(function (got) {
@@ -98,8 +121,13 @@
         tick();
       }
       el.setAttribute("data-polled", String(Date.now()));
-      live(true);
-    }).catch(function () { live(false); }).then(function () {
+      live(el, null);
+    }).catch(function (err) {
+      live(el, timedOut ? "had no answer in " + Math.round(timeoutMs() / 1000) + " s"
+                        : (err && /^was answered/.test(err.message) ? err.message
+                                                                  : "could not reach the server"));
+    }).then(function () {
+      clearTimeout(timer);
       busy.set(el, false);
       if (again.get(el)) poll(el, true);  // the filter changed meanwhile: ask once more
     });
@@ -117,13 +145,17 @@
   function set(el, text) { if (el.textContent !== text) el.textContent = text; }
   function tick() {
     var now = Date.now() / 1000;
+    function shown(el, text) {
+      var fmt = el.getAttribute("data-fmt");
+      set(el, fmt ? fmt.replace("%s", text) : text);
+    }
     document.querySelectorAll(".age[data-at]").forEach(function (el) {
       var at = parseFloat(el.getAttribute("data-at"));
-      if (!isNaN(at)) set(el, human(now - at));
+      if (!isNaN(at)) shown(el, human(now - at));
     });
     document.querySelectorAll(".elapsed[data-since]").forEach(function (el) {
       var since = parseFloat(el.getAttribute("data-since"));
-      if (!isNaN(since)) set(el, String(Math.max(0, Math.round(now - since))));
+      if (!isNaN(since)) shown(el, String(Math.max(0, Math.round(now - since))));
     });
   }
   document.addEventListener("DOMContentLoaded", function () {
@@ -132,7 +164,7 @@
     function refilter(keepPage) {
       var page = document.getElementById("page");
       if (page && !keepPage) page.value = "1";
-      history.replaceState(null, "", "/" + query(document.getElementById("listing")));
+      history.replaceState(null, "", location.pathname + query(document.getElementById("listing")));
       var listing = document.getElementById("listing");
       if (listing) poll(listing, true);
     }
@@ -163,6 +195,8 @@
         });
       }
     });
+    var flag = document.getElementById("live");
+    if (flag && document.querySelector("[data-poll]")) flag.hidden = false;
     tick();
     setInterval(pollAll, 2000);
     setInterval(tick, 1000);
