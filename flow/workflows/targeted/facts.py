@@ -37,7 +37,7 @@ import orjson
 
 from flow.workflows.targeted.lexer import SEP, scan
 
-FACTS_VERSION = 9  # bump when facts, calls or the graph file change shape
+FACTS_VERSION = 10  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]
 Calls = dict[str, Any]  # read_calls: {"c": [top-level calls], "e": syntax error or None}
 
@@ -259,6 +259,8 @@ class FactsCache:
         raw = self._read("graph")
         self.graph: dict[str, Any] = raw if isinstance(raw, dict) else {}
         self.calls: dict[str, Calls] = self.graph.pop("calls", None) or {}
+        # flags.read_gates of the files a trace asked about, by content
+        self.gates: dict[str, Any] = self.graph.pop("gates", None) or {}
         self._entries: dict[str, Facts] | None = None
         self.dirty = False  # graph or calls changed
         self.facts_dirty = False
@@ -279,6 +281,10 @@ class FactsCache:
         self.calls[key] = calls
         self.dirty = True
 
+    def put_gates(self, key: str, gates: Any) -> None:
+        self.gates[key] = gates
+        self.dirty = True
+
     def set_graph(self, graph: dict[str, Any]) -> None:
         """The resolved graph of the last tree (edges, importers; see ``ImportGraph``)."""
         self.graph = graph
@@ -289,7 +295,8 @@ class FactsCache:
         ``spare`` others, the most recently added (earlier versions of files, another
         branch's): without this the cache would grow with every edit ever traced. The
         facts file is not read just for this."""
-        for store, which in ((self._entries, "facts"), (self.calls, "calls")):
+        for store, which in ((self._entries, "facts"), (self.calls, "calls"),
+                             (self.gates, "gates")):
             if store is None or len(store) <= len(current) + spare:
                 continue
             others = [key for key in store if key not in current]
@@ -329,7 +336,8 @@ class FactsCache:
                 self.facts_dirty = False
             if self.dirty:
                 write_atomic(self._file("graph"),  # type: ignore[arg-type]
-                             orjson.dumps({**self.graph, "calls": self.calls}))
+                             orjson.dumps({**self.graph, "calls": self.calls,
+                                           "gates": self.gates}))
                 self.dirty = False
         except OSError:
             return

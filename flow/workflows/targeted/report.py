@@ -37,6 +37,18 @@ class ReachedTest(_Row):
     hop: int
     reached_from: str
     via: str | None
+    # how the test reaches ``via`` when no import says so: a launch flag it passes that
+    # starts ``via`` (the gate, its condition, the file passing the flag)
+    why: str | None = None
+
+
+class FlagEdgeFound(_Row):
+    """A launch-flag edge the trace used: ``gate`` (file:line starts module when the flag
+    is set, or the profile's rule) and the tests that pass the flag."""
+
+    module: str
+    gate: str
+    tests: list[str]
 
 
 class LabelCount(_Row):
@@ -159,6 +171,7 @@ class AffectedReport(_Row):
     unknown_suites: list[UnknownSuite] = []
     external: list[External] = []  # changed modules imported from outside the repository
     blackwell_only: list[str] = []  # changed files whose changed lines run only on Blackwell
+    flag_edges: list[FlagEdgeFound] = []  # launch-flag edges that reached tests
     costs: list[LabelCost] = []  # every label that selects a registration, with its cost
     # est_time of what ``/rerun-test <file>`` runs (its one enabled CPU or CUDA
     # registration), for every file a plan may post: reached, or past the depth bound;
@@ -259,6 +272,9 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
         # GPU and labeled tests first: the unlabeled CPU ones run on every PR anyway
         for t in sorted(report.tests, key=lambda t: (t.backend == "cpu" and not t.labels,
                                                       t.path))])
+    flagged = {t.path: t.why for t in report.tests if t.why}
+    section("Tests reached through a launch flag (no import says so)",
+            [f"{p}  <- {why}" for p, why in sorted(flagged.items())])
     costs = {c.label: c for c in report.costs}
     section("Labels (reached / all registrations they select; behind hubs; est. time)",
             [f"{c.label}  {c.reached - c.behind} / {c.all}"

@@ -8,8 +8,9 @@ default; ROCm registrations reached ride along as the labels that select them (a
 ``/rerun-test`` runs CPU and CUDA only). The change is broad, and labels are chosen, when:
 
 - it reaches more than ``cfg.max_files`` files (tests one hop past the depth bound are
-  added to the files while they fit; when they do not, they are named for judgement,
-  since a dense import graph reaches every e2e test at a fixpoint);
+  named for judgement with their price, never run by themselves: the trace does not
+  show they run the changed code, and a dense import graph reaches every e2e test at a
+  fixpoint);
 - a hub on CI's path is touched or met within ``cfg.near_hub_hops`` hops (the tests
   behind it join the ones to cover);
 - a changed path outside the trace has a profile rule asking for labels (or none: the
@@ -186,16 +187,18 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
                                  "something only the listed files read, files may suffice")
     extra = sorted({t for f in report.frontier for t in f.reaches})
     if extra:
-        # Tests one step past the depth bound: run them too while the files still fit.
-        if len(rerun) + len(extra) <= cfg.max_files:
-            rerun |= {rerun_line(t) for t in extra}
-            judgement.append(f"{len(extra)} test(s) past the depth bound added: "
-                             + ", ".join(extra))
-        else:
-            # Not broad by itself: the bound is the trace's locality rule (a dense graph
-            # reaches every e2e test at a fixpoint); say what lies past it.
-            judgement.append(f"{len(extra)} more test(s) lie past the depth bound "
-                             f"{report.depth}; re-run with a larger --depth if they matter")
+        # Tests past the depth bound are named, never run by themselves: the trace does
+        # not show that they run the changed code (on miles they mostly do not), and the
+        # bound is the trace's locality rule (a dense graph reaches every e2e test at a
+        # fixpoint). Their price is shown so a person can judge.
+        known = [report.file_est.get(t) for t in extra]
+        price = sum(e for e in known if e)
+        judgement.append(
+            f"{len(extra)} more test(s) lie past the depth bound {report.depth} (est "
+            f"{price:g}s" + (f", {sum(1 for e in known if not e)} unknown" if not all(known)
+                            else "") + "), not run: the trace does not show they run the "
+            "changed code; re-run with a larger --depth if they matter: "
+            + ", ".join(extra[:5]) + (f" +{len(extra) - 5}" if len(extra) > 5 else ""))
     for o in report.outside_trace:
         labels = o.labels if o.labels is not None else cfg.labels.fallback
         if o.labels == []:

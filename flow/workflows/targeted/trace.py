@@ -24,7 +24,7 @@ from flow.workflows.targeted.import_graph import ImportGraph, build_graph
 from flow.workflows.targeted.paths import any_match
 from flow.workflows.targeted.registrations import Registration, Unreadable, from_calls, is_test
 from flow.workflows.targeted.report import (
-    AffectedReport, EntryLoad, External, Frontier, Hub, LabelCost, LabelCount, NightlyTarget,
+    AffectedReport, EntryLoad, External, FlagEdgeFound, Frontier, Hub, LabelCost, LabelCount, NightlyTarget,
     Outside, ReachedTest, UnknownSuite,
 )
 
@@ -75,8 +75,9 @@ def selects(label: str, reg: Registration, cfg: TargetedConfig) -> bool:
 class _Reach:
     """Depth-bounded reverse reachability, memoised per start file."""
 
-    def __init__(self, graph: ImportGraph, depth: int) -> None:
+    def __init__(self, graph: ImportGraph, depth: int, importers=None) -> None:
         self.graph, self.depth = graph, depth
+        self.importers = importers if importers is not None else graph.importers
         self.memo: dict[str, frozenset[str]] = {}
 
     def __call__(self, start: str) -> frozenset[str]:
@@ -86,7 +87,7 @@ class _Reach:
         seen = {start}
         level = [start]
         for _ in range(self.depth):
-            nxt = [i for n in level for i in self.graph.importers(n) if i not in seen]
+            nxt = [i for n in level for i in self.importers(n) if i not in seen]
             seen.update(nxt)
             level = nxt
             if not level:
@@ -163,6 +164,8 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     hubs: list[Hub] = []
     frontier: list[Frontier] = []
     level = list(seeds)
+    flags = _flag_edges(graph, cfg, reach, tests)
+    flag_why: dict[str, str] = {}
     for hop in range(depth + 1):
         nxt: list[str] = []
         for node in level:
@@ -183,6 +186,13 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
                     continue
                 visited[imp] = (hop + 1, visited[node][1], node)
                 nxt.append(imp)
+            if flags is not None and node not in tests:
+                # A test passing a flag that starts ``node`` runs it: it is reached at
+                # node's hop (nothing is traced above a test, so the edge costs no hop).
+                for test, why in flags.tests_starting(node).items():
+                    if test not in visited:
+                        visited[test] = (hop, visited[node][1], node)
+                        flag_why[test] = why
         level = nxt
     reached = set(visited)
     for i, f in enumerate(frontier):
@@ -195,7 +205,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     behind_keys = ({k for h in hubs for k in h.tests} | {k for f in frontier for k in f.keys}
                    | {k for ks in reg_changes.values() for k in ks})
     rows = [ReachedTest(**_row(r, cfg), hop=visited[p][0],
-                        reached_from=visited[p][1], via=visited[p][2])
+                        reached_from=visited[p][1], via=visited[p][2], why=flag_why.get(p))
             for p in sorted(reached & set(regs)) for r in regs[p]]
     hit = sorted(reached & acting)
     runnable = [p for p in hit if any(actionable(r, cfg) for r in regs[p])]
@@ -218,6 +228,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         unreadable=[unreadable[p] for p in sorted(reached & set(unreadable))],
         unknown_suites=_unknown_suites(regs, cfg),
         external=_external(changed, cfg),
+        flag_edges=[FlagEdgeFound(**e) for e in (flags.edges if flags else [])],
         blackwell_only=_blackwell_only(repo_dir, base, worktree, git, changed),
         costs=label_costs(regs, cfg),
         file_est=_file_est(postable, regs, cfg),
@@ -228,6 +239,28 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     graph.remember()
     cache.save()  # after the last scan
     return report
+
+
+def _flag_edges(graph: ImportGraph, cfg: TargetedConfig, reach: _Reach,
+                tests: set[str]):
+    """The launch-flag edges of this trace (``flags.FlagEdges``), or None when the profile
+    turns learning off and writes none by hand."""
+    if not cfg.learn_flag_edges and not cfg.flag_edges:
+        return None
+    from flow.workflows.targeted.flags import FlagEdges
+
+    learn = cfg.learn_flag_edges
+    # the top folders holding tests: their files consume the runtime, they do not start it
+    sides = {g.split("/", 1)[0] for g in cfg.tests if "/" in g and "*" not in g.split("/")[0]}
+    return FlagEdges(
+        importers=graph.importers if learn else (lambda _: ()), data=graph.data_of,
+        # the files passing a flag reach their tests by import, not through a conftest
+        # (a fixture module spelling a flag does not launch every test below it)
+        resolve=graph.resolver.imports, reach=_Reach(graph, reach.depth, graph.loaders),
+        tests=tests,
+        gates_of=graph.gates_of, files=lambda: graph.py, manual=cfg.flag_edges,
+        test_side=lambda p: p.split("/", 1)[0] in sides,
+        plain_imports=graph.deps_of)
 
 
 def _registration_changes(repo_dir: Path, base: str, worktree: bool, git: GitReader,
