@@ -392,3 +392,34 @@ def test_the_final_report_says_a_file_past_the_bound_was_not_run(flow_of: Any) -
     assert "green" == done["outcome"]
     assert [f"pkg/edge.py: left at depth 2 (not run: {far})"] == [
         line for line in done["not_run"] if line.startswith("pkg/edge.py")]
+
+
+def test_a_fix_round_posts_only_approved_files_and_never_what_the_labels_run(
+        flow_of: Any) -> None:
+    """The first plan runs a and b by file and adds run-ci-amd for a ROCm test. The fix
+    reaches c (never approved) and f (its CUDA registration carries amd, so the label on
+    the PR re-runs it on the fix push): f is never posted, and c waits for a new answer
+    before anything goes out; approved, the round posts a (failed) and c."""
+    rocm = 'from pkg import core\nregister_rocm_ci(est_time=60, suite="stage-c-rocm", labels=["amd"])\n'
+    f = flow_of(script={A: [("failure", FAIL_LOG), ("success", "")]},
+                base={"tests/test_r.py": rocm,
+                      "tests/test_f.py": cuda_test("from pkg import other", labels=["amd"])})
+    first = f.start().spec
+    assert ([rerun(A), rerun(B)], ["run-ci-amd"]) == (first["comments"], first["labels"])
+    spec = f.runs_finish(f.answer(first, "approve").spec).spec
+    sha = f.fix({"pkg/other.py": "Y = 2\n"})
+    spec = f.feed(spec, verdict(A, "caused_by_pr", sha)).spec
+    assert ("need_human", [rerun(A), rerun(C)], []) == (spec["status"], spec["comments"],
+                                                        spec["labels"])
+    assert [rerun(A), rerun(B)] == f.bot.comments()  # nothing posted before the answer
+    spec = f.answer(spec, "approve").spec
+    assert [rerun(A), rerun(B), rerun(A), rerun(C)] == f.bot.comments()
+    assert rerun("tests/test_f.py") not in f.bot.comments()
+
+
+def test_the_labels_question_gives_the_overall_total(flow_of: Any) -> None:
+    """With labels, the approval question ends its prices with one total: each
+    registration the labels start counted once, the files' runs added."""
+    f = flow_of(extra={"Dockerfile": "FROM python\n"})
+    spec = f.start().spec
+    assert "total: est 1620s: 3 registration(s) the labels start" in spec["question"]

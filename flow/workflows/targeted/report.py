@@ -72,6 +72,11 @@ class LabelCost(_Row):
     registrations: int
     est_time: float
     unknown: int = 0
+    # of those, the always-on ones (CPU, ``labels=[]``): every PR Test run starts them,
+    # so a label run does too (miles' run_suite keeps a test that declares no labels)
+    always_on: int = 0
+    always_on_est: float = 0.0
+    keys: list[str] = []  # the labelled registrations it selects (path@suite), for totals
 
 
 class UnknownSuite(_Row):
@@ -173,6 +178,9 @@ class AffectedReport(_Row):
     blackwell_only: list[str] = []  # changed files whose changed lines run only on Blackwell
     flag_edges: list[FlagEdgeFound] = []  # launch-flag edges that reached tests
     costs: list[LabelCost] = []  # every label that selects a registration, with its cost
+    key_est: dict[str, float | None] = {}  # est_time of each registration a label selects
+    # registrations of postable files that any PR Test run starts (labels=[] CPU ones)
+    always_on_keys: list[str] = []
     # est_time of what ``/rerun-test <file>`` runs (its one enabled CPU or CUDA
     # registration), for every file a plan may post: reached, or past the depth bound;
     # None where the repository registers no est_time (unknown, never 0)
@@ -201,9 +209,35 @@ def files_total(paths: list[str], est: dict[str, float | None]) -> str:
 
 
 def cost_text(cost: LabelCost) -> str:
-    """``"12 registrations, est 3400s"`` (plus how many have no est_time)."""
+    """``"12 registrations, est 3400s"`` (plus how many have no est_time, and how many of
+    them are the always-on ones every PR Test run starts)."""
     return (f"{cost.registrations} registration(s), est {cost.est_time:g}s"
-            + (f" (+{cost.unknown} without est_time)" if cost.unknown else ""))
+            + (f" (+{cost.unknown} without est_time)" if cost.unknown else "")
+            + (f", of which {cost.always_on} always-on (labels=[], est "
+               f"{cost.always_on_est:g}s) that any PR Test run starts" if cost.always_on
+               else ""))
+
+
+def plan_total(costs: list[LabelCost], labels: list[str], files: list[str],
+               est: dict[str, float | None], key_est: dict[str, float | None]) -> str:
+    """What a plan spends in all: the registrations its labels start (each counted once,
+    the always-on ones once), plus its ``/rerun-test`` files; unknown times apart."""
+    chosen = [c for c in costs if c.label in labels]
+    keys = {k for c in chosen for k in c.keys}
+    label_est = [key_est.get(k) for k in sorted(keys)]
+    on = max(chosen, key=lambda c: c.always_on, default=None)
+    always, always_est = (on.always_on, on.always_on_est) if on else (0, 0.0)
+    file_est = [est.get(p) for p in files]
+    known = [e for e in [*label_est, *file_est] if e is not None]
+    unknown = sum(1 for e in [*label_est, *file_est] if e is None)
+    parts = []
+    if labels:
+        parts.append(f"{len(keys) + always} registration(s) the labels start"
+                     + (f" ({always} always-on, counted once)" if always else ""))
+    if files:
+        parts.append(f"{len(files)} file run(s)")
+    return (f"est {sum(known) + always_est:g}s: " + " + ".join(parts)
+            + (f"; {unknown} without est_time" if unknown else ""))
 
 
 def _kind(o: Outside) -> str:
@@ -258,7 +292,14 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
         if comments:
             lines.append("  files total: " + files_total(
                 [c.split(" ", 1)[1] for c in comments], report.file_est))
-        lines += [f"  label: {lab}" for lab in getattr(p, "labels", [])]
+        costs = {c.label: c for c in report.costs}
+        plan_labels = list(getattr(p, "labels", []))
+        lines += [f"  label: {lab}" + (f"  (starts {cost_text(costs[lab])})" if lab in costs
+                                       else "") for lab in plan_labels]
+        if plan_labels:
+            lines.append("  total: " + plan_total(
+                report.costs, plan_labels, [c.split(" ", 1)[1] for c in comments],
+                report.file_est, report.key_est))
         lines += [f"  why: {r}" for r in getattr(p, "reasons", [])]
         lines += [f"  judge: {j}" for j in getattr(p, "judgement", [])]
         out.append("")

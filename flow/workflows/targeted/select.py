@@ -290,7 +290,7 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
         if not rerun:
             return Plan(mode="labels", comments=[], labels=labels, judgement=judgement,
                         reasons=needed)
-        rerun, twice = _not_twice(rerun, labels, report)
+        rerun, twice = not_twice(rerun, labels, report)
         if twice:
             judgement.append("not posted as /rerun-test, since the plan's labels run them: "
                              + ", ".join(twice))
@@ -313,6 +313,8 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
     elif len(labels) > cfg.labels.max_domain:
         labels = _scope_or_cover(want, report.labels, cfg)
     covered = {t for c in report.labels if c.label in labels for t in c.tests}
+    if labels:  # any label's PR Test run starts the always-on (labels=[]) registrations
+        covered |= set(report.always_on_keys)
     labels = sorted(set(labels) | set(required))
     if not labels:
         labels = sorted(set(cfg.labels.fallback))
@@ -339,11 +341,13 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
                 reasons=reasons, judgement=judgement)
 
 
-def _not_twice(rerun: set[str], labels: list[str],
+def not_twice(rerun: set[str], labels: list[str],
                report: AffectedReport) -> tuple[set[str], list[str]]:
     """The ``/rerun-test`` lines minus the files the plan's labels already run on every
     suite they are registered on (posting both runs the file twice), and those files."""
     covered = {t for c in report.labels if c.label in labels for t in c.tests}
+    if labels:  # any label's PR Test run starts the always-on (labels=[]) registrations
+        covered |= set(report.always_on_keys)
     keep: set[str] = set()
     twice: list[str] = []
     for line in sorted(rerun):

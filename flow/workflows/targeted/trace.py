@@ -230,7 +230,10 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         external=_external(changed, cfg),
         flag_edges=[FlagEdgeFound(**e) for e in (flags.edges if flags else [])],
         blackwell_only=_blackwell_only(repo_dir, base, worktree, git, changed),
-        costs=label_costs(regs, cfg),
+        costs=(costs := label_costs(regs, cfg)),
+        key_est=_key_est(regs, costs),
+        always_on_keys=sorted(k for p in postable for r in regs.get(p, [])
+                              if always_on(r, cfg) for k in [key_of(r)]),
         file_est=_file_est(postable, regs, cfg),
         file_runs={p: sorted(key_of(r) for r in regs.get(p, []) if r.enabled and not r.nightly
                              and cfg.pr_runs(r.suite) and r.backend in ("cpu", "cuda"))
@@ -335,15 +338,26 @@ def _labels(hit: list[str], regs: dict[str, list[Registration]], cfg: TargetedCo
     return out
 
 
+def always_on(reg: Registration, cfg: TargetedConfig) -> bool:
+    """True for a registration every PR Test run starts whatever its labels: an enabled
+    regular CPU registration declaring no labels, on a suite a PR workflow runs."""
+    return (reg.backend == "cpu" and not reg.labels and reg.enabled and not reg.nightly
+            and cfg.pr_runs(reg.suite))
+
+
 def label_costs(regs: dict[str, list[Registration]], cfg: TargetedConfig) -> list[LabelCost]:
     """Every label that selects a registration at regular cadence, with the number it
-    starts and their summed ``est_time`` (for the approval question)."""
+    starts and their summed ``est_time`` (for the approval question): the registrations
+    it selects, and the always-on ones (``labels=[]``) that every PR Test run starts."""
     every = [r for rs in regs.values() for r in rs]
     names = {cfg.labels.prefix + lab for r in every for lab in r.labels}
     names |= set(cfg.labels.rules) | set(cfg.labels.scopes) | set(cfg.labels.fallback)
     names |= {lab for e in cfg.external_imports for lab in e.labels}
     names |= {lab for p in cfg.labels.paths for lab in p.labels}
     regular = [r for r in every if not r.nightly and r.enabled and cfg.pr_runs(r.suite)]
+    on = [r for r in regular if always_on(r, cfg)]
+    on_est = float(sum(r.est_time or 0 for r in on))
+    on_unknown = sum(1 for r in on if r.est_time is None)
     by_label: dict[str, list[Registration]] = {}
     for r in regular:  # a plain prefix label selects the registrations carrying it
         for lab in r.labels:
@@ -354,11 +368,20 @@ def label_costs(regs: dict[str, list[Registration]], cfg: TargetedConfig) -> lis
             chosen = [r for r in regular if selects(label, r, cfg)]
         else:
             chosen = by_label.get(label, [])
+        chosen = [r for r in chosen if not always_on(r, cfg)]
         if chosen:
-            out.append(LabelCost(label=label, registrations=len(chosen),
-                                 est_time=float(sum(r.est_time or 0 for r in chosen)),
-                                 unknown=sum(1 for r in chosen if r.est_time is None)))
+            out.append(LabelCost(label=label, registrations=len(chosen) + len(on),
+                                 est_time=float(sum(r.est_time or 0 for r in chosen)) + on_est,
+                                 unknown=sum(1 for r in chosen if r.est_time is None)
+                                 + on_unknown, always_on=len(on), always_on_est=on_est,
+                                 keys=sorted(key_of(r) for r in chosen)))
     return out
+
+
+def _key_est(regs: dict[str, list[Registration]], costs: list[LabelCost]) -> dict[str, float | None]:
+    keys = {k for c in costs for k in c.keys}
+    return {key_of(r): (float(r.est_time) if r.est_time is not None else None)
+            for rs in regs.values() for r in rs if key_of(r) in keys}
 
 
 def _unknown_suites(regs: dict[str, list[Registration]],
