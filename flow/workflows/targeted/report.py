@@ -218,25 +218,33 @@ def cost_text(cost: LabelCost) -> str:
                else ""))
 
 
-def plan_total(costs: list[LabelCost], labels: list[str], files: list[str],
-               est: dict[str, float | None], key_est: dict[str, float | None]) -> str:
-    """What a plan spends in all: the registrations its labels start (each counted once,
-    the always-on ones once), plus its ``/rerun-test`` files; unknown times apart."""
+def plan_spend(costs: list[LabelCost], labels: list[str], files: list[str],
+               est: dict[str, float | None],
+               key_est: dict[str, float | None]) -> tuple[float, int, int, int]:
+    """``(seconds, registrations the labels start, of them always-on, without est_time)``
+    of a plan: each registration its labels start counted once (the always-on ones once),
+    plus its ``/rerun-test`` files."""
     chosen = [c for c in costs if c.label in labels]
     keys = {k for c in chosen for k in c.keys}
-    label_est = [key_est.get(k) for k in sorted(keys)]
     on = max(chosen, key=lambda c: c.always_on, default=None)
     always, always_est = (on.always_on, on.always_on_est) if on else (0, 0.0)
-    file_est = [est.get(p) for p in files]
-    known = [e for e in [*label_est, *file_est] if e is not None]
-    unknown = sum(1 for e in [*label_est, *file_est] if e is None)
+    times = [key_est.get(k) for k in sorted(keys)] + [est.get(p) for p in files]
+    known = [e for e in times if e is not None]
+    return (sum(known) + always_est, len(keys) + always, always,
+            len(times) - len(known))
+
+
+def plan_total(costs: list[LabelCost], labels: list[str], files: list[str],
+               est: dict[str, float | None], key_est: dict[str, float | None]) -> str:
+    """What a plan spends in all (``plan_spend``), as the approval question says it."""
+    seconds, regs, always, unknown = plan_spend(costs, labels, files, est, key_est)
     parts = []
     if labels:
-        parts.append(f"{len(keys) + always} registration(s) the labels start"
+        parts.append(f"{regs} registration(s) the labels start"
                      + (f" ({always} always-on, counted once)" if always else ""))
     if files:
         parts.append(f"{len(files)} file run(s)")
-    return (f"est {sum(known) + always_est:g}s: " + " + ".join(parts)
+    return (f"est {seconds:g}s: " + " + ".join(parts)
             + (f"; {unknown} without est_time" if unknown else ""))
 
 
