@@ -145,42 +145,21 @@ def _exits(body: list[ast.stmt]) -> bool:
 
 
 class _Reader:
-    """One file's gates, predicates and imported names."""
+    """One file's gates: conditions and the line span of the code they guard."""
 
     def __init__(self) -> None:
         self.gates: list[dict[str, Any]] = []
-        self.imported: dict[str, list] = {}  # name -> [module, level, [name]]
-        self.gated: set[int] = set()  # ids of the Name nodes inside some gate
-
-    def imports_of(self, node: ast.stmt) -> list[tuple[str, list]]:
-        if isinstance(node, ast.Import):
-            return [((a.asname or a.name.split(".")[0]), [a.name if a.asname else
-                                                         a.name.split(".")[0], 0, []])
-                    for a in node.names]
-        if isinstance(node, ast.ImportFrom):
-            return [(a.asname or a.name, [node.module or "", node.level, [a.name]])
-                    for a in node.names if a.name != "*"]
-        return []
 
     def record(self, stmts: list[ast.stmt], conds: Conds, line: int) -> None:
-        names: set[str] = set()
-        local: list[list] = []
-        for st in stmts:
-            for node in ast.walk(st):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    names.add(node.id)
-                    self.gated.add(id(node))
-                elif isinstance(node, ast.Import | ast.ImportFrom):
-                    local += [entry for _, entry in self.imports_of(node)]
-        self.gates.append({"c": conds, "n": sorted(names), "i": local, "l": line})
+        last = max(getattr(st, "end_lineno", None) or st.lineno for st in stmts)
+        self.gates.append({"c": conds, "a": stmts[0].lineno, "b": last, "l": line})
 
     def block(self, stmts: list[ast.stmt], outer: Conds | None) -> None:
         for i, st in enumerate(stmts):
             if isinstance(st, ast.If):
                 cond = conditions(st.test)
                 inner = (conjoin([outer, cond]) if outer else cond) if cond else outer
-                cond = inner
-                if cond:
+                if cond and inner:
                     self.record(st.body, inner, st.lineno)
                 self.block(st.body, inner)
                 self.block(st.orelse, outer)
@@ -203,6 +182,17 @@ class _Reader:
                     self.block(handler.body, outer)
 
 
+def _imports_of(node: ast.stmt) -> list[tuple[str, list]]:
+    """``(bound name, [module, level, [name]])`` per name an import statement binds."""
+    if isinstance(node, ast.Import):
+        return [((a.asname or a.name.split(".")[0]),
+                 [a.name if a.asname else a.name.split(".")[0], 0, []]) for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [(a.asname or a.name, [node.module or "", node.level, [a.name]])
+                for a in node.names if a.name != "*"]
+    return []
+
+
 def read_gates(source: bytes) -> dict[str, Any]:
     """``{"g": gates, "p": predicates, "m": imported names}`` of ``source``: each gate
     ``{"c": conditions, "t": import entries its code uses, "l": line}``; predicates
@@ -215,10 +205,17 @@ def read_gates(source: bytes) -> dict[str, Any]:
             tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return {"g": [], "p": {}, "m": {}, "u": []}
+    imported: dict[str, list] = {}
+    at: list[tuple[int, list]] = []  # (line, entry) of every import statement
+    loads: list[tuple[int, str]] = []  # (line, name) of every name read
+    for node in ast.walk(tree):  # one walk; gates are matched to it by line span
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for name, entry in _imports_of(node):
+                imported.setdefault(name, entry)
+                at.append((node.lineno, entry))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.append((node.lineno, node.id))
     reader = _Reader()
-    for node in ast.walk(tree):
-        for name, entry in reader.imports_of(node) if isinstance(node, ast.stmt) else ():
-            reader.imported.setdefault(name, entry)
     reader.block(tree.body, None)
     preds: dict[str, Conds] = {}
     for st in tree.body:
@@ -229,19 +226,20 @@ def read_gates(source: bytes) -> dict[str, Any]:
                 cond = conditions(body[0].value)
                 if cond:
                     preds[st.name] = cond
+    loads = [(line, n) for line, n in loads if n in imported]
+    spans = [(g["a"], g["b"]) for g in reader.gates]
     # A module a gate starts is one whose names the file uses only inside gates: a name
     # also used outside them runs whatever the flags say.
-    loose = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-             and isinstance(n.ctx, ast.Load) and id(n) not in reader.gated}
+    loose = {n for line, n in loads if not any(a <= line <= b for a, b in spans)}
     gates = []
     for g in reader.gates:
-        used = [reader.imported[n] for n in g["n"] if n in reader.imported and n not in loose]
-        entries = [*g["i"], *used]
+        a, b = g["a"], g["b"]
+        used = sorted({n for line, n in loads if a <= line <= b and n not in loose})
+        entries = [e for line, e in at if a <= line <= b] + [imported[n] for n in used]
         if entries:
             gates.append({"c": g["c"], "t": entries, "l": g["l"]})
-    # the imports whose names run whatever the flags say (used outside every gate)
-    free = [reader.imported[n] for n in sorted(loose) if n in reader.imported]
-    return {"g": gates, "p": preds, "m": reader.imported, "u": free}
+    free = [imported[n] for n in sorted(loose)]
+    return {"g": gates, "p": preds, "m": imported, "u": free}
 
 
 def flag_token(dest: str) -> str:
@@ -258,34 +256,49 @@ _MESSAGE_CALLS = frozenset({"print", "warn", "debug", "info", "warning", "error"
 def _argument_strings(tree: ast.AST) -> list[str]:
     """String literals of ``tree`` in source order, leaving out text meant for a person
     (docstrings, ``help=``, assert and raise messages, log and print calls) and the
-    option names of ``add_argument`` (a definition passes nothing)."""
-    skip: set[int] = set()
-    for node in ast.walk(tree):
+    option names of ``add_argument`` (a definition passes nothing); an f-string's fields
+    read as NUL. One walk that does not enter the left-out parts."""
+    out: list[tuple[int, int, str]] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                out.append((node.lineno, node.col_offset, node.value))
+            continue
+        if isinstance(node, ast.JoinedStr):
+            out.append((node.lineno, node.col_offset, "".join(
+                v.value if isinstance(v, ast.Constant) else "\0" for v in node.values)))
+            continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant | ast.JoinedStr):
-            skip.update(id(n) for n in ast.walk(node.value))
-        elif isinstance(node, ast.Assert) and node.msg is not None:
-            skip.update(id(n) for n in ast.walk(node.msg))
-        elif isinstance(node, ast.Raise) and node.exc is not None:
-            skip.update(id(n) for n in ast.walk(node.exc))
-        elif isinstance(node, ast.keyword) and node.arg in _PROSE_KW:
-            skip.update(id(n) for n in ast.walk(node.value))
-        elif isinstance(node, ast.Call):
+            continue  # a docstring or bare string
+        if isinstance(node, ast.Assert):
+            stack.append(node.test)
+            continue
+        if isinstance(node, ast.Raise):
+            continue
+        if isinstance(node, ast.keyword) and node.arg in _PROSE_KW:
+            continue
+        if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name in _MESSAGE_CALLS or name == "add_argument":
-                for arg in node.args:
-                    skip.update(id(n) for n in ast.walk(arg))
-    out: list[str] = []
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            out.append((node.lineno, node.col_offset, node.value))  # type: ignore[arg-type]
-        elif isinstance(node, ast.JoinedStr):
-            parts = [v.value if isinstance(v, ast.Constant) else "\0" for v in node.values]
-            out.append((node.lineno, node.col_offset, "".join(map(str, parts))))  # type: ignore[arg-type]
-            skip.update(id(v) for v in node.values)
-    return [v for _, _, v in sorted(out)]  # type: ignore[misc]
+                stack.append(func)
+                stack.extend(node.keywords)
+                continue
+        stack.extend(ast.iter_child_nodes(node))
+    return [v for _, _, v in sorted(out)]
+
+
+def _may_pass(data: bytes, dest: str, value: str | None) -> bool:
+    """A byte-level necessary condition of ``passes`` (no parse)."""
+    flag = re.escape(flag_token(dest).encode())
+    key = rb"[\"']" + re.escape(dest.encode()) + rb"[\"']\s*:\s*"
+    if value is None:
+        return re.search(flag + rb"(?![\w-])|" + key + rb"True", data) is not None
+    v = re.escape(value.encode())
+    return re.search(flag + rb"(?:=|[\"',\s]+)(?:" + v + rb"(?![\w-])|\{)|" + flag
+                     + rb"[\"']|" + key + rb"[\"']" + v, data) is not None
 
 
 def passes(data: bytes, dest: str, value: str | None) -> bool:
@@ -293,6 +306,8 @@ def passes(data: bytes, dest: str, value: str | None) -> bool:
     that is not text for a person, and does not define it (the parser passes nothing): ``"--x v"``, ``"--x=v"``,
     ``["--x", "v"]``, ``f"--x {v}"`` (any value), or a dict key ``"x": True`` /
     ``"x": "v"``."""
+    if not _may_pass(data, dest, value):
+        return False  # most candidates: no parse
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -396,6 +411,7 @@ class FlagEdges:
             for path in self.files():
                 data = self.data(path)
                 if data and (flag in data or name in data) and passes(data, dest, value):
+                    # (passes itself checks the bytes before parsing)
                     hit.append(path)
             self._passers[key] = hit
         return hit
