@@ -207,3 +207,16 @@ def test_gate_conditions_in_their_spellings():
                        b"    f()\n    g()\n")
     assert [[["a", 0, ["f"]]]] == [g["t"] for g in gates["g"]]  # g is used outside too
     assert [["b", 0, ["g"]]] == gates["u"]
+
+
+def test_a_flag_more_tests_pass_than_the_hub_limit_is_not_followed(repo):
+    """Two tests pass --use-sidecar; with a hub limit of 1 the flag names no specific path:
+    its edge is reported, not followed, like a hub."""
+    first = repo.commit({**CI, **TRAINER, **SIDECAR_TESTS, **ADAPTER_TESTS})
+    repo.commit({"miles/sidecar/core.py": "def handle(args):\n    return 2\n"})
+    report = affected_tests(repo.path, first, config=CFG, hub_limit=1)
+    assert ([], [(["tests/e2e/sidecar/test_large.py", "tests/e2e/sidecar/test_small.py"],
+                  False)]) == ([t.path for t in report.tests if t.why],
+                               [(e.tests, e.followed) for e in report.flag_edges])
+    assert "not followed (like a hub, 2 tests pass the flag): miles/ray/manager.py:5" in \
+        render_text(report, choose(report, CFG))

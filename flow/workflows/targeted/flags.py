@@ -26,7 +26,9 @@ the tests that actually run them. This module learns such edges from the reposit
 
 The trace asks ``FlagEdges.tests_starting(m)`` for each file it visits: the tests that pass
 every condition of a gate starting ``m``, each with a ``why`` naming the gate (file, line,
-condition), the module and the file that passes the flag. A profile may add edges by hand
+condition), the module and the file that passes the flag. A flag passed by more enabled
+CUDA tests than the hub limit (``--colocate``) names no specific path: like a hub, its edge
+is reported and not followed. A profile may add edges by hand
 (``[[flag_edges]]``: ``flag``, optional ``value``, ``starts``, ``why``), checked the same way.
 
 Only importers of visited files are parsed for gates, and only those whose bytes read an
@@ -359,12 +361,13 @@ class FlagEdges:
                  reach: Callable[[str], Iterable[str]], tests: set[str],
                  gates_of: Callable[[str], dict[str, Any]], files: Callable[[], Iterable[str]],
                  manual: Iterable[Any] = (), test_side: Callable[[str], bool] = lambda _: False,
-                 plain_imports: Callable[[str], Iterable[str]] = lambda _: ()) -> None:
+                 plain_imports: Callable[[str], Iterable[str]] = lambda _: (),
+                 broad: Callable[[list[str]], bool] = lambda _: False) -> None:
         # plain_imports(path): the files ``path`` loads or names (the graph's edges)
         self.importers, self.data, self.resolve = importers, data, resolve
         self.reach, self.tests, self.gates_of, self.files = reach, tests, gates_of, files
         self.manual = list(manual)
-        self.test_side, self.plain_imports = test_side, plain_imports
+        self.test_side, self.plain_imports, self.broad = test_side, plain_imports, broad
         self._passers: dict[tuple[str, str | None], list[str]] = {}
         self.edges: list[dict[str, Any]] = []  # every edge found (for the report)
 
@@ -476,8 +479,13 @@ class FlagEdges:
 
     def _add(self, out: dict[str, str], conds: Conds, module: str, gate: str) -> None:
         found = self._tests_passing(conds)
-        if found:
-            self.edges.append({"module": module, "gate": gate, "tests": sorted(found)})
+        if not found:
+            return
+        broad = self.broad(sorted(found))
+        self.edges.append({"module": module, "gate": gate, "tests": sorted(found),
+                           "followed": not broad})
+        if broad:  # like a hub: a flag this many tests pass names no specific path
+            return
         for test, passer in sorted(found.items()):
             where = "" if passer == test else f" (in {passer})"
             out.setdefault(test, f"flag: {gate}; the test passes it{where}")

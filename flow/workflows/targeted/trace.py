@@ -164,7 +164,8 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     hubs: list[Hub] = []
     frontier: list[Frontier] = []
     level = list(seeds)
-    flags = _flag_edges(graph, cfg, reach, tests)
+    flags = _flag_edges(graph, cfg, reach, tests,
+                        broad=lambda found: len(set(found) & cuda) > hub_limit)
     flag_why: dict[str, str] = {}
     for hop in range(depth + 1):
         nxt: list[str] = []
@@ -245,7 +246,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
 
 
 def _flag_edges(graph: ImportGraph, cfg: TargetedConfig, reach: _Reach,
-                tests: set[str]):
+                tests: set[str], broad):
     """The launch-flag edges of this trace (``flags.FlagEdges``), or None when the profile
     turns learning off and writes none by hand."""
     if not cfg.learn_flag_edges and not cfg.flag_edges:
@@ -263,7 +264,7 @@ def _flag_edges(graph: ImportGraph, cfg: TargetedConfig, reach: _Reach,
         tests=tests,
         gates_of=graph.gates_of, files=lambda: graph.py, manual=cfg.flag_edges,
         test_side=lambda p: p.split("/", 1)[0] in sides,
-        plain_imports=graph.deps_of)
+        plain_imports=graph.deps_of, broad=broad)
 
 
 def _registration_changes(repo_dir: Path, base: str, worktree: bool, git: GitReader,
