@@ -362,14 +362,20 @@ class FlagEdges:
                  gates_of: Callable[[str], dict[str, Any]], files: Callable[[], Iterable[str]],
                  manual: Iterable[Any] = (), test_side: Callable[[str], bool] = lambda _: False,
                  plain_imports: Callable[[str], Iterable[str]] = lambda _: (),
-                 broad: Callable[[list[str]], bool] = lambda _: False) -> None:
+                 broad: Callable[[list[str]], bool] = lambda _: False,
+                 passes: Callable[[str, str, str | None], bool] | None = None) -> None:
         # plain_imports(path): the files ``path`` loads or names (the graph's edges)
         self.importers, self.data, self.resolve = importers, data, resolve
         self.reach, self.tests, self.gates_of, self.files = reach, tests, gates_of, files
         self.manual = list(manual)
         self.test_side, self.plain_imports, self.broad = test_side, plain_imports, broad
+        # passes(path, dest, value): cached by the graph; the bytes read directly without it
+        self.passes = passes if passes is not None else self._passes
         self._passers: dict[tuple[str, str | None], list[str]] = {}
         self.edges: list[dict[str, Any]] = []  # every edge found (for the report)
+
+    def _passes(self, path: str, dest: str, value: str | None) -> bool:
+        return passes(self.data(path) or b"", dest, value)
 
     def _predicate(self, src: str, name: str, depth: int = 0) -> Conds | None:
         """The conditions of predicate ``name`` as ``src`` sees it (defined there, or
@@ -413,8 +419,7 @@ class FlagEdges:
             hit = []
             for path in self.files():
                 data = self.data(path)
-                if data and (flag in data or name in data) and passes(data, dest, value):
-                    # (passes itself checks the bytes before parsing)
+                if data and (flag in data or name in data) and self.passes(path, dest, value):
                     hit.append(path)
             self._passers[key] = hit
         return hit

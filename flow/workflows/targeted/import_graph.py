@@ -228,6 +228,20 @@ class ImportGraph:
             self.cache.put_gates(key, hit)
         return hit
 
+    def passes_flag(self, path: str, dest: str, value: str | None) -> bool:
+        """``flags.passes`` of ``path`` (cached by content, flag and value)."""
+        from flow.workflows.targeted.flags import passes
+
+        data = self._data.get(path) if path.endswith(".py") else None
+        if data is None:
+            return False
+        key = f"pass\0{self._key[path]}\0{dest}\0{value or ''}"
+        hit = self.cache.gates.get(key)
+        if hit is None:
+            hit = passes(data, dest, value)
+            self.cache.put_gates(key, hit)
+        return hit
+
     def deps_of(self, path: str) -> set[str]:
         """Files ``path`` loads or names (conftests included)."""
         hit = self._deps.get(path)

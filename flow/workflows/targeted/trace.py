@@ -264,7 +264,7 @@ def _flag_edges(graph: ImportGraph, cfg: TargetedConfig, reach: _Reach,
         tests=tests,
         gates_of=graph.gates_of, files=lambda: graph.py, manual=cfg.flag_edges,
         test_side=lambda p: p.split("/", 1)[0] in sides,
-        plain_imports=graph.deps_of, broad=broad)
+        plain_imports=graph.deps_of, broad=broad, passes=graph.passes_flag)
 
 
 def _registration_changes(repo_dir: Path, base: str, worktree: bool, git: GitReader,
