@@ -209,14 +209,22 @@ def test_gate_conditions_in_their_spellings():
     assert [["b", 0, ["g"]]] == gates["u"]
 
 
-def test_a_flag_more_tests_pass_than_the_hub_limit_is_not_followed(repo):
-    """Two tests pass --use-sidecar; with a hub limit of 1 the flag names no specific path:
-    its edge is reported, not followed, like a hub."""
+def test_a_flag_more_tests_pass_than_fit_the_files_is_a_hub(repo):
+    """Two tests pass --use-sidecar; with room for one file the flag names no specific
+    path: its edge is not followed, and the plan meets the sidecar server as a hub with
+    both tests behind it (labels cover them)."""
+    cfg = CFG.model_copy(update={"max_files": 1})
     first = repo.commit({**CI, **TRAINER, **SIDECAR_TESTS, **ADAPTER_TESTS})
     repo.commit({"miles/sidecar/core.py": "def handle(args):\n    return 2\n"})
-    report = affected_tests(repo.path, first, config=CFG, hub_limit=1)
+    report = affected_tests(repo.path, first, config=cfg)
+    plan = choose(report, cfg)
     assert ([], [(["tests/e2e/sidecar/test_large.py", "tests/e2e/sidecar/test_small.py"],
                   False)]) == ([t.path for t in report.tests if t.why],
                                [(e.tests, e.followed) for e in report.flag_edges])
-    assert "not followed (like a hub, 2 tests pass the flag): miles/ray/manager.py:5" in \
-        render_text(report, choose(report, CFG))
+    hub = report.hubs[0]
+    assert ("miles/sidecar/server.py", 1, 2) == (hub.path, hub.hop, hub.reach)
+    assert hub.met.startswith("hop 1 from miles/sidecar/core.py; a launch flag: "
+                              "miles/ray/manager.py:5")
+    assert ("labels", True) == (plan.mode, "run-ci-sglang" in plan.labels)
+    assert "not followed (a hub: 2 tests pass the flag): miles/ray/manager.py:5" in \
+        render_text(report, plan)

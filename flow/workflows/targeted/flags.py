@@ -27,8 +27,8 @@ the tests that actually run them. This module learns such edges from the reposit
 The trace asks ``FlagEdges.tests_starting(m)`` for each file it visits: the tests that pass
 every condition of a gate starting ``m``, each with a ``why`` naming the gate (file, line,
 condition), the module and the file that passes the flag. A flag passed by more enabled
-CUDA tests than the hub limit (``--colocate``) names no specific path: like a hub, its edge
-is reported and not followed. A profile may add edges by hand
+CUDA tests than fit the files (``--colocate``) names no specific path: its edge is not
+followed, and the trace reports it as a hub with those tests behind it. A profile may add edges by hand
 (``[[flag_edges]]``: ``flag``, optional ``value``, ``starts``, ``why``), checked the same way.
 
 Only importers of visited files are parsed for gates, and only those whose bytes read an

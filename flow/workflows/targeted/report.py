@@ -49,8 +49,8 @@ class FlagEdgeFound(_Row):
     module: str
     gate: str
     tests: list[str]
-    # False: more enabled CUDA tests pass the flag than the hub limit; like a hub, the
-    # edge names no specific path and is not followed
+    # False: more enabled CUDA tests pass the flag than fit the files; the edge names no
+    # specific path: not followed, reported as a hub with those tests behind it
     followed: bool = True
 
 
@@ -327,7 +327,7 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
     flagged = {t.path: t.why for t in report.tests if t.why}
     section("Tests reached through a launch flag (no import says so)",
             [f"{p}  <- {why}" for p, why in sorted(flagged.items())]
-            + [f"not followed (like a hub, {len(e.tests)} tests pass the flag): {e.gate}"
+            + [f"not followed (a hub: {len(e.tests)} tests pass the flag): {e.gate}"
                for e in report.flag_edges if not e.followed])
     costs = {c.label: c for c in report.costs}
     section("Labels (reached / all registrations they select; behind hubs; est. time)",

@@ -165,7 +165,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     frontier: list[Frontier] = []
     level = list(seeds)
     flags = _flag_edges(graph, cfg, reach, tests,
-                        broad=lambda found: len(set(found) & cuda) > hub_limit)
+                        broad=lambda found: len(set(found) & cuda) > cfg.max_files)
     flag_why: dict[str, str] = {}
     for hop in range(depth + 1):
         nxt: list[str] = []
@@ -195,6 +195,19 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
                         visited[test] = (hop, visited[node][1], node)
                         flag_why[test] = why
         level = nxt
+    # A flag more tests pass than fit the files names no specific path: like a hub met
+    # where the trace met its module, with the tests passing it behind it.
+    for e in (flags.edges if flags else []):
+        if e["followed"] or e["module"] not in visited:
+            continue
+        hop, _, via = visited[e["module"]]
+        behind = sorted(set(e["tests"]) & acting)
+        hubs.append(Hub(path=e["module"], reach=len(set(e["tests"]) & cuda),
+                        met=("changed" if hop == 0 else f"hop {hop} from {via}")
+                        + f"; a launch flag: {e['gate']}", hop=hop, via=via,
+                        cpu_tests=sorted(set(behind) & cpu_acting),
+                        tests=sorted(key_of(r) for p in behind for r in regs[p]
+                                     if actionable(r, cfg) or label_only(r, cfg))))
     reached = set(visited)
     for i, f in enumerate(frontier):
         more = reach(f.importer) & acting - reached
