@@ -85,6 +85,17 @@ def test_frontier_tests_are_named_with_their_price_not_run(repo):
             "matter: tests/test_far.py"] == [j for j in plan.judgement if "depth bound" in j]
 
 
+def test_frontier_tests_run_when_nothing_within_the_bound_reaches_a_gpu(repo):
+    """A change whose only GPU consumers lie one hop past the bound (a kernel reached
+    through a model definition): they are its nearest evidence, so they run."""
+    files = {**LIB, "pkg/b.py": "import pkg.a\n", "pkg/c.py": "import pkg.b\n",
+             "tests/test_far.py": cuda_test("import pkg.c", est=1900)}
+    plan = plan_for(repo, files, {"pkg/a.py": "A = 2\n"}, depth=1)
+    assert ("files", ["/rerun-test tests/test_far.py"]) == (plan.mode, plan.comments)
+    assert any("past the depth bound added, since no GPU test within it reaches the change"
+               in j for j in plan.judgement)
+
+
 def test_frontier_beyond_the_file_limit_is_judgement_not_labels(repo):
     """Past max_files, tests beyond the depth bound are named, not turned into labels."""
     files = {**LIB, "pkg/b.py": "import pkg.a\n", "pkg/c.py": "import pkg.b\n",

@@ -7,10 +7,10 @@ the no-GPU allowlist, or the change reaches no GPU or labeled CPU test and needs
 default; ROCm registrations reached ride along as the labels that select them (a
 ``/rerun-test`` runs CPU and CUDA only). The change is broad, and labels are chosen, when:
 
-- it reaches more than ``cfg.max_files`` files (tests one hop past the depth bound are
-  named for judgement with their price, never run by themselves: the trace does not
-  show they run the changed code, and a dense import graph reaches every e2e test at a
-  fixpoint);
+- it reaches more than ``cfg.max_files`` files (tests one hop past the depth bound run
+  only when no GPU test within the bound reaches the change and they fit; beside tests
+  that do, they are named for judgement with their price: the trace does not show they
+  run the changed code, and a dense import graph reaches every e2e test at a fixpoint);
 - a hub on CI's path is touched or met within ``cfg.near_hub_hops`` hops (the tests
   behind it join the ones to cover);
 - a changed path outside the trace has a profile rule asking for labels (or none: the
@@ -186,11 +186,19 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
                 judgement.append(f"the diff at hub {h.path} only adds lines: if it adds "
                                  "something only the listed files read, files may suffice")
     extra = sorted({t for f in report.frontier for t in f.reaches})
-    if extra:
-        # Tests past the depth bound are named, never run by themselves: the trace does
-        # not show that they run the changed code (on miles they mostly do not), and the
-        # bound is the trace's locality rule (a dense graph reaches every e2e test at a
-        # fixpoint). Their price is shown so a person can judge.
+    gpu_reached = any(t.backend in ("cuda", "rocm") and not t.disabled for t in report.tests)
+    if extra and not gpu_reached and not behind and len(rerun) + len(extra) <= cfg.max_files:
+        # Nothing within the bound runs the change on a GPU: the tests one hop past it
+        # are its nearest consumers (a kernel reached through a model definition), so
+        # they run while they fit.
+        rerun |= {rerun_line(t) for t in extra}
+        judgement.append(f"{len(extra)} test(s) past the depth bound added, since no GPU "
+                         "test within it reaches the change: " + ", ".join(extra))
+    elif extra:
+        # Beside tests that do reach the change, the ones past the bound are named with
+        # their price, never run by themselves: the trace does not show that they run
+        # the changed code (on miles they mostly do not), and the bound is the trace's
+        # locality rule (a dense graph reaches every e2e test at a fixpoint).
         known = [report.file_est.get(t) for t in extra]
         price = sum(e for e in known if e)
         judgement.append(
