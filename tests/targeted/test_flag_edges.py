@@ -143,7 +143,7 @@ def test_a_module_also_started_without_the_flag_gets_no_flag_edge(repo):
     report, plan = plan_of(repo, {"miles/sidecar/core.py": "def handle(args):\n    return 2\n"},
                            extra=extra)
     assert ([], []) == ([t.path for t in report.tests if t.why], report.flag_edges)
-    assert "/rerun-test tests/e2e/sidecar/test_small.py" not in plan.comments
+    assert "tests/e2e/sidecar/test_small.py" not in {t.path for t in report.tests}
 
 
 def test_a_hand_written_edge_from_the_profile(repo):

@@ -455,16 +455,14 @@ class FlagEdges:
                           + (f" {rule.value}" if rule.value else "")
                           + f" starts {module}" + (f" ({rule.why})" if rule.why else ""))
         found: list[tuple[str, dict[str, Any]]] = []
-        for gate_file in sorted(self.importers(module)):
-            if gate_file in self.tests or self.test_side(gate_file):
-                continue
-            data = self.data(gate_file)
-            if not data or not gate_file.endswith(".py"):
-                continue
-            if not may_gate(data):
-                if self._uses(gate_file, data, module):
-                    return out  # started whatever the flags say
-                continue
+        runtime = [g for g in sorted(self.importers(module)) if g.endswith(".py")
+                   and g not in self.tests and not self.test_side(g) and self.data(g)]
+        gating = [g for g in runtime if may_gate(self.data(g) or b"")]
+        # The importers with no ``if`` on the arguments first: one that loads the module
+        # starts it whatever the flags say, and then no file needs a parse.
+        if any(self._uses(g, module) for g in runtime if g not in gating):
+            return out
+        for gate_file in gating:
             info = self.gates_of(gate_file)
             if any(module in self.resolve(gate_file, e) for e in info["u"]):
                 return out  # started whatever the flags say
@@ -477,7 +475,7 @@ class FlagEdges:
                           f"when {describe(conds)}")
         return out
 
-    def _uses(self, path: str, data: bytes, module: str) -> bool:
+    def _uses(self, path: str, module: str) -> bool:
         """True when ``path`` (with no ``if`` on the arguments) loads or names ``module``
         (its resolved edges say so without a parse): it starts it whatever the flags say."""
         return module in self.plain_imports(path)
