@@ -303,13 +303,34 @@ def _may_pass(data: bytes, dest: str, value: str | None) -> bool:
                      + rb"[\"']|" + key + rb"[\"']" + v, data) is not None
 
 
-def passes(data: bytes, dest: str, value: str | None) -> bool:
+_DEFINES = re.compile(rb"add_argument\(")
+
+
+def _near_assert(data: bytes, flag: bytes) -> bool:
+    """True when a line spelling ``flag`` or one of the three before it says ``assert``
+    (its message may be the only place the flag is spelled: parse to tell)."""
+    lines = data.split(b"\n")
+    return any(b"assert" in w for i, line in enumerate(lines) if flag in line
+               for w in lines[max(0, i - 3):i + 1])
+
+
+def passes(data: bytes, dest: str, value: str | None,
+           tokens: Iterable[str] | None = None) -> bool:
     """True when ``data`` spells flag ``dest`` (with ``value``, when given) in a string
-    that is not text for a person, and does not define it (the parser passes nothing): ``"--x v"``, ``"--x=v"``,
+    that is not text for a person, and does not define it (the parser passes nothing).
+    ``tokens`` (the file's string tokens from its facts) spare most files the parse: ``"--x v"``, ``"--x=v"``,
     ``["--x", "v"]``, ``f"--x {v}"`` (any value), or a dict key ``"x": True`` /
     ``"x": "v"``."""
     if not _may_pass(data, dest, value):
         return False  # most candidates: no parse
+    if tokens is not None:
+        # The file's string tokens (the lexer's facts, prose left out): no token, no pass;
+        # with neither an assert nor a parser in the file, the bytes say it all.
+        flag = flag_token(dest)
+        if flag not in tokens and dest not in tokens:
+            return False
+        if not _DEFINES.search(data) and not _near_assert(data, flag.encode()):
+            return True
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

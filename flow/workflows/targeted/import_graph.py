@@ -238,7 +238,8 @@ class ImportGraph:
         key = f"pass\0{self._key[path]}\0{dest}\0{value or ''}"
         hit = self.cache.gates.get(key)
         if hit is None:
-            hit = passes(data, dest, value)
+            facts = self.facts_of(path)
+            hit = passes(data, dest, value, set(facts["s"]) if facts else None)
             self.cache.put_gates(key, hit)
         return hit
 
