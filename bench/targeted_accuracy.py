@@ -21,6 +21,12 @@ Scores (and their targets):
 - ``mode_agree``: commits whose plan mode equals the ground truth's; ``extra_files`` and
   ``missed_files``: ``/rerun-test`` files beyond / short of the ground truth's.
 
+``--held-out`` runs ``HELD_OUT`` (HEAD~320..HEAD~241 of 31f1ca961, 80 commits) by the same
+rules as ``--older`` plus the cases of ``targeted_held_out.toml`` (the CUDA tests that run
+code a launch flag starts: session server, TITO, bridge LoRA), and reports the plans right,
+the CUDA tests left uncovered (target 0), files a plan would run twice, and what the label
+plans really cost (each registration once, the always-on ``labels=[]`` ones included).
+
 ``--older`` runs ``OLDER`` (HEAD~160..HEAD~101 of 31f1ca961) with no hand-written answer:
 each commit is judged by the rules in ``judge`` (docs-only diffs get no GPU run; every
 ``/rerun-test`` file passes miles' own registration reader at that commit, run in the
@@ -50,6 +56,10 @@ from flow.workflows.targeted.select import choose  # noqa: E402
 from flow.workflows.targeted.trace import affected_tests  # noqa: E402
 
 TRUTH = Path(__file__).with_name("targeted_ground_truth.toml")
+HELD_OUT_CASES = Path(__file__).with_name("targeted_held_out.toml")
+# HEAD~320 .. HEAD~241 of 31f1ca961 (first parent, 80 commits), held out while the rules
+# were written: judged by rules, plus the cases of targeted_held_out.toml.
+HELD_OUT = ("64c332164", "b05a4f2a0")
 RANGE = ("bb6f7dbd3", "31f1ca961")  # 40 first-parent commits: bb6f7dbd3 .. 31f1ca961
 # HEAD~160 .. HEAD~101 of 31f1ca961 (first parent, 60 commits): judged by rules only.
 OLDER = ("f645c780a", "06286243c")
@@ -192,9 +202,13 @@ def main() -> int:
     ap.add_argument("--show", action="store_true", help="print each commit's plan")
     ap.add_argument("--older", action="store_true", help="the older range HEAD~160..HEAD~101, "
                     "judged by rules (see judge) instead of the ground truth")
+    ap.add_argument("--held-out", action="store_true", help="the held-out range "
+                    "HEAD~320..HEAD~241, judged by rules and targeted_held_out.toml's cases")
     args = ap.parse_args()
     if args.older:
         return main_older(args)
+    if args.held_out:
+        return main_held_out(args)
     repo = Path(args.repo_dir).resolve()
     truth = {t["sha"]: t for t in tomllib.loads(TRUTH.read_text())["commit"]}
     rows = []
@@ -253,6 +267,85 @@ def main_older(args: argparse.Namespace) -> int:
         "rerun_lines_refused_by_miles": sum(len(r["refused"]) for r in rows),
         "nothing_on_code": [r["sha"] for r in rows if r["nothing_on_code"]],
         "modes": {m: sum(r["mode"] == m for r in rows) for m in ("files", "labels", "nothing")},
+        **prices(rows),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    out = {"summary": summary, "commits": rows} if args.json else summary
+    print(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
+    return 0
+
+
+def covered(plan, report, cfg, path: str) -> bool:
+    """True when the plan runs ``path``'s CUDA registration: a ``/rerun-test`` for it, or a
+    plan label selecting it on a CUDA suite (the label's registrations, reached or not)."""
+    if f"/rerun-test {path}" in plan.comments:
+        return True
+    keys = {k for c in report.costs if c.label in plan.labels for k in c.keys}
+    return any(k.rsplit("@", 1)[0] == path and getattr(cfg.suites.get(k.rsplit("@", 1)[1]),
+                                                       "backend", None) == "cuda"
+               for k in keys)
+
+
+def held_out_row(work: Path, sha: str, plan, report, cfg, case: dict | None) -> dict:
+    """One held-out commit: the rules of ``judge``, the CUDA tests the case or the trace
+    says run the changed code that the plan leaves out, what the plan spends in all (the
+    labels' true cost: each registration once, the always-on ones included), and files
+    the plan would run twice (a comment for a file its own labels run)."""
+    from flow.workflows.targeted.report import plan_spend
+    from flow.workflows.targeted.select import not_twice
+
+    row = judge(work, sha, plan, report)
+    reached = {t.path for t in report.tests if t.backend == "cuda" and not t.disabled}
+    must = reached | set((case or {}).get("tests", []))
+    row["uncovered"] = sorted(p for p in must if not covered(plan, report, cfg, p))
+    files = [c.split(" ", 1)[1] for c in plan.comments]
+    seconds, regs, always, unknown = plan_spend(report.costs, plan.labels, files,
+                                                report.file_est, report.key_est)
+    row["spend"] = {"seconds": seconds, "label_registrations": regs, "always_on": always,
+                    "unknown": unknown}
+    row["labels_only_s"] = (plan_spend(report.costs, plan.labels, [], report.file_est,
+                                       report.key_est)[0] if plan.labels else 0)
+    row["run_twice"] = sorted(not_twice(set(plan.comments), plan.labels, report)[1]) \
+        if plan.labels else []
+    row["flag_tests"] = sorted({t.path for t in report.tests if t.why})
+    row["case"] = bool(case)
+    row["right"] = not (row["uncovered"] or row["refused"] or row["gpu_on_docs"])
+    return row
+
+
+def main_held_out(args: argparse.Namespace) -> int:
+    """The held-out range, each commit against its parent (see ``held_out_row``)."""
+    cases = {c["sha"]: c for c in tomllib.loads(HELD_OUT_CASES.read_text())["commit"]}
+    cfg = load_profile("miles")
+    rows = []
+    started = time.perf_counter()
+    for work, sha, report, plan in walk(Path(args.repo_dir).resolve(), HELD_OUT):
+        case = next((v for k, v in cases.items() if sha.startswith(k)), None)
+        row = {"sha": sha[:9], "title": _git(work, "log", "-1", "--format=%s")[:70],
+               **held_out_row(work, sha, plan, report, cfg, case), **cost(work, plan, report)}
+        row["question"] = question_lines(plan, report) if (plan.comments or plan.labels) else []
+        rows.append(row)
+        if args.show:
+            print(orjson.dumps(row).decode(), flush=True)
+    with_labels = [r for r in rows if r["labels"]]
+    summary = {
+        "range": f"{HELD_OUT[0]}..{HELD_OUT[1]}", "commits": len(rows),
+        "plans_right": sum(r["right"] for r in rows),
+        "wrong": {r["sha"]: r["uncovered"] or r["refused"] for r in rows if not r["right"]},
+        "cuda_tests_uncovered": sum(len(r["uncovered"]) for r in rows),
+        "cases": sum(r["case"] for r in rows),
+        "cases_right": sum(r["right"] for r in rows if r["case"]),
+        "docs_only": sum(r["docs_only"] for r in rows),
+        "gpu_runs_on_docs_only": sum(r["gpu_on_docs"] for r in rows),
+        "rerun_lines": sum(len(r["files"]) for r in rows),
+        "rerun_lines_refused_by_miles": sum(len(r["refused"]) for r in rows),
+        "files_run_twice": sum(len(r["run_twice"]) for r in rows),
+        "commits_with_flag_edges": sum(bool(r["flag_tests"]) for r in rows),
+        "modes": {m: sum(r["mode"] == m for r in rows) for m in ("files", "labels", "nothing")},
+        "label_plans": len(with_labels),
+        "labels_true_cost_s": sum(r["labels_only_s"] for r in with_labels),
+        "labels_true_cost_always_on_regs": sum(r["spend"]["always_on"] for r in with_labels),
+        "spend_total_s": sum(r["spend"]["seconds"] for r in rows),
         **prices(rows),
         "seconds": round(time.perf_counter() - started, 1),
     }

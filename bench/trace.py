@@ -157,13 +157,19 @@ def real_repo(repo: Path, base: str, repeat: int) -> dict[str, object]:
 
     tmp = Path(tempfile.mkdtemp(prefix="trace-real-"))
     try:
-        diff_s = _best(diff, repeat)
-        ast_s = _best(parse_all, repeat)
-
         def run() -> None:
             choose(affected_tests(repo, base, config=cfg, cache_dir=tmp / "cache"), cfg)
 
-        cold = _best(run, repeat, setup=lambda: shutil.rmtree(tmp / "cache", ignore_errors=True))
+        # The two sides interleaved, one round each at a time: on a shared machine the load
+        # changes from minute to minute, and timing one side's rounds after the other's
+        # compares two different machines.
+        diffs, asts, colds = [], [], []
+        for _ in range(repeat):
+            diffs.append(_best(diff, 1))
+            asts.append(_best(parse_all, 1))
+            colds.append(_best(run, 1, setup=lambda: shutil.rmtree(tmp / "cache",
+                                                                   ignore_errors=True)))
+        diff_s, ast_s, cold = min(diffs), min(asts), min(colds)
         run()
         warm = _best(run, repeat)
     finally:

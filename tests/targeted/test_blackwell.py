@@ -26,6 +26,22 @@ CASES = [
     *[(f"a helper named for the architecture: {c}", f"if {c}:\n    y = 1\n", True)
       for c in ("is_blackwell()", "is_sm100()", "is_sm120()", "_on_b200()", "IS_GB200",
                 "sm_100_available()")],
+    ("major == 12 (RTX Blackwell)", "if major == 12:\n    y = 1\n", True),
+    ("cap[0] == 12", "if cap[0] == 12:\n    y = 1\n", True),
+    ("major == 9 is Hopper", "if major == 9:\n    y = 1\n", False),
+    ("an architecture string", 'arch = "sm_90"\nif arch == "sm_100":\n    y = 1\n', True),
+    ("an architecture string, reversed", 'arch = "sm_90"\nif "sm_120" == arch:\n    y = 1\n',
+     True),
+    ("an architecture string inside a name", 'arch = "sm_90"\nif "sm_120" in arch:\n    y = 1\n',
+     True),
+    ("a tuple of Blackwell architecture strings",
+     'arch = "sm_90"\nif arch in ("sm_100", "sm_120"):\n    y = 1\n', True),
+    ("a Hopper string among them", 'arch = "sm_90"\nif arch in ("sm_90", "sm_100"):\n    y = 1\n',
+     False),
+    ("!= an architecture string: the else", 'arch = "sm_90"\nif arch != "sm_100":\n    y = 0\n'
+     'else:\n    y = 1\n', True),
+    ("!= an architecture string: its body", 'arch = "sm_90"\nif arch != "sm_100":\n    y = 1\n',
+     False),
     ("a name that only contains the digits", "if use_b2000_mode:\n    y = 1\n", False),
 ]
 

@@ -72,14 +72,28 @@ def test_hub_off_ci_path_does_not_count(repo):
     assert ("files", ["/rerun-test tests/test_k8s.py"]) == (plan.mode, plan.comments)
 
 
-def test_frontier_tests_join_the_files_while_they_fit(repo):
-    """Tests past the depth bound are run too while the files fit; beyond, only named."""
+def test_frontier_tests_are_named_with_their_price_not_run(repo):
+    """Tests past the depth bound are never run by themselves (the trace does not show
+    they run the changed code): the judgement names them and their summed est_time."""
     files = {**LIB, "pkg/b.py": "import pkg.a\n", "pkg/c.py": "import pkg.b\n",
-             "tests/test_far.py": cuda_test("import pkg.c"),
+             "tests/test_far.py": cuda_test("import pkg.c", est=1900),
              "tests/test_near.py": cuda_test("import pkg.a")}
     plan = plan_for(repo, files, {"pkg/a.py": "A = 2\n"}, depth=1)
-    assert ("files", ["/rerun-test tests/test_far.py", "/rerun-test tests/test_near.py"]) == (
-        plan.mode, plan.comments)
+    assert ("files", ["/rerun-test tests/test_near.py"]) == (plan.mode, plan.comments)
+    assert ["1 more test(s) lie past the depth bound 1 (est 1900s), not run: the trace does "
+            "not show they run the changed code; re-run with a larger --depth if they "
+            "matter: tests/test_far.py"] == [j for j in plan.judgement if "depth bound" in j]
+
+
+def test_frontier_tests_run_when_nothing_within_the_bound_reaches_a_gpu(repo):
+    """A change whose only GPU consumers lie one hop past the bound (a kernel reached
+    through a model definition): they are its nearest evidence, so they run."""
+    files = {**LIB, "pkg/b.py": "import pkg.a\n", "pkg/c.py": "import pkg.b\n",
+             "tests/test_far.py": cuda_test("import pkg.c", est=1900)}
+    plan = plan_for(repo, files, {"pkg/a.py": "A = 2\n"}, depth=1)
+    assert ("files", ["/rerun-test tests/test_far.py"]) == (plan.mode, plan.comments)
+    assert any("past the depth bound added, since no GPU test within it reaches the change"
+               in j for j in plan.judgement)
 
 
 def test_frontier_beyond_the_file_limit_is_judgement_not_labels(repo):
@@ -201,20 +215,22 @@ def test_greedy_cover_beyond_exact_limit():
 
 
 def test_the_text_plan_prices_every_file_it_posts(repo):
-    """affected-tests' plan shows each /rerun-test file's est_time, those past the depth
-    bound too, and a total that leaves unknown times out of the sum."""
+    """affected-tests' plan shows each /rerun-test file's est_time and a total that leaves
+    unknown times out of the sum."""
     from flow.workflows.targeted.report import render_text
 
-    files = {**LIB, "pkg/b.py": "import pkg.a\n", "pkg/c.py": "import pkg.b\n",
-             "tests/test_far.py": cuda_test("import pkg.c", est=1900),
+    files = {**LIB, "pkg/b.py": "import pkg.a\n",
+             "tests/test_far.py": cuda_test("import pkg.b", est=1900),
              "tests/test_near.py": cuda_test("import pkg.a", est=300),
              "tests/test_bare.py": 'import pkg.a\nregister_cuda_ci(suite="stage-b-2-gpu-h200")\n'}
     repo.commit(files, "base")
     repo.commit({"pkg/a.py": "A = 2\n"}, "change")
-    report = affected_tests(repo.path, "HEAD~1", 1, 40, TargetedConfig())
+    report = affected_tests(repo.path, "HEAD~1", 2, 40, TargetedConfig())
     text = render_text(report, choose(report, TargetedConfig()))
     assert ["  comment: /rerun-test tests/test_bare.py  (est unknown)",
             "  comment: /rerun-test tests/test_far.py  (est 1900s)",
             "  comment: /rerun-test tests/test_near.py  (est 300s)",
             "  files total: est 2200s of GPU time + 1 file(s) of unknown time"] == [
         line for line in text.splitlines() if line.startswith(("  comment:", "  files total"))]
+
+

@@ -31,7 +31,7 @@ def test_reached_test_row_has_every_field(repo):
     assert {"path": "tests/test_x.py", "backend": "cuda", "suite": "stage-c",
             "labels": ["rollout"], "hardware": ["hopper"], "nightly": False, "est_time": 90,
             "disabled": None, "num_gpus": 2, "runner": "pytest", "on_pr": True, "hop": 2,
-            "reached_from": "pkg/a.py", "via": "pkg/b.py"} == row
+            "reached_from": "pkg/a.py", "via": "pkg/b.py", "why": None} == row
 
 
 def test_rerun_lines_only_for_actionable_registrations(repo):

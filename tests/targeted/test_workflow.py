@@ -354,18 +354,18 @@ def test_untraced_change_no_rule_covers_asks_a_person_even_when_approved(
         assert "a person chose run-ci-rollout for pkg/loaded_somehow.py" == done["decided"]
 
 
-def test_a_file_past_the_depth_bound_costs_its_registered_time(flow_of: Any) -> None:
-    """A test added to the plan from past the depth bound shows its est_time, and the
-    total sums it: a 1,900 s run is never presented as free."""
+def test_a_file_past_the_depth_bound_is_priced_and_not_posted(flow_of: Any) -> None:
+    """A test past the depth bound is not posted (the trace does not show it runs the
+    change); the question's judgement names it with its est_time, never as free."""
     far = "tests/test_far.py"
     f = flow_of(base={"pkg/mid.py": "from pkg import core\n", "pkg/outer.py": "import pkg.mid\n",
                       "pkg/edge.py": "import pkg.outer\n",
                       far: cuda_test("import pkg.edge", est=1900)})
     spec = f.start("--depth", "2").spec
-    assert rerun(far) in spec["comments"]
-    assert f"comment: /rerun-test {far}  (est 1900s)" in spec["question"]
-    assert "files total: est 3460s of GPU time, one runner per file" in spec["question"]
-    assert 1900 == spec["est"][far]
+    assert rerun(far) not in spec["comments"]
+    assert ("- 1 more test(s) lie past the depth bound 2 (est 1900s), not run: the trace "
+            "does not show they run the changed code; re-run with a larger --depth if they "
+            f"matter: {far}") in spec["question"].splitlines()
 
 
 def test_a_file_with_no_registered_time_is_unknown_not_zero(flow_of: Any) -> None:
@@ -379,15 +379,47 @@ def test_a_file_with_no_registered_time_is_unknown_not_zero(flow_of: Any) -> Non
             "file") in spec["question"]
 
 
-def test_the_final_report_never_lists_as_not_run_a_file_that_ran(flow_of: Any) -> None:
-    """A test past the depth bound that joined the files and passed is not also reported
-    as 'left at depth N': the report agrees with itself."""
+def test_the_final_report_says_a_file_past_the_bound_was_not_run(flow_of: Any) -> None:
+    """A test past the depth bound is not run, and the final report says so (left at the
+    depth bound), while the files that ran pass."""
     far = "tests/test_far.py"
     f = flow_of(base={"pkg/mid.py": "from pkg import core\n", "pkg/outer.py": "import pkg.mid\n",
                       "pkg/edge.py": "import pkg.outer\n",
                       far: cuda_test("import pkg.edge", est=600)})
     spec = f.answer(f.start("--depth", "2").spec, "approve").spec
     done = f.runs_finish(spec).spec
-    assert ("green", "passed") == (done["outcome"], next(
-        x["result"] for x in done["files"] if x["path"] == far))
-    assert [] == [line for line in done["not_run"] if far in line or "left at depth" in line]
+    assert far not in [x["path"] for x in done["files"]]
+    assert "green" == done["outcome"]
+    assert [f"pkg/edge.py: left at depth 2 (not run: {far})"] == [
+        line for line in done["not_run"] if line.startswith("pkg/edge.py")]
+
+
+def test_a_fix_round_posts_only_approved_files_and_never_what_the_labels_run(
+        flow_of: Any) -> None:
+    """The first plan runs a and b by file and adds run-ci-amd for a ROCm test. The fix
+    reaches c (never approved) and f (its CUDA registration carries amd, so the label on
+    the PR re-runs it on the fix push): f is never posted, and c waits for a new answer
+    before anything goes out; approved, the round posts a (failed) and c."""
+    rocm = 'from pkg import core\nregister_rocm_ci(est_time=60, suite="stage-c-rocm", labels=["amd"])\n'
+    f = flow_of(script={A: [("failure", FAIL_LOG), ("success", "")]},
+                base={"tests/test_r.py": rocm,
+                      "tests/test_f.py": cuda_test("from pkg import other", labels=["amd"])})
+    first = f.start().spec
+    assert ([rerun(A), rerun(B)], ["run-ci-amd"]) == (first["comments"], first["labels"])
+    spec = f.runs_finish(f.answer(first, "approve").spec).spec
+    sha = f.fix({"pkg/other.py": "Y = 2\n"})
+    spec = f.feed(spec, verdict(A, "caused_by_pr", sha)).spec
+    assert ("need_human", [rerun(A), rerun(C)], []) == (spec["status"], spec["comments"],
+                                                        spec["labels"])
+    assert [rerun(A), rerun(B)] == f.bot.comments()  # nothing posted before the answer
+    spec = f.answer(spec, "approve").spec
+    assert [rerun(A), rerun(B), rerun(A), rerun(C)] == f.bot.comments()
+    assert rerun("tests/test_f.py") not in f.bot.comments()
+
+
+def test_the_labels_question_gives_the_overall_total(flow_of: Any) -> None:
+    """With labels, the approval question ends its prices with one total: each
+    registration the labels start counted once, the files' runs added."""
+    f = flow_of(extra={"Dockerfile": "FROM python\n"})
+    spec = f.start().spec
+    assert "total: est 1620s: 3 registration(s) the labels start" in spec["question"]

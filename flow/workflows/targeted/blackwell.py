@@ -11,10 +11,11 @@ common idiom is a branch on the compute capability::
 
 A line counts as Blackwell-only when it lies in the body of an ``if`` whose test says
 so: a comparison of a name or attribute spelling ``major``/``capability``/``cap``/``sm``
-(or a ``get_device_capability()[0]``) with ``>= 10``, ``> 9`` or ``== 10``, with a tuple
+(or a ``get_device_capability()[0]``) with ``>= 10``, ``> 9``, ``== 10`` or ``== 12``, with a tuple
 ``>= (10, ...)``, or membership in a literal of majors all 10 or more (``cap[0] in (10,
 12)``, ``major in {10, 12}``); or a call or name spelling the architecture (``blackwell``,
-``sm100``, ``sm120``, ``b200``, ``gb200``). The ``else`` of the negation (``if major < 10:
+``sm100``, ``sm120``, ``b200``, ``gb200``), or a comparison with architecture
+strings (``arch == "sm_100"``, ``"sm_120" in arch``, ``arch in ("sm_100", "sm_120")``). The ``else`` of the negation (``if major < 10:
 ... else:``, ``major not in (10, 12)``, ``if not is_blackwell():``) counts too, and so do
 the branches of a conditional expression spread over lines of their own::
 
@@ -59,8 +60,8 @@ def _at_least_ten(op: ast.cmpop, right: ast.expr) -> bool:
         value = right.elts[0].value
     if not isinstance(value, int) or isinstance(value, bool):
         return False
-    if isinstance(op, ast.GtE | ast.Eq):
-        return value >= 10 if isinstance(op, ast.GtE) else value == 10
+    if isinstance(op, ast.GtE | ast.Eq):  # == 10 or == 12: B200 / RTX Blackwell
+        return value >= 10 if isinstance(op, ast.GtE) else value in (10, 11, 12)
     if isinstance(op, ast.Gt):
         return value >= 9
     return False
@@ -86,11 +87,39 @@ def _capability(test: ast.Compare) -> bool:
     return _CAPABILITY.search(_spelled(test.left)) is not None
 
 
+def _arch_strings(node: ast.expr) -> list[str] | None:
+    """The string constants of ``node`` (one, or a literal tuple, list or set of them);
+    None for anything else."""
+    elts = (node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node])
+    out = [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return out if out and len(out) == len(elts) else None
+
+
+def _names_blackwell(test: ast.Compare) -> bool | None:
+    """For a comparison with architecture strings (``arch == "sm_100"``, ``"sm_120" in
+    arch``, ``arch in ("sm_100", "sm_120")``): True when it holds only on Blackwell, False
+    when it holds exactly off it (``!=``, ``not in``), None when it is no such test."""
+    op = test.ops[0]
+    left, right = test.left, test.comparators[0]
+    for strings, other in ((_arch_strings(right), left), (_arch_strings(left), right)):
+        if strings is None or _arch_strings(other) is not None:
+            continue
+        if not all(_NAMED.search(s) for s in strings):
+            return None
+        if isinstance(op, ast.Eq | ast.In):
+            return True
+        if isinstance(op, ast.NotEq | ast.NotIn):
+            return False
+    return None
+
+
 def is_blackwell_test(test: ast.expr) -> bool:
     """True when an ``if`` test holds only on Blackwell (see the module docstring)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(is_blackwell_test(v) for v in test.values)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        if _names_blackwell(test) is True:  # arch == "sm_100", "sm_120" in arch
+            return True
         if isinstance(test.ops[0], ast.In):  # cap[0] in (10, 12), major in {10, 12}
             majors = _majors(test.comparators[0])
             return _capability(test) and bool(majors) and min(majors or [0]) >= 10
@@ -115,6 +144,8 @@ def is_not_blackwell_test(test: ast.expr) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return is_blackwell_test(test.operand)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        if _names_blackwell(test) is False:  # arch != "sm_100"
+            return True
         if isinstance(test.ops[0], ast.NotIn):  # major not in (10, 12): else is Blackwell
             majors = _majors(test.comparators[0])
             return _capability(test) and bool(majors) and min(majors or [0]) >= 10
@@ -122,7 +153,7 @@ def is_not_blackwell_test(test: ast.expr) -> bool:
     return False
 
 
-_MAY_GATE = re.compile(rb"(?:>=|==|<)\s*\(?\s*10\b|[<>]=?\s*\(?\s*9\b|blackwell|sm_?1[02]"
+_MAY_GATE = re.compile(rb"(?:>=|==|<)\s*\(?\s*1[0-2]\b|[<>]=?\s*\(?\s*9\b|blackwell|sm_?1[02]"
                        rb"|\bin\s*[\[({]\s*\(?\s*1[02]\b|g?b[23]00", re.IGNORECASE)
 
 

@@ -113,6 +113,17 @@ class ExternalImport(_Strict):
     why: str = ""
 
 
+class FlagEdge(_Strict):
+    """A hand-written launch-flag edge: a test passing ``flag`` (with ``value``, when set)
+    runs the modules in ``starts`` (repo-relative paths), though no import says so. Edges
+    the trace learns from the repository's own gates need no entry (see ``flags``)."""
+
+    flag: str = Field(pattern=r"^--[\w-]+$")
+    value: str | None = None
+    starts: list[str]
+    why: str = ""
+
+
 class Timing(_Strict):
     """``est_time = ceil(factor x measured)`` rounded up to ``fine_step`` while the value is
     at or below ``threshold`` and to ``coarse_step`` above it."""
@@ -140,6 +151,9 @@ class TargetedConfig(_Strict):
     # only a ``pytest.main`` call in the file loads its conftests.
     backend_runners: dict[Backend, Literal["pytest", "python"]] = {}
     external_imports: list[ExternalImport] = []
+    flag_edges: list[FlagEdge] = []  # launch flags that start modules, by hand
+    # Trace launch-flag edges learned from the repository's gates (``flags``)
+    learn_flag_edges: bool = True
     no_gpu: list[str] = []  # changed paths the repository's CI proves need no GPU run
     strings_not_loads: list[str] = []  # files whose string literals are data (label prose)
     detect: list[str] = []  # files whose presence identifies the repository (profiles)

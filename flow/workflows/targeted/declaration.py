@@ -70,6 +70,7 @@ def trace_step(ctx: Any) -> Any:
     d.suites = {t.path: t.suite for t in report.tests}
     d.est = {p: e for p, e in report.file_est.items() if e is not None}
     d.costs = loop.label_costs(report)
+    d.total = loop.total_of(report, plan.labels, d.to_run)
     d.alternatives = loop.alternatives(plan, _cfg(d), d.costs)
     d.untraced = loop.untraced(report)
     # A "nothing" plan is an answer only when no changed file is left for a person to judge.
@@ -83,8 +84,9 @@ def approve(ctx: Any) -> Any:
     undecided = d.plan is not None and d.plan.mode == "nothing" and bool(d.plan.undecided)
     if undecided:  # --approved approves a plan; it cannot choose one
         return _undecided(ctx, d)
-    # A fix round re-running files was approved with the first dispatch; new labels were not.
-    if d.approved or (d.posted and not labels):
+    # A fix round re-running files approved before needs no new answer; a file or label
+    # nobody approved yet does.
+    if d.approved or (d.posted and not labels and set(d.to_run) <= loop.approved_files(d)):
         return Go("approved")
     key = f"approve-{len(d.posted)}-{len(d.labels_added)}-r{d.round}"
     answer = ctx.answer(key)
@@ -210,8 +212,9 @@ def retrace(ctx: Any) -> Any:
     report, plan = _plan(ctx, base)
     ctx.write_json(f"trace-{d.round}.json", report.model_dump(mode="json"))
     failed = [f.path for f in d.files.values() if f.status == "failed"]
-    d.to_run = sorted(set(loop.files_of(plan)) | set(failed) | set(d.to_run))
+    d.to_run = loop.fix_round_files(report, plan, d, failed)
     d.outbox = Outbox(labels=plan.labels if plan.mode == "labels" else [])
+    d.total = loop.total_of(report, d.outbox.labels, d.to_run)
     d.plan = plan
     for t in report.tests:
         d.suites.setdefault(t.path, t.suite)

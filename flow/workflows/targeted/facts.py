@@ -9,8 +9,10 @@ warm trace scans nothing. Facts are plain JSON (lists and dicts), one ``orjson.l
   plus the repo-relative tail of an f-string part that follows a field and starts with
   ``/`` (``f"{repo_base_dir}/tools/x.py"`` names ``tools/x.py``: a script launched by path),
   and the value of a module-level constant built from literals (``_SCRIPT = Path("tools") /
-  "x.py"``, ``"tools" + "/x.py"``, ``os.path.join(...)``, an f-string of such constants):
-  a launch path held in a name is resolved as a literal one is.
+  "x.py"``, ``"tools" + "/x.py"``, ``os.path.join(...)``, an f-string of such constants,
+  ``os.path.join(TOOLS_DIR, TOOL_NAME)`` of earlier constants) and of the same joins
+  written inline (a computed root first, ``os.path.join(REPO, TOOLS_DIR, NAME)``, leaves
+  the known tail): a launch path held in a name is resolved as a literal one is.
 - ``n``: every word (``\\w+``) of the imports and string tokens, plus ``"\\0rel"`` when the
   file has a relative or dynamic import: the names through which it can reach a file, for
   the import graph's importer index.
@@ -35,7 +37,7 @@ import orjson
 
 from flow.workflows.targeted.lexer import SEP, scan
 
-FACTS_VERSION = 8  # bump when facts, calls or the graph file change shape
+FACTS_VERSION = 10  # bump when facts, calls or the graph file change shape
 Facts = dict[str, Any]
 Calls = dict[str, Any]  # read_calls: {"c": [top-level calls], "e": syntax error or None}
 
@@ -100,26 +102,44 @@ def scan_facts(source: bytes) -> Facts:
     return {"i": imports, "s": sorted(tokens), "n": sorted(names)}
 
 
-# A module-level assignment (at column 0, on one line) whose value spells a string.
-_CONSTANT = re.compile(r"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([^\n]*[\"'][^\n]*)$", re.M)
+# A module-level assignment (at column 0, on one line): its value may spell a string, or
+# join constants that do (``TOOL = os.path.join(TOOLS_DIR, TOOL_NAME)``).
+_CONSTANT = re.compile(r"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([^=\n][^\n]*)$", re.M)
+# A path built inline from constants: ``os.path.join(TOOLS_DIR, TOOL_NAME)``, ``Path(A, B)``.
+_INLINE_JOIN = re.compile(r"\b(?:join|Path|PurePath|PosixPath|PurePosixPath)\([^()\n]*\)")
 _PATH_CALLS = {"Path", "PurePath", "PosixPath", "PurePosixPath", "join"}
+_JOINS = re.compile(r"[\"'/+]|\bjoin\(|Path\(|\{")
 
 
 def constant_paths(text: str) -> list[str]:
     """Values of module-level constants built from literals and earlier such constants:
     ``Path("a") / "b.py"``, ``"a" + "/b.py"``, ``os.path.join("a", "b.py")``,
-    ``f"{A}/b.py"``. Anything else (a call, ``__file__``, an unknown name) is no constant.
-    Never raises."""
+    ``os.path.join(A, B)`` of such constants, ``f"{A}/b.py"``; and the same joins written
+    inline anywhere in the file (``run([sys.executable, os.path.join(TOOLS_DIR, NAME)])``).
+    Anything else (a call, ``__file__``, an unknown name) is no constant. Never raises."""
     known: dict[str, str] = {}
     for m in _CONSTANT.finditer(text):
-        try:
-            node = ast.parse(m.group(2).strip(), mode="eval").body
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            continue
-        value = _fold(node, known)
+        value_text = m.group(2).strip()
+        if not _JOINS.search(value_text):
+            continue  # no literal and no join: cannot spell a path
+        value = _parse_fold(value_text, known)
         if value is not None:
             known[m.group(1)] = value
-    return [v for v in known.values() if "/" in v]
+    out = [v for v in known.values() if "/" in v]
+    if known and ("join(" in text or "Path(" in text):
+        for m in _INLINE_JOIN.finditer(text):
+            value = _parse_fold(m.group(0), known)
+            if value is not None and "/" in value:
+                out.append(value)
+    return out
+
+
+def _parse_fold(expr: str, known: dict[str, str]) -> str | None:
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    return _fold(node, known)
 
 
 def _fold(node: ast.expr, known: dict[str, str]) -> str | None:
@@ -138,6 +158,10 @@ def _fold(node: ast.expr, known: dict[str, str]) -> str | None:
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         if name in _PATH_CALLS and node.args:
             parts = [_fold(a, known) for a in node.args]
+            # A root the file computes (``os.path.join(REPO_ROOT, TOOLS_DIR, NAME)``) leaves
+            # the known tail, read as repo-relative like an f-string's ``{root}/tools/x.py``.
+            while parts and parts[0] is None and len(parts) > 1:
+                parts = parts[1:]
             return None if None in parts else "/".join(p for p in parts if p is not None)
         return None
     if isinstance(node, ast.JoinedStr):
@@ -235,6 +259,8 @@ class FactsCache:
         raw = self._read("graph")
         self.graph: dict[str, Any] = raw if isinstance(raw, dict) else {}
         self.calls: dict[str, Calls] = self.graph.pop("calls", None) or {}
+        # flags.read_gates of the files a trace asked about, by content
+        self.gates: dict[str, Any] = self.graph.pop("gates", None) or {}
         self._entries: dict[str, Facts] | None = None
         self.dirty = False  # graph or calls changed
         self.facts_dirty = False
@@ -255,6 +281,10 @@ class FactsCache:
         self.calls[key] = calls
         self.dirty = True
 
+    def put_gates(self, key: str, gates: Any) -> None:
+        self.gates[key] = gates
+        self.dirty = True
+
     def set_graph(self, graph: dict[str, Any]) -> None:
         """The resolved graph of the last tree (edges, importers; see ``ImportGraph``)."""
         self.graph = graph
@@ -265,7 +295,8 @@ class FactsCache:
         ``spare`` others, the most recently added (earlier versions of files, another
         branch's): without this the cache would grow with every edit ever traced. The
         facts file is not read just for this."""
-        for store, which in ((self._entries, "facts"), (self.calls, "calls")):
+        for store, which in ((self._entries, "facts"), (self.calls, "calls"),
+                             (self.gates, "gates")):
             if store is None or len(store) <= len(current) + spare:
                 continue
             others = [key for key in store if key not in current]
@@ -305,7 +336,8 @@ class FactsCache:
                 self.facts_dirty = False
             if self.dirty:
                 write_atomic(self._file("graph"),  # type: ignore[arg-type]
-                             orjson.dumps({**self.graph, "calls": self.calls}))
+                             orjson.dumps({**self.graph, "calls": self.calls,
+                                           "gates": self.gates}))
                 self.dirty = False
         except OSError:
             return

@@ -210,6 +210,39 @@ class ImportGraph:
             self.cache.put_calls(key, hit)
         return hit
 
+    def data_of(self, path: str) -> bytes | None:
+        """The bytes of a scanned file, or None."""
+        return self._data.get(path)
+
+    def gates_of(self, path: str) -> dict:
+        """``flags.read_gates`` of ``path`` (cached by content); empty for no Python file."""
+        from flow.workflows.targeted.flags import read_gates
+
+        data = self._data.get(path) if path.endswith(".py") else None
+        if data is None:
+            return {"g": [], "p": {}, "m": {}}
+        key = self._key[path]
+        hit = self.cache.gates.get(key)
+        if hit is None:
+            hit = read_gates(data)
+            self.cache.put_gates(key, hit)
+        return hit
+
+    def passes_flag(self, path: str, dest: str, value: str | None) -> bool:
+        """``flags.passes`` of ``path`` (cached by content, flag and value)."""
+        from flow.workflows.targeted.flags import passes
+
+        data = self._data.get(path) if path.endswith(".py") else None
+        if data is None:
+            return False
+        key = f"pass\0{self._key[path]}\0{dest}\0{value or ''}"
+        hit = self.cache.gates.get(key)
+        if hit is None:
+            facts = self.facts_of(path)
+            hit = passes(data, dest, value, set(facts["s"]) if facts else None)
+            self.cache.put_gates(key, hit)
+        return hit
+
     def deps_of(self, path: str) -> set[str]:
         """Files ``path`` loads or names (conftests included)."""
         hit = self._deps.get(path)
@@ -238,6 +271,10 @@ class ImportGraph:
         out |= self._conf_r.get(path, set())
         self._rdeps[path] = out
         return out
+
+    def loaders(self, path: str) -> set[str]:
+        """``importers`` without the tests a conftest reaches by being one."""
+        return self.importers(path) - self._conf_r.get(path, set())
 
     def remember(self) -> None:
         """Put the edges and importers resolved so far into the cache (saved by

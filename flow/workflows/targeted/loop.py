@@ -102,6 +102,7 @@ class TargetedData(_M):
     est: dict[str, float] = {}
     not_run: list[str] = []
     costs: dict[str, str] = {}  # label -> what it starts ("N registration(s), est Ts")
+    total: str = ""  # what the pending labels and files spend in all (each run once)
     alternatives: dict[str, list[str]] = {}  # answer -> labels it adds (from the judgement)
     untraced: list[str] = []  # changed paths the trace could not follow, for the report
     declined: bool = False
@@ -201,6 +202,36 @@ def still_not_run(data: TargetedData) -> list[str]:
     return out
 
 
+def approved_files(data: TargetedData) -> set[str]:
+    """Files a person approved a ``/rerun-test`` for (every comment posted was approved)."""
+    return {c.split(" ", 1)[1] for c in data.posted if c.startswith("/rerun-test ")}
+
+
+def fix_round_files(report: AffectedReport, plan: Plan, data: TargetedData,
+                    failed: list[str]) -> list[str]:
+    """The files a fix round posts: what failed (and the flake re-runs queued), and what
+    the fix reaches of the files approved before; a file the fix reaches that nobody
+    approved joins only through a new approval question. A file the labels already on
+    the PR run is never posted: the fix push re-runs it under them."""
+    from flow.workflows.targeted.select import not_twice
+
+    reached = set(files_of(plan))
+    wanted = set(failed) | set(data.to_run) | reached
+    _, by_labels = not_twice({f"/rerun-test {p}" for p in wanted}, list(data.labels_added),
+                             report)
+    return sorted(wanted - set(by_labels))
+
+
+def total_of(report: AffectedReport, labels: list[str], files: list[str]) -> str:
+    """The approval question's overall total of ``labels`` and ``files`` (see
+    ``report.plan_total``); empty without labels (the files total says it all)."""
+    from flow.workflows.targeted.report import plan_total
+
+    if not labels:
+        return ""
+    return plan_total(report.costs, labels, files, report.file_est, report.key_est)
+
+
 def label_costs(report: AffectedReport) -> dict[str, str]:
     """``{label: "N registration(s), est Ts"}`` for every label that selects something."""
     from flow.workflows.targeted.report import cost_text
@@ -247,6 +278,8 @@ def question(data: TargetedData, comments: list[str], labels: list[str]) -> str:
         lines.append(f"label: {lab}  (starts {data.costs.get(lab, 'an unknown number of runs')})")
     if comments:
         lines.append(f"files total: {files_total(paths, dict(data.est))}, one runner per file")
+    if labels and data.total:
+        lines.append(f"total: {data.total}")
     return "\n".join(lines + _why_and_answers(data, "approving", "also add"))
 
 

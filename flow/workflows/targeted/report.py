@@ -37,6 +37,21 @@ class ReachedTest(_Row):
     hop: int
     reached_from: str
     via: str | None
+    # how the test reaches ``via`` when no import says so: a launch flag it passes that
+    # starts ``via`` (the gate, its condition, the file passing the flag)
+    why: str | None = None
+
+
+class FlagEdgeFound(_Row):
+    """A launch-flag edge the trace used: ``gate`` (file:line starts module when the flag
+    is set, or the profile's rule) and the tests that pass the flag."""
+
+    module: str
+    gate: str
+    tests: list[str]
+    # False: more enabled CUDA tests pass the flag than fit the files; the edge names no
+    # specific path: not followed, reported as a hub with those tests behind it
+    followed: bool = True
 
 
 class LabelCount(_Row):
@@ -60,6 +75,11 @@ class LabelCost(_Row):
     registrations: int
     est_time: float
     unknown: int = 0
+    # of those, the always-on ones (CPU, ``labels=[]``): every PR Test run starts them,
+    # so a label run does too (miles' run_suite keeps a test that declares no labels)
+    always_on: int = 0
+    always_on_est: float = 0.0
+    keys: list[str] = []  # the labelled registrations it selects (path@suite), for totals
 
 
 class UnknownSuite(_Row):
@@ -159,7 +179,11 @@ class AffectedReport(_Row):
     unknown_suites: list[UnknownSuite] = []
     external: list[External] = []  # changed modules imported from outside the repository
     blackwell_only: list[str] = []  # changed files whose changed lines run only on Blackwell
+    flag_edges: list[FlagEdgeFound] = []  # launch-flag edges that reached tests
     costs: list[LabelCost] = []  # every label that selects a registration, with its cost
+    key_est: dict[str, float | None] = {}  # est_time of each registration a label selects
+    # registrations of postable files that any PR Test run starts (labels=[] CPU ones)
+    always_on_keys: list[str] = []
     # est_time of what ``/rerun-test <file>`` runs (its one enabled CPU or CUDA
     # registration), for every file a plan may post: reached, or past the depth bound;
     # None where the repository registers no est_time (unknown, never 0)
@@ -188,9 +212,43 @@ def files_total(paths: list[str], est: dict[str, float | None]) -> str:
 
 
 def cost_text(cost: LabelCost) -> str:
-    """``"12 registrations, est 3400s"`` (plus how many have no est_time)."""
+    """``"12 registrations, est 3400s"`` (plus how many have no est_time, and how many of
+    them are the always-on ones every PR Test run starts)."""
     return (f"{cost.registrations} registration(s), est {cost.est_time:g}s"
-            + (f" (+{cost.unknown} without est_time)" if cost.unknown else ""))
+            + (f" (+{cost.unknown} without est_time)" if cost.unknown else "")
+            + (f", of which {cost.always_on} always-on (labels=[], est "
+               f"{cost.always_on_est:g}s) that any PR Test run starts" if cost.always_on
+               else ""))
+
+
+def plan_spend(costs: list[LabelCost], labels: list[str], files: list[str],
+               est: dict[str, float | None],
+               key_est: dict[str, float | None]) -> tuple[float, int, int, int]:
+    """``(seconds, registrations the labels start, of them always-on, without est_time)``
+    of a plan: each registration its labels start counted once (the always-on ones once),
+    plus its ``/rerun-test`` files."""
+    chosen = [c for c in costs if c.label in labels]
+    keys = {k for c in chosen for k in c.keys}
+    on = max(chosen, key=lambda c: c.always_on, default=None)
+    always, always_est = (on.always_on, on.always_on_est) if on else (0, 0.0)
+    times = [key_est.get(k) for k in sorted(keys)] + [est.get(p) for p in files]
+    known = [e for e in times if e is not None]
+    return (sum(known) + always_est, len(keys) + always, always,
+            len(times) - len(known))
+
+
+def plan_total(costs: list[LabelCost], labels: list[str], files: list[str],
+               est: dict[str, float | None], key_est: dict[str, float | None]) -> str:
+    """What a plan spends in all (``plan_spend``), as the approval question says it."""
+    seconds, regs, always, unknown = plan_spend(costs, labels, files, est, key_est)
+    parts = []
+    if labels:
+        parts.append(f"{regs} registration(s) the labels start"
+                     + (f" ({always} always-on, counted once)" if always else ""))
+    if files:
+        parts.append(f"{len(files)} file run(s)")
+    return (f"est {seconds:g}s: " + " + ".join(parts)
+            + (f"; {unknown} without est_time" if unknown else ""))
 
 
 def _kind(o: Outside) -> str:
@@ -245,7 +303,14 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
         if comments:
             lines.append("  files total: " + files_total(
                 [c.split(" ", 1)[1] for c in comments], report.file_est))
-        lines += [f"  label: {lab}" for lab in getattr(p, "labels", [])]
+        costs = {c.label: c for c in report.costs}
+        plan_labels = list(getattr(p, "labels", []))
+        lines += [f"  label: {lab}" + (f"  (starts {cost_text(costs[lab])})" if lab in costs
+                                       else "") for lab in plan_labels]
+        if plan_labels:
+            lines.append("  total: " + plan_total(
+                report.costs, plan_labels, [c.split(" ", 1)[1] for c in comments],
+                report.file_est, report.key_est))
         lines += [f"  why: {r}" for r in getattr(p, "reasons", [])]
         lines += [f"  judge: {j}" for j in getattr(p, "judgement", [])]
         out.append("")
@@ -259,6 +324,11 @@ def render_text(report: AffectedReport, plan: object | None = None, limit: int =
         # GPU and labeled tests first: the unlabeled CPU ones run on every PR anyway
         for t in sorted(report.tests, key=lambda t: (t.backend == "cpu" and not t.labels,
                                                       t.path))])
+    flagged = {t.path: t.why for t in report.tests if t.why}
+    section("Tests reached through a launch flag (no import says so)",
+            [f"{p}  <- {why}" for p, why in sorted(flagged.items())]
+            + [f"not followed (a hub: {len(e.tests)} tests pass the flag): {e.gate}"
+               for e in report.flag_edges if not e.followed])
     costs = {c.label: c for c in report.costs}
     section("Labels (reached / all registrations they select; behind hubs; est. time)",
             [f"{c.label}  {c.reached - c.behind} / {c.all}"

@@ -7,9 +7,10 @@ the no-GPU allowlist, or the change reaches no GPU or labeled CPU test and needs
 default; ROCm registrations reached ride along as the labels that select them (a
 ``/rerun-test`` runs CPU and CUDA only). The change is broad, and labels are chosen, when:
 
-- it reaches more than ``cfg.max_files`` files (tests one hop past the depth bound are
-  added to the files while they fit; when they do not, they are named for judgement,
-  since a dense import graph reaches every e2e test at a fixpoint);
+- it reaches more than ``cfg.max_files`` files (tests one hop past the depth bound run
+  only when no GPU test within the bound reaches the change and they fit; beside tests
+  that do, they are named for judgement with their price: the trace does not show they
+  run the changed code, and a dense import graph reaches every e2e test at a fixpoint);
 - a hub on CI's path is touched or met within ``cfg.near_hub_hops`` hops (the tests
   behind it join the ones to cover);
 - a changed path outside the trace has a profile rule asking for labels (or none: the
@@ -185,17 +186,27 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
                 judgement.append(f"the diff at hub {h.path} only adds lines: if it adds "
                                  "something only the listed files read, files may suffice")
     extra = sorted({t for f in report.frontier for t in f.reaches})
-    if extra:
-        # Tests one step past the depth bound: run them too while the files still fit.
-        if len(rerun) + len(extra) <= cfg.max_files:
-            rerun |= {rerun_line(t) for t in extra}
-            judgement.append(f"{len(extra)} test(s) past the depth bound added: "
-                             + ", ".join(extra))
-        else:
-            # Not broad by itself: the bound is the trace's locality rule (a dense graph
-            # reaches every e2e test at a fixpoint); say what lies past it.
-            judgement.append(f"{len(extra)} more test(s) lie past the depth bound "
-                             f"{report.depth}; re-run with a larger --depth if they matter")
+    gpu_reached = any(t.backend in ("cuda", "rocm") and not t.disabled for t in report.tests)
+    if extra and not gpu_reached and not behind and len(rerun) + len(extra) <= cfg.max_files:
+        # Nothing within the bound runs the change on a GPU: the tests one hop past it
+        # are its nearest consumers (a kernel reached through a model definition), so
+        # they run while they fit.
+        rerun |= {rerun_line(t) for t in extra}
+        judgement.append(f"{len(extra)} test(s) past the depth bound added, since no GPU "
+                         "test within it reaches the change: " + ", ".join(extra))
+    elif extra:
+        # Beside tests that do reach the change, the ones past the bound are named with
+        # their price, never run by themselves: the trace does not show that they run
+        # the changed code (on miles they mostly do not), and the bound is the trace's
+        # locality rule (a dense graph reaches every e2e test at a fixpoint).
+        known = [report.file_est.get(t) for t in extra]
+        price = sum(e for e in known if e)
+        judgement.append(
+            f"{len(extra)} more test(s) lie past the depth bound {report.depth} (est "
+            f"{price:g}s" + (f", {sum(1 for e in known if not e)} unknown" if not all(known)
+                            else "") + "), not run: the trace does not show they run the "
+            "changed code; re-run with a larger --depth if they matter: "
+            + ", ".join(extra[:5]) + (f" +{len(extra) - 5}" if len(extra) > 5 else ""))
     for o in report.outside_trace:
         labels = o.labels if o.labels is not None else cfg.labels.fallback
         if o.labels == []:
@@ -287,7 +298,7 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
         if not rerun:
             return Plan(mode="labels", comments=[], labels=labels, judgement=judgement,
                         reasons=needed)
-        rerun, twice = _not_twice(rerun, labels, report)
+        rerun, twice = not_twice(rerun, labels, report)
         if twice:
             judgement.append("not posted as /rerun-test, since the plan's labels run them: "
                              + ", ".join(twice))
@@ -310,6 +321,8 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
     elif len(labels) > cfg.labels.max_domain:
         labels = _scope_or_cover(want, report.labels, cfg)
     covered = {t for c in report.labels if c.label in labels for t in c.tests}
+    if labels:  # any label's PR Test run starts the always-on (labels=[]) registrations
+        covered |= set(report.always_on_keys)
     labels = sorted(set(labels) | set(required))
     if not labels:
         labels = sorted(set(cfg.labels.fallback))
@@ -336,11 +349,13 @@ def _choose(report: AffectedReport, cfg: TargetedConfig, undecided: list[str]) -
                 reasons=reasons, judgement=judgement)
 
 
-def _not_twice(rerun: set[str], labels: list[str],
+def not_twice(rerun: set[str], labels: list[str],
                report: AffectedReport) -> tuple[set[str], list[str]]:
     """The ``/rerun-test`` lines minus the files the plan's labels already run on every
     suite they are registered on (posting both runs the file twice), and those files."""
     covered = {t for c in report.labels if c.label in labels for t in c.tests}
+    if labels:  # any label's PR Test run starts the always-on (labels=[]) registrations
+        covered |= set(report.always_on_keys)
     keep: set[str] = set()
     twice: list[str] = []
     for line in sorted(rerun):

@@ -24,7 +24,7 @@ from flow.workflows.targeted.import_graph import ImportGraph, build_graph
 from flow.workflows.targeted.paths import any_match
 from flow.workflows.targeted.registrations import Registration, Unreadable, from_calls, is_test
 from flow.workflows.targeted.report import (
-    AffectedReport, EntryLoad, External, Frontier, Hub, LabelCost, LabelCount, NightlyTarget,
+    AffectedReport, EntryLoad, External, FlagEdgeFound, Frontier, Hub, LabelCost, LabelCount, NightlyTarget,
     Outside, ReachedTest, UnknownSuite,
 )
 
@@ -75,8 +75,9 @@ def selects(label: str, reg: Registration, cfg: TargetedConfig) -> bool:
 class _Reach:
     """Depth-bounded reverse reachability, memoised per start file."""
 
-    def __init__(self, graph: ImportGraph, depth: int) -> None:
+    def __init__(self, graph: ImportGraph, depth: int, importers=None) -> None:
         self.graph, self.depth = graph, depth
+        self.importers = importers if importers is not None else graph.importers
         self.memo: dict[str, frozenset[str]] = {}
 
     def __call__(self, start: str) -> frozenset[str]:
@@ -86,7 +87,7 @@ class _Reach:
         seen = {start}
         level = [start]
         for _ in range(self.depth):
-            nxt = [i for n in level for i in self.graph.importers(n) if i not in seen]
+            nxt = [i for n in level for i in self.importers(n) if i not in seen]
             seen.update(nxt)
             level = nxt
             if not level:
@@ -163,6 +164,9 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     hubs: list[Hub] = []
     frontier: list[Frontier] = []
     level = list(seeds)
+    flags = _flag_edges(graph, cfg, reach, tests,
+                        broad=lambda found: len(set(found) & cuda) > cfg.max_files)
+    flag_why: dict[str, str] = {}
     for hop in range(depth + 1):
         nxt: list[str] = []
         for node in level:
@@ -183,7 +187,27 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
                     continue
                 visited[imp] = (hop + 1, visited[node][1], node)
                 nxt.append(imp)
+            if flags is not None and node not in tests:
+                # A test passing a flag that starts ``node`` runs it: it is reached at
+                # node's hop (nothing is traced above a test, so the edge costs no hop).
+                for test, why in flags.tests_starting(node).items():
+                    if test not in visited:
+                        visited[test] = (hop, visited[node][1], node)
+                        flag_why[test] = why
         level = nxt
+    # A flag more tests pass than fit the files names no specific path: like a hub met
+    # where the trace met its module, with the tests passing it behind it.
+    for e in (flags.edges if flags else []):
+        if e["followed"] or e["module"] not in visited:
+            continue
+        hop, _, via = visited[e["module"]]
+        behind = sorted(set(e["tests"]) & acting)
+        hubs.append(Hub(path=e["module"], reach=len(set(e["tests"]) & cuda),
+                        met=("changed" if hop == 0 else f"hop {hop} from {via}")
+                        + f"; a launch flag: {e['gate']}", hop=hop, via=via,
+                        cpu_tests=sorted(set(behind) & cpu_acting),
+                        tests=sorted(key_of(r) for p in behind for r in regs[p]
+                                     if actionable(r, cfg) or label_only(r, cfg))))
     reached = set(visited)
     for i, f in enumerate(frontier):
         more = reach(f.importer) & acting - reached
@@ -195,7 +219,7 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     behind_keys = ({k for h in hubs for k in h.tests} | {k for f in frontier for k in f.keys}
                    | {k for ks in reg_changes.values() for k in ks})
     rows = [ReachedTest(**_row(r, cfg), hop=visited[p][0],
-                        reached_from=visited[p][1], via=visited[p][2])
+                        reached_from=visited[p][1], via=visited[p][2], why=flag_why.get(p))
             for p in sorted(reached & set(regs)) for r in regs[p]]
     hit = sorted(reached & acting)
     runnable = [p for p in hit if any(actionable(r, cfg) for r in regs[p])]
@@ -218,8 +242,12 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
         unreadable=[unreadable[p] for p in sorted(reached & set(unreadable))],
         unknown_suites=_unknown_suites(regs, cfg),
         external=_external(changed, cfg),
+        flag_edges=[FlagEdgeFound(**e) for e in (flags.edges if flags else [])],
         blackwell_only=_blackwell_only(repo_dir, base, worktree, git, changed),
-        costs=label_costs(regs, cfg),
+        costs=(costs := label_costs(regs, cfg)),
+        key_est=_key_est(regs, costs),
+        always_on_keys=sorted(k for p in postable for r in regs.get(p, [])
+                              if always_on(r, cfg) for k in [key_of(r)]),
         file_est=_file_est(postable, regs, cfg),
         file_runs={p: sorted(key_of(r) for r in regs.get(p, []) if r.enabled and not r.nightly
                              and cfg.pr_runs(r.suite) and r.backend in ("cpu", "cuda"))
@@ -228,6 +256,28 @@ def affected_tests(repo_dir: Path, base: str, depth: int = 3, hub_limit: int = 4
     graph.remember()
     cache.save()  # after the last scan
     return report
+
+
+def _flag_edges(graph: ImportGraph, cfg: TargetedConfig, reach: _Reach,
+                tests: set[str], broad):
+    """The launch-flag edges of this trace (``flags.FlagEdges``), or None when the profile
+    turns learning off and writes none by hand."""
+    if not cfg.learn_flag_edges and not cfg.flag_edges:
+        return None
+    from flow.workflows.targeted.flags import FlagEdges
+
+    learn = cfg.learn_flag_edges
+    # the top folders holding tests: their files consume the runtime, they do not start it
+    sides = {g.split("/", 1)[0] for g in cfg.tests if "/" in g and "*" not in g.split("/")[0]}
+    return FlagEdges(
+        importers=graph.importers if learn else (lambda _: ()), data=graph.data_of,
+        # the files passing a flag reach their tests by import, not through a conftest
+        # (a fixture module spelling a flag does not launch every test below it)
+        resolve=graph.resolver.imports, reach=_Reach(graph, reach.depth, graph.loaders),
+        tests=tests,
+        gates_of=graph.gates_of, files=lambda: graph.py, manual=cfg.flag_edges,
+        test_side=lambda p: p.split("/", 1)[0] in sides,
+        plain_imports=graph.deps_of, broad=broad, passes=graph.passes_flag)
 
 
 def _registration_changes(repo_dir: Path, base: str, worktree: bool, git: GitReader,
@@ -302,15 +352,26 @@ def _labels(hit: list[str], regs: dict[str, list[Registration]], cfg: TargetedCo
     return out
 
 
+def always_on(reg: Registration, cfg: TargetedConfig) -> bool:
+    """True for a registration every PR Test run starts whatever its labels: an enabled
+    regular CPU registration declaring no labels, on a suite a PR workflow runs."""
+    return (reg.backend == "cpu" and not reg.labels and reg.enabled and not reg.nightly
+            and cfg.pr_runs(reg.suite))
+
+
 def label_costs(regs: dict[str, list[Registration]], cfg: TargetedConfig) -> list[LabelCost]:
     """Every label that selects a registration at regular cadence, with the number it
-    starts and their summed ``est_time`` (for the approval question)."""
+    starts and their summed ``est_time`` (for the approval question): the registrations
+    it selects, and the always-on ones (``labels=[]``) that every PR Test run starts."""
     every = [r for rs in regs.values() for r in rs]
     names = {cfg.labels.prefix + lab for r in every for lab in r.labels}
     names |= set(cfg.labels.rules) | set(cfg.labels.scopes) | set(cfg.labels.fallback)
     names |= {lab for e in cfg.external_imports for lab in e.labels}
     names |= {lab for p in cfg.labels.paths for lab in p.labels}
     regular = [r for r in every if not r.nightly and r.enabled and cfg.pr_runs(r.suite)]
+    on = [r for r in regular if always_on(r, cfg)]
+    on_est = float(sum(r.est_time or 0 for r in on))
+    on_unknown = sum(1 for r in on if r.est_time is None)
     by_label: dict[str, list[Registration]] = {}
     for r in regular:  # a plain prefix label selects the registrations carrying it
         for lab in r.labels:
@@ -321,11 +382,20 @@ def label_costs(regs: dict[str, list[Registration]], cfg: TargetedConfig) -> lis
             chosen = [r for r in regular if selects(label, r, cfg)]
         else:
             chosen = by_label.get(label, [])
+        chosen = [r for r in chosen if not always_on(r, cfg)]
         if chosen:
-            out.append(LabelCost(label=label, registrations=len(chosen),
-                                 est_time=float(sum(r.est_time or 0 for r in chosen)),
-                                 unknown=sum(1 for r in chosen if r.est_time is None)))
+            out.append(LabelCost(label=label, registrations=len(chosen) + len(on),
+                                 est_time=float(sum(r.est_time or 0 for r in chosen)) + on_est,
+                                 unknown=sum(1 for r in chosen if r.est_time is None)
+                                 + on_unknown, always_on=len(on), always_on_est=on_est,
+                                 keys=sorted(key_of(r) for r in chosen)))
     return out
+
+
+def _key_est(regs: dict[str, list[Registration]], costs: list[LabelCost]) -> dict[str, float | None]:
+    keys = {k for c in costs for k in c.keys}
+    return {key_of(r): (float(r.est_time) if r.est_time is not None else None)
+            for rs in regs.values() for r in rs if key_of(r) in keys}
 
 
 def _unknown_suites(regs: dict[str, list[Registration]],
