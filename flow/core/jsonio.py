@@ -46,5 +46,6 @@ def loads(data: bytes | str) -> Any:
 
 def digest(obj: Any) -> str:
     """A stable content hash of a JSON-able value (sorted keys, compact)."""
-    data = orjson.dumps(obj, default=_default, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    data = orjson.dumps(obj, default=_default,  # the raw bytes: a hash is no way out
+                        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     return hashlib.sha256(data).hexdigest()

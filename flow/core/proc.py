@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from flow.core.redact import (
-    MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns,
+    MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns, secret_values,
 )
 from flow.core.supervisor import (
     CHUNK, DEFAULT_CAP, GRACE_S, MARK_ENV, NOT_FOUND, TIMED_OUT, CappedLog, Child, adopted, ask,
@@ -394,9 +394,10 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     limit = budget if timeout is None else min(timeout, max(budget, 0.0))
     head = header(argv, cwd)
     scrubbed = child_env(env, allow=allow)
+    # the let-through secrets, and this process's own (a child may print one from a file)
     out = CappedLog(log, cap_bytes(), head,
-                    mask=[scrubbed[k].encode() for k in secret_names(scrubbed)],
-                    shown_as=MASK.encode())
+                    mask=[*(scrubbed[k].encode() for k in secret_names(scrubbed)),
+                          *secret_values()], shown_as=MASK.encode())
     started = time.monotonic()
     mark = new_mark()
     spare = set(adopted()) if become_subreaper() else set()  # earlier orphans are not its

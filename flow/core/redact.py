@@ -175,6 +175,19 @@ def needs_mask(data: bytes, env: Mapping[str, str] | None = None) -> bool:
     return any(v in data for v in _value_bytes(env))
 
 
+def secret_values(env: Mapping[str, str] | None = None) -> list[bytes]:
+    """The secret values ``redact`` masks (every form, as UTF-8), for a byte-stream masker."""
+    return list(_value_bytes(env))
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """``data`` (a child's output, any encoding) with every secret shape (``RULES``) masked;
+    bytes that are not UTF-8 pass through as they are."""
+    if not _marked(data):
+        return data
+    return _mask(data.decode("utf-8", "surrogateescape"), ()).encode("utf-8", "surrogateescape")
+
+
 def masker(env: Mapping[str, str] | None = None, cache: int = 65536) -> Any:
     """``redact`` for a long-lived reader (the dashboard): the secret values of ``env``
     (default: this process's, as it is now) are found once, and each distinct text is
@@ -207,13 +220,15 @@ _names_memo: dict[tuple[str, ...], re.Pattern[str]] = {}
 def _name_regex(deny: tuple[str, ...]) -> re.Pattern[str]:
     found = _names_memo.get(deny)
     if found is None:
-        found = re.compile("|".join(fnmatch.translate(p.upper()) for p in (*SECRET_PATTERNS, *deny)))
+        found = re.compile("|".join(fnmatch.translate(p.upper())
+                                    for p in (*SECRET_PATTERNS, *deny)))
         _names_memo[deny] = found
     return found
 
 
 def _forms(env: Mapping[str, str] | None) -> tuple[list[str], list[bytes]]:
-    items = _secret_items(os.environ if env is None else env) + tuple(("", v) for v in sorted(_EXTRA))
+    items = _secret_items(os.environ if env is None else env)
+    items += tuple(("", v) for v in sorted(_EXTRA))
     found = _memo.get(items)
     if found is not None:
         return found
@@ -223,9 +238,9 @@ def _forms(env: Mapping[str, str] | None) -> tuple[list[str], list[bytes]]:
     for name, value in items:
         if name and (name.upper().endswith(PLACE_SUFFIXES) or _is_place(value)):
             continue
-        forms.update(f for f in (value, value.strip(), repr(value)[1:-1],
-                                 json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1])
-                     if len(f) >= MASK_MIN)
+        quoted = (repr(value)[1:-1], json.dumps(value)[1:-1],
+                  json.dumps(value, ensure_ascii=False)[1:-1])
+        forms.update(f for f in (value, value.strip(), *quoted) if len(f) >= MASK_MIN)
     texts = sorted(forms, key=len, reverse=True)
     found = (texts, [t.encode("utf-8", "surrogatepass") for t in texts])
     if len(_memo) > 64:

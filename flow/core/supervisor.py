@@ -143,7 +143,12 @@ class CappedLog:
     ``mask`` holds the values of secrets the child was let see: each is written as
     ``shown_as`` (``flow.core.redact.MASK``, which the runner and the job spec pass), also
     when it arrives split across reads (the last ``len - 1`` bytes of the longest are held
-    back until more output or ``close``). Bytes, never decoded."""
+    back until more output or ``close``). Bytes, never decoded. Then every secret shape
+    (``flow.core.redact.RULES``: a private key a child prints from a file, a URL with a
+    password) is masked line by line: an unfinished last line, and an open private-key block
+    until its END line, wait for more output or ``close`` (at most ``HOLD`` bytes)."""
+
+    HOLD = 65536
 
     def __init__(self, path: str | os.PathLike[str], cap: int, header: bytes,
                  mask: Sequence[bytes] = (), shown_as: bytes = b"***") -> None:
@@ -158,6 +163,7 @@ class CappedLog:
         self.mask = sorted({m for m in mask if m}, key=len, reverse=True)
         self.shown_as = shown_as
         self.held = b""
+        self.lines = b""
 
     def _masked(self, data: bytes, final: bool) -> bytes:
         data = self.held + data
@@ -167,10 +173,27 @@ class CappedLog:
         self.held = data[cut:]
         return data[:cut]
 
+    def _shapes(self, data: bytes, final: bool) -> bytes:
+        data = self.lines + data
+        cut = len(data)
+        if not final and len(data) <= self.HOLD:
+            cut = data.rfind(b"\n") + 1
+            begin = data.rfind(b"-----BEGIN ", 0, cut)
+            if begin >= 0 and b"PRIVATE KEY" in data[begin:begin + 80] and \
+                    data.find(b"-----END ", begin) < 0:
+                cut = min(cut, data.rfind(b"\n", 0, begin) + 1)  # the key's END is to come
+        self.lines = data[cut:]
+        out = data[:cut]
+        if not out:
+            return out
+        from flow.core.redact import redact_bytes  # once there is output: not on the start-up path
+
+        return redact_bytes(out)
+
     def write(self, data: bytes) -> None:
         if self.mask:
             data = self._masked(data, final=False)
-        self._write(data)
+        self._write(self._shapes(data, final=False))
 
     def _write(self, data: bytes) -> None:
         if self.head_left:
@@ -189,8 +212,7 @@ class CappedLog:
 
     def close(self) -> int:
         """Flush and close; return how many bytes were cut."""
-        if self.mask:
-            self._write(self._masked(b"", final=True))
+        self._write(self._shapes(self._masked(b"", final=True) if self.mask else b"", final=True))
         if self.tail_size > self.tail_cap:  # trim the oldest tail chunk to the cap
             extra = self.tail_size - self.tail_cap
             self.tail[0] = self.tail[0][extra:]
