@@ -175,9 +175,9 @@ def needs_mask(data: bytes, env: Mapping[str, str] | None = None) -> bool:
     return any(v in data for v in _value_bytes(env))
 
 
-def secret_values(env: Mapping[str, str] | None = None) -> list[bytes]:
-    """The secret values ``redact`` masks (every form, as UTF-8), for a byte-stream masker."""
-    return list(_value_bytes(env))
+def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """The secret values ``redact`` masks (every form), for a byte-stream masker."""
+    return list(_values(env))
 
 
 def redact_bytes(data: bytes) -> bytes:

@@ -428,13 +428,15 @@ def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
     os.replace(tmp, path)
 
 
-def supervise(spec_path: str, env: Mapping[str, str] | None = None) -> int:
+def supervise(spec_path: str, env: Mapping[str, str] | None = None,
+              secrets: Sequence[str] = ()) -> int:
     """Run the job ``spec_path`` describes to its end or its deadline, then write its result
     file atomically. The spec holds the command as it runs (git already guarded), the log's
     header, and the names of the secrets the starter let through (never their values: the
     spec is a file); the child's environment, already scrubbed, is ``env`` (handed over a
     pipe by a starter that started this supervisor before it knew the job) or this
-    supervisor's own. A TERM to the supervisor ends the job's group and still writes a
+    supervisor's own. ``secrets``: the starter's own secret values (handed over the pipe),
+    masked in the log too, should the job print one it read from a file. A TERM to the supervisor ends the job's group and still writes a
     result."""
     env = dict(os.environ if env is None else env)
     with open(spec_path, "rb") as fh:
@@ -442,6 +444,7 @@ def supervise(spec_path: str, env: Mapping[str, str] | None = None) -> int:
     argv, log, result_path = spec["argv"], spec["log"], spec["result"]
     head = spec["header"].encode("utf-8", "replace")
     mask = [env[k].encode() for k in spec.get("mask_names") or () if k in env]
+    mask += [value.encode("utf-8", "surrogatepass") for value in secrets]
     out = CappedLog(log, int(spec.get("cap") or DEFAULT_CAP), head, mask=mask,
                     shown_as=str(spec.get("mask_as") or "***").encode())
     started = time.monotonic()
@@ -492,15 +495,17 @@ def _write_result(path: str, record: dict[str, object]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    """The supervisor's entry: ``supervise SPEC.json``, or ``supervise -``: started ready
-    before the job was known, it reads one line from stdin, ``{"spec": PATH, "env": {...}}``,
-    and supervises that job; end-of-file first (the starter needed no job) ends it at once."""
+    """The supervisor's entry: ``supervise SPEC.json`` (stdin: one line, the JSON list of
+    the starter's secret values to mask in the log), or ``supervise -``: started ready
+    before the job was known, it reads one line from stdin, ``{"spec": PATH, "env": {...},
+    "mask": [...]}``, and supervises that job; end-of-file first (the starter needed no
+    job) ends it at once."""
     if len(argv) != 2 or argv[0] != "supervise":
         sys.exit("usage: supervise SPEC.json | supervise -")
-    if argv[1] != "-":
-        return supervise(argv[1])
     line = sys.stdin.buffer.readline()
+    if argv[1] != "-":  # the starter's secret values, to mask in the log
+        return supervise(argv[1], secrets=json.loads(line) if line.strip() else ())
     if not line.strip():
         return 0
     order = json.loads(line)
-    return supervise(str(order["spec"]), order["env"])
+    return supervise(str(order["spec"]), order["env"], order.get("mask") or ())

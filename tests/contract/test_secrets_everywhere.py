@@ -56,7 +56,8 @@ BUILD_LOG = "\n".join([
 RESULT_FIELDS = {"agent_name": f"{_block('RSA ', *RSA)} {ENV['SIGNING_KEY']}",
                  "agent_id": f"{_block('EC ', EC)} {_block('ENCRYPTED ', ENCRYPTED)} "
                              f"{ENV['OPENAI_API_KEY']} {ENV['DEPLOY_TOKEN']}"}
-# A file of the checkout the reproducer prints (a real pytest run reads it).
+# A file of the checkout the reproducer prints (a real pytest run, a background job that never
+# sees the environment's secrets, reads it): shapes and the environment's values.
 LEAK_TEST = '''
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_prints_what_it_read():
 '''
 PLANTED_FILE = "\n".join([_block("", *OPENSSH), f"aws_secret_access_key={AWS_SECRET}",
                           f"curl -H 'Authorization: Bearer {BEARER}' https://u:{URL_PASSWORD}@h/x",
-                          GHP, PAT, AWS_ID]) + "\n"
+                          GHP, PAT, AWS_ID, *ENV.values()]) + "\n"
 
 
 class Harness:
@@ -191,6 +192,7 @@ def test_no_secret_leaves_by_any_door(tmp_path: Path) -> None:
         served.append(("serve's object", json.dumps(printed).encode()))
         jobs = sorted(p.stem for p in (ws / flow_id / "jobs").glob("*.json")
                       if not p.stem.endswith(("result", "spec")))
+        assert jobs  # the reproducer's and the probes' logs are pages too
         for page in ["/", "/parts/flows", f"/flow/{flow_id}", f"/parts/flow/{flow_id}",
                      *(f"/log/{job}/{flow_id}" for job in jobs)]:
             served.append((f"GET {page}", _get(url.rstrip("/") + page)))
@@ -203,6 +205,7 @@ def test_no_secret_leaves_by_any_door(tmp_path: Path) -> None:
         for n, name in enumerate(["verdict.json", "report.json", "flow_state.json"], 1)] + [
         {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
          "params": {"name": "status", "arguments": {}}}])
+    assert 6 == len(replies)  # the handshake, three reads, the tool call, stderr
     verdict_reply = json.loads(replies[1])
     assert "Authorization: Bearer ***" in verdict_reply["result"]["contents"][0]["text"]
 
