@@ -232,21 +232,29 @@ def _forms(env: Mapping[str, str] | None) -> tuple[list[str], list[bytes]]:
     found = _memo.get(items)
     if found is not None:
         return found
-    import json
-
     forms: set[str] = set()
     for name, value in items:
         if name and (name.upper().endswith(PLACE_SUFFIXES) or _is_place(value)):
             continue
-        quoted = (repr(value)[1:-1], json.dumps(value)[1:-1],
-                  json.dumps(value, ensure_ascii=False)[1:-1])
-        forms.update(f for f in (value, value.strip(), *quoted) if len(f) >= MASK_MIN)
+        forms.update(f for f in (value, value.strip(), repr(value)[1:-1], *_json_forms(value))
+                     if len(f) >= MASK_MIN)
     texts = sorted(forms, key=len, reverse=True)
     found = (texts, [t.encode("utf-8", "surrogatepass") for t in texts])
     if len(_memo) > 64:
         _memo.clear()
     _memo[items] = found
     return found
+
+
+def _json_forms(value: str) -> tuple[str, ...]:
+    """``value`` as a JSON string spells it (quotes, backslashes, control characters and, with
+    ASCII output, the rest escaped); nothing when it needs no escape (the usual case, which
+    imports no ``json``)."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return ()
+    import json
+
+    return json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]
 
 
 def _is_place(value: str) -> bool:

@@ -42,7 +42,8 @@ NEEDLES = [*ENV.values(), AWS_ID, AWS_SECRET, GHP, PAT, BEARER, URL_PASSWORD, *O
 
 
 def _block(kind: str, *body: str) -> str:
-    return "\n".join([f"-----BEGIN {kind}PRIVATE KEY-----", *body, f"-----END {kind}PRIVATE KEY-----"])
+    return "\n".join([f"-----BEGIN {kind}PRIVATE KEY-----", *body,
+                      f"-----END {kind}PRIVATE KEY-----"])
 
 
 # The last six lines of the failed fallback build's log: the blocker quotes them (no line
