@@ -75,14 +75,15 @@ class Harness:
     """Runs orchestrator.py calls and keeps every byte they print; the files it writes into
     the workspace itself (logs and feed files) are remembered with the bytes it wrote."""
 
-    def __init__(self, ws: Path) -> None:
+    def __init__(self, ws: Path, store: str | None = None) -> None:
         self.ws = ws
+        self.where = ["--workspace", str(ws), *(["--store", store] if store else [])]
         self.env = {**os.environ, **ENV, "PYTHONPATH": str(ROOT)}
         self.printed: list[tuple[str, bytes]] = []
         self.own: dict[Path, bytes] = {}
 
     def call(self, *argv: str) -> dict[str, Any]:
-        proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(self.ws), *argv],
+        proc = subprocess.run([sys.executable, str(SCRIPT), *self.where, *argv],
                               capture_output=True, env=self.env, timeout=300, cwd="/")
         self.printed += [(f"stdout of {argv}", proc.stdout), (f"stderr of {argv}", proc.stderr)]
         assert 0 == proc.returncode, proc.stdout
@@ -213,3 +214,37 @@ def test_no_secret_leaves_by_any_door(tmp_path: Path) -> None:
     everything = [*h.printed, *h.written(), *served,
                   *((f"MCP line {i}", line) for i, line in enumerate(replies))]
     assert [] == _leaks(everything)
+
+
+def _rows(url: str) -> list[tuple[str, bytes]]:
+    """Every value of every row of every table of the store's database (bytea as its bytes,
+    anything else as its text)."""
+    import psycopg
+
+    def raw(value: Any) -> bytes:
+        return bytes(value) if isinstance(value, (bytes, memoryview)) else str(value).encode()
+
+    with psycopg.connect(url) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT quote_ident(table_name) FROM information_schema.tables "
+            "WHERE table_schema = current_schema()")]
+        return [(f"table {t}", raw(value)) for t in tables
+                for row in conn.execute(f"SELECT * FROM {t}") for value in row]
+
+
+def test_no_secret_reaches_the_postgresql_store(tmp_path: Path, pg_url: str) -> None:
+    """The same flow on the PostgreSQL store: no row of any table (state, audit trail,
+    cached spec, outputs), no printed byte and no local file holds a secret."""
+    calc = Path(shutil.copytree(ROOT / "examples" / "calc", tmp_path / "calc"))
+    ws = tmp_path / "ws"
+    h = Harness(ws, pg_url)
+    spec = h.call("reproduce", "--profile", "local", "--source-dir", str(calc), "--command",
+                  "pytest tests/test_calc.py::test_add", "--ci-commit", "a" * 40)
+    spec = h.feed_failed_build(spec, "collecting calc\n")
+    spec = h.feed_failed_build(spec, BUILD_LOG)
+    assert "Authorization: Bearer ***" in spec["verdict"]["blocker"]
+    h.call("--resume", "--flow", spec["flow_id"])
+    h.call("status", "--json")
+    rows = _rows(pg_url)
+    assert any(b"Authorization: Bearer ***" in data for _, data in rows)  # the verdict is there
+    assert [] == _leaks([*h.printed, *h.written(), *rows])
