@@ -15,7 +15,7 @@ let-through ones in logs.
   ``MASK_MIN`` characters; a setting that names a place, ``*_FILE``, ``*_PATH``, ``*_DIR``,
   or whose value is an absolute path that exists, holds no secret), as they are, stripped,
   as ``repr`` and JSON quote them, and every value ``remember`` was given (a token read from
-  ``ORCHESTRATOR_GITHUB_TOKEN_FILE``);
+  ``ORCHESTRATOR_GITHUB_TOKEN_FILE``); each as a whole word (``value_pattern``);
 - by shape (``RULES``, whatever the environment): private-key blocks, GitHub tokens, AWS
   access key ids and secret keys, ``Authorization`` headers, bearer tokens, URL userinfo,
   ``NAME=value`` where the name ends in a secret word.
@@ -284,10 +284,40 @@ def _keep(match: re.Match[str]) -> str:
     return kept + MASK
 
 
+def value_pattern(values: Iterable[Any]) -> Any:
+    """One compiled pattern of secret ``values`` (all str or all bytes; longest first), each
+    a whole word: a value that begins (ends) with a letter or digit does not match right
+    after (before) one, so ``PGPASSWORD=postgres`` masks ``postgres`` but not the scheme of
+    ``postgresql://``. None for no values."""
+    values = sorted(set(values), key=len, reverse=True)
+    if not values:
+        return None
+    is_text = isinstance(values[0], str)
+
+    def part(value: Any) -> str:
+        spelled = value if is_text else value.decode("latin-1")  # one character per byte
+        core = re.escape(spelled)
+        if spelled[:1].isascii() and spelled[:1].isalnum():
+            core = "(?<![A-Za-z0-9])" + core
+        if spelled[-1:].isascii() and spelled[-1:].isalnum():
+            core += "(?![A-Za-z0-9])"
+        return core
+    source = "|".join(part(v) for v in values)
+    return re.compile(source if is_text else source.encode("latin-1"))
+
+
+_patterns: dict[tuple[Any, ...], Any] = {}
+
+
 def _mask(text: str, values: Iterable[str]) -> str:
-    for value in values:
-        if value in text:
-            text = text.replace(value, MASK)
+    present = tuple(v for v in values if v in text)
+    if present:
+        pattern = _patterns.get(present)
+        if pattern is None:
+            if len(_patterns) > 256:
+                _patterns.clear()
+            pattern = _patterns[present] = value_pattern(present)
+        text = pattern.sub(MASK, text)
     low = text.lower()
     for mark, pattern in _COMPILED:
         if mark(text, low):

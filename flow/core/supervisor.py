@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (about 2 ms)
 if TYPE_CHECKING:
-    from typing import IO
+    from typing import IO, Any
 
 GRACE_S = 5.0
 CHUNK = 65536
@@ -143,7 +143,8 @@ class CappedLog:
     ``mask`` holds the values of secrets the child was let see: each is written as
     ``shown_as`` (``flow.core.redact.MASK``, which the runner and the job spec pass), also
     when it arrives split across reads (the last ``len - 1`` bytes of the longest are held
-    back until more output or ``close``). Bytes, never decoded. Then every secret shape
+    back until more output or ``close``), as a whole word (``flow.core.redact.value_pattern``:
+    ``postgres`` is masked, ``postgresql`` is not). Bytes, never decoded. Then every secret shape
     (``flow.core.redact.RULES``: a private key a child prints from a file, a URL with a
     password) is masked line by line: an unfinished last line, and an open private-key block
     until its END line, wait for more output or ``close`` (at most ``HOLD`` bytes)."""
@@ -163,15 +164,30 @@ class CappedLog:
         self.mask = sorted({m for m in mask if m}, key=len, reverse=True)
         self.shown_as = shown_as
         self.held = b""
+        self.before = b""
+        self.values: Any = None
         self.lines = b""
 
     def _masked(self, data: bytes, final: bool) -> bytes:
-        data = self.held + data
-        for value in self.mask:
-            data = data.replace(value, self.shown_as)
-        cut = len(data) if final else max(0, len(data) - (len(self.mask[0]) - 1))
+        if self.values is None:  # once there is output: not on the start-up path
+            from flow.core.redact import value_pattern
+
+            self.values = value_pattern(self.mask)
+        start = len(self.before)  # the byte before, written already: a value is a whole word
+        data = self.before + self.held + data
+        cut = len(data) if final else max(start, len(data) - len(self.mask[0]))
+        out, pos = [], start
+        for found in self.values.finditer(data, start):
+            if not final and (found.end() >= len(data) or found.start() >= cut):
+                cut = min(cut, found.start())  # the next byte decides: held back whole
+                break
+            out += [data[pos:found.start()], self.shown_as]
+            pos = found.end()
+        cut = max(cut, pos)
+        out.append(data[pos:cut])
         self.held = data[cut:]
-        return data[:cut]
+        self.before = data[cut - 1:cut] if cut > start else self.before
+        return b"".join(out)
 
     def _shapes(self, data: bytes, final: bool) -> bytes:
         data = self.lines + data

@@ -137,3 +137,20 @@ def test_a_child_that_prints_a_key_from_a_file_leaves_none_in_its_log(tmp_path: 
     res = proc.run(["cat", str(key)], log=tmp_path / "cat.log")
     assert 0 == res.code and BODY not in (tmp_path / "cat.log").read_text()
     assert "-----BEGIN OPENSSH PRIVATE KEY-----***-----END OPENSSH PRIVATE KEY-----" in res.output
+
+
+def test_a_secret_value_is_masked_as_a_whole_word_only() -> None:
+    """``PGPASSWORD=postgres`` masks the word, not the scheme of a printed store URL (a
+    command the harness must run); a value that ends in a symbol is masked anywhere."""
+    env = {"PGPASSWORD": "postgres", "ODD_SECRET": "-weird-value-"}
+    assert "--store postgresql://***@db/*** x***y" == redact(
+        "--store postgresql://postgres@db/postgres x-weird-value-y", env)
+
+
+def test_a_child_log_masks_a_value_as_a_whole_word_however_the_bytes_arrive(
+        tmp_path: Path) -> None:
+    log = proc.CappedLog(tmp_path / "l.log", 1 << 20, b"", mask=[b"postgres"])
+    for byte in b"postgresql://postgres@db postgres\npostgres":
+        log.write(bytes([byte]))
+    log.close()
+    assert "postgresql://***@db ***\n***" == (tmp_path / "l.log").read_text()
