@@ -20,9 +20,10 @@ let-through ones in logs.
   access key ids and secret keys, ``Authorization`` headers, bearer tokens, URL userinfo,
   ``NAME=value`` where the name ends in a secret word.
 
-The one door out is ``flow.core.jsonio.dumps`` (``mask_json``): every JSON object the
-program prints or writes (stdout, state, audit log, verdicts, reports, the cached spec, MCP
-answers) is masked there; text files and person-readable text pass ``redact``. Standard
+The door every JSON object leaves by is ``flow.core.jsonio.dumps`` (``needs_mask``, then
+``redact_tree``): what the program prints or writes (stdout, state, audit log, verdicts,
+reports, the cached spec, MCP answers) is masked there; text files, person-readable text and
+children's logs pass ``redact`` / ``redact_bytes`` (docs/security.md lists every door). Standard
 library only; the patterns are compiled once, and a JSON document is walked only when a
 quick scan of its bytes finds something to mask.
 """
@@ -57,7 +58,8 @@ _EQ_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "a
 def _any(*marks: str, lower: bool = False) -> Any:
     """A rule's quick test: one of ``marks`` is in the text (its lower-cased copy)."""
     both = {str: marks, bytes: tuple(m.encode() for m in marks)}
-    return lambda text, low: any(m in (low if lower else text) for m in both[type(text)])
+    return lambda text, low: any(m in (low if lower else text)
+                                 for m in both[str if isinstance(text, str) else bytes])
 
 
 def _url_mark(text: Any, low: Any) -> bool:
