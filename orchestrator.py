@@ -130,16 +130,24 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(argv)
     result, code = respond(argv)
     if isinstance(result, str):
-        sys.stdout.write(result)
+        _write_text(result)
         return code
     if sys.stdout.isatty():  # a person reads: help, graph, demo, errors as text (unless --json)
         from flow.cli.person import text_for, wants_text
 
         text = text_for(argv, result) if wants_text(argv, True) else None
         if text is not None:
-            sys.stdout.write(text)
+            _write_text(text)
             return code
     return _emit(result, code)
+
+
+def _write_text(text: str) -> None:
+    """Text for a person (or a diagram) on stdout, its secrets masked as JSON's are
+    (``flow.core.redact``; ``_emit``'s ``dumps`` masks the JSON object)."""
+    from flow.core.redact import redact
+
+    sys.stdout.write(redact(text))
 
 
 def _serve(argv: list[str]) -> int:
@@ -161,7 +169,7 @@ def _serve(argv: list[str]) -> int:
             return _emit(obj, code)
         text = person.text_for(argv, obj) if obj.get("status") == "error" else None
         shown.append(obj)
-        sys.stdout.write(text or person.serving_text(obj, person.width()))
+        _write_text(text or person.serving_text(obj, person.width()))
         sys.stdout.flush()
         return code
 
@@ -182,7 +190,7 @@ def _serve(argv: list[str]) -> int:
     except KeyboardInterrupt:  # stopped before it served
         return 0
     if to_person and shown:
-        sys.stdout.write(person.stopped_text(shown[0]))
+        _write_text(person.stopped_text(shown[0]))
     return code
 
 

@@ -172,8 +172,10 @@ class FlowStore:
     def log(self, message: str) -> None:
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         refuse_symlink(self.logs_dir)
+        from flow.core.redact import redact
+
         write_nofollow(self.logs_dir / "orchestrator.log",
-                       f"{now_iso()} {message}\n".encode(), append=True)
+                       f"{now_iso()} {redact(message)}\n".encode(), append=True)
 
 
     def lock(self) -> AbstractContextManager[object]:

@@ -50,8 +50,10 @@ def write_report(conn: Any, name: str, root: Path) -> dict[str, Any]:
     folder = root / "campaigns" / safe_name(name)
     folder.mkdir(parents=True, exist_ok=True)
     md, js = folder / "report.md", folder / "report.json"
-    write_atomic(md, render_markdown(built).replace("# Reproduce batch",
-                                                    f"# Reproduce campaign {name}", 1).encode())
-    write_atomic(js, render_json(built).encode())
+    from flow.core.redact import redact  # the verdicts quote fed logs: secrets masked
+
+    write_atomic(md, redact(render_markdown(built).replace(
+        "# Reproduce batch", f"# Reproduce campaign {name}", 1)).encode())
+    write_atomic(js, redact(render_json(built)).encode())
     return {"counts": {str(k): v for k, v in built.counts.items()}, "report_path": str(md),
             "report_json_path": str(js)}

@@ -60,7 +60,9 @@ def _call(argv: list[str], step: int, to_person: bool) -> dict[str, Any]:
     if not to_person:
         sys.stderr.write(dumps(spec).decode() + "\n")
     elif spec.get("status") in {"need_agent", "waiting"}:
-        sys.stderr.write(progress(step, spec) + "\n")
+        from flow.core.redact import redact
+
+        sys.stderr.write(redact(progress(step, spec)) + "\n")
         sys.stderr.flush()
     return dict(spec)
 

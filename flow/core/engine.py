@@ -92,8 +92,14 @@ class Ctx:
         write_atomic(p, dumps(obj))
         return p
 
-    def write_text(self, name: str, text: str) -> Path:
+    def write_text(self, name: str, text: str, *, copy: bool = False) -> Path:
+        """Write an artifact with its secrets masked (``flow.core.redact``); ``copy=True``
+        keeps a copy of a user's file byte for byte (the flow puts it back later)."""
         p = self.path(name)
+        if not copy:
+            from flow.core.redact import redact
+
+            text = redact(text)
         write_atomic(p, text.encode("utf-8"))
         return p
 

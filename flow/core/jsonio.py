@@ -1,4 +1,6 @@
-"""The one way this project writes JSON: orjson, for stdout and disk alike."""
+"""The one way this project writes JSON: orjson, for stdout and disk alike, and the one door
+every JSON object leaves by with its secrets masked (``flow.core.redact``: the state, the
+audit log, verdicts, reports, the cached spec, what is printed, MCP answers)."""
 
 from __future__ import annotations
 
@@ -23,9 +25,18 @@ def _default(obj: Any) -> Any:
 
 
 def dumps(obj: Any, *, indent: bool = True) -> bytes:
-    """Serialise ``obj`` deterministically (sorted keys); never returns a trailing newline."""
+    """Serialise ``obj`` deterministically (sorted keys), every string (keys too) with its
+    secrets masked (``flow.core.redact``); never returns a trailing newline. A document a
+    quick scan finds nothing to mask in is written as orjson made it; one it does is parsed
+    back and masked string by string, so composed text (a blocker quoting a log) is masked
+    wherever it sits."""
     opts = _OPTS if indent else orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
-    return orjson.dumps(obj, default=_default, option=opts)
+    data = orjson.dumps(obj, default=_default, option=opts)
+    from flow.core.redact import needs_mask, redact_tree
+
+    if not needs_mask(data):
+        return data
+    return orjson.dumps(redact_tree(orjson.loads(data)), option=opts)
 
 
 def loads(data: bytes | str) -> Any:
@@ -35,4 +46,6 @@ def loads(data: bytes | str) -> Any:
 
 def digest(obj: Any) -> str:
     """A stable content hash of a JSON-able value (sorted keys, compact)."""
-    return hashlib.sha256(dumps(obj, indent=False)).hexdigest()
+    data = orjson.dumps(obj, default=_default,  # the raw bytes: a hash is no way out
+                        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return hashlib.sha256(data).hexdigest()

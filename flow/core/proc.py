@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from flow.core.redact import (
-    MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns,
+    MASK, PASS_ENV, SECRETS_ENV, is_secret, redact, secret_names, secret_patterns, secret_values,
 )
 from flow.core.supervisor import (
     CHUNK, DEFAULT_CAP, GRACE_S, MARK_ENV, NOT_FOUND, TIMED_OUT, CappedLog, Child, adopted, ask,
@@ -394,8 +394,10 @@ def run(argv: Sequence[str], *, log: Path, cwd: str | Path | None = None,
     limit = budget if timeout is None else min(timeout, max(budget, 0.0))
     head = header(argv, cwd)
     scrubbed = child_env(env, allow=allow)
+    # the let-through secrets, and this process's own (a child may print one from a file)
     out = CappedLog(log, cap_bytes(), head,
-                    mask=[scrubbed[k].encode() for k in secret_names(scrubbed)],
+                    mask=[*(scrubbed[k].encode() for k in secret_names(scrubbed)),
+                          *(v.encode("utf-8", "surrogatepass") for v in secret_values())],
                     shown_as=MASK.encode())
     started = time.monotonic()
     mark = new_mark()
@@ -548,13 +550,14 @@ def detach_job(spec: Path, argv: Sequence[str], *, cwd: str | None, env: Mapping
         "log": log, "result": str(result), "pgid": str(pgid), "timeout": timeout,
         "cap": cap_bytes(), "stdin": stdin, "mask_names": secret_names(env),
         "mask_as": MASK, "mark": mark}).encode())
+    own = secret_values()  # this process's secret values: a job may print one from a file
     if ready is not None:
         claim = claim_file(spec)
         write_atomic(str(claim), str(ready.pid).encode(), durable=False)
-        if ready.hand(spec, supervisor_env):
+        if ready.hand(spec, supervisor_env, own):
             return ready.pid
         claim.unlink(missing_ok=True)  # it died before taking the job: start one as usual
-    return _spawn_supervisor(str(spec), supervisor_env).pid
+    return _spawn_supervisor(str(spec), supervisor_env, own).pid
 
 
 def claim_file(spec: Path) -> Path:
@@ -570,13 +573,14 @@ class Ready:
         self.child = child
         self.pid = child.pid
 
-    def hand(self, spec: Path, env: Mapping[str, str]) -> bool:
-        """Give it its job: the spec's path and the job's environment (over the pipe, never
-        in a file). False when it is gone (its pipe broke) and took nothing."""
+    def hand(self, spec: Path, env: Mapping[str, str], mask: Sequence[str] = ()) -> bool:
+        """Give it its job: the spec's path, the job's environment and the secret values to
+        mask in its log (over the pipe, never in a file). False when it is gone (its pipe
+        broke) and took nothing."""
         assert self.child.stdin is not None
         try:
-            self.child.stdin.write(json.dumps({"spec": str(spec), "env": dict(env)}).encode()
-                                   + b"\n")
+            self.child.stdin.write(json.dumps({"spec": str(spec), "env": dict(env),
+                                               "mask": list(mask)}).encode() + b"\n")
             self.child.stdin.close()
         except BrokenPipeError:
             return False
@@ -594,16 +598,27 @@ def ready_supervisor() -> Ready:
     return Ready(_spawn_supervisor("-", {}))
 
 
-def _spawn_supervisor(spec: str, env: Mapping[str, str]) -> Child[bytes]:
+def _spawn_supervisor(spec: str, env: Mapping[str, str],
+                      mask: Sequence[str] = ()) -> Child[bytes]:
+    """A supervisor of job ``spec`` (``-``: one that waits for it on stdin); the secret
+    values ``mask`` reach it as one JSON line on its stdin, never in a file or its
+    environment (which its job inherits)."""
     wake, hold = os.pipe()
     try:
         child = detach([sys.executable, "-I", "-S", "-c", _SUPERVISOR, "supervise", spec],
-                       env=env, stdin_pipe=spec == "-", keep_fd=hold)
+                       env=env, stdin_pipe=True, keep_fd=hold)
     except BaseException:
         os.close(wake)
         raise
     finally:
         os.close(hold)
+    if spec != "-":
+        assert child.stdin is not None
+        try:
+            child.stdin.write(json.dumps(list(mask)).encode() + b"\n")
+            child.stdin.close()
+        except BrokenPipeError:
+            pass
     _detached[child.pid] = (child, wake)
     return child
 

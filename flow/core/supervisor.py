@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (about 2 ms)
 if TYPE_CHECKING:
-    from typing import IO
+    from typing import IO, Any
 
 GRACE_S = 5.0
 CHUNK = 65536
@@ -143,7 +143,13 @@ class CappedLog:
     ``mask`` holds the values of secrets the child was let see: each is written as
     ``shown_as`` (``flow.core.redact.MASK``, which the runner and the job spec pass), also
     when it arrives split across reads (the last ``len - 1`` bytes of the longest are held
-    back until more output or ``close``). Bytes, never decoded."""
+    back until more output or ``close``), as a whole word (``flow.core.redact.value_pattern``:
+    ``postgres`` is masked, ``postgresql`` is not). Bytes, never decoded. Then every secret shape
+    (``flow.core.redact.RULES``: a private key a child prints from a file, a URL with a
+    password) is masked line by line: an unfinished last line, and an open private-key block
+    until its END line, wait for more output or ``close`` (at most ``HOLD`` bytes)."""
+
+    HOLD = 65536
 
     def __init__(self, path: str | os.PathLike[str], cap: int, header: bytes,
                  mask: Sequence[bytes] = (), shown_as: bytes = b"***") -> None:
@@ -158,19 +164,52 @@ class CappedLog:
         self.mask = sorted({m for m in mask if m}, key=len, reverse=True)
         self.shown_as = shown_as
         self.held = b""
+        self.before = b""
+        self.values: Any = None
+        self.lines = b""
 
     def _masked(self, data: bytes, final: bool) -> bytes:
-        data = self.held + data
-        for value in self.mask:
-            data = data.replace(value, self.shown_as)
-        cut = len(data) if final else max(0, len(data) - (len(self.mask[0]) - 1))
+        if self.values is None:  # once there is output: not on the start-up path
+            from flow.core.redact import value_pattern
+
+            self.values = value_pattern(self.mask)
+        start = len(self.before)  # the byte before, written already: a value is a whole word
+        data = self.before + self.held + data
+        cut = len(data) if final else max(start, len(data) - len(self.mask[0]))
+        out, pos = [], start
+        for found in self.values.finditer(data, start):
+            if not final and (found.end() >= len(data) or found.start() >= cut):
+                cut = min(cut, found.start())  # the next byte decides: held back whole
+                break
+            out += [data[pos:found.start()], self.shown_as]
+            pos = found.end()
+        cut = max(cut, pos)
+        out.append(data[pos:cut])
         self.held = data[cut:]
-        return data[:cut]
+        self.before = data[cut - 1:cut] if cut > start else self.before
+        return b"".join(out)
+
+    def _shapes(self, data: bytes, final: bool) -> bytes:
+        data = self.lines + data
+        cut = len(data)
+        if not final and len(data) <= self.HOLD:
+            cut = data.rfind(b"\n") + 1
+            begin = data.rfind(b"-----BEGIN ", 0, cut)
+            if begin >= 0 and b"PRIVATE KEY" in data[begin:begin + 80] and \
+                    data.find(b"-----END ", begin) < 0:
+                cut = min(cut, data.rfind(b"\n", 0, begin) + 1)  # the key's END is to come
+        self.lines = data[cut:]
+        out = data[:cut]
+        if not out:
+            return out
+        from flow.core.redact import redact_bytes  # once there is output: not on the start-up path
+
+        return redact_bytes(out)
 
     def write(self, data: bytes) -> None:
         if self.mask:
             data = self._masked(data, final=False)
-        self._write(data)
+        self._write(self._shapes(data, final=False))
 
     def _write(self, data: bytes) -> None:
         if self.head_left:
@@ -189,8 +228,7 @@ class CappedLog:
 
     def close(self) -> int:
         """Flush and close; return how many bytes were cut."""
-        if self.mask:
-            self._write(self._masked(b"", final=True))
+        self._write(self._shapes(self._masked(b"", final=True) if self.mask else b"", final=True))
         if self.tail_size > self.tail_cap:  # trim the oldest tail chunk to the cap
             extra = self.tail_size - self.tail_cap
             self.tail[0] = self.tail[0][extra:]
@@ -406,13 +444,15 @@ def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
     os.replace(tmp, path)
 
 
-def supervise(spec_path: str, env: Mapping[str, str] | None = None) -> int:
+def supervise(spec_path: str, env: Mapping[str, str] | None = None,
+              secrets: Sequence[str] = ()) -> int:
     """Run the job ``spec_path`` describes to its end or its deadline, then write its result
     file atomically. The spec holds the command as it runs (git already guarded), the log's
     header, and the names of the secrets the starter let through (never their values: the
     spec is a file); the child's environment, already scrubbed, is ``env`` (handed over a
     pipe by a starter that started this supervisor before it knew the job) or this
-    supervisor's own. A TERM to the supervisor ends the job's group and still writes a
+    supervisor's own. ``secrets``: the starter's own secret values (handed over the pipe),
+    masked in the log too, should the job print one it read from a file. A TERM to the supervisor ends the job's group and still writes a
     result."""
     env = dict(os.environ if env is None else env)
     with open(spec_path, "rb") as fh:
@@ -420,6 +460,7 @@ def supervise(spec_path: str, env: Mapping[str, str] | None = None) -> int:
     argv, log, result_path = spec["argv"], spec["log"], spec["result"]
     head = spec["header"].encode("utf-8", "replace")
     mask = [env[k].encode() for k in spec.get("mask_names") or () if k in env]
+    mask += [value.encode("utf-8", "surrogatepass") for value in secrets]
     out = CappedLog(log, int(spec.get("cap") or DEFAULT_CAP), head, mask=mask,
                     shown_as=str(spec.get("mask_as") or "***").encode())
     started = time.monotonic()
@@ -470,15 +511,17 @@ def _write_result(path: str, record: dict[str, object]) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    """The supervisor's entry: ``supervise SPEC.json``, or ``supervise -``: started ready
-    before the job was known, it reads one line from stdin, ``{"spec": PATH, "env": {...}}``,
-    and supervises that job; end-of-file first (the starter needed no job) ends it at once."""
+    """The supervisor's entry: ``supervise SPEC.json`` (stdin: one line, the JSON list of
+    the starter's secret values to mask in the log), or ``supervise -``: started ready
+    before the job was known, it reads one line from stdin, ``{"spec": PATH, "env": {...},
+    "mask": [...]}``, and supervises that job; end-of-file first (the starter needed no
+    job) ends it at once."""
     if len(argv) != 2 or argv[0] != "supervise":
         sys.exit("usage: supervise SPEC.json | supervise -")
-    if argv[1] != "-":
-        return supervise(argv[1])
     line = sys.stdin.buffer.readline()
+    if argv[1] != "-":  # the starter's secret values, to mask in the log
+        return supervise(argv[1], secrets=json.loads(line) if line.strip() else ())
     if not line.strip():
         return 0
     order = json.loads(line)
-    return supervise(str(order["spec"]), order["env"])
+    return supervise(str(order["spec"]), order["env"], order.get("mask") or ())

@@ -47,7 +47,17 @@ def clean_token(token: str, source: str) -> str:
 
 def read_token_file(path: str) -> str | None:
     """The token the file holds (a bare token line, or GITHUB_TOKEN= / GH_TOKEN= lines), or
-    None when it holds none. BadSetting when it cannot be read. The value is never logged."""
+    None when it holds none. BadSetting when it cannot be read. The value is never logged,
+    and this process masks it wherever it shows (``flow.core.redact.remember``)."""
+    token = _token_in_file(path)
+    if token is not None:
+        from flow.core.redact import remember
+
+        remember(token)
+    return token
+
+
+def _token_in_file(path: str) -> str | None:
     try:
         text = read_regular(path, TOKEN_FILE_MAX).decode("utf-8")
     except UnreadableFile as exc:

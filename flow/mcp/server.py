@@ -36,7 +36,7 @@ from flow.core.errors import OrchestratorError, UsageError
 from flow.mcp import resources
 from flow.mcp.budget import BUDGET_ENV, POLL_AFTER_S, InFlight, Progress, budget_s
 from flow.mcp.calls import Caller, Reply, Respond
-from flow.mcp.wire import Answering
+from flow.mcp.wire import Answering, Masking
 from flow.mcp.inputs import (
     TOOLS, AnswerInput, FeedInput, ResumeInput, SchemaInput, StartInput, input_schema,
 )
@@ -254,8 +254,10 @@ def serve(argv: list[str], respond: Respond) -> int:
     server = build(app)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            # a line that is no JSON-RPC message gets its error answer (flow.mcp.wire)
+        async with stdio_server() as (read_stream, raw_write):
+            # a line that is no JSON-RPC message gets its error answer, and every message
+            # leaves with its secrets masked (flow.mcp.wire)
+            write_stream = Masking(raw_write)
             await server.run(Answering(read_stream, write_stream), write_stream,
                              server.create_initialization_options())
 

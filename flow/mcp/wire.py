@@ -6,6 +6,10 @@ drops: a client waiting on it would hang. ``Answering`` wraps the transport's re
 ``last_context``) and answers each one itself, as JSON-RPC 2.0 asks: text that is not JSON
 gets error ``-32700`` (parse error), JSON that is no request, notification or response gets
 ``-32600`` (invalid request) with the request's ``id`` when one can be read, else ``null``.
+
+``Masking`` wraps the write stream: every message the server sends (tool results, resource
+texts, errors, progress) leaves with its secrets masked (``flow.core.redact``), whatever
+built it, as the command line's ``dumps`` masks what it prints.
 """
 
 from __future__ import annotations
@@ -74,3 +78,46 @@ class Answering:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc_val: BaseException | None, exc_tb: TracebackType | None) -> None:
         await self.aclose()
+
+
+def masked(item: SessionMessage) -> SessionMessage:
+    """``item`` with every string of its message masked (``flow.core.redact``); the same
+    object when a quick scan of its JSON finds nothing to mask."""
+    import orjson
+
+    from flow.core.redact import needs_mask, redact_tree
+
+    data = item.message.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    if not needs_mask(orjson.dumps(data)):
+        return item
+    message = types.jsonrpc_message_adapter.validate_python(redact_tree(data), by_alias=True,
+                                                             by_name=False)
+    return SessionMessage(message, metadata=item.metadata)
+
+
+class Masking:
+    """A write stream (the SDK's ``WriteStream``: ``send``, ``aclose``, async context) that
+    masks each message on its way out (``masked``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._inner.send(masked(item))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> Masking:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc_val: BaseException | None, exc_tb: TracebackType | None) -> Any:
+        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)

@@ -288,7 +288,7 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
             wf = registry.load(str(raw["workflow"])).WORKFLOW
             svg = picture(wf, "svg", str(raw.get("phase")), info["path"])
         except OrchestratorError as err:
-            return Response(f"{err.message}: {err.hint}", status_code=503,
+            return Response(redact(f"{err.message}: {err.hint}"), status_code=503,
                             media_type="text/plain")
         return Response(svg, media_type="image/svg+xml")
 

@@ -24,8 +24,10 @@ class FlowDir:
     def path(self, name: str) -> Path:
         return self.dir / name
 
-    def write_text(self, name: str, text: str) -> Path:
-        write_atomic(self.path(name), text.encode("utf-8"))
+    def write_text(self, name: str, text: str, *, copy: bool = False) -> Path:
+        from flow.core.redact import redact  # as the engine's: masked unless a kept copy
+
+        write_atomic(self.path(name), (text if copy else redact(text)).encode("utf-8"))
         return self.path(name)
 
     def write_json(self, name: str, obj: Any) -> Path:

@@ -262,7 +262,7 @@ def edit(ctx: Any) -> Any:
     d: IngestData = ctx.data
     ruleset = Path(d.ruleset)
     if not ctx.path(BACKUP).exists():  # taken once, before the first edit can happen
-        ctx.write_text(BACKUP, ruleset.read_text(encoding="utf-8"))
+        ctx.write_text(BACKUP, ruleset.read_text(encoding="utf-8"), copy=True)
     key = f"edit-{d.edit_round}"
     res: EditorResult | None = ctx.result(key)
     if res is not None:

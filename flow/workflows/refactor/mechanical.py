@@ -87,7 +87,7 @@ def _snapshot(ctx: Any, name: str, source: Path) -> str:
     """``source``'s text as first seen by distribute, kept in the flow folder as ``name``."""
     kept = ctx.path(name)
     if not kept.exists():
-        ctx.write_text(name, source.read_text(encoding="utf-8"))
+        ctx.write_text(name, source.read_text(encoding="utf-8"), copy=True)
     return kept.read_text(encoding="utf-8")
 
 

@@ -57,7 +57,7 @@ def assess(ctx: Any) -> Any:
             raise WorkflowInputError(
                 f"cannot read the test file {ctx.data.file!r}: {exc.strerror or exc}",
                 "restore the file (or check out the branch again), then run --resume") from None
-        ctx.write_text(f"original/{kept.name}", source)
+        ctx.write_text(f"original/{kept.name}", source, copy=True)
     text = kept.read_text(encoding="utf-8")
     ctx.write_json("assessment.json", assess_source(text, ctx.data.rel).model_dump(mode="json"))
     return Go("assessed")
@@ -169,7 +169,7 @@ def distribute(ctx: Any) -> Any:
     ctx.write_json("coder_tasks.json", [t.model_dump(mode="json") for t in tasks])
     ctx.data.applied = apply_mechanical(ctx, [t for t in tasks if t.mechanical], report, before)
     ctx.data.agent_rules = [t.rule_id for t in tasks if not t.mechanical]
-    ctx.write_text("rule_base/0.py", Path(ctx.data.file).read_text(encoding="utf-8"))
+    ctx.write_text("rule_base/0.py", Path(ctx.data.file).read_text(encoding="utf-8"), copy=True)
     return Go("distributed")
 
 
@@ -210,7 +210,7 @@ def _changed_since_last_rule(ctx: Any) -> int:
     changed = sum(1 for line in difflib.unified_diff(base.splitlines(), now.splitlines(), lineterm="", n=0)
                   if line[:1] in "+-" and not line.startswith(("+++", "---")))
     if not ctx.path(f"rule_base/{i + 1}.py").exists():
-        ctx.write_text(f"rule_base/{i + 1}.py", now)
+        ctx.write_text(f"rule_base/{i + 1}.py", now, copy=True)
     return changed
 
 
