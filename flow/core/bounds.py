@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from flow.core.errors import SettingError, UsageError, WorkflowInputError
 
@@ -32,9 +32,10 @@ MAX_LIMIT = 10_000          # --limit: PRs one review-queue flow reviews
 MAX_LEASE = 2**63 - 1       # --lease: a campaign lease token (a PostgreSQL bigint)
 
 
-@dataclass(frozen=True)
-class Range:
-    """The values a numeric flag takes: ``low`` to ``high`` (``low_open``: above ``low``)."""
+class Range(NamedTuple):
+    """The values a numeric flag takes: ``low`` to ``high`` (``low_open``: above ``low``).
+    A named tuple, not a dataclass: this module is on every call's path, and dataclasses
+    imports inspect (about 20 ms)."""
 
     low: float
     high: float
