@@ -1,5 +1,6 @@
-"""``graph --output``: a picture goes to a new or a regular file, or into a folder; a symlink,
-FIFO or device there is refused (``bad_input``, exit 2) and left exactly as it was."""
+"""``graph --output``: a picture goes to a new file, over an earlier picture of its format, or
+into a folder; any other file, a symlink, FIFO or device there is refused (``bad_input``,
+exit 2) and left exactly as it was."""
 
 from __future__ import annotations
 
@@ -74,6 +75,23 @@ def test_a_folder_gets_a_named_file_and_a_regular_file_is_replaced(tmp_path: Pat
     assert (folder / "toy.svg").read_text().lstrip().startswith("<?xml")
     code, again = _svg(tmp_path / "ws", folder / "toy.svg")
     assert (0, spec["picture"]) == (code, again["picture"])
+
+
+@pytest.mark.parametrize("name", ["passwd", "notes.txt", "picture.png"])
+def test_a_file_that_is_not_a_picture_of_the_format_is_never_replaced(tmp_path: Path,
+                                                                      name: str) -> None:
+    """A picture replaces only an earlier one of its format: an ``/etc/passwd``-like file,
+    a text file or a PNG asked for as SVG stays byte for byte as it was (a root caller's
+    typo cannot overwrite a system file)."""
+    target = tmp_path / name
+    target.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+    before = os.lstat(target)
+    code, spec = _svg(tmp_path / "ws", target)
+    assert (2, "bad_input", True) == (code, spec["error"]["code"],
+                                      "not a .svg picture" in spec["error"]["message"])
+    after = os.lstat(target)
+    assert (before.st_ino, b"root:x:0:0:root:/root:/bin/bash\n") == (after.st_ino,
+                                                                    target.read_bytes())
 
 
 @pytest.mark.parametrize("inside", ["link", "fifo"])

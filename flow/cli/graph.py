@@ -5,9 +5,10 @@ Drawn by transitions' own diagram support from the same declaration the engine r
 graphviz engine and the Graphviz ``dot`` program. With ``--flow ID`` the flow's current state
 is drawn active and the steps its history took are drawn as taken. Final states, states that
 may ask a person and states that may sleep on cron are drawn apart, with a legend
-(``flow.core.diagramkinds``); ``kinds`` lists them. A picture goes to a new or
-a regular file only (``--output`` a folder: a named file in it), written beside it and renamed
-over it; a symlink, FIFO, device or socket there is refused, never replaced or written through.
+(``flow.core.diagramkinds``); ``kinds`` lists them. A picture goes to a new file or replaces
+an earlier picture of its format only (``--output`` a folder: a named file in it), written
+beside it and renamed over it; any other file, a symlink, FIFO, device or socket there is
+refused, never replaced or written through.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def default_output(root: Path, workflow: str, flow_id: str | None, fmt: str) -> 
 
 
 def output_path(given: Path, name: str) -> Path:
-    """Where ``--output given`` writes: ``given`` if it is new or a regular file, ``given/name``
-    if it is a folder (that one new or regular too); anything else is a ``bad_input``."""
+    """Where ``--output given`` writes: ``given`` if it is new or a regular file named for the
+    picture's format (``.svg``/``.png``, as ``name`` is), ``given/name`` if it is a folder
+    (that one new or such a file too); anything else is a ``bad_input``."""
     import stat
 
     from flow.core.boundedfile import kind
@@ -97,8 +99,15 @@ def output_path(given: Path, name: str) -> Path:
     mode = _mode(given)
     target = given / name if mode is not None and stat.S_ISDIR(mode) else given
     mode = _mode(target) if target != given else mode
-    if mode is None or stat.S_ISREG(mode):
+    suffix = Path(name).suffix
+    if mode is None or (stat.S_ISREG(mode) and target.suffix.lower() == suffix):
         return target
+    if stat.S_ISREG(mode):  # a picture never replaces another kind of file (/etc/passwd)
+        raise WorkflowInputError(
+            f"--output {str(target)!r} is an existing file that is not a {suffix} picture; "
+            "a picture replaces only an earlier picture of its format",
+            f"name a new file, an existing {suffix} file to replace, or a folder (the picture "
+            f"is written in it as {name!r})")
     what = "a symbolic link" if stat.S_ISLNK(mode) else kind(mode)
     raise WorkflowInputError(
         f"--output {str(target)!r} is {what}; a picture replaces only a regular file",
