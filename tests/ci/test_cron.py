@@ -155,3 +155,28 @@ def test_every_skill_named_in_a_prompt_is_shipped() -> None:
     named = set().union(*(_skills_named(t) for t in texts))
     shipped = {p.parent.name for p in SKILLS.glob("*/SKILL.md")}
     assert ({"skill-orchestrator"} <= named, set()) == (True, named - shipped)
+
+
+def test_no_secret_reaches_the_crontab_line_its_log_or_the_workspace(
+        fake_github: FakeGitHub, drv: Driver, tmp_path: Path) -> None:
+    """Secrets planted in the environment of the start (a ``*_SECRET``, ``PGPASSWORD``) and the
+    GitHub token in the file the crontab line names: none of them is in the printed spec, the
+    crontab line, any file of the workspace, or the log the line's tick appends to."""
+    _pending(fake_github)
+    token_file = tmp_path / "gh.env"
+    token_file.write_text(f"export GITHUB_TOKEN='{fake_github.token}'\n")
+    planted = {"DEPLOY_API_SECRET": "s3cr3t-Deploy-7Qx9wLm2", "PGPASSWORD": "pg-Pw-4hT8zK1q"}
+    call = drv.call([*START, "--harness", "codex"],
+                    {"ORCHESTRATOR_GITHUB_TOKEN_FILE": str(token_file), "GITHUB_TOKEN": "",
+                     **planted})
+    line = call.spec["on_complete"]["user_cron_line"]
+    command = line.split(" ", 5)[5].rsplit(" # ", 1)[0].replace("\\%", "%")
+    subprocess.run(["env", "-i", *[f"{k}={v}" for k, v in planted.items()], "/bin/sh", "-c",
+                    command], capture_output=True, text=True, timeout=120)
+    log = Path(shlex.split(command.split(">>", 1)[1])[0])
+    written = b"".join(p.read_bytes() for p in Path(call.spec["workspace"]).parent.rglob("*")
+                       if p.is_file())
+    seen = (json.dumps(call.spec) + call.stderr + line + log.read_text()
+            + written.decode(errors="replace"))
+    assert "schedule_cron" in _last_json(log.read_text())["status"]
+    assert [] == [s for s in [fake_github.token, *planted.values()] if s in seen]
