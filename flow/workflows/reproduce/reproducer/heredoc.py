@@ -32,41 +32,9 @@ def _delimiter(found: re.Match[str]) -> str:
 
 def _openers_and_split(line: str) -> tuple[list[tuple[str, bool]], int | None]:
     """The here-documents ``line`` opens before its first ``;`` that follows one
-    ((delimiter, ``<<-``) in order), and that ``;``'s index (None when there is none).
-    Quotes and backslashes are followed; ``<<<`` (a here-string) opens nothing."""
-    openers: list[tuple[str, bool]] = []
-    quote, i = "", 0
-    while i < len(line):
-        c = line[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-            i += 1
-            continue
-        if c == "\\":
-            i += 2
-            continue
-        if c in "'\"":
-            quote = c
-        elif c == "#" and (i == 0 or line[i - 1].isspace()):
-            break
-        elif line.startswith("<<<", i):
-            i += 3
-            continue
-        elif line.startswith("<<", i):
-            dash = line.startswith("<<-", i)
-            found = _DELIM.match(line, i + (3 if dash else 2))
-            if found:
-                openers.append((_delimiter(found), dash))
-                i = found.end()
-                continue
-        elif c == ";" and openers and not line.startswith(";;", i):
-            return openers, i
-        i += 1
-    return openers, None
+    ((delimiter, ``<<-``) in order), and that ``;``'s index (None when there is none)."""
+    openers, split = _scan(line)
+    return [(o.delim, o.dash) for o in openers if split is None or o.start < split], split
 
 
 def _bodies_end(lines: list[str], start: int, openers: list[tuple[str, bool]]) -> int | None:
@@ -117,9 +85,16 @@ class _Opener:
 
 
 def _openers(line: str) -> list[_Opener]:
-    """Every here-document ``line`` opens, in order (quotes, backslashes, comments and
-    ``<<<`` here-strings followed as in ``_openers_and_split``)."""
+    """Every here-document ``line`` opens, in order."""
+    return _scan(line)[0]
+
+
+def _scan(line: str) -> tuple[list[_Opener], int | None]:
+    """Every here-document ``line`` opens, in order, and the index of the first ``;`` (not
+    ``;;``) that follows one (None when there is none). Quotes, backslashes and comments are
+    followed; ``<<<`` (a here-string) opens nothing."""
     found: list[_Opener] = []
+    split: int | None = None
     quote, i, first = "", 0, True
     while i < len(line):
         c = line[i]
@@ -155,9 +130,11 @@ def _openers(line: str) -> list[_Opener]:
         elif c == ";" or (any(line.startswith(op, i) for op in _CONTROL)
                           and not (c == "&" and (line[i - 1:i] in (">", "<")
                                                  or line.startswith("&>", i)))):
+            if c == ";" and split is None and found and not line.startswith(";;", i):
+                split = i
             first = False  # ``2>&1`` and ``&>f`` are redirections, not a new command
         i += 1
-    return found
+    return found, split
 
 
 def _blank(text: str) -> bytes:
