@@ -114,9 +114,12 @@ def test_the_remedy_for_a_unittest_testcase_file_works_when_followed(tmp_path: P
     printed makes `python FILE --hw-classification GENERIC` count every test (rc 0); it names the
     classes that extend unittest's TestCase themselves (a subclass is mended with them). Replacing
     unittest.main() alone, the remedy as it was, makes run_tests() refuse the class (rc 1)."""
+    import os
     import re
     import subprocess
     import sys
+
+    from flow.workflows.refactor.hwruns import hw_env
 
     needs_hw_classification()
     repo = tmp_path / "repo"
@@ -138,7 +141,8 @@ def test_the_remedy_for_a_unittest_testcase_file_works_when_followed(tmp_path: P
     def count(text: str) -> tuple[int, str]:
         target.write_text(text)
         run = subprocess.run([sys.executable, str(target), "--hw-classification", "GENERIC"],
-                             capture_output=True, text=True, cwd=target.parent, timeout=300)
+                             capture_output=True, text=True, cwd=target.parent, timeout=300,
+                             env=hw_env(os.environ))  # as a person runs it: no CI's xmlrunner
         line = re.search(r"HW classification mode active[^\n]*", run.stdout + run.stderr)
         return run.returncode, line.group(0) if line else (run.stdout + run.stderr)[-300:]
 
