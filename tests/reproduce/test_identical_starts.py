@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.contract.driver import ROOT, SCRIPT
+from tests.contract.driver import ROOT
 
 RACER = Path(__file__).with_name("racer.py")
 CALLERS = 6
@@ -35,21 +35,25 @@ def tree(where: Path) -> tuple[Path, Path]:
     return project, runs
 
 
-def start_all(ws: Path, argv: list[str], env: dict[str, str], where: Path,
-              callers: int = CALLERS) -> list[tuple[int, dict[str, Any], str]]:
+def start_all(ws: Path | None, argv: list[str], env: dict[str, str], where: Path,
+              callers: int = CALLERS, cwd: Path | None = None
+              ) -> list[tuple[int, dict[str, Any], str]]:
     """Start ``callers`` identical calls at once (each waits, imports done, for the same
-    signal: ``racer.py``); (exit code, spec, stderr) of each."""
+    signal: ``racer.py``) in ``cwd``; (exit code, spec, stderr) of each. ``ws`` None: no
+    ``--workspace`` and no ``ORCHESTRATOR_WORKSPACE``, the default ``./agent_space``."""
     full = {**os.environ, **env,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
             # every caller waits for the lock as long as the others need it: the race is
             # what is under test, not the wait's bound
             "ORCHESTRATOR_LOCK_TIMEOUT": "600"}
+    if ws is None:
+        full.pop("ORCHESTRATOR_WORKSPACE", None)
+    given = [] if ws is None else ["--workspace", str(ws)]
     ready, go = where / "ready", where / "go"
     ready.mkdir()
-    procs = [subprocess.Popen([sys.executable, str(RACER), str(ready), str(go),
-                               "--workspace", str(ws), *argv],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=full) for _ in range(callers)]
+    procs = [subprocess.Popen([sys.executable, str(RACER), str(ready), str(go), *given, *argv],
+                              cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=full) for _ in range(callers)]
     stop = time.monotonic() + 600
     while len(list(ready.iterdir())) < callers and time.monotonic() < stop \
             and all(p.poll() is None for p in procs):

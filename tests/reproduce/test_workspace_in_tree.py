@@ -11,14 +11,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.contract.driver import ROOT, SCRIPT
 from tests.reproduce import tinyproject
+from tests.reproduce.test_identical_starts import start_all
 
-RACER = Path(__file__).with_name("racer.py")
 CALLERS = 5
 TEST = '''def test_total():
     with open({runs!r}, "a") as fh:
@@ -49,22 +48,7 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
 
 def _race(project: Path, where: Path, env: dict[str, str]) -> list[tuple[int, dict, str]]:
     """``CALLERS`` identical starts from the tree, no --workspace, let go together."""
-    ready, go = where / "ready", where / "go"
-    ready.mkdir()
-    procs = [subprocess.Popen([sys.executable, str(RACER), str(ready), str(go), *ARGV],
-                              cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env) for _ in range(CALLERS)]
-    stop = time.monotonic() + 600
-    while len(list(ready.iterdir())) < CALLERS and time.monotonic() < stop \
-            and all(p.poll() is None for p in procs):
-        time.sleep(0.01)
-    go.write_text("")
-    out = []
-    for p in procs:
-        stdout, stderr = p.communicate(timeout=600)
-        out.append((p.returncode, json.loads(stdout) if stdout.strip().startswith("{") else {},
-                    stderr))
-    return out
+    return start_all(None, ARGV, env, where, CALLERS, cwd=project)
 
 
 def _call(project: Path, argv: list[str], env: dict[str, str]) -> tuple[int, dict[str, Any]]:
