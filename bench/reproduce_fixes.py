@@ -62,12 +62,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reproduce_real import ROOT, checkout, timed  # noqa: E402
+from reproduce_forms import bash_exit, orchestrate  # noqa: E402
+from reproduce_real import checkout  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -178,31 +178,6 @@ def forms(case: Case, tree: Path) -> dict[str, tuple[str, str | None, str]]:
     if not src:
         out["egg-link-pytest"] = (f"python -m pytest {case.node}", None, "other")
     return out
-
-
-def bash_exit(command: str, cwd: Path, python: str) -> int:
-    env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
-    code, _, _ = timed(["bash", "-c", command], cwd=cwd, env=env)
-    return code
-
-
-def orchestrate(python: str, workspace: Path, args: list[str]) -> dict:
-    """One reproduce call, resumed while it waits on a job; its final spec."""
-    env = {**os.environ, "ORCHESTRATOR_REPRODUCE_PYTHON": python, "PYTHONPATH": str(ROOT)}
-    orchestrator = [os.environ.get("BENCH_PY", sys.executable), str(ROOT / "orchestrator.py"),
-                    "--workspace", str(workspace)]
-    argv = [*orchestrator, "reproduce", "--profile", "local", "--stage", "nightly", *args]
-    for _ in range(300):
-        code, _, out = timed(argv, cwd=ROOT, env=env)
-        try:
-            spec = json.loads(out[out.index("{"):]) if "{" in out else {}
-        except ValueError:
-            spec = {}
-        if spec.get("status") != "waiting":
-            return spec or {"error": f"no spec (exit {code}): {out[-300:]}"}
-        time.sleep(1)
-        argv = [*orchestrator, "--resume", "--flow", spec["flow_id"]]
-    return {"error": "still waiting"}
 
 
 def agrees(verdict: str | None, bash: int) -> bool:

@@ -246,34 +246,41 @@ def commands(node: str, snippet: str, tree: Path, venv: Path, setup: tuple[str, 
     return forms
 
 
-def bash_exit(command: str, tree: Path, python: str) -> int:
+def bash_exit(command: str, cwd: Path, python: str) -> int:
     """What a person's shell says: ``bash -c`` from the tree, the interpreter's bin first."""
     env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
-    code, _, _ = timed(["bash", "-c", command], cwd=tree, env=env)
+    code, _, _ = timed(["bash", "-c", command], cwd=cwd, env=env)
     return code
 
 
-def reproduce(tree: Path, python: str, command: str, workspace: Path,
-              pattern: str | None) -> dict:
-    """One reproduce call, resumed while it waits on a job; its verdict."""
+def orchestrate(python: str, workspace: Path, args: list[str]) -> dict:
+    """One ``reproduce --profile local --stage nightly ARGS`` call, resumed while it waits on
+    a job; its final spec (``error`` when there was none)."""
     env = {**os.environ, "ORCHESTRATOR_REPRODUCE_PYTHON": python, "PYTHONPATH": str(ROOT)}
     orchestrator = [os.environ.get("BENCH_PY", sys.executable), str(ROOT / "orchestrator.py"),
                     "--workspace", str(workspace)]
-    argv = [*orchestrator, "reproduce", "--profile", "local", "--stage", "nightly",
-            "--source-dir", str(tree), "--command", command, "--timeout", "600",
-            *(["--failure-pattern", pattern] if pattern else [])]
-    for _ in range(200):
+    argv = [*orchestrator, "reproduce", "--profile", "local", "--stage", "nightly", *args]
+    for _ in range(300):
         code, _, out = timed(argv, cwd=ROOT, env=env)
         try:
             spec = json.loads(out[out.index("{"):]) if "{" in out else {}
         except ValueError:
             spec = {}
         if spec.get("status") != "waiting":
-            return spec.get("verdict") or {"verdict": f"no verdict (exit {code})",
-                                           "tail": out[-300:]}
+            return spec or {"error": f"no spec (exit {code}): {out[-300:]}"}
         time.sleep(1)
         argv = [*orchestrator, "--resume", "--flow", spec["flow_id"]]
-    return {"verdict": "still waiting"}
+    return {"error": "still waiting"}
+
+
+def reproduce(tree: Path, python: str, command: str, workspace: Path,
+              pattern: str | None) -> dict:
+    """One reproduce call of ``command`` in ``tree``, to its end; its verdict."""
+    spec = orchestrate(python, workspace, [
+        "--source-dir", str(tree), "--command", command, "--timeout", "600",
+        *(["--failure-pattern", pattern] if pattern else [])])
+    return spec.get("verdict") or {"verdict": spec.get("error") or "no verdict",
+                                   "tail": json.dumps(spec)[-300:]}
 
 
 def one_bug(args: argparse.Namespace, project: str, bug: str, base: Path) -> dict:
