@@ -263,7 +263,9 @@ def _exit(code: int) -> NoReturn:
     connection the PostgreSQL store opened, and leave without the interpreter's teardown of
     the few hundred modules a call loads (about 25 ms, a tenth of a sub-second reproduce).
     Nothing of ours is left to that teardown: files are written and closed, or fsync'd and
-    renamed, before the object is printed, and no call starts a thread or an atexit hook.
+    renamed, before the object is printed; no call starts an atexit hook, and the one thread
+    a call may start (the PostgreSQL store's heartbeat, ``workspace.pgbeat``) is stopped
+    when the call lets go of the flow's lock, before the object is printed.
     The servers (``mcp``, ``serve``) exit the usual way, and so does a run under a tool
     that wraps the script (a profiler, coverage: they write their report at exit)."""
     sys.stdout.flush()
