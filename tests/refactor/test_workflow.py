@@ -52,9 +52,13 @@ def _start(repo: Path) -> list[str]:
 
 
 @pytest.mark.torch
-def test_small_fixture_runs_to_finalize(tmp_path: Path) -> None:
-    """The small fixture goes from assess to done/finalize with a summary and codemod edits."""
+def test_small_fixture_runs_to_finalize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The small fixture goes from assess to done/finalize with a summary and codemod edits; on
+    a machine without a GPU node the gate runs on CPU without a torch probe, and says so."""
+    from flow.workflows.refactor import gatedevices
+
     pytest.importorskip("torch")
+    monkeypatch.setattr(gatedevices, "GPU_NODES", (str(tmp_path / "no-such-node"),))
     repo = small_checkout(tmp_path)
     specs = InProcess(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo)))
     last = specs[-1]
@@ -62,6 +66,9 @@ def test_small_fixture_runs_to_finalize(tmp_path: Path) -> None:
     assert ("done", "finalize", "refactored", True, True) == (
         last["status"], last["phase"], last["outcome"], "TR009" in summary,
         (repo / "test" / "dynamo_skips" / "TestSmallOpsDeviceCPU.test_add_cpu").exists())
+    flow = Path(last["summary_path"]).parent
+    assert (False, True, True) == ((flow / "logs" / "probe_devices.log").exists(),
+                                   "no GPU device node" in summary, any(flow.glob("local_test_r*_cpu.xml")))
 
 
 def test_empty_review_is_refused(tmp_path: Path) -> None:

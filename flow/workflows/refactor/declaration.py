@@ -21,7 +21,7 @@ from typing import Any
 from flow.core.errors import WorkflowInputError
 from flow.core.outcome import Done
 from flow.core.workflow import Workflow
-from flow.workflows.refactor import fixloop, gates, steps
+from flow.workflows.refactor import fixloop, gatedevices, gates, steps
 from flow.workflows.refactor.errors import FieldConflictError
 from flow.workflows.refactor.feedmodels import FEEDS, RefactorData
 from flow.workflows.refactor.fields import detect_field, load_field_lists, normalise
@@ -78,7 +78,7 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
         raise WorkflowInputError(f"test file {str(absolute)!r} does not exist",
                                  "give a path relative to the PyTorch checkout (--pytorch-dir, "
                                  "default the current directory) or an absolute path")
-    gates.configured_devices(settings)  # a malformed device list is refused now; the probe stays lazy
+    gatedevices.configured_devices(settings)  # a malformed device list is refused now; the probe stays lazy
     gates.test_settings(settings)
     return RefactorData(file=str(absolute), rel=rel, repo=str(repo), field=_field(rel))  # type: ignore[arg-type]
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from agents.prompts import Untrusted, render
 from flow.core import proc
-from flow.core.errors import WorkflowInputError
 from flow.core.outcome import Ask, Go, Human, Task
 from flow.workflows.refactor.analysis import moves
+from flow.workflows.refactor.gatedevices import CUDA_PROBE, DEVICES_ENV, configured_devices, gpu_nodes
 from flow.workflows.refactor.errors import JUnitError
 from flow.workflows.refactor.fields import field_profile
 from flow.workflows.refactor.prtext import plural
@@ -27,35 +27,19 @@ from flow.workflows.refactor.summary import (
 from flow.workflows.refactor.testenv import TEST_SHARDS_ENV, TEST_TIMEOUT_ENV, _has_torch, _note, _python, test_settings
 
 
-DEVICES_ENV = "ORCHESTRATOR_REFACTOR_DEVICES"
-def configured_devices(settings: Any) -> list[str] | None:
-    """The device types ``ORCHESTRATOR_REFACTOR_DEVICES`` names, ``None`` when unset.
-
-    ``WorkflowInputError`` for a malformed value; the refactor workflow's start calls this so a
-    bad value is refused before any agent work, not at the local test gate.
-    """
-    raw = (settings.get(DEVICES_ENV) or "").strip()
-    if not raw:
-        return None
-    devices = [d.strip() for d in raw.split(",") if d.strip()]
-    if not devices or not all(d.isidentifier() for d in devices):
-        raise WorkflowInputError(f"{DEVICES_ENV}={raw!r} is not a comma-separated list "
-                                 f"of device types", f"e.g. {DEVICES_ENV}=cpu,cuda")
-    return devices
-
-
 def _devices(ctx: Any) -> list[str]:
-    """CPU, plus CUDA when the test interpreter's torch sees a GPU (asked once per flow).
-
-    ``ORCHESTRATOR_REFACTOR_DEVICES=cpu,cuda`` overrides the probe.
-    """
+    """CPU, plus CUDA when the test interpreter's torch sees a GPU (decided once per flow; see
+    ``gatedevices``: the setting, else no GPU node means CPU only, else torch is asked)."""
     if ctx.data.test_devices is None:
         devices = configured_devices(ctx.settings)
-        if devices is None:
+        if devices is None and not gpu_nodes():
+            devices = ["cpu"]
+            _note(ctx, "no GPU device node on this machine: the local tests run on CPU only "
+                       "(torch was not asked)")
+        elif devices is None:
             # Importing torch can take long on a cold disk: a job, not a foreground run. No
             # usable torch prints no "True": the CPU run will show the import error itself.
-            probe = ctx.job("probe-devices", [_python(ctx), "-c",
-                                              "import torch; print(torch.cuda.is_available())"],
+            probe = ctx.job("probe-devices", [_python(ctx), "-c", CUDA_PROBE],
                             env=ctx.settings, timeout=300, log_name="logs/probe_devices.log")
             devices = ["cpu", "cuda"] if probe.tail(1).strip().endswith("True") else ["cpu"]
             if probe.timed_out or probe.lost:  # never a silent "no GPU": say the probe failed
