@@ -1,12 +1,20 @@
 """Shared pytest set-up: the fake GitHub server and the PostgreSQL cluster fixtures are
 available to every test, a failing test is named as it fails (``tests.failnow``), and no test
-may leave a foreground budget running in its worker."""
+may leave a foreground budget running in its worker.
 
+Every workspace a test makes is thrown away, so the suite runs with ``ORCHESTRATOR_FSYNC=off``
+(set before any worker or child starts, so all inherit it): writes stay atomic and a killed
+process leaves whole files, which is all a test can observe; flushing each write to disk
+costs about 10 ms here, thousands of times. ``tests/test_workspace.py`` pins the default.
+"""
+
+import os
 from collections.abc import Iterator
 
 import pytest
 
 pytest_plugins = ["tests.fakegithub.plugin", "tests.store.plugin", "tests.failnow"]
+os.environ["ORCHESTRATOR_FSYNC"] = "off"
 
 
 @pytest.fixture(autouse=True)

@@ -8,35 +8,29 @@ from tests.contract.driver import Driver
 
 
 def test_demo_refactor_reaches_finalize_through_the_printed_commands(tmp_path: Path) -> None:
-    """Every task is answered from the recordings via its feed_command, to done/finalize."""
-    call = Driver(tmp_path).call(["demo", "refactor"])
+    """Every task is answered from the recordings via its feed_command, to done/finalize; with
+    a 2 s foreground budget the local test gate outlives a call, so the flow answers `waiting`
+    on its job, the replay harness resumes, and the flow still reaches done."""
+    # the demo replays the whole flow in one process: bounded generously, as a busy
+    # machine (a loaded CI runner) may take minutes for it
+    call = Driver(tmp_path, {"ORCHESTRATOR_FOREGROUND_S": "2"}).call(["demo", "refactor"],
+                                                                     timeout=1200)
     spec = call.spec
-    assert (0, "done", "finalize", "refactored") == (call.code, spec["status"], spec["phase"],
-                                                    spec["outcome"])
+    assert spec is not None and (0, "done", "finalize", "refactored") == (
+        call.code, spec["status"], spec["phase"], spec["outcome"])
     assert "TR009" in Path(spec["summary_path"]).read_text()
     # The recorded coder's edit is in the demo's own copy, never in examples/.
     assert "TestSmallOpsDevice" in (tmp_path / "demo-checkout/test/test_small_ops.py").read_text()
     assert spec["demo"]["calls"] == call.stderr.count('"status"')
+    assert '"waiting_on": "job"' in call.stderr and '"id": "test-v1-local-r0-cpu"' in call.stderr
+    audit = (Path(spec["summary_path"]).parent / "audit.jsonl").read_text()
+    assert '"event":"job_started"' in audit and '"event":"job_finished"' in audit
 
 
 def test_demo_of_an_unknown_workflow_is_a_usage_error(tmp_path: Path) -> None:
     """Only the refactor demo exists; anything else says so with the command to run."""
     call = Driver(tmp_path).call(["demo", "reproduce"])
     assert (2, "usage") == (call.code, call.spec["error"]["code"])
-
-
-
-def test_the_local_test_gate_runs_as_a_job_that_never_holds_a_call(tmp_path: Path) -> None:
-    """With a 2 s foreground budget the local test gate outlives a call: the flow answers
-    `waiting` on its job, the replay harness resumes, and the flow still reaches done."""
-    # the demo replays the whole flow in one process: bounded generously, as a busy
-    # machine (a loaded CI runner) may take minutes for it
-    call = Driver(tmp_path, {"ORCHESTRATOR_FOREGROUND_S": "2"}).call(["demo", "refactor"],
-                                                                     timeout=1200)
-    assert call.spec is not None and (0, "done") == (call.code, call.spec["status"])
-    assert '"waiting_on": "job"' in call.stderr and '"id": "test-v1-local-r0-cpu"' in call.stderr
-    audit = (Path(call.spec["summary_path"]).parent / "audit.jsonl").read_text()
-    assert '"event":"job_started"' in audit and '"event":"job_finished"' in audit
 
 
 def test_demo_on_a_terminal_prints_a_line_per_step_and_done_once(tmp_path: Path) -> None:

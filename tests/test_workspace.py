@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -159,7 +160,6 @@ def test_spec_cache_is_ignored_once_the_state_changes(tmp_path: Path) -> None:
 def test_atomic_write_keeps_an_existing_files_mode_and_gives_new_ones_the_usual(
         tmp_path: Path) -> None:
     """Replacing a file keeps its permission bits; a new file is not left private (0600)."""
-    import os
 
     script = tmp_path / "run.sh"
     script.write_bytes(b"old")
@@ -287,7 +287,6 @@ def test_temporary_files_of_a_killed_write_are_swept_on_load(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A `.flow_state.json.*.tmp` older than a minute in the flow folder is removed when the
     state is loaded; a fresh one (a write in progress) is kept."""
-    import os
     import time
 
     from tests.contract.inproc import start_toy
@@ -301,3 +300,36 @@ def test_temporary_files_of_a_killed_write_are_swept_on_load(
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     FlowStore(tmp_path, spec["flow_id"]).load()
     assert (False, True) == (old.exists(), fresh.exists())
+
+
+@pytest.mark.parametrize(("setting", "synced"), [(None, True), ("on", True), ("OFF", False)])
+def test_writes_are_fsynced_unless_the_workspace_is_declared_throwaway(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None, synced: bool) -> None:
+    """By default every atomic write, new file and audit line is flushed to disk (file and
+    folder); ORCHESTRATOR_FSYNC=off (how this suite runs) skips only the flush."""
+
+    from flow.core import atomic
+
+    if setting is None:
+        monkeypatch.delenv(atomic.FSYNC_ENV, raising=False)
+    else:
+        monkeypatch.setenv(atomic.FSYNC_ENV, setting)
+    flushed: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (flushed.append(fd), real(fd))[1])
+    atomic.write_atomic(tmp_path / "state.json", b"{}")
+    assert atomic.write_new(tmp_path / "result.json", b"{}")
+    atomic.append_line(tmp_path / "audit.jsonl", b"{}")
+    assert (5 if synced else 0, b"{}", b"{}\n") == (
+        len(flushed), (tmp_path / "result.json").read_bytes(), (tmp_path / "audit.jsonl").read_bytes())
+
+
+def test_a_bad_fsync_setting_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """ORCHESTRATOR_FSYNC takes on or off; anything else is bad_setting, exit 2, no workspace."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "orchestrator.py"), "--workspace",
+                           str(tmp_path / "ws"), "status"], capture_output=True, text=True,
+                          env={**os.environ, "ORCHESTRATOR_FSYNC": "sometimes"})
+    error = json.loads(done.stdout)["error"]
+    assert (2, "bad_setting", "ORCHESTRATOR_FSYNC", False) == (
+        done.returncode, error["code"], error["setting"], (tmp_path / "ws").exists())

@@ -41,6 +41,9 @@ def run(args: argparse.Namespace, root: Path, harness: str, script: Path) -> dic
         raise UsageError(str(exc), f"set {proc.FOREGROUND_ENV} to a number of seconds such as "
                                    "90 (under your harness's shell-tool timeout), or unset it"
                          ) from None
+    from flow.core.atomic import durable
+
+    durable()  # a bad ORCHESTRATOR_FSYNC is refused before anything is written
     proc.begin_call()
     try:
         return _run(args, root, harness, script)

@@ -1,5 +1,10 @@
 """Atomic file writes: a temporary file in the same folder, fsync, ``os.replace`` (or, for a
-file that must never replace one already there, ``os.link``)."""
+file that must never replace one already there, ``os.link``).
+
+``ORCHESTRATOR_FSYNC=off`` skips the fsyncs, as PostgreSQL's ``fsync = off`` does, for a
+throwaway workspace (a test suite, a scratch CI run): every write stays atomic and a killed
+process still leaves each file whole, old or new; only a crash of the machine itself may lose
+the last writes. The default, ``on``, survives that too."""
 
 from __future__ import annotations
 
@@ -9,6 +14,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+
+
+FSYNC_ENV = "ORCHESTRATOR_FSYNC"
+
+
+def durable() -> bool:
+    """Whether writes are flushed to disk before they count (``ORCHESTRATOR_FSYNC``: ``on``,
+    the default, or ``off``); ``SettingError`` (exit 2, ``bad_setting``) for any other value.
+    Read on every write, so a call's own environment decides."""
+    raw = os.environ.get(FSYNC_ENV, "").strip().lower()
+    if raw in ("", "on"):
+        return True
+    if raw == "off":
+        return False
+    from flow.core.errors import SettingError
+
+    raise SettingError(FSYNC_ENV, raw, "on or off")
 
 
 @contextmanager
@@ -41,8 +63,9 @@ def write_atomic(path: str | Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable():
+                fh.flush()
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -65,8 +88,9 @@ def write_new(path: str | Path, data: bytes) -> bool:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable():
+                fh.flush()
+                os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         try:
             os.link(tmp, path)
@@ -91,6 +115,8 @@ def _umask() -> int:
 
 def _fsync_dir(folder: Path) -> None:
     # The rename is durable only once the directory entry is on disk.
+    if not durable():
+        return
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -122,7 +148,8 @@ def append_line(path: Path, line: bytes) -> None:
             # A line torn by a crash mid-write gets its own line end first, so it stays alone.
             lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
             os.write(fd, lead + line + b"\n")
-            os.fsync(fd)
+            if durable():
+                os.fsync(fd)
         finally:
             os.close(fd)
 
