@@ -47,7 +47,8 @@ class Scenario:
     choose: Callable[[dict[str, Any]], str] = lambda spec: spec["options"][0]["value"]
     env: dict[str, str] = field(default_factory=dict)
     # The kill test replays the scenario once per persistence point; None replays every point
-    # (the toy flow does, pinning the engine), a number samples that many points evenly.
+    # (the toy flow does, pinning the engine), a number samples that many points evenly for
+    # each of `before` and `after`, the two taking turns along one spread.
     kill_points: int | None = 8
     # Puts back what a run changes outside its workspace (the refactor edits its checkout's
     # test file): called before every run that starts from nothing.

@@ -55,4 +55,7 @@ def contract_scenario() -> Scenario:
     # The flow edits the checkout's file (hw_classification labels where torch knows them):
     # every run from nothing starts from the same original.
     return Scenario(name="refactor", answer=answer, fresh=lambda: target.write_text(SOURCE),
-                    start=["test/dynamo/test_misc.py", "--pytorch-dir", str(repo)])
+                    start=["test/dynamo/test_misc.py", "--pytorch-dir", str(repo)],
+                    # each replay collects the labelled file, which imports torch (seconds): 4
+                    # kills each for `before` and `after`, 8 distinct writes between them
+                    kill_points=4)
