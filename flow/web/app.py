@@ -135,7 +135,7 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         index (and per minute: whether a flow is stuck moves with the clock); its ETag is
         the body's digest, so a list rendered again the same is still "not modified"."""
         rows = index.rows()
-        key = (index.generation, int(time.time() // 60), part, tuple(sorted(params.items())))
+        key = list_key(params, part)
         if key in rendered:
             return rendered[key]
         from flow.cli.inbox import choose, choose_items, counts, page_of, shown
@@ -163,6 +163,18 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
         rendered[key] = (body, etag_of(body))
         return rendered[key]
 
+    def list_key(params: dict[str, str], part: bool) -> tuple[Any, ...]:
+        return (index.generation, int(time.time() // 60), part, tuple(sorted(params.items())))
+
+    async def list_answer(request: Request, part: bool) -> Response:
+        """The list or its live part: answered on the event loop when this version is already
+        rendered (the usual poll: nothing to read or render), else rendered in a worker thread."""
+        params = params_of(request)
+        got = rendered.get(list_key(params, part)) if index.checked else None
+        if got is None:
+            got = await run_in_threadpool(listing, params, part)
+        return answer(request, *got)
+
     def warm() -> None:
         for part in (True, False):
             listing(dict.fromkeys(("state", "workflow", "q", "page", "needs_me"), ""), part)
@@ -181,12 +193,10 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
                 for k in ("state", "workflow", "q", "page", "needs_me")}
 
     async def list_page(request: Request) -> Response:
-        body, etag = await run_in_threadpool(listing, params_of(request), False)
-        return answer(request, body, etag)
+        return await list_answer(request, False)
 
     async def rows_part(request: Request) -> Response:
-        body, etag = await run_in_threadpool(listing, params_of(request), True)
-        return answer(request, body, etag)
+        return await list_answer(request, True)
 
     def flow_part(flow_id: str) -> tuple[str, tuple[str, ...]] | None:
         """The live part of a flow's page, and the files beyond the flow's own it read."""
