@@ -135,8 +135,9 @@ def claim(conn: Any, name: str, worker: str, host: str, pid: int,
         if row is None:
             conn.execute(
                 "UPDATE campaign_items SET state = 'parked', parked_at = now(), "
-                "last_error = left(format('parked: claimed %%s times without being finished; '"
-                "'the lease of the last holder %%s (host %%s, pid %%s) ran out at %%s', claims, "
+                "last_error = left(format('parked: claimed %%s without being finished; '"
+                "'the lease of the last holder %%s (host %%s, pid %%s) ran out at %%s', "
+                "CASE WHEN claims = 1 THEN 'once' ELSE claims || ' times' END, "
                 "holder, holder_host, holder_pid, "
                 f"{_UTC.format('lease_until')}) || coalesce('; its last error: ' || "
                 "last_error, ''), 500), lease_until = NULL WHERE campaign = %(name)s AND "
@@ -324,7 +325,7 @@ def _by_person(conn: Any, name: str, item_id: str, token: int, what: str,
                      "left(%s || coalesce('; before: ' || last_error, ''), 500) WHERE "
                      "campaign = %s AND item_id = %s",
                      (f"{'dropped' if what == 'drop' else 'requeued'} by a person (it was "
-                      f"{state}, claimed {claims} times)", name, item_id))
+                      f"{state}, claimed {'once' if claims == 1 else f'{claims} times'})", name, item_id))
         after = conn.execute("SELECT token, state FROM campaign_items WHERE campaign = %s AND "
                              "item_id = %s", (name, item_id)).fetchone()
     return {"item": item_id, "was": state, "state": after[1], "token": int(after[0])}

@@ -73,7 +73,7 @@ def test_a_parked_item_is_requeued_by_its_token_and_then_finished(tmp_path: Path
     assert f"--requeue p --lease {token}" in ended.spec["next_steps"][0]
     [parked] = b.call(["status", "--campaign", "c", "--json"]).spec["campaigns"][0]["parked"]
     assert ("tick/p", token) == (parked["flow_id"], parked["token"])
-    assert parked["last_error"].startswith("parked: claimed 1 times without being finished")
+    assert parked["last_error"].startswith("parked: claimed once without being finished")
     before = _row(pg_url, "p")
     stale = b.call(["campaign", "c", "--requeue", "p", "--lease", str(token + 1)])
     assert (2, "stale_token", token) == (stale.code, stale.spec["error"]["code"],
