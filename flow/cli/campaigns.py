@@ -387,9 +387,17 @@ def finished(conn: Any, name: str, url: str, root: Path, harness: str) -> dict[s
             if parked else {}
         return envelope(None, root, "done", harness, outcome="campaign_finished", campaign=info,
                         next_steps=steps, **fields)
-    steps = [f"{counted(held, 'item is', 'items are')} held by other workers' leases; run this "
-             "command again after poll_after_s: an item whose harness died comes back when its "
-             "lease ends"]
+    leased = info["by_state"]["leased"] if info else held
+    free = held - leased  # left free only because this machine gave them back: it lacks their needs
+    steps = []
+    if leased:
+        steps.append(f"{counted(leased, 'item is', 'items are')} held by other workers' leases; "
+                     "run this command again after poll_after_s: an item whose harness died "
+                     "comes back when its lease ends")
+    if free:
+        steps.append(f"{counted(free, 'item is', 'items are')} free but not for this machine, "
+                     "which lacks what they need (it gave them back, saying what is missing): a "
+                     f"machine that has it takes them; see 'status --campaign {name}'")
     if parked:
         steps.append(f"{counted(parked, 'item is', 'items are')} parked for a person after "
                      f"too many claims (ORCHESTRATOR_MAX_CLAIMS): see 'status --campaign {name}'")

@@ -72,6 +72,22 @@ def test_an_item_whose_checkout_is_missing_goes_back_for_a_machine_that_has_it(
     assert ("leased", 0, "w") == _item(pg_url, "a")[:3]
 
 
+def test_an_item_given_back_is_not_called_held_by_a_lease(tmp_path: Path, pg_url: str) -> None:
+    """After giving its only item back, the worker's next call is nothing_free saying the item
+    is free but not for this machine, never that other workers' leases hold it."""
+    checkout = tmp_path / "checkout"
+    items = _items(tmp_path / "items.json", [
+        {"id": "a", "argv": ["refactor", "test/dynamo/test_misc.py", "--pytorch-dir",
+                             str(checkout)]}])
+    x = _worker(tmp_path / "X", pg_url, "x")
+    assert 4 == x.call(["campaign", "c", "--items", str(items)]).code
+    again = x.call(["campaign", "c"])
+    steps = " ".join(again.spec["next_steps"])
+    assert (0, "nothing_free", True, False) == (
+        again.code, again.spec["outcome"], "1 item is free but not for this machine" in steps,
+        "leases" in steps), again.spec
+
+
 def test_a_flow_taken_over_where_its_venv_is_missing_is_refused_and_kept(
         tmp_path: Path, pg_url: str) -> None:
     """A reproduce item begun by x with a venv's interpreter; x dies (its lease ends); y, in
