@@ -73,8 +73,15 @@ def summary(conn: Any, name: str) -> dict[str, Any] | None:
         "parked": parked, "dropped": dropped, "done": done, "errors": errors,
         "left": total - len(done) - len(dropped),
         "next_lease_end_s": None if soonest is None else max(0.0, round(float(soonest), 1)),
-        "throughput_per_hour": round(len(done) * 3600.0 / seconds, 1) if seconds > 0 else None,
+        # a rate over a span shorter than a minute says nothing (ten items done in 0.1 s
+        # would read as 360,000 an hour): None until the done items span RATE_SPAN_S
+        "throughput_per_hour": round(len(done) * 3600.0 / seconds, 1)
+        if seconds >= RATE_SPAN_S else None,
+        "done_span_s": round(seconds, 1),
     }
+
+
+RATE_SPAN_S = 60.0
 
 
 def outcome(result: dict[str, Any]) -> dict[str, Any]:

@@ -98,7 +98,8 @@ def table(info: dict[str, Any], width: int = 100) -> str:
                  f"{s['free']} free, {s.get('parked', 0)} parked"
                  f"{', ' + str(s['dropped']) + ' dropped' if s.get('dropped') else ''}; "
                  f"{info['left']} left; "
-                 f"{'-' if rate is None else rate} items/hour", width, "    ", "")
+                 + (f"{rate} items/hour" if rate is not None else "no rate yet (done items span "
+                    f"under a minute)" if s["done"] else "no item done yet"), width, "    ", "")
     for lease in info["leases"]:
         alive = ("alive" if lease["alive"] else "NOT ALIVE (lease expired)") + \
             f", last seen {lease['last_seen_s_ago']:g} s ago"

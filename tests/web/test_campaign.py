@@ -50,10 +50,32 @@ def test_a_campaign_page_shows_items_leases_outcomes_and_the_report(
                     for r in page.locator("tr.item").all()}
         report = page.inner_text("#report")
         expired = page.locator("tr.lease.expired").count()
+    # both items were done within a second: no rate is made up from that
     wanted = ("4 items", "2 done", "2 leased", "0 free", "1 lease expired", "2 left",
-              "items/hour")
+              "too soon for a rate")
     assert list(wanted) == [part for part in wanted if part in facts]
     assert ({"i0", "i3"}, True, True, 1) == (set(leases), "alice" in leases["i0"],
                                              "toy/i0" in leases["i0"], expired)
     assert ({"i1": "REPRODUCED", "i2": "NOT_REPRODUCED"}, ["1 NOT_REPRODUCED", "1 REPRODUCED"]
             ) == ({k: v for k, v in outcomes.items() if v}, report.splitlines())
+
+
+def test_a_rate_is_given_only_once_the_done_items_span_a_minute(tmp_path: Path,
+                                                                 pg_url: str) -> None:
+    """Two items done at once give no items/hour; the same two done two hours apart give 1."""
+    from workspace import campaign
+    from workspace.campaignstatus import summary
+    from workspace.pgconn import connect
+
+    conn = connect(pg_url, fresh=True)
+    campaign.define(conn, "pace", "items", [(f"i{n}", {"argv": ["start", "toy", f"i{n}"]})
+                                            for n in range(2)])
+    for worker in ("bob", "carol"):
+        lease = campaign.claim(conn, "pace", worker, "box", 7)
+        assert lease is not None and campaign.complete(conn, "pace", lease.item_id,
+                                                       lease.token, {"outcome": "done"})
+    soon = summary(conn, "pace")
+    conn.execute("UPDATE campaign_items SET leased_at = done_at - interval '2 hours' "
+                 "WHERE campaign = 'pace' AND item_id = 'i0'")
+    later = summary(conn, "pace")
+    assert (None, 1.0) == (soon["throughput_per_hour"], later["throughput_per_hour"])
