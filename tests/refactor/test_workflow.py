@@ -347,7 +347,7 @@ def test_lint_gate_question_names_every_finding(tmp_path: Path) -> None:
 
 def test_sentinel_notes_are_rechecked_when_the_summary_is_written(tmp_path: Path) -> None:
     """An unresolved sentinel renamed since (e.g. by the coder) is no longer reported; one still there is."""
-    from flow.workflows.refactor.gates import _sentinel_notes
+    from flow.workflows.refactor.finalize import _sentinel_notes
 
     folder = tmp_path / "dynamo_skips"
     folder.mkdir()

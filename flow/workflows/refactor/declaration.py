@@ -22,6 +22,9 @@ from flow.core.errors import WorkflowInputError
 from flow.core.outcome import Done
 from flow.core.workflow import Workflow
 from flow.workflows.refactor import fixloop, gatedevices, gates, steps
+from flow.workflows.refactor.finalize import (
+    changed, earlier_flow, pr_input, restore_checkout, uncommitted, write_summary,
+)
 from flow.workflows.refactor.errors import FieldConflictError
 from flow.workflows.refactor.feedmodels import FEEDS, RefactorData
 from flow.workflows.refactor.fields import detect_field, load_field_lists, normalise
@@ -86,13 +89,13 @@ def start(opts: dict[str, Any], root: Path, settings: Any) -> RefactorData:
 def finalize(ctx: Any) -> Any:
     import hashlib
 
-    gates.restore_checkout(ctx, unchanged=not gates.changed(ctx))  # unchanged: nothing in the checkout changed
-    if not gates.changed(ctx):
+    restore_checkout(ctx, unchanged=not changed(ctx))  # unchanged: nothing in the checkout changed
+    if not changed(ctx):
         # "Nothing changed" is this run's word: a checkout still holding an earlier change
         # (a finished flow's result, never committed) is said to, with that flow's summary.
-        pending = gates.uncommitted(ctx)
-        earlier = gates.earlier_flow(ctx) if pending else None
-        path = gates.write_summary(ctx, pending, earlier)
+        pending = uncommitted(ctx)
+        earlier = earlier_flow(ctx) if pending else None
+        path = write_summary(ctx, pending, earlier)
         result = {"outcome": "unchanged", "summary_path": str(path), "file": ctx.data.file,
                   "field": ctx.data.field, "notes": list(ctx.data.notes)}
         if not pending:
@@ -104,10 +107,10 @@ def finalize(ctx: Any) -> Any:
                                        else ", made before this run") + ": that is the change a PR would carry.",
                      f"Review it (git -C {ctx.data.repo} diff), commit it and open the PR"
                      + (f" with the title and description at the top of {earlier}." if earlier else ".")])
-    path = gates.write_summary(ctx)
+    path = write_summary(ctx)
     from flow.workflows.refactor.prtext import blockers
 
-    stops = blockers(gates.pr_input(ctx))
+    stops = blockers(pr_input(ctx))
     result = {"outcome": "refactored", "summary_path": str(path), "pr_ready": not stops,
               "file": ctx.data.file, "field": ctx.data.field, "notes": list(ctx.data.notes),
               "file_sha256": hashlib.sha256(Path(ctx.data.file).read_bytes()).hexdigest()}
@@ -124,7 +127,7 @@ def finalize(ctx: Any) -> Any:
 
 
 def aborted(ctx: Any) -> Any:
-    gates.restore_checkout(ctx, unchanged=False)  # no copy of the original left beside the file
+    restore_checkout(ctx, unchanged=False)  # no copy of the original left beside the file
     return Done({"outcome": "aborted", "file": ctx.data.file,
                  "notes": ctx.data.notes}, [f"The flow stopped by request; artifacts are in {ctx.dir}."])
 

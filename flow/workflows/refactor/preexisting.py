@@ -130,7 +130,7 @@ def beside(ctx: Any) -> Path:
 def original_results(ctx: Any, devices: list[str]) -> dict[str, dict[str, str]]:
     """device -> test name -> outcome of the original's gate run (once per flow; raises the
     engine's ``Pending`` while its jobs run). The copy beside the file is removed once the
-    run has ended (``gates.restore_checkout`` removes one a stopped flow left)."""
+    run has ended (``finalize.restore_checkout`` removes one a stopped flow left)."""
     from flow.core.jobs import Pending
     from flow.workflows.refactor.junit import local_test_run, read_local_tests
     from flow.workflows.refactor.mechanical import original
