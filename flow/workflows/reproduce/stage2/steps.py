@@ -131,8 +131,8 @@ def fallback_tree(ctx: Any) -> str:
 
 def replace_for_build(ctx: Any, profile: Profile) -> str | None:
     """Choose the working directory again for the built environment (its interpreter may
-    hold a non-editable copy that the tree would shadow, and a ci_commit fallback runs in
-    the clone); a blocker or None."""
+    hold a compiled non-editable copy whose tree is not built in place, and a ci_commit
+    fallback runs in the clone); a blocker or None."""
     from flow.workflows.reproduce.context import reproducer
     from flow.workflows.reproduce.prepare.steps import place
 

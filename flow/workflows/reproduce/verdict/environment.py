@@ -207,8 +207,15 @@ def probe(names, tree=None, paths=None, facts=None):
                 editable, url = True, "file://" + root
         if editable and home is None:
             home = mapped(top)
+        # a non-editable copy's compiled modules (the first 50), which a tree holding the
+        # same package has only once built in place
+        files = [str(f)[3:] if str(f).startswith("../") else str(f)
+                 for f in (() if editable else dist.files or ())]
+        compiled = [f for f in files if f.endswith((".so", ".pyd"))
+                    and f.split("/")[0] in top][:50]
         return {"name": dist.metadata["Name"], "version": dist.version,
-                "editable": editable, "url": url, "home": home, "top_level": top}
+                "editable": editable, "url": url, "home": home, "top_level": top,
+                "compiled": compiled}
     for name in names:
         dist = distribution(name)
         if dist is not None:
@@ -395,20 +402,22 @@ def _origin(dist: dict, tree_path: str | None) -> str:
     return str(url)
 
 
-def read_probe(python: str, output: str, project: str | None, packages: list[str],
-               tree: TreeState | None) -> Environment:
-    """The Environment from the probe's output (the JSON line is searched from the end).
-    The project is the distribution installed from the tree when there is one (its
-    ``direct_url.json`` names the tree), else the named ``project``."""
-    found: dict = {}
+def _probe_found(output: str) -> dict:
+    """The probe's JSON object (its line searched from the end), or {}."""
     for line in reversed(output.splitlines()):
         try:
             value = json.loads(line)
         except ValueError:
             continue
         if isinstance(value, dict) and "packages" in value:
-            found = value
-            break
+            return value
+    return {}
+
+
+def _project_dist(found: dict, project: str | None) -> tuple[dict | None, str | None]:
+    """(the project's distribution in the probe, its name): the one installed from the
+    tree when there is one, else the named ``project``'s; a single distribution installed
+    from the tree when no name is known."""
     dists = found.get("packages", {})
     from_tree = found.get("tree_dists") or []
     proj = None
@@ -418,6 +427,17 @@ def read_probe(python: str, output: str, project: str | None, packages: list[str
     if proj is None and len(from_tree) == 1:
         proj = from_tree[0]
         project = proj["name"]
+    return proj, project
+
+
+def read_probe(python: str, output: str, project: str | None, packages: list[str],
+               tree: TreeState | None) -> Environment:
+    """The Environment from the probe's output (the JSON line is searched from the end).
+    The project is the distribution installed from the tree when there is one (its
+    ``direct_url.json`` names the tree), else the named ``project``."""
+    found = _probe_found(output)
+    dists = found.get("packages", {})
+    proj, project = _project_dist(found, project)
     install: Install | None = None
     if project:
         install = ("not installed" if proj is None
@@ -514,12 +534,41 @@ def project_name(source_dir: str | None) -> str | None:
 
 def shadowing_imports(env: Environment) -> list[str]:
     """The installed non-editable copy's import names that the tree's root also holds:
-    running from the tree would import those from the tree, not the copy under test."""
+    running from the tree imports those from the tree, not from the copy."""
     if env.project_install != "installed" or env.tree is None:
         return []
     root = Path(env.tree.path)
     return [name for name in env.project_imports
             if (root / name / "__init__.py").is_file() or (root / f"{name}.py").is_file()]
+
+
+def _built_in(root: Path, compiled: str) -> bool:
+    """The tree ``root`` holds a build of the compiled module ``compiled`` (a path as the
+    installed copy's RECORD names it: ``pkg/_speedups.cpython-311-x86_64-linux-gnu.so``),
+    whatever its platform tag: ``pkg/_speedups*.so`` or ``.pyd``."""
+    rel = Path(compiled)
+    stem = rel.name.split(".")[0]
+    try:
+        names = [e.name for e in (root / rel.parent).iterdir()]
+    except OSError:
+        return False
+    return any(n.split(".")[0] == stem and n.endswith((".so", ".pyd")) for n in names)
+
+
+def unbuilt_imports(env: Environment, output: str) -> list[str]:
+    """Of the import names the tree would shadow (``shadowing_imports``), those whose
+    installed non-editable copy holds compiled modules that the tree's package lacks (an
+    extension not built in place): importing them from the tree loads a package that
+    cannot work, so no run in the tree says anything about the bug. ``output`` is the
+    probe's, which lists the copy's compiled modules."""
+    names = shadowing_imports(env)
+    if not names:
+        return []
+    proj, _ = _project_dist(_probe_found(output), env.project)
+    compiled = (proj or {}).get("compiled") or []
+    root = Path(env.tree.path) if env.tree else Path(".")
+    return [name for name in names
+            if any(c.split("/")[0] == name and not _built_in(root, c) for c in compiled)]
 
 
 def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]],
@@ -565,14 +614,25 @@ def tree_state(path: str, run: Callable[[list[str]], tuple[int, str]],
                      changes_sha256=digest.hexdigest())
 
 
+def ran_the_tree(env: Environment) -> bool:
+    """The run's import record (``from_imports``) shows it imported none of the project
+    from outside the tree; False when there is no record."""
+    return env.imported_from is not None and env.other_code is None
+
+
 def rerun_after_fix(env: Environment, source_dir: str | None, build_note: str | None) -> str:
     """What a fix-verifier runs before ``refined_command`` so a fix in the tree is seen:
     nothing (``""``) when the project is installed editable or not installed at all (the
-    tests import it from the tree); the reinstall command when a built copy is installed;
-    ``build_note`` (a profile's rebuild instruction) when the profile builds elsewhere."""
+    tests import it from the tree), or when the run's import record shows it imported
+    none of the project from outside the tree (a copy is installed, but the command run
+    in the tree imports the tree's package first); the reinstall command when a built copy
+    is installed and may be what runs; ``build_note`` (a profile's rebuild instruction)
+    when the profile builds elsewhere."""
     if build_note:
         return build_note
     if env.project_install == "installed" and source_dir:
+        if ran_the_tree(env):
+            return ""
         return reinstall_command(env.interpreter, source_dir)
     if env.project_install == "editable" and env.other_code and source_dir:
         # an editable install of another folder: the tree's code is seen once the tree is
