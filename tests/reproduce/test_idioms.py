@@ -213,7 +213,7 @@ def test_legacy_develop_install_is_found_by_its_egg_info(tmp_path: Path) -> None
     """A ``setup.py develop`` install (old pip: an .egg-info in the tree, the tree on
     sys.path through a .pth, no direct_url.json) is identified as the tree's editable
     install, whatever name the setup.py computes."""
-    from flow.workflows.reproduce.verdict import environment as envinfo
+    from flow.workflows.reproduce.verdict import environment as envinfo, probe
 
     src = _copy(tmp_path, "shoebox")
     (src / "setup.py").write_text("from setuptools import setup\nNAME = 'shoe' + 'box'\n"
@@ -226,7 +226,7 @@ def test_legacy_develop_install_is_found_by_its_egg_info(tmp_path: Path) -> None
     purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
     Path(purelib, "easy-install.pth").write_text(f"{src}\n")
-    out = subprocess.run(envinfo.probe_argv(str(py), ["pytest"], str(src)), capture_output=True,
+    out = subprocess.run(probe.probe_argv(str(py), ["pytest"], str(src)), capture_output=True,
                          text=True, cwd="/").stdout
     env = envinfo.read_probe(str(py), out, envinfo.project_name(str(src)), ["pytest"], None)
     assert ("shoebox", "1.0", "editable") == (env.project, env.project_version, env.project_install)
@@ -299,12 +299,12 @@ def test_python37_child_probe_reads_metadata_files(tmp_path: Path) -> None:
     .dist-info/.egg-info files on its sys.path itself: pip's version, and a setup.py
     project installed editable (``setup.py develop``: an .egg-link, the tree on sys.path,
     its .egg-info in the tree) as the tree's editable install."""
-    from flow.workflows.reproduce.verdict import environment as envinfo
+    from flow.workflows.reproduce.verdict import environment as envinfo, probe
 
     py = _py37_without_backport(tmp_path)
     src = _copy(tmp_path, "shoebox")
     _install(py, "--no-build-isolation", "-e", str(src))
-    out = subprocess.run(envinfo.probe_argv(str(py), ["pip", "shoebox"], str(src)),
+    out = subprocess.run(probe.probe_argv(str(py), ["pip", "shoebox"], str(src)),
                          capture_output=True, text=True, cwd="/")
     env = envinfo.read_probe(str(py), out.stdout, envinfo.project_name(str(src)), ["pip"], None)
     assert ("3.7.16", "22.0.4", "shoebox", "1.0", "editable") == (

@@ -45,7 +45,7 @@ class ReproData(BaseModel):
     tree: str | None = None
     cwd: str | None = None
     cwd_rule: str | None = None        # which working-directory rule chose ``cwd``
-    # the project probe of the Stage 1 interpreter (environment.probe_argv's output), read
+    # the project probe of the Stage 1 interpreter (verdict.probe's output), read
     # by prepare's unbuilt-install check and reused by the verdict's environment
     project_probe: dict[str, str] | None = None
     # the source tree's state as prepare found it, before any run (a Stage 1 verdict's tree)

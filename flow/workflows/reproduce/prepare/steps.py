@@ -91,7 +91,7 @@ def project_probe(ctx: Any, profile: Profile, python: str, tree: str | None = No
     run), kept in ``ctx.data.project_probe`` so the verdict reuses it. ``tree``: the tree
     the reproducer ran in when it is another than --source-dir's (a batch entry that
     ``cd``s into its own clone): the project is the one that tree declares."""
-    from flow.workflows.reproduce.verdict import environment as envinfo
+    from flow.workflows.reproduce.verdict import environment as envinfo, probe
 
     where = tree or ctx.data.tree or ctx.data.source_dir
     kept = ctx.data.project_probe
@@ -99,13 +99,13 @@ def project_probe(ctx: Any, profile: Profile, python: str, tree: str | None = No
         return kept["output"]
     project = profile.project or envinfo.project_name(tree or ctx.data.source_dir)
     packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
-    layout = None if envinfo.is_this_interpreter(python) else envinfo.venv_layout(python)
-    if layout is not None or envinfo.is_this_interpreter(python):
-        output = envinfo.probe_here(packages, where, layout)
+    layout = None if probe.is_this_interpreter(python) else probe.venv_layout(python)
+    if layout is not None or probe.is_this_interpreter(python):
+        output = probe.probe_here(packages, where, layout)
     else:
         # ctx.query: a probe the budget cut short runs again as a job, so an empty answer
         # (no project identity) is never kept in project_probe as if it were the answer
-        output = ctx.query(envinfo.probe_argv(python, packages, where), cwd=scratch(ctx),
+        output = ctx.query(probe.probe_argv(python, packages, where), cwd=scratch(ctx),
                            env=clean_env(ctx.settings)).text
     ctx.data.project_probe = {"python": python, "tree": where or "", "output": output}
     return output
