@@ -97,3 +97,33 @@ def test_auto_entries_in_two_trees_are_each_run_against_a_build_of_their_own_tre
              "editable")) == (
         [argv[argv.index("--source") + 1] for argv in ran], told(rows["in-a"]),
         told(rows["in-b"])), rows
+
+
+def test_a_tree_whose_build_fails_decides_only_its_own_entries(tmp_path: Path) -> None:
+    """The same batch with project B's build broken (its backend raises): B's entry is
+    CANNOT_VERIFY at source_build, quoting the build's error; A's entry still runs
+    against A's build and is REPRODUCED there."""
+    a = tinyproject.make(tmp_path / "a")
+    b = tinyproject.make_named(tmp_path / "b", "othercalc", src_layout=False)
+    backend = b / "tinybackend.py"
+    backend.write_text(backend.read_text() + (
+        "\n\ndef build_wheel(*args, **kwargs):\n    raise RuntimeError('othercalc cannot be built')"
+        "\n\n\nbuild_editable = build_wheel\n"))
+    check = "import sys, {0}; assert '/build' not in sys.executable, sys.executable"
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([
+        {"id": "in-a", "command": f'python -c "{check.format("tinycalc")}"'},
+        {"id": "in-b", "command": f'cd {b} && python -c "{check.format("othercalc")}"'},
+    ]))
+    drv = Driver(tmp_path / "ws", {**tinyproject.git_env(tmp_path),
+                                   "ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
+    first = drv.call(["reproduce", "--profile", "local", "--source-dir", str(a), "--batch",
+                      str(batch)])
+    assert first.spec is not None, first.stderr
+    spec, ran = _feed_builds(drv, first.spec)
+    rows = {r["id"]: r["verdict"] for r in
+            json.loads(Path(spec["report_json_path"]).read_text())["rows"]}
+    assert ("done", 2, ("REPRODUCED", "source_build"), ("CANNOT_VERIFY", "source_build", True)) == (
+        spec["status"], len(ran), (rows["in-a"]["verdict"], rows["in-a"]["stage"]),
+        (rows["in-b"]["verdict"], rows["in-b"]["stage"],
+         "othercalc cannot be built" in rows["in-b"]["blocker"])), rows
