@@ -19,7 +19,10 @@ through ``bash -c`` from the tree (that interpreter's bin first on PATH: a perso
   as a person runs the tests of a project not installed);
 - ``export``: the same with an ``export`` prefix, ``export PYTHONPATH=src && python -m
   pytest NODE`` (flat layouts export ``PYTHONDONTWRITEBYTECODE=1``);
-- ``python``: ``python -c "SNIPPET"`` with ``--failure-pattern``;
+- ``python``: ``python -c "SNIPPET"`` with ``--failure-pattern``. The project
+  interpreter holds python-dateutil from the package index (freezegun depends on it), so
+  dateutil's rows run with a non-editable copy of the project installed from elsewhere
+  than the tree: bash in the tree imports the tree, and so must the run;
 - ``export-c``: ``export PYTHONPATH=src && python -c "SNIPPET"`` (flat: as above);
 - ``other-clone`` (src layouts with a snippet): ``export PYTHONPATH=src && python -c
   "SNIPPET"`` run with a second interpreter, in which another clone of the project is
@@ -180,6 +183,17 @@ def forms(case: Case, tree: Path) -> dict[str, tuple[str, str | None, str]]:
     return out
 
 
+def where(verdict: dict, tree: Path) -> dict:
+    """Where the run went and what it loaded: its ``cwd_rule``, the project's install kind
+    and origin, and whether every file it imported the project from lies in the tree."""
+    env = verdict.get("environment") or {}
+    files = env.get("imported_from")
+    return {"cwd_rule": verdict.get("cwd_rule"), "install": env.get("project_install"),
+            "origin": env.get("project_origin"),
+            "imported_tree": None if files is None else all(
+                Path(f).resolve().is_relative_to(tree.resolve()) for f in files)}
+
+
 def agrees(verdict: str | None, bash: int) -> bool:
     return verdict == ("REPRODUCED" if bash != 0 else "NOT_REPRODUCED")
 
@@ -260,7 +274,7 @@ def main() -> int:
                 verdict = (spec.get("verdict") or {})
                 row = {"case": case.id, "project": case.project, "form": form, "state": state,
                        "command": command, "bash": bash, "verdict": verdict.get("verdict"),
-                       "agrees": agrees(verdict.get("verdict"), bash)}
+                       "agrees": agrees(verdict.get("verdict"), bash), **where(verdict, tree)}
                 if not row["agrees"]:
                     row["detail"] = {k: verdict.get(k) for k in (
                         "blocker", "reason", "refined_command", "cwd_rule", "environment")}

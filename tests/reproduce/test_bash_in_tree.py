@@ -275,7 +275,7 @@ def test_an_editable_finder_mapping_names_where_the_package_lives(tmp_path: Path
     whose ``MAPPING`` names the package folder; a dist-info whose ``direct_url.json``
     names the project root) of another clone: the probe's ``home`` is the folder the
     interpreter really imports the package from, and the environment says that folder."""
-    from flow.workflows.reproduce.verdict import environment as envinfo
+    from flow.workflows.reproduce.verdict import environment as envinfo, probe
 
     clone = tinyproject.make(tmp_path / "other-clone", src_layout=True)
     tree = tinyproject.make(tmp_path / "tree", src_layout=True)
@@ -294,7 +294,7 @@ def test_an_editable_finder_mapping_names_where_the_package_lives(tmp_path: Path
         '{"url": "file://%s", "dir_info": {"editable": true}}' % clone)
     real = subprocess.run([str(python), "-c", "import tinycalc; print(tinycalc.__file__)"],
                           cwd="/", capture_output=True, text=True).stdout.strip()
-    output = envinfo.probe_here(["tinycalc"], str(tree), envinfo.venv_layout(str(python)))
+    output = probe.probe_here(["tinycalc"], str(tree), probe.venv_layout(str(python)))
     env = envinfo.read_probe(str(python), output, "tinycalc", [],
                              envinfo.TreeState(path=str(tree), git=True))
     found = [line for line in output.splitlines() if '"home"' in line]

@@ -72,27 +72,13 @@ def test_a_campaigns_entries_take_the_command_lines_flags_too(tmp_path: Path) ->
             "b": ["--stage", "auto", "--repeat", "2"]} == flags
 
 
-def _other_project(root: Path, name: str) -> Path:
-    """tinyproject under another distribution and package name (``src`` layout), committed
-    buggy: the clone of a second project a batch entry ``cd``s into."""
-    tinyproject.make(root, src_layout=True)
-    (root / "src" / "tinycalc").rename(root / "src" / name)
-    for rel in ("tinybackend.py", "pyproject.toml", "tests/test_add.py"):
-        path = root / rel
-        path.write_text(path.read_text().replace("tinycalc", name))
-    env = tinyproject.git_env(root.parent)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
-    subprocess.run(["git", "-C", str(root), "commit", "-qm", "renamed"], check=True, env=env)
-    return root
-
-
 def test_each_entry_is_told_about_its_own_tree(tmp_path: Path) -> None:
     """--source-dir is project A (not installed: imported from the tree); an entry ``cd``s
     into project B's clone, installed non-editable in the project interpreter. B's
     verdict names B (project, version, tree, HEAD) and its rerun_after_fix reinstalls B:
     after a fix committed in B, that rerun and refined_command pass. A's entry keeps A."""
     a = tinyproject.make(tmp_path / "a")
-    b = _other_project(tmp_path / "b", "othercalc")
+    b = tinyproject.make_named(tmp_path / "b", "othercalc")
     venv = tmp_path / "venv"
     subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"

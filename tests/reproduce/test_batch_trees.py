@@ -1,6 +1,6 @@
 """A batch entry that ``cd``s into another git tree is credited with that tree's commit
 (``environment.tree`` and ``base``), not with --source-dir's; an entry run in --source-dir
-keeps its HEAD."""
+keeps its HEAD. At Stage 2 each entry runs against a build of the tree it ran in."""
 from __future__ import annotations
 
 import json
@@ -41,3 +41,89 @@ def test_an_entry_that_cds_into_another_tree_names_that_tree(tmp_path: Path) -> 
     assert ((("REPRODUCED", src_head, src_head, str(src)),
              ("REPRODUCED", other_head, other_head, str(other)))) == (
         credited(rows["here"]), credited(rows["there"])), rows
+
+
+def _feed_builds(drv: Driver, spec: dict) -> tuple[dict, list[list[str]]]:
+    """Run each build task the flow asks for and feed its exit code, until it is done; the
+    final spec and every task's argv."""
+    ran: list[list[str]] = []
+    while spec["status"] == "need_agent":
+        task = spec["tasks"][0]
+        ran.append(task["argv"])
+        proc = subprocess.run(task["command"], shell=True, capture_output=True, text=True,
+                              env=drv.env)
+        Path(task["log_file"]).write_text(proc.stdout + proc.stderr)
+        Path(task["feed_file"]).write_text(json.dumps({"exit_code": proc.returncode,
+                                                       "log_path": task["log_file"]}))
+        call = drv.shell(task["feed_command"])
+        assert call.spec is not None, call.stderr
+        spec = call.spec
+    return spec, ran
+
+
+def test_auto_entries_in_two_trees_are_each_run_against_a_build_of_their_own_tree(
+        tmp_path: Path) -> None:
+    """An ``auto`` batch: one entry runs in --source-dir (project A), one ``cd``s into
+    project B's clone; both pass Stage 1 and fail only in a built venv. Stage 2 builds
+    each tree once, A then B, each into a venv of its own, and each entry's verdict names
+    its own build's interpreter and its own project installed there."""
+    a = tinyproject.make(tmp_path / "a")
+    b = tinyproject.make_named(tmp_path / "b", "othercalc", src_layout=False)
+    check = "import sys, {0}; assert '/build' not in sys.executable, sys.executable"
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([
+        {"id": "in-a", "command": f'python -c "{check.format("tinycalc")}"'},
+        {"id": "in-b", "command": f'cd {b} && python -c "{check.format("othercalc")}"'},
+    ]))
+    drv = Driver(tmp_path / "ws", {**tinyproject.git_env(tmp_path),
+                                   "ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
+    first = drv.call(["reproduce", "--profile", "local", "--source-dir", str(a), "--batch",
+                      str(batch)])
+    assert first.spec is not None, first.stderr
+    spec, ran = _feed_builds(drv, first.spec)
+    assert "done" == spec["status"], spec
+    rows = {r["id"]: r["verdict"] for r in
+            json.loads(Path(spec["report_json_path"]).read_text())["rows"]}
+
+    def told(row: dict) -> tuple:
+        env = row.get("environment") or {}
+        return (row["verdict"], row.get("stage"), Path(env.get("interpreter", "")).parts[-4:],
+                env.get("project"), env.get("project_install"))
+
+    assert ([str(a), str(b)],
+            ("REPRODUCED", "source_build", ("build", "venv", "bin", "python"), "tinycalc",
+             "editable"),
+            ("REPRODUCED", "source_build", ("build2", "venv", "bin", "python"), "othercalc",
+             "editable")) == (
+        [argv[argv.index("--source") + 1] for argv in ran], told(rows["in-a"]),
+        told(rows["in-b"])), rows
+
+
+def test_a_tree_whose_build_fails_decides_only_its_own_entries(tmp_path: Path) -> None:
+    """The same batch with project B's build broken (its backend raises): B's entry is
+    CANNOT_VERIFY at source_build, quoting the build's error; A's entry still runs
+    against A's build and is REPRODUCED there."""
+    a = tinyproject.make(tmp_path / "a")
+    b = tinyproject.make_named(tmp_path / "b", "othercalc", src_layout=False)
+    backend = b / "tinybackend.py"
+    backend.write_text(backend.read_text() + (
+        "\n\ndef build_wheel(*args, **kwargs):\n    raise RuntimeError('othercalc cannot be built')"
+        "\n\n\nbuild_editable = build_wheel\n"))
+    check = "import sys, {0}; assert '/build' not in sys.executable, sys.executable"
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([
+        {"id": "in-a", "command": f'python -c "{check.format("tinycalc")}"'},
+        {"id": "in-b", "command": f'cd {b} && python -c "{check.format("othercalc")}"'},
+    ]))
+    drv = Driver(tmp_path / "ws", {**tinyproject.git_env(tmp_path),
+                                   "ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
+    first = drv.call(["reproduce", "--profile", "local", "--source-dir", str(a), "--batch",
+                      str(batch)])
+    assert first.spec is not None, first.stderr
+    spec, ran = _feed_builds(drv, first.spec)
+    rows = {r["id"]: r["verdict"] for r in
+            json.loads(Path(spec["report_json_path"]).read_text())["rows"]}
+    assert ("done", 2, ("REPRODUCED", "source_build"), ("CANNOT_VERIFY", "source_build", True)) == (
+        spec["status"], len(ran), (rows["in-a"]["verdict"], rows["in-a"]["stage"]),
+        (rows["in-b"]["verdict"], rows["in-b"]["stage"],
+         "othercalc cannot be built" in rows["in-b"]["blocker"])), rows

@@ -131,3 +131,18 @@ def fix(root: Path) -> None:
 
 def head(root: Path) -> str:
     return _git(root, "rev-parse", "HEAD")
+
+
+def make_named(root: Path, name: str, src_layout: bool = True) -> Path:
+    """The project under another distribution and package name ``name``, committed buggy:
+    a second project (its own clone) for a batch entry to ``cd`` into."""
+    make(root, src_layout=src_layout)
+    base = root / "src" if src_layout else root
+    (base / "tinycalc").rename(base / name)
+    for rel in ("tinybackend.py", "pyproject.toml", "tests/test_add.py"):
+        path = root / rel
+        path.write_text(path.read_text().replace("tinycalc", name))
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "renamed")
+    return root
+

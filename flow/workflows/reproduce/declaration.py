@@ -45,8 +45,8 @@ class ReproData(BaseModel):
     tree: str | None = None
     cwd: str | None = None
     cwd_rule: str | None = None        # which working-directory rule chose ``cwd``
-    # the project probe of the Stage 1 interpreter (environment.probe_argv's output), read
-    # by prepare's shadow check and reused by the verdict's environment
+    # the project probe of the Stage 1 interpreter (verdict.probe's output), read
+    # by prepare's unbuilt-install check and reused by the verdict's environment
     project_probe: dict[str, str] | None = None
     # the source tree's state as prepare found it, before any run (a Stage 1 verdict's tree)
     tree_found: dict[str, Any] | None = None
@@ -98,7 +98,12 @@ class ReproData(BaseModel):
     batch_pattern: str | None = None
     batch_to_stage2: list[str] = []    # ids that passed Stage 1 under auto
     batch_to_stage3: list[str] = []    # ids that passed Stage 2 too
-    batch_tree: str | None = None      # the tree the batch's build and re-runs use
+    batch_tree: str | None = None      # the tree the batch's CI alignment and re-runs use
+    # the tree each entry going to Stage 2 ran in (its own clone when it cd'd into one)
+    batch_entry_trees: dict[str, str] = {}
+    # the local profile's Stage 2 build of each of those trees: {"work", "trunk_ok",
+    # "fallback_ok", then "python", "path_head", "base", "tree" once built}
+    batch_builds: dict[str, dict[str, Any]] = {}
     batch_python: str | None = None    # the interpreter of the batch's build / CI env
     batch_path_head: str | None = None
 

@@ -18,7 +18,8 @@ otherwise: another profile or stage, a batch, a ``--ci-commit``, a shell block, 
 assignments, quoting or any character a shell treats specially, a bare node id (resolved
 in the tree first), an interpreter that is not an executable file, or a tree whose
 top-level package is also installed in the interpreter's site-packages (where the steps may
-leave the tree, so as not to shadow the installed copy). Standard library only.
+leave the tree, when that copy is compiled and the tree's package is not built in place).
+Standard library only.
 """
 from __future__ import annotations
 
@@ -126,7 +127,8 @@ def _body(words: list[str], python: str) -> tuple[str, bool] | None:
 def _shadows(tree: str, python: str) -> bool:
     """A package or module at the tree's top level is also installed in the interpreter's
     site-packages (or no site-packages can be found to tell): the steps' probe decides
-    whether the tree would shadow an installed copy, so nothing is started ahead."""
+    whether the run leaves the tree (``prepare.steps.unbuilt_install``), so nothing is
+    started ahead."""
     prefix = Path(python).parent.parent
     sites = [p for p in prefix.glob("lib/python*/site-packages") if p.is_dir()]
     if not sites:

@@ -4,9 +4,11 @@ nightly-CI caller hands over a list of failing tests).
 batch_setup reads the file bounded (``entries.read_batch``) and installs Stage 1 once;
 batch_entry runs Stage 1 for one entry per visit (prepare, collect-only, setup steps,
 the reproducer, and the skip-marker re-run as a second visit of the same entry).
-``auto`` entries that pass there go on together: batch_build builds the source ONCE
-(the single flow's run task or build-skill agent task, with its one ci_commit
-fallback), batch_stage2 re-runs each of them against that build, batch_ci aligns to
+``auto`` entries that pass there go on together: batch_build builds each tree they ran
+in ONCE (the local profile: --source-dir, or the clone an entry ``cd``s into, each into a
+venv of its own; a profile with its own tree: that tree; the single flow's run task or
+build-skill agent task, with its one ci_commit fallback), batch_stage2 re-runs each of
+them against its own tree's build, batch_ci aligns to
 the CI environment ONCE (ci_repo inferred from the first entry going there when
 neither --ci-repo nor the entry names one), batch_stage3 re-runs each of those.
 ``nightly`` entries end at Stage 1. Every entry visit saves the entry's row (or its
@@ -97,12 +99,39 @@ def _settle(ctx: Any, entry: BatchEntry, go: Go) -> Go:
 
         return _next(ctx, entry.id, with_environment(ctx, ctx.data.verdict))
     if go.trigger in {"next", "to_stage2", "to_stage3"}:  # act() set the stage to go to
-        later = (ctx.data.batch_to_stage2 if ctx.data.current_stage == Stage.SOURCE_BUILD
-                 else ctx.data.batch_to_stage3)
+        to_build = ctx.data.current_stage == Stage.SOURCE_BUILD
+        later = ctx.data.batch_to_stage2 if to_build else ctx.data.batch_to_stage3
         if entry.id not in later:
             later.append(entry.id)
+        if to_build and entry.id not in ctx.data.batch_entry_trees:
+            tree = entry_tree(ctx)
+            if tree:
+                ctx.data.batch_entry_trees[entry.id] = tree
         return _next(ctx, entry.id, None)
     raise AssertionError(f"unexpected trigger {go.trigger!r} for batch entry {entry.id!r}")
+
+
+_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def entry_tree(ctx: Any) -> str | None:
+    """The tree the entry just run is a build of: for a command that ``cd``s into another
+    git tree than --source-dir (``finalize.other_tree``), the nearest folder from where it
+    ran up to that tree's top that holds a project file (``pyproject.toml``, ``setup.py``,
+    ``setup.cfg``), else that top; otherwise --source-dir's tree."""
+    from flow.workflows.reproduce.verdict.finalize import other_tree
+
+    where = ctx.data.tree or ctx.data.source_dir
+    top = other_tree(ctx, where)
+    if top is None:
+        return where
+    here, stop = Path(ctx.data.cwd).resolve(), Path(top).resolve()
+    for folder in (here, *here.parents):
+        if any((folder / name).is_file() for name in _PROJECT_FILES):
+            return str(folder)
+        if folder == stop:
+            break
+    return top
 
 
 def _load(ctx: Any, item: BatchEntry) -> None:
@@ -210,11 +239,13 @@ def isolate(ctx: Any, entry_id: str) -> str | None:
 
 
 def build(ctx: Any) -> Any:
-    """Stage 2 once for the batch: prepare the tree, then the single flow's build task(s)."""
-    from pathlib import Path
-
+    """Stage 2 for the batch: a profile with its own tree prepares and builds that tree
+    once; the local profile builds each tree its Stage 2 entries ran in once, one after
+    the other (``_build_each``)."""
     profile, ids = profile_of(ctx), ctx.data.batch_to_stage2
     ctx.data.current_stage = Stage.SOURCE_BUILD.value
+    if profile.tree is None and profile.source_build.kind == "venv":
+        return _build_each(ctx, profile, ids)
     if ctx.data.batch_tree is None:
         if profile.tree is None:
             ctx.data.batch_tree = ctx.data.source_dir
@@ -234,6 +265,57 @@ def build(ctx: Any) -> Any:
     if pending is not None:
         return _decide_all(ctx, ids)
     ctx.data.batch_python, ctx.data.batch_path_head = ctx.data.python, ctx.data.path_head
+    return Go("built")
+
+
+def _groups(ctx: Any, ids: list[str]) -> dict[str, list[str]]:
+    """{tree: the ids of the entries that ran in it}, in the order the entries came."""
+    groups: dict[str, list[str]] = {}
+    for entry_id in ids:
+        tree = ctx.data.batch_entry_trees.get(entry_id) or ctx.data.source_dir or ""
+        groups.setdefault(tree, []).append(entry_id)
+    return groups
+
+
+def _build_each(ctx: Any, profile: Any, ids: list[str]) -> Any:
+    """The local profile's builds: each tree into ``<flow>/build/venv`` (the first) or
+    ``<flow>/build<N>/venv``, one Ask at a time; a tree whose build fails decides only
+    its own entries (CANNOT_VERIFY). The one ci_commit fallback is --source-dir's alone
+    (--ci-commit names a commit of that repository). Built trees are kept in
+    ``batch_builds``, so a resumed batch asks for no build twice."""
+    ctx.data.batch_tree = ctx.data.batch_tree or ctx.data.source_dir
+    groups = _groups(ctx, ids)
+    for n, (tree, members) in enumerate(groups.items()):
+        slot = ctx.data.batch_builds.setdefault(
+            tree, {"work": "build" if n == 0 else f"build{n + 1}"})
+        if "python" in slot or "verdict" in slot:
+            continue
+        ctx.data.tree = tree
+        ctx.data.trunk_ok, ctx.data.fallback_ok = slot.get("trunk_ok"), slot.get("fallback_ok")
+        python = interpreter(ctx)
+        ctx.data.python, ctx.data.path_head = python, str(Path(python).parent)
+        own = bool(ctx.data.source_dir) and Path(tree).resolve() == Path(ctx.data.source_dir).resolve()
+        pending = source_build(ctx, profile, source=tree or None, work=slot["work"], fallback=own)
+        slot["trunk_ok"], slot["fallback_ok"] = ctx.data.trunk_ok, ctx.data.fallback_ok
+        if isinstance(pending, Ask):
+            return pending
+        if pending is not None:
+            slot["verdict"] = dict(ctx.data.verdict or {})
+            ctx.data.verdict = None
+            for entry_id in members:
+                ctx.data.batch_verdicts[entry_id] = dict(slot["verdict"])
+            continue
+        slot.update(python=ctx.data.python, path_head=ctx.data.path_head, base=ctx.data.base,
+                    tree=ctx.data.tree)
+    ctx.data.trunk_ok = ctx.data.fallback_ok = None
+    ctx.data.batch_to_stage2 = [i for i in ids if i not in ctx.data.batch_verdicts]
+    if not ctx.data.batch_to_stage2:
+        return Go("decided")
+    if len(groups) > 1:
+        note = ("source_build: one build per tree the entries ran in: " + "; ".join(
+            f"{tree} for {members}" for tree, members in groups.items()))
+        if note not in ctx.data.notes:
+            ctx.data.notes.append(note)
     return Go("built")
 
 
@@ -263,13 +345,14 @@ def _rerun(ctx: Any, stage: Stage, ids: list[str], when_done: str) -> Go:
     _load(ctx, item)
     ctx.data.current_stage = stage.value
     profile, rep = profile_of(ctx), reproducer(ctx)
-    tree = ctx.data.batch_tree
-    if stage is Stage.SOURCE_BUILD and profile.source_build.kind == "venv" and ctx.data.fallback_ok:
-        from flow.workflows.reproduce.stage2.steps import fallback_tree
-
-        tree = fallback_tree(ctx)  # the build's clone at ci_commit: the tree the entry runs in
+    tree, python, head = ctx.data.batch_tree, ctx.data.batch_python, ctx.data.batch_path_head
+    slot = _own_build(ctx, item.id) if stage is Stage.SOURCE_BUILD else None
+    if slot is not None:
+        # the entry's own tree's build (its clone at ci_commit after a fallback)
+        tree, python, head, ctx.data.base = (slot["tree"], slot["python"], slot["path_head"],
+                                             slot["base"])
     ctx.data.tree = tree if rep.needs_tree or ctx.data.source_dir else None
-    ctx.data.python, ctx.data.path_head = ctx.data.batch_python, ctx.data.batch_path_head
+    ctx.data.python, ctx.data.path_head = python, head
     problem = place(ctx, profile, rep)
     if problem:
         return _settle(ctx, item, blocked(ctx, stage, problem))
@@ -277,6 +360,14 @@ def _rerun(ctx: Any, stage: Stage, ids: list[str], when_done: str) -> Go:
         stage3_steps.fold(ctx, profile, rep)
     decision = decide(ctx, profile, stage, f"{item.id}/{stage.value}")
     return _settle(ctx, item, act(ctx, decision))
+
+
+def _own_build(ctx: Any, entry_id: str) -> dict[str, Any] | None:
+    """The build of the tree the entry ran in (``_build_each``), or None (a profile with
+    its own tree: the batch's one build)."""
+    tree = ctx.data.batch_entry_trees.get(entry_id) or ctx.data.source_dir or ""
+    slot = ctx.data.batch_builds.get(tree)
+    return slot if slot and "python" in slot else None
 
 
 def stage2_entry(ctx: Any) -> Any:

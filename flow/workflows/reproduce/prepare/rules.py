@@ -1,10 +1,11 @@
 """Prepare's rules (seed: "Prepare" and Stage 1 "Working directory"): the collect-only
 decision, and where the reproducer runs: where the user's command expects to run (the
-project tree, for the ``local`` profile), and outside the tree only when the tree would
-shadow the installed package under test (a profile's ``import_package``, such as torch, or
-a detected non-editable install of the project); a bare node id resolved against the tree,
-torch-xpu-ops tests from their own folder. Every choice names the rule that made it.
-Pure: no IO beyond looking at paths.
+project tree, for the ``local`` profile, as bash typed there), and outside the tree only
+when the tree's package cannot be what runs (a profile's ``import_package``, such as torch,
+whose in-tree copy loads a stale ``_C``, or the project's package not built in place while
+a compiled copy is installed); a bare node id resolved against the tree, torch-xpu-ops
+tests from their own folder. Every choice names the rule that made it. Pure: no IO beyond
+looking at paths.
 """
 from __future__ import annotations
 
@@ -160,17 +161,19 @@ def _apply_cds(start: str, cds: list[str], fallback: str) -> str:
 
 def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str | None,
                xpu_ops_subdir: str = XPU_OPS_SUBDIR, in_tree: bool = False,
-               shadowed: str | None = None) -> CwdChoice:
+               unbuilt: str | None = None) -> CwdChoice:
     """Where to run the reproducer (seed: Working directory).
 
     - ``in_tree`` (the ``local`` profile, whose tree is the user's project; not for a
       shell block, which does its own setup in scratch, unless its setup is only a
       cd/export/source prefix, ``prefix_only``, which runs in the tree as bash would
       run it typed there: ``RULE_PREFIX_IN_TREE``): the tree,
-      with the command's own cds applied on top of it, targets as written; unless the
-      tree would shadow the package under test: ``package``'s folder is at the tree's
-      root, or ``shadowed`` (the caller's finding: the project is installed non-editable
-      and the tree's root holds its import package) says so; then the rules below;
+      with the command's own cds applied on top of it, targets as written, whatever copy
+      of the project the interpreter also holds (bash typed in the tree imports the
+      tree's package, and the user asks about the tree); unless the tree's package
+      cannot be what runs: ``package``'s folder is at the tree's root, or ``unbuilt``
+      (the caller's finding: a compiled copy is installed non-editable and the tree's
+      package lacks its compiled modules) says why; then the rules below;
     - pytest target under ``test/xpu/``: ``<tree>/<xpu_ops_subdir>``, target made relative
       to it (the tests' relative sys.path appends resolve only there);
     - other repo-relative pytest targets: made absolute under ``tree``, run from ``scratch``;
@@ -199,11 +202,11 @@ def choose_cwd(rep: Reproducer, *, scratch: str, tree: str | None, package: str 
             "pytest_args": [resolved.get(a, a) for a in rep.pytest_args],
             "pytest_targets": [resolved.get(t, t) for t in rep.pytest_targets]})
     own = shadowing_package(tree, package) if tree and package else None
-    if in_tree and tree and own is None and not shadowed and (
+    if in_tree and tree and own is None and not unbuilt and (
             not rep.setup or prefix_only(rep)):
         return CwdChoice(cwd=_apply_cds(tree, rep.cd, tree), pytest_args=rep.pytest_args,
                          rule=RULE_PREFIX_IN_TREE if rep.setup else RULE_IN_TREE)
-    why = (f"; left the tree: {shadowed}" if shadowed else
+    why = (f"; left the tree: {unbuilt}" if unbuilt else
            f"; left the tree: its {own.name}/ would shadow the installed {package}"
            if in_tree and own is not None else "")
     if rep.form is Form.PYTEST and rep.needs_tree and tree and not rep.cd:

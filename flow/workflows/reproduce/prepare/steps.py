@@ -1,6 +1,6 @@
-"""Prepare (seed: "Prepare"): get the tree the reproducer needs, choose where it runs
-(never inside a tree that would shadow the package under test), and the collect-only check
-that stops every stage on "collected 0 items".
+"""Prepare (seed: "Prepare"): get the tree the reproducer needs, choose where it runs (the
+local profile's tree as bash typed there; never a tree whose package under test is not
+built), and the collect-only check that stops every stage on "collected 0 items".
 """
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def project_probe(ctx: Any, profile: Profile, python: str, tree: str | None = No
     run), kept in ``ctx.data.project_probe`` so the verdict reuses it. ``tree``: the tree
     the reproducer ran in when it is another than --source-dir's (a batch entry that
     ``cd``s into its own clone): the project is the one that tree declares."""
-    from flow.workflows.reproduce.verdict import environment as envinfo
+    from flow.workflows.reproduce.verdict import environment as envinfo, probe
 
     where = tree or ctx.data.tree or ctx.data.source_dir
     kept = ctx.data.project_probe
@@ -99,21 +99,26 @@ def project_probe(ctx: Any, profile: Profile, python: str, tree: str | None = No
         return kept["output"]
     project = profile.project or envinfo.project_name(tree or ctx.data.source_dir)
     packages = list(dict.fromkeys([*profile.nightly.packages, *([project] if project else [])]))
-    layout = None if envinfo.is_this_interpreter(python) else envinfo.venv_layout(python)
-    if layout is not None or envinfo.is_this_interpreter(python):
-        output = envinfo.probe_here(packages, where, layout)
+    layout = None if probe.is_this_interpreter(python) else probe.venv_layout(python)
+    if layout is not None or probe.is_this_interpreter(python):
+        output = probe.probe_here(packages, where, layout)
     else:
         # ctx.query: a probe the budget cut short runs again as a job, so an empty answer
         # (no project identity) is never kept in project_probe as if it were the answer
-        output = ctx.query(envinfo.probe_argv(python, packages, where), cwd=scratch(ctx),
+        output = ctx.query(probe.probe_argv(python, packages, where), cwd=scratch(ctx),
                            env=clean_env(ctx.settings)).text
     ctx.data.project_probe = {"python": python, "tree": where or "", "output": output}
     return output
 
 
-def shadowed_install(ctx: Any, profile: Profile) -> str | None:
-    """Why running in the tree would test the tree instead of the installed copy (the
-    project installed non-editable, its import package at the tree's root), or None."""
+def unbuilt_install(ctx: Any, profile: Profile) -> str | None:
+    """Why no run in the tree can test the project, or None: it is installed non-editable,
+    its import package sits at the tree's root, and the installed copy holds compiled
+    modules that the tree's package lacks (an extension not built in place: ``import``
+    from the tree would load a package that cannot work, as the seed's "Working
+    directory" says of an in-tree torch). A pure Python copy, installed from this tree or
+    from anywhere else, is no such reason: bash typed in the tree imports the tree, and
+    so does the run."""
     from flow.workflows.reproduce.verdict import environment as envinfo
     from flow.workflows.reproduce.verdict.environment import TreeState
 
@@ -121,29 +126,30 @@ def shadowed_install(ctx: Any, profile: Profile) -> str | None:
     project = profile.project or envinfo.project_name(ctx.data.source_dir)
     output = project_probe(ctx, profile, python)
     env = envinfo.read_probe(python, output, project, [], TreeState(path=ctx.data.tree, git=False))
-    names = envinfo.shadowing_imports(env)
+    names = envinfo.unbuilt_imports(env, output)
     if not names:
         return None
     return (f"{env.project} {env.project_version} is installed non-editable (from "
-            f"{env.project_origin}) and the tree's {', '.join(n + '/' for n in names)} would "
-            "shadow it")
+            f"{env.project_origin}) with compiled modules that the tree's "
+            f"{', '.join(n + '/' for n in names)} lacks (not built in place), so an import "
+            "from the tree could not work")
 
 
 def place(ctx: Any, profile: Profile, rep: Reproducer) -> str | None:
     """Set ``cwd``, ``pytest_args`` and ``cwd_rule`` for the tree in ``ctx.data.tree``
-    (the seed's cwd rules: the local profile runs in the project tree unless the tree
-    would shadow the installed package under test); returns a blocker or None. Touches
-    no file."""
+    (the seed's cwd rules: the local profile runs in the project tree, as bash typed
+    there, unless the tree's package is an unbuilt compiled one, ``unbuilt_install``);
+    returns a blocker or None. Touches no file."""
     from flow.workflows.reproduce.errors import InTreeImportTrap, UnresolvedNodeId
     from flow.workflows.reproduce.prepare.rules import RULE_PREFIX_IN_TREE, choose_cwd
     from flow.workflows.reproduce.reproducer.forms import prefix_only
 
     in_tree = profile.tree is None and bool(ctx.data.tree) and (
         not rep.setup or prefix_only(rep))
-    shadowed = shadowed_install(ctx, profile) if in_tree else None
+    unbuilt = unbuilt_install(ctx, profile) if in_tree else None
     try:
         choice = choose_cwd(rep, scratch=scratch(ctx), tree=ctx.data.tree,
-                            package=profile.import_package, in_tree=in_tree, shadowed=shadowed,
+                            package=profile.import_package, in_tree=in_tree, unbuilt=unbuilt,
                             **({"xpu_ops_subdir": profile.xpu_ops_subdir} if profile.xpu_ops_subdir else {}))
     except (InTreeImportTrap, UnresolvedNodeId) as exc:
         return str(exc)

@@ -18,11 +18,14 @@ from flow.workflows.reproduce.stage2.rules import BuildStep, stage2_build
 from flow.workflows.reproduce.verdict.models import CannotVerify, Stage
 
 
-def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Task:
+def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None,
+                source: str | None = None, work: str = "build") -> Task:
+    """The build of ``source`` (default --source-dir) into ``<flow>/<work>/venv``."""
+    source = source or ctx.data.source_dir
     if profile.source_build.kind == "venv":
         build = profile.source_build
         argv = [sys.executable, "-m", "flow.workflows.reproduce.stage2.build", "--source",
-                ctx.data.source_dir, "--work", str(ctx.path("build")),
+                source, "--work", str(ctx.path(work)),
                 "--python", interpreter(ctx)]
         argv += ["--commit", commit] if commit else []
         if build.offline or ctx.settings.get(OFFLINE_ENV) == "1":
@@ -31,7 +34,7 @@ def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None) -> Tas
         argv += ["--extras", ",".join(extras)] if extras else []
         argv += [] if build.editable else ["--no-editable"]
         return Task(key=key, role="runner", feed="run", command=argv, cwd=str(REPO_ROOT),
-                    prompt=f"Build {ctx.data.source_dir} into a fresh venv"
+                    prompt=f"Build {source} into a fresh venv"
                            f"{' at ' + commit if commit else ''} (Stage 2 source build).",
                     timeout_ms=3_600_000, max_attempts=1)
     where = f"the tree at {ctx.data.tree} (detached at {commit or 'origin/main'})"
@@ -58,12 +61,12 @@ def build_errors(ctx: Any, key: str) -> str:
     return error_lines(text, limit=6).replace("\n", " | ")
 
 
-def _build_ok(ctx: Any, profile: Profile, key: str) -> bool | None:
+def _build_ok(ctx: Any, profile: Profile, key: str, work: str = "build") -> bool | None:
     res = ctx.result(key)
     if res is None:
         return None
     if profile.source_build.kind == "venv":
-        return res.exit_code == 0 and (ctx.dir / "build/venv/bin/python").exists()
+        return res.exit_code == 0 and (ctx.dir / work / "venv/bin/python").exists()
     return bool(res.ok)
 
 
@@ -81,26 +84,33 @@ def stage2(ctx: Any) -> Any:
     return act(ctx, decide(ctx, profile, Stage.SOURCE_BUILD, "stage2"))
 
 
-def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
+def source_build(ctx: Any, profile: Profile, source: str | None = None, work: str = "build",
+                 fallback: bool = True) -> Ask | Go | None:
     """Stage 2's build, shared by the single flow and the batch: an ``Ask`` (a build to
     run, or the one ci_commit fallback), ``Go("decided")`` with a CANNOT_VERIFY verdict
     in ``ctx.data.verdict``, or None once built (``base``, ``python`` and ``path_head``
-    then name the build)."""
-    if profile.source_build.kind == "venv" and not ctx.data.source_dir:
+    then name the build). ``source`` (default --source-dir) is the tree built into
+    ``<flow>/<work>/venv`` (the local profile; its tasks are keyed ``<work>-trunk`` and
+    ``<work>-fallback``); ``fallback=False`` for a tree that --ci-commit is no commit of."""
+    source = source or ctx.data.source_dir
+    if profile.source_build.kind == "venv" and not source:
         return blocked(ctx, Stage.SOURCE_BUILD, "no source dir to build: pass --source-dir DIR")
+    trunk, back = f"{work}-trunk", f"{work}-fallback"
     if ctx.data.trunk_ok is None:
-        ctx.data.trunk_ok = _build_ok(ctx, profile, "build-trunk")
+        ctx.data.trunk_ok = _build_ok(ctx, profile, trunk, work)
     if ctx.data.trunk_ok is False and ctx.data.fallback_ok is None:
-        ctx.data.fallback_ok = _build_ok(ctx, profile, "build-fallback")
-    plan = stage2_build(ctx.data.trunk_ok, ctx.data.ci_commit, ctx.data.fallback_ok)
+        ctx.data.fallback_ok = _build_ok(ctx, profile, back, work)
+    plan = stage2_build(ctx.data.trunk_ok, ctx.data.ci_commit if fallback else None,
+                        ctx.data.fallback_ok)
     if isinstance(plan, CannotVerify):
-        why = build_errors(ctx, "build-fallback" if ctx.data.fallback_ok is False else "build-trunk")
+        why = build_errors(ctx, back if ctx.data.fallback_ok is False else trunk)
         if why:
             plan = plan.model_copy(update={"blocker": f"{plan.blocker}: {why}"})
         ctx.data.verdict = plan.model_dump(mode="json")
         return Go("decided")
     if plan.step is BuildStep.BUILD_TRUNK:
-        return Ask([_build_task(ctx, profile, "build-trunk", None)], extra={"stage": "source_build"})
+        return Ask([_build_task(ctx, profile, trunk, None, source, work)],
+                   extra={"stage": "source_build"})
     if plan.step is BuildStep.FALL_BACK:
         if profile.tree is not None:
             from flow.workflows.reproduce.recipes import fill
@@ -111,28 +121,29 @@ def source_build(ctx: Any, profile: Profile) -> Ask | Go | None:
                                "fallback", f"checkout of ci_commit {plan.base}")
             if problem:
                 return blocked(ctx, Stage.SOURCE_BUILD, problem)
-        return Ask([_build_task(ctx, profile, "build-fallback", plan.base)],
+        return Ask([_build_task(ctx, profile, back, plan.base, source, work)],
                    extra={"stage": "source_build", "fallback": plan.base})
     ctx.data.base = plan.base
     if profile.source_build.kind == "venv":
-        ctx.data.python = str((ctx.dir / "build/venv/bin/python"))
-        ctx.data.path_head = str((ctx.dir / "build/venv/bin"))
+        ctx.data.python = str((ctx.dir / work / "venv/bin/python"))
+        ctx.data.path_head = str((ctx.dir / work / "venv/bin"))
         if ctx.data.fallback_ok:  # built from the clone at ci_commit: the run uses that tree
-            ctx.data.tree = fallback_tree(ctx)
+            ctx.data.tree = fallback_tree(ctx, source, work)
     return None
 
 
-def fallback_tree(ctx: Any) -> str:
+def fallback_tree(ctx: Any, source: str | None = None, work: str = "build") -> str:
     """The source dir's place inside the build's clone at ci_commit (``build.py
     --commit``: ``<work>/src/<the source dir's path in its repository>``)."""
-    prefix = ctx.query(["git", "-C", ctx.data.source_dir, "rev-parse", "--show-prefix"]).text
-    return str(Path(ctx.path("build")) / "src" / prefix.strip()).rstrip("/")
+    source = source or ctx.data.source_dir
+    prefix = ctx.query(["git", "-C", source, "rev-parse", "--show-prefix"]).text
+    return str(Path(ctx.path(work)) / "src" / prefix.strip()).rstrip("/")
 
 
 def replace_for_build(ctx: Any, profile: Profile) -> str | None:
     """Choose the working directory again for the built environment (its interpreter may
-    hold a non-editable copy that the tree would shadow, and a ci_commit fallback runs in
-    the clone); a blocker or None."""
+    hold a compiled non-editable copy whose tree is not built in place, and a ci_commit
+    fallback runs in the clone); a blocker or None."""
     from flow.workflows.reproduce.context import reproducer
     from flow.workflows.reproduce.prepare.steps import place
 

@@ -142,6 +142,7 @@ def rerun_after_fix(ctx: Any, profile: Profile, env: Any, stage: Stage) -> str:
     built_elsewhere = profile.source_build.kind == "skill" or profile.nightly.kind == "index"
     note = profile.source_build.rerun_after_fix if built_elsewhere else None
     if note is None and env.project_install == "installed" and ctx.data.source_dir \
+            and not envinfo.ran_the_tree(env) \
             and str(ctx.dir) in env.interpreter and not _has_pip(env.interpreter):
         # a CI-wheel venv of this flow has no pip of its own: the orchestrator's pip
         # (22.3 or later, it has --python) installs into it
