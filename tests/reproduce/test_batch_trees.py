@@ -101,7 +101,7 @@ def test_auto_entries_in_two_trees_are_each_run_against_a_build_of_their_own_tre
 
 def test_a_tree_whose_build_fails_decides_only_its_own_entries(tmp_path: Path) -> None:
     """The same batch with project B's build broken (its backend raises): B's entry is
-    CANNOT_VERIFY at source_build, quoting the build's error; A's entry still runs
+    CANNOT_VERIFY at source_build, naming B's tree and quoting the build's error; A's entry still runs
     against A's build and is REPRODUCED there."""
     a = tinyproject.make(tmp_path / "a")
     b = tinyproject.make_named(tmp_path / "b", "othercalc", src_layout=False)
@@ -123,7 +123,8 @@ def test_a_tree_whose_build_fails_decides_only_its_own_entries(tmp_path: Path) -
     spec, ran = _feed_builds(drv, first.spec)
     rows = {r["id"]: r["verdict"] for r in
             json.loads(Path(spec["report_json_path"]).read_text())["rows"]}
-    assert ("done", 2, ("REPRODUCED", "source_build"), ("CANNOT_VERIFY", "source_build", True)) == (
+    assert ("done", 2, ("REPRODUCED", "source_build"), ("CANNOT_VERIFY", "source_build", True, True)) == (
         spec["status"], len(ran), (rows["in-a"]["verdict"], rows["in-a"]["stage"]),
         (rows["in-b"]["verdict"], rows["in-b"]["stage"],
-         "othercalc cannot be built" in rows["in-b"]["blocker"])), rows
+         "othercalc cannot be built" in rows["in-b"]["blocker"],
+         rows["in-b"]["blocker"].startswith(f"the tree {b} fails to build"))), rows

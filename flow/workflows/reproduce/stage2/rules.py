@@ -26,17 +26,18 @@ class BuildPlan(BaseModel):
 
 
 def stage2_build(trunk_ok: bool | None, ci_commit: str | None,
-                 fallback_ok: bool | None = None) -> BuildPlan | CannotVerify:
+                 fallback_ok: bool | None = None, built: str = ORIGIN_MAIN) -> BuildPlan | CannotVerify:
     """The build half of Stage 2: build origin/main; on failure fall back once to
     ``ci_commit`` and record it as base; both failing (or trunk failing with no ci_commit)
-    is CANNOT_VERIFY. ``None`` means "not built yet"."""
+    is CANNOT_VERIFY. ``None`` means "not built yet"; ``built`` names what the first build
+    built, for the blocker (the local profile builds a tree as it is, not origin/main)."""
     if trunk_ok is None:
         return BuildPlan(step=BuildStep.BUILD_TRUNK)
     if trunk_ok:
         return BuildPlan(step=BuildStep.RUN, base=ORIGIN_MAIN)
     if not ci_commit:
         return CannotVerify(stage=Stage.SOURCE_BUILD,
-                            blocker="origin/main fails to build and no ci_commit to fall back to")
+                            blocker=f"{built} fails to build and no ci_commit to fall back to")
     if fallback_ok is None:
         return BuildPlan(step=BuildStep.FALL_BACK, base=ci_commit)
     if fallback_ok:

@@ -15,7 +15,7 @@ from flow.workflows.reproduce.context import (
 from flow.workflows.reproduce.profiles import Profile
 from flow.workflows.reproduce.run.attempts import act, decide
 from flow.workflows.reproduce.stage2.rules import BuildStep, stage2_build
-from flow.workflows.reproduce.verdict.models import CannotVerify, Stage
+from flow.workflows.reproduce.verdict.models import ORIGIN_MAIN, CannotVerify, Stage
 
 
 def _build_task(ctx: Any, profile: Profile, key: str, commit: str | None,
@@ -101,7 +101,8 @@ def source_build(ctx: Any, profile: Profile, source: str | None = None, work: st
     if ctx.data.trunk_ok is False and ctx.data.fallback_ok is None:
         ctx.data.fallback_ok = _build_ok(ctx, profile, back, work)
     plan = stage2_build(ctx.data.trunk_ok, ctx.data.ci_commit if fallback else None,
-                        ctx.data.fallback_ok)
+                        ctx.data.fallback_ok,
+                        f"the tree {source}" if profile.source_build.kind == "venv" else ORIGIN_MAIN)
     if isinstance(plan, CannotVerify):
         why = build_errors(ctx, back if ctx.data.fallback_ok is False else trunk)
         if why:
