@@ -70,6 +70,7 @@ class Fault:
     message: str = "Server Error"
     headers: dict[str, str] = field(default_factory=dict)
     counts: bool = False  # whether the answer uses up rate-limit budget
+    landed: int = 0  # delayed requests handled to the end (a client may have given up on them)
 
 
 ADMIN_RIGHTS = "Must have admin rights to Repository."
@@ -208,6 +209,23 @@ class FakeGitHub:
 
     # ---- request processing -----------------------------------------------------------
     def handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+        delayed: list[Fault] = []
+        try:
+            return self._handle(method, raw_path, headers, body, delayed)
+        finally:
+            for f in delayed:
+                f.landed += 1
+
+    def wait_landed(self, fault: Fault, count: int = 1, within_s: float = 60.0) -> None:
+        """Wait until ``count`` requests ``fault`` delayed were handled to the end (logged, their
+        writes done), however late a busy machine lets them land; AssertionError past the bound."""
+        deadline = time.monotonic() + within_s
+        while fault.landed < count:
+            assert time.monotonic() < deadline, f"{fault.path_regex}: {fault.landed} of {count} landed"
+            time.sleep(0.02)
+
+    def _handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes,
+                delayed: list[Fault]) -> tuple[int, dict[str, str], bytes]:
         from tests.fakegithub.routes import route
 
         parsed = urllib.parse.urlsplit(raw_path)
@@ -219,6 +237,7 @@ class FakeGitHub:
                 if f.times is not None:
                     f.times -= 1
                 if f.delay:
+                    delayed.append(f)
                     time.sleep(f.delay)
                 if f.status is not None:
                     if f.counts:

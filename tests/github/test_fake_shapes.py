@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 import zipfile
 
 import pytest
@@ -73,14 +72,12 @@ def test_rate_limit_headers_and_304_budget(fake_github: FakeGitHub, scenario) ->
 
 def test_write_that_times_out_is_not_repeated(fake_github: FakeGitHub, scenario) -> None:  # noqa: ANN001
     """A comment POST that times out is reported, not re-sent (it may have been posted)."""
-    fake_github.fault(r"/comments$", None, delay=1.5, method="POST")
+    slow = fake_github.fault(r"/comments$", None, delay=1.5, method="POST")
     client = connect(settings=ClientSettings(timeout=1, backoff=0.0, seconds_between_writes=None), sleep=lambda s: None)
     with pytest.raises(GitHubUnavailable):
         post_comment(client, "octo/proj", 4, "hello")
-    deadline = time.monotonic() + 3
-    while not fake_github.count(r"/comments$", "POST") and time.monotonic() < deadline:
-        time.sleep(0.05)  # the slow POST is still being served; it does land, which is why it is not re-sent
-    time.sleep(0.1)
+    # the slow POST is still being served; it does land, which is why it is not re-sent
+    fake_github.wait_landed(slow)
     assert (1, ["hello"]) == (fake_github.count(r"/comments$", "POST"),
                               [c["body"] for c in scenario[0].comments[4]])
 

@@ -173,7 +173,7 @@ def test_transient_failures_sleep_then_go_on(flow_of: Callable[..., Flow], fake_
     assert ("schedule_cron", phase) == (spec["status"], spec["targeted_phase"]), spec
     assert spec["on_complete"]["cron_interval"] in crons and spec["github_wait"]["strikes"] == 1
     if kind == "timeout":
-        time.sleep(0.7)  # the fake answers the request the client gave up on, and logs it
+        fake_github.wait_landed(fault)  # the fake answers the request the client gave up on, and logs it
     fake_github.reset_log()
     early = f.resume(spec).spec
     assert ("schedule_cron", 0) == (early["status"], len(fake_github.requests))
@@ -281,7 +281,7 @@ def test_a_comment_posted_by_a_write_that_timed_out_is_not_posted_again(
     fault = fake_github.timeout(r"/issues/7/comments$", 1.5, times=1, method="POST")
     spec = f.start().spec
     assert ("schedule_cron", "github_unavailable") == (spec["status"], spec["targeted_phase"])
-    time.sleep(0.7)  # the slow answer lands after the client gave up
+    fake_github.wait_landed(fault)  # the slow answer lands after the client gave up
     assert 0 == fault.times
     f.pass_wait(spec)
     _went_on(f, "post_comment", f.resume(spec).spec)
