@@ -28,6 +28,7 @@ import orjson
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from flow.workflows.targeted.config import TargetedConfig
 from flow.workflows.targeted.facts import (
@@ -36,6 +37,9 @@ from flow.workflows.targeted.facts import (
 from flow.workflows.targeted.paths import any_match, glob_match, module_name
 from flow.workflows.targeted.resolve import Resolver
 from flow.workflows.targeted.syspath import folders as syspath_folders
+
+if TYPE_CHECKING:
+    from flow.workflows.targeted.flags import Spelled
 
 _PYTEST_MAIN = re.compile(rb"\bpytest\s*\.\s*main\s*\(")
 
@@ -109,6 +113,8 @@ class ImportGraph:
         self._index: dict[str, list[str]] | None = None
         self._lower: dict[str, bytes] | None = None
         self._near_sets: dict[str, set[str]] = {}
+        self._tokens: dict[str, set[str] | None] = {}  # string tokens, for passes_flag
+        self._spelled: dict[str, Spelled | None] = {}
         # pytest loads a conftest without an import: every test below it depends on it.
         self._conf: dict[str, set[str]] = {}
         self._conf_r: dict[str, set[str]] = {}
@@ -238,10 +244,22 @@ class ImportGraph:
         key = f"pass\0{self._key[path]}\0{dest}\0{value or ''}"
         hit = self.cache.gates.get(key)
         if hit is None:
-            facts = self.facts_of(path)
-            hit = passes(data, dest, value, set(facts["s"]) if facts else None)
+            # One token set and at most one parse per file, whatever the flags asked about.
+            if path not in self._tokens:
+                facts = self.facts_of(path)
+                self._tokens[path] = set(facts["s"]) if facts else None
+            tokens = self._tokens[path]
+            hit = passes(data, dest, value, tokens, spelled=lambda: self._spelled_of(path))
             self.cache.put_gates(key, hit)
         return hit
+
+    def _spelled_of(self, path: str) -> Spelled | None:
+        """``flags.read_spelled`` of a scanned Python file, read once per graph."""
+        from flow.workflows.targeted.flags import read_spelled
+
+        if path not in self._spelled:
+            self._spelled[path] = read_spelled(self._data[path])
+        return self._spelled[path]
 
     def deps_of(self, path: str) -> set[str]:
         """Files ``path`` loads or names (conftests included)."""
