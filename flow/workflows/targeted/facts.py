@@ -103,10 +103,15 @@ def scan_facts(source: bytes) -> Facts:
 
 
 # A module-level assignment (at column 0, on one line): its value may spell a string, or
-# join constants that do (``TOOL = os.path.join(TOOLS_DIR, TOOL_NAME)``).
-_CONSTANT = re.compile(r"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([^=\n][^\n]*)$", re.M)
-# A path built inline from constants: ``os.path.join(TOOLS_DIR, TOOL_NAME)``, ``Path(A, B)``.
-_INLINE_JOIN = re.compile(r"\b(?:join|Path|PurePath|PosixPath|PurePosixPath)\([^()\n]*\)")
+# join constants that do (``TOOL = os.path.join(TOOLS_DIR, TOOL_NAME)``). Searched in the
+# text after a "\n" put in front, so the pattern opens with a literal character, which the
+# regex engine finds in its own loop (a ``^`` tried at every position costs more).
+_CONSTANT = re.compile(r"\n([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([^=\n][^\n]*)")
+# A path built inline from constants: ``os.path.join(TOOLS_DIR, TOOL_NAME)``, ``Path(A, B)``
+# (each name opens with its letter, the word boundary checked just after it, for the same
+# reason).
+_INLINE_JOIN = re.compile(r"(?:j(?<=\bj)oin|P(?<=\bP)(?:ath|urePath|osixPath|urePosixPath))"
+                          r"\([^()\n]*\)")
 _PATH_CALLS = {"Path", "PurePath", "PosixPath", "PurePosixPath", "join"}
 _JOINS = re.compile(r"[\"'/+]|\bjoin\(|Path\(|\{")
 
@@ -118,7 +123,7 @@ def constant_paths(text: str) -> list[str]:
     inline anywhere in the file (``run([sys.executable, os.path.join(TOOLS_DIR, NAME)])``).
     Anything else (a call, ``__file__``, an unknown name) is no constant. Never raises."""
     known: dict[str, str] = {}
-    for m in _CONSTANT.finditer(text):
+    for m in _CONSTANT.finditer("\n" + text):
         value_text = m.group(2).strip()
         if not _JOINS.search(value_text):
             continue  # no literal and no join: cannot spell a path
