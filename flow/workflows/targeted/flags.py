@@ -293,14 +293,17 @@ def _argument_strings(tree: ast.AST) -> list[str]:
 
 
 def _may_pass(data: bytes, dest: str, value: str | None) -> bool:
-    """A byte-level necessary condition of ``passes`` (no parse)."""
+    """A byte-level necessary condition of ``passes`` (no parse): the flag spelled before a
+    value, or a dict key. Two searches, each opening with a literal or a character set the
+    regex engine skips to in its own loop (one alternation of both would try every byte)."""
     flag = re.escape(flag_token(dest).encode())
     key = rb"[\"']" + re.escape(dest.encode()) + rb"[\"']\s*:\s*"
     if value is None:
-        return re.search(flag + rb"(?![\w-])|" + key + rb"True", data) is not None
+        return (re.search(flag + rb"(?![\w-])", data) is not None
+                or re.search(key + rb"True", data) is not None)
     v = re.escape(value.encode())
-    return re.search(flag + rb"(?:=|[\"',\s]+)(?:" + v + rb"(?![\w-])|\{)|" + flag
-                     + rb"[\"']|" + key + rb"[\"']" + v, data) is not None
+    return (re.search(flag + rb"(?:(?:=|[\"',\s]+)(?:" + v + rb"(?![\w-])|\{)|[\"'])", data)
+            is not None or re.search(key + rb"[\"']" + v, data) is not None)
 
 
 _DEFINES = re.compile(rb"add_argument\(")
