@@ -78,10 +78,13 @@ _PROSE_KW = re.compile(r"[(,]\s*(?:help|description|epilog|usage)\s*=\s*\(?\s*\Z
 PROSE_KEYWORDS = ("help", "description", "epilog", "usage")
 # A literal opening the arguments of an exception raised, a log record or a printed line is
 # a message for a person: a path it names ("run tools/convert.py first") is never loaded.
+# Each alternative opens with its first letter, the word boundary checked just after it
+# (``p(?<=\bp)rint``), so the engine tries only those letters: most searches fail.
+_LOG_LEVEL = r"\.(?:debug|info|warning|warn|error|exception|critical|fatal|log)"
 _MESSAGE_CALL = re.compile(
-    r"(?:\braise\s+[\w.]+|\b(?:print|warn)"
-    r"|\b(?:logger|logging|log|LOG|LOGGER|_logger|_log|_LOG)\.(?:debug|info|warning|warn|error"
-    r"|exception|critical|fatal|log))\s*\((?:\s|\(|\#[^\n]*)*\Z")
+    r"(?:r(?<=\br)aise\s+[\w.]+|p(?<=\bp)rint|w(?<=\bw)arn"
+    r"|l(?<=\bl)og(?:ger|ging)?" + _LOG_LEVEL + r"|L(?<=\bL)OG(?:GER)?" + _LOG_LEVEL
+    + r"|_(?<=\b_)(?:logger|log|LOG)" + _LOG_LEVEL + r")\s*\((?:\s|\(|\#[^\n]*)*\Z")
 _PROSE_END = ("=", "(")  # the last non-blank character before help text (``help=(``)
 _NONE: list[Any] = []  # no literals inside fields (a plain literal has no fields); never filled
 _STMT_END = re.compile(r"[ \t\f]*(?:\#[^\n]*)?(?:\n|\r|;|\Z)")
@@ -190,17 +193,17 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
                     imports[-1][0] += value
         else:
             values.append(value)
-            stmt = ((not start or text[start - 1] in " \t\f\n;") and _line_start(text, start)
-                    and count_depth() == 0)
+            prev = text[start - 1] if start else "\n"
+            stmt = prev in " \t\f\n;" and _line_start(text, start) and count_depth() == 0
             # Both patterns end the text before the literal: help text after ``=`` or
             # ``=(``, a message after ``(`` (comments allowed). Most literals follow
             # ``,``, ``[`` or ``:``, so their last non-blank character spares the searches.
-            before = text[max(0, start - 80):start]
-            last = before.rstrip()[-1:]
+            lo = start - 80 if start > 80 else 0
+            last = prev if not prev.isspace() else text[lo:start].rstrip()[-1:]
             prose = (last in _PROSE_END and _PROSE_KW.search(text, max(0, start - 60), start)
                      is not None and count_depth() > 0)  # a keyword argument, not an assignment
-            prose = prose or ((last == "(" or "#" in before)
-                              and _MESSAGE_CALL.search(text, max(0, start - 80), start) is not None)
+            prose = prose or ((last == "(" or text.find("#", lo, start) >= 0)
+                              and _MESSAGE_CALL.search(text, lo, start) is not None)
             if start == dyn_arg and "f" not in prefix:
                 imports.append([value, -1, []])
                 dyn_chain = True
