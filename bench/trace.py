@@ -5,7 +5,10 @@ Runnable on its own: ``python bench/trace.py [--modules 2000] [--repeat 3]``, or
 ``python bench/trace.py --repo-dir CLONE [--base HEAD~20]`` (target: a cold
 trace plus plan of CLONE's ``--base...HEAD`` no slower than ``git diff --name-status BASE``
 plus reading and ``ast.parse`` of every tracked ``.py`` file, measured side by side; the
-profile is the one ``load_config`` detects). Prints one JSON object.
+profile is the one ``load_config`` detects). Prints one JSON object: wall seconds, and CPU
+seconds (user + system, children included: git, the scan's forked child) with
+``cold_cpu_ratio``, the machine's load average before and after the rounds, best of
+``--repeat`` rounds each.
 
 Targets: cold trace <= 3x ``grimp.build_graph`` on the same tree in
 the same run, warm trace (content cache hit) <= 1x. ``grimp`` runs with ``cache_dir=None``
@@ -31,6 +34,7 @@ import argparse
 import ast
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -134,6 +138,23 @@ def _best(fn, repeat: int, setup=None) -> float:
     return min(times)
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and of its children waited for so far
+    (git, the scan's forked child)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(fn, setup=None) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of one call of ``fn``; ``setup`` runs before it, untimed."""
+    if setup is not None:
+        setup()
+    wall, cpu = time.perf_counter(), _cpu()
+    fn()
+    return time.perf_counter() - wall, _cpu() - cpu
+
+
 def real_repo(repo: Path, base: str, repeat: int) -> dict[str, object]:
     """Cold and warm trace (with the plan) of ``base...HEAD`` of ``repo`` against the
     baseline: ``git diff --name-status base`` plus read + ``ast.parse`` of every .py."""
@@ -162,24 +183,32 @@ def real_repo(repo: Path, base: str, repeat: int) -> dict[str, object]:
 
         # The two sides interleaved, one round each at a time: on a shared machine the load
         # changes from minute to minute, and timing one side's rounds after the other's
-        # compares two different machines.
+        # compares two different machines. CPU time (user + system, children included) is
+        # kept beside wall time: it moves less with the load, though a loaded machine's
+        # shared caches inflate it too.
+        load_before = os.getloadavg()
         diffs, asts, colds = [], [], []
         for _ in range(repeat):
-            diffs.append(_best(diff, 1))
-            asts.append(_best(parse_all, 1))
-            colds.append(_best(run, 1, setup=lambda: shutil.rmtree(tmp / "cache",
-                                                                   ignore_errors=True)))
-        diff_s, ast_s, cold = min(diffs), min(asts), min(colds)
+            diffs.append(_timed(diff))
+            asts.append(_timed(parse_all))
+            colds.append(_timed(run, setup=lambda: shutil.rmtree(tmp / "cache",
+                                                                 ignore_errors=True)))
+        diff_s, ast_s, cold = (min(w for w, _ in x) for x in (diffs, asts, colds))
+        diff_cpu, ast_cpu, cold_cpu = (min(c for _, c in x) for x in (diffs, asts, colds))
+        load_after = os.getloadavg()
         run()
         warm = _best(run, repeat)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    baseline = diff_s + ast_s
+    baseline, baseline_cpu = diff_s + ast_s, diff_cpu + ast_cpu
     return {"repo": str(repo), "base": base, "profile": cfg.source, "py_files": len(py),
             "git_diff_s": round(diff_s, 4), "ast_parse_all_s": round(ast_s, 4),
             "baseline_s": round(baseline, 4), "trace_cold_s": round(cold, 4),
             "trace_warm_s": round(warm, 4), "cold_ratio": round(cold / baseline, 2),
-            "met": cold <= baseline, "cpus": os.cpu_count()}
+            "baseline_cpu_s": round(baseline_cpu, 4), "trace_cold_cpu_s": round(cold_cpu, 4),
+            "cold_cpu_ratio": round(cold_cpu / baseline_cpu, 2),
+            "met": cold <= baseline, "cpus": os.cpu_count(), "repeat": repeat,
+            "load_avg_1m": [round(load_before[0], 2), round(load_after[0], 2)]}
 
 
 def main() -> None:

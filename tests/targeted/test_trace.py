@@ -304,6 +304,39 @@ def test_unwritable_cache_dir_is_only_a_cold_start(repo, tmp_path):
     assert trace(repo, base) == trace(repo, base, cache_dir=tmp_path / "blocked" / "c")
 
 
+def test_a_first_trace_reads_calls_in_the_scan_batch_with_the_same_report(
+        repo, tmp_path, monkeypatch):
+    """With nothing cached, the tests' calls are read in the same two-process batch as the
+    scan (one fork, the child's share pickled back) and the report equals a one-process
+    trace's, with and without a cache directory."""
+    import os
+
+    import flow.workflows.targeted.facts as facts_mod
+    import flow.workflows.targeted.import_graph as graph_mod
+
+    base = repo.commit(_wide_tree(6))
+    repo.commit({"lib/flags.py": "F = 2\n"})
+    alone = trace(repo, base)
+    forks: list[int] = []
+    batches: list[set[str]] = []
+    real_fork, real_in_two = os.fork, facts_mod.in_two
+
+    def counted_fork() -> int:
+        forks.append(1)
+        return real_fork()
+
+    def noted_in_two(jobs: list) -> list:
+        batches.append({fn.__name__ for fn, _, _ in jobs})
+        return real_in_two(jobs)
+
+    monkeypatch.setattr(facts_mod, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(facts_mod, "_can_fork", lambda: True)
+    monkeypatch.setattr(facts_mod.os, "fork", counted_fork)
+    monkeypatch.setattr(graph_mod, "in_two", noted_in_two)
+    assert (trace(repo, base), trace(repo, base, cache_dir=tmp_path / "c"), len(forks),
+            batches) == (alone, alone, 2, [{"read_calls", "scan_facts"}] * 2)
+
+
 def test_unchanged_checkout_needs_neither_scan_nor_facts_file(repo, tmp_path, monkeypatch):
     """A re-run on the same checkout answers from the small graph file alone: no file is
     scanned or ast-parsed and the facts file is not read; the report is the same."""

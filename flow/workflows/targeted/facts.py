@@ -28,8 +28,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import pickle
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +105,15 @@ def scan_facts(source: bytes) -> Facts:
 
 
 # A module-level assignment (at column 0, on one line): its value may spell a string, or
-# join constants that do (``TOOL = os.path.join(TOOLS_DIR, TOOL_NAME)``).
-_CONSTANT = re.compile(r"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([^=\n][^\n]*)$", re.M)
-# A path built inline from constants: ``os.path.join(TOOLS_DIR, TOOL_NAME)``, ``Path(A, B)``.
-_INLINE_JOIN = re.compile(r"\b(?:join|Path|PurePath|PosixPath|PurePosixPath)\([^()\n]*\)")
+# join constants that do (``TOOL = os.path.join(TOOLS_DIR, TOOL_NAME)``). Searched in the
+# text after a "\n" put in front, so the pattern opens with a literal character, which the
+# regex engine finds in its own loop (a ``^`` tried at every position costs more).
+_CONSTANT = re.compile(r"\n([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([^=\n][^\n]*)")
+# A path built inline from constants: ``os.path.join(TOOLS_DIR, TOOL_NAME)``, ``Path(A, B)``
+# (each name opens with its letter, the word boundary checked just after it, for the same
+# reason).
+_INLINE_JOIN = re.compile(r"(?:j(?<=\bj)oin|P(?<=\bP)(?:ath|urePath|osixPath|urePosixPath))"
+                          r"\([^()\n]*\)")
 _PATH_CALLS = {"Path", "PurePath", "PosixPath", "PurePosixPath", "join"}
 _JOINS = re.compile(r"[\"'/+]|\bjoin\(|Path\(|\{")
 
@@ -118,7 +125,7 @@ def constant_paths(text: str) -> list[str]:
     inline anywhere in the file (``run([sys.executable, os.path.join(TOOLS_DIR, NAME)])``).
     Anything else (a call, ``__file__``, an unknown name) is no constant. Never raises."""
     known: dict[str, str] = {}
-    for m in _CONSTANT.finditer(text):
+    for m in _CONSTANT.finditer("\n" + text):
         value_text = m.group(2).strip()
         if not _JOINS.search(value_text):
             continue  # no literal and no join: cannot spell a path
@@ -184,41 +191,54 @@ def text_facts(source: bytes) -> Facts:
     return {"i": [], "s": sorted(tokens), "n": sorted(names)}
 
 
-PARALLEL_MIN = 400  # sources below which a second process costs more than it saves
+PARALLEL_MIN = 400  # jobs below which a second process costs more than it saves
 
 
 def scan_many(sources: list[bytes]) -> list[Facts]:
-    """``scan_facts`` of each source, in order. A large batch (a cold cache) is split with
-    one forked child when the machine has a second core and this process one thread; if
-    the child fails, the parent scans its half too, so the answer never depends on it."""
-    if len(sources) < PARALLEL_MIN or not _can_fork():
-        return [scan_facts(s) for s in sources]
-    half = len(sources) // 2
+    """``scan_facts`` of each source, in order, split with a second process as ``in_two``
+    says."""
+    return in_two([(scan_facts, s, len(s)) for s in sources])
+
+
+def in_two(jobs: list[tuple[Callable[[bytes], Any], bytes, int]]) -> list[Any]:
+    """``fn(data)`` for each ``(fn, data, weight)`` job, in order. A large batch (a cold
+    cache) is split by weight with one forked child when the machine has a second core and
+    this process one thread; if the child fails, the parent runs its share too, so the
+    answer never depends on it. The child's results come back pickled: the same values
+    the parent would have computed (a tuple stays a tuple)."""
+    if len(jobs) < PARALLEL_MIN or not _can_fork():
+        return [fn(data) for fn, data, _ in jobs]
+    total, done, half = sum(w for _, _, w in jobs), 0, len(jobs) // 2
+    for i, (_, _, weight) in enumerate(jobs):
+        if 2 * done >= total:
+            half = i
+            break
+        done += weight
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: scan the second half, send it as JSON, leave at once
+    if pid == 0:  # the child: run the second share, send it pickled, leave at once
         code = 1
         try:
             os.close(read_end)
-            payload = orjson.dumps([scan_facts(s) for s in sources[half:]])
+            payload = pickle.dumps([fn(data) for fn, data, _ in jobs[half:]], protocol=5)
             with os.fdopen(write_end, "wb") as out:
                 out.write(payload)
             code = 0
         finally:
             os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
     os.close(write_end)
-    mine = [scan_facts(s) for s in sources[:half]]
+    mine = [fn(data) for fn, data, _ in jobs[:half]]
     with os.fdopen(read_end, "rb") as inp:
         payload = inp.read()
     _, status = os.waitpid(pid, 0)
-    theirs: list[Facts] | None = None
+    theirs: list[Any] | None = None
     if status == 0:
         try:
-            theirs = orjson.loads(payload)
-        except orjson.JSONDecodeError:
+            theirs = pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - a truncated payload: the parent runs the share
             theirs = None
-    if theirs is None or len(theirs) != len(sources) - half:
-        theirs = [scan_facts(s) for s in sources[half:]]
+    if not isinstance(theirs, list) or len(theirs) != len(jobs) - half:
+        theirs = [fn(data) for fn, data, _ in jobs[half:]]
     return mine + theirs
 
 

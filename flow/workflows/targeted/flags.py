@@ -41,7 +41,7 @@ import ast
 import re
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 Atom = list  # [dest, value or None] or ["()", predicate name]
 Conds = list  # DNF: alternatives, each a list of atoms that must all hold
@@ -293,14 +293,17 @@ def _argument_strings(tree: ast.AST) -> list[str]:
 
 
 def _may_pass(data: bytes, dest: str, value: str | None) -> bool:
-    """A byte-level necessary condition of ``passes`` (no parse)."""
+    """A byte-level necessary condition of ``passes`` (no parse): the flag spelled before a
+    value, or a dict key. Two searches, each opening with a literal or a character set the
+    regex engine skips to in its own loop (one alternation of both would try every byte)."""
     flag = re.escape(flag_token(dest).encode())
     key = rb"[\"']" + re.escape(dest.encode()) + rb"[\"']\s*:\s*"
     if value is None:
-        return re.search(flag + rb"(?![\w-])|" + key + rb"True", data) is not None
+        return (re.search(flag + rb"(?![\w-])", data) is not None
+                or re.search(key + rb"True", data) is not None)
     v = re.escape(value.encode())
-    return re.search(flag + rb"(?:=|[\"',\s]+)(?:" + v + rb"(?![\w-])|\{)|" + flag
-                     + rb"[\"']|" + key + rb"[\"']" + v, data) is not None
+    return (re.search(flag + rb"(?:(?:=|[\"',\s]+)(?:" + v + rb"(?![\w-])|\{)|[\"'])", data)
+            is not None or re.search(key + rb"[\"']" + v, data) is not None)
 
 
 _DEFINES = re.compile(rb"add_argument\(")
@@ -309,41 +312,65 @@ _DEFINES = re.compile(rb"add_argument\(")
 def _near_assert(data: bytes, flag: bytes) -> bool:
     """True when a line spelling ``flag`` or one of the three before it says ``assert``
     (its message may be the only place the flag is spelled: parse to tell)."""
+    if b"assert" not in data:
+        return False  # most files: no need to split them into lines
     lines = data.split(b"\n")
     return any(b"assert" in w for i, line in enumerate(lines) if flag in line
                for w in lines[max(0, i - 3):i + 1])
 
 
-def passes(data: bytes, dest: str, value: str | None,
-           tokens: Iterable[str] | None = None) -> bool:
-    """True when ``data`` spells flag ``dest`` (with ``value``, when given) in a string
-    that is not text for a person, and does not define it (the parser passes nothing).
-    ``tokens`` (the file's string tokens from its facts) spare most files the parse: ``"--x v"``, ``"--x=v"``,
-    ``["--x", "v"]``, ``f"--x {v}"`` (any value), or a dict key ``"x": True`` /
-    ``"x": "v"``."""
-    if not _may_pass(data, dest, value):
-        return False  # most candidates: no parse
-    if tokens is not None:
-        # The file's string tokens (the lexer's facts, prose left out): no token, no pass;
-        # with neither an assert nor a parser in the file, the bytes say it all.
-        flag = flag_token(dest)
-        if flag not in tokens and dest not in tokens:
-            return False
-        if not _DEFINES.search(data) and not _near_assert(data, flag.encode()):
-            return True
+class Spelled(NamedTuple):
+    """What one parse of a file says about the flags it spells (``read_spelled``)."""
+
+    defined: frozenset[str]  # option strings its ``add_argument`` calls name
+    values: list[str]  # ``_argument_strings``: literals in source order, prose left out
+    pairs: list[tuple[Any, Any]]  # (key, value) of each dict entry of two constants
+
+
+def read_spelled(data: bytes) -> Spelled | None:
+    """``Spelled`` of ``data``, or None when it does not parse. Never raises."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(data)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    flag = flag_token(dest)
-    for node in ast.walk(tree):  # the parser that defines the flag passes nothing
+        return None
+    defined: set[str] = set()
+    pairs: list[tuple[Any, Any]] = []
+    for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"
-                and any(isinstance(a, ast.Constant) and a.value == flag for a in node.args)):
+                and node.func.attr == "add_argument"):
+            defined.update(a.value for a in node.args
+                           if isinstance(a, ast.Constant) and isinstance(a.value, str))
+        elif isinstance(node, ast.Dict):
+            pairs += [(k.value, v.value) for k, v in zip(node.keys, node.values)
+                      if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)]
+    return Spelled(frozenset(defined), _argument_strings(tree), pairs)
+
+
+def passes(data: bytes, dest: str, value: str | None,
+           tokens: Iterable[str] | None = None,
+           spelled: Callable[[], Spelled | None] | None = None) -> bool:
+    """True when ``data`` spells flag ``dest`` (with ``value``, when given) in a string
+    that is not text for a person, and does not define it (the parser passes nothing).
+    ``tokens`` (the file's string tokens from its facts) spare most files the parse: ``"--x v"``, ``"--x=v"``,
+    ``["--x", "v"]``, ``f"--x {v}"`` (any value), or a dict key ``"x": True`` /
+    ``"x": "v"``. ``spelled`` returns ``read_spelled(data)``, so a caller asking about
+    several flags of one file can parse it once."""
+    if not _may_pass(data, dest, value):
+        return False  # most candidates: no parse
+    flag = flag_token(dest)
+    if tokens is not None:
+        # The file's string tokens (the lexer's facts, prose left out): no token, no pass;
+        # with neither an assert nor a parser in the file, the bytes say it all.
+        if flag not in tokens and dest not in tokens:
             return False
-    values = _argument_strings(tree)
+        if not _DEFINES.search(data) and not _near_assert(data, flag.encode()):
+            return True
+    read = spelled() if spelled is not None else read_spelled(data)
+    if read is None or flag in read.defined:  # the parser that defines the flag passes nothing
+        return False
+    values = read.values
     after = (r"(?![\w-])" if value is None
              else r"(?:=|\s+)(?:" + re.escape(value) + r"(?![\w-])|\0|$)")
     inline = re.compile(re.escape(flag) + after)
@@ -354,13 +381,9 @@ def passes(data: bytes, dest: str, value: str | None,
                 return True
         elif inline.search(v):
             return True
-    for node in ast.walk(tree):  # a dict of arguments: {"use_session_server": True}
-        if isinstance(node, ast.Dict):
-            for k, v in zip(node.keys, node.values):
-                if isinstance(k, ast.Constant) and k.value == dest and isinstance(v, ast.Constant):
-                    if (v.value is True) if value is None else v.value == value:
-                        return True
-    return False
+    # a dict of arguments: {"use_session_server": True}
+    return any(k == dest and ((v is True) if value is None else v == value)
+               for k, v in read.pairs)
 
 
 def describe(conds: Conds) -> str:

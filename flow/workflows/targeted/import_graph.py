@@ -28,14 +28,19 @@ import orjson
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from flow.workflows.targeted.config import TargetedConfig
 from flow.workflows.targeted.facts import (
-    REL, Calls, Facts, FactsCache, read_calls, scan_facts, scan_many, sha1, text_facts,
+    REL, Calls, Facts, FactsCache, in_two, read_calls, scan_facts, scan_many, sha1,
+    text_facts,
 )
 from flow.workflows.targeted.paths import any_match, glob_match, module_name
 from flow.workflows.targeted.resolve import Resolver
 from flow.workflows.targeted.syspath import folders as syspath_folders
+
+if TYPE_CHECKING:
+    from flow.workflows.targeted.flags import Spelled
 
 _PYTEST_MAIN = re.compile(rb"\bpytest\s*\.\s*main\s*\(")
 
@@ -82,6 +87,10 @@ class ImportGraph:
             except OSError:
                 continue
             self._data[rel], self._key[rel] = data, sha1(b"text\0" + data)
+        if not cache.graph:
+            # Nothing cached (a first trace): every Python file will be scanned, and every
+            # test's calls read when ``under_pytest`` asks; do both at once, in two processes.
+            self._prefetch(tests if under_pytest is not None else set())
         self._scopes = self._read_syspath()
         self._syspath_dirs = {f for _, _, fs in self._scopes for f in fs}
         # Tests pytest runs (their conftests load); the rest run as plain scripts.
@@ -109,6 +118,8 @@ class ImportGraph:
         self._index: dict[str, list[str]] | None = None
         self._lower: dict[str, bytes] | None = None
         self._near_sets: dict[str, set[str]] = {}
+        self._tokens: dict[str, set[str] | None] = {}  # string tokens, for passes_flag
+        self._spelled: dict[str, Spelled | None] = {}
         # pytest loads a conftest without an import: every test below it depends on it.
         self._conf: dict[str, set[str]] = {}
         self._conf_r: dict[str, set[str]] = {}
@@ -152,6 +163,34 @@ class ImportGraph:
         script)."""
         data = self._data.get(path) if path.endswith(".py") else None
         return data is not None and _PYTEST_MAIN.search(data) is not None
+
+    def _prefetch(self, tests: set[str]) -> None:
+        """Put in the cache the facts of every Python file it lacks and the calls of each
+        of ``tests`` that ``calls_of`` would parse, computed in one batch split with a
+        second process (``in_two``); the lookups that follow find them there."""
+        entries = self.cache.entries
+        scan = [r for r in self.py if r in self._data and self._key[r] not in entries]
+        calls = [t for t in tests if self._parses_calls(t)]
+        jobs = [(read_calls, self._data[t], 2 * len(self._data[t])) for t in calls]
+        jobs += [(scan_facts, self._data[r], len(self._data[r])) for r in scan]
+        done = in_two(jobs)  # a parse costs about twice the lexer's scan per byte
+        for rel, hit in zip(calls, done[:len(calls)], strict=True):
+            self.cache.put_calls(self._key[rel], hit)
+        for rel, facts in zip(scan, done[len(calls):], strict=True):
+            self._facts[rel] = facts
+            self.cache.put(self._key[rel], facts)
+
+    def _parses_calls(self, path: str) -> bool:
+        """True when ``calls_of(path)`` would parse: a readable file whose calls are not
+        cached and that is not skipped (see ``calls_of``)."""
+        data = self._data.get(path)
+        return (data is not None and self._key[path] not in self.cache.calls
+                and not self._no_calls(path, data))
+
+    def _no_calls(self, path: str, data: bytes) -> bool:
+        """True for a file registered by location that spells no registration function."""
+        return (not any(name.encode() in data for name in self.cfg.registration)
+                and any(glob_match(path, rule.path) for rule in self.cfg.implicit))
 
     def _load_all_facts(self) -> None:
         """Facts for every file: from the cache, the rest scanned in one batch (the scan
@@ -201,8 +240,7 @@ class ImportGraph:
         key = self._key[path]
         hit = self.cache.calls.get(key)
         if hit is None:
-            if not any(name.encode() in data for name in self.cfg.registration) and \
-                    any(glob_match(path, rule.path) for rule in self.cfg.implicit):
+            if self._no_calls(path, data):
                 # Registered by location and spelling no registration call: nothing to
                 # read, so skip the parse (most of miles' tests/fast/).
                 return {"c": [], "e": None}
@@ -238,10 +276,22 @@ class ImportGraph:
         key = f"pass\0{self._key[path]}\0{dest}\0{value or ''}"
         hit = self.cache.gates.get(key)
         if hit is None:
-            facts = self.facts_of(path)
-            hit = passes(data, dest, value, set(facts["s"]) if facts else None)
+            # One token set and at most one parse per file, whatever the flags asked about.
+            if path not in self._tokens:
+                facts = self.facts_of(path)
+                self._tokens[path] = set(facts["s"]) if facts else None
+            tokens = self._tokens[path]
+            hit = passes(data, dest, value, tokens, spelled=lambda: self._spelled_of(path))
             self.cache.put_gates(key, hit)
         return hit
+
+    def _spelled_of(self, path: str) -> Spelled | None:
+        """``flags.read_spelled`` of a scanned Python file, read once per graph."""
+        from flow.workflows.targeted.flags import read_spelled
+
+        if path not in self._spelled:
+            self._spelled[path] = read_spelled(self._data[path])
+        return self._spelled[path]
 
     def deps_of(self, path: str) -> set[str]:
         """Files ``path`` loads or names (conftests included)."""

@@ -41,23 +41,25 @@ _ALIAS = r"(?:" + _WS1 + r"as" + _WS1 + _NAME + r")?"
 # One pattern finds, left to right, everything of interest; the rest is code. Its
 # alternatives, told apart by ``lastgroup``: a comment (C), a string literal (its body's
 # group names the quote: s1 ', d1 ", s3 ''', d3 """), an import statement (I), a from-import
-# statement (F) and a dynamic-import call up to its first argument (D). The lookahead
-# lets the regex engine skip plain code fast: it tries only quotes, comments and words
-# starting with i, f or _. A literal's prefix (rb"", f'') is read back from the text.
+# statement (F) and a dynamic-import call up to its first argument (D for
+# ``import_module``, U for ``__import__``). Every alternative opens with a literal
+# character (``#``, a quote, ``i``, ``f``, ``_``; a keyword's word boundary is checked just
+# after it, ``i(?<=\bi)mport``), so the regex engine skips plain code in its own loop over
+# that character set, not one match attempt per character. A literal's prefix (rb"", f'')
+# is read back from the text.
 _LEX = re.compile(
-    r"(?=[\#'\"]|\b[if_])(?:"
-    r"(?P<C>\#[^\n]*)"
-    r"|(?:'''(?P<s3>[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*)'''"
+    r"\#(?P<C>[^\n]*)"
+    r"|'''(?P<s3>[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*)'''"
     r'|"""(?P<d3>[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*)"""'
     r"|'(?P<s1>[^'\\\n]*(?:\\.[^'\\\n]*)*)'"
-    r'|"(?P<d1>[^"\\\n]*(?:\\.[^"\\\n]*)*)")'
-    r"|(?P<I>\bimport" + _WS1 + r"(?P<mods>" + _DOTTED + _ALIAS + r"(?:" + _WS + r"," + _WS
+    r'|"(?P<d1>[^"\\\n]*(?:\\.[^"\\\n]*)*)"'
+    r"|i(?<=\bi)(?P<I>mport" + _WS1 + r"(?P<mods>" + _DOTTED + _ALIAS + r"(?:" + _WS + r"," + _WS
     + _DOTTED + _ALIAS + r")*))"
-    r"|(?P<F>\bfrom(?P<dots>(?:\.|[ \t\f]|\\\r?\n)*)(?P<mod>" + _DOTTED + r")?" + _WS
+    r"|f(?<=\bf)(?P<F>rom(?P<dots>(?:\.|[ \t\f]|\\\r?\n)*)(?P<mod>" + _DOTTED + r")?" + _WS
     + r"\bimport\b" + _WS + r"(?:(?P<star>\*)|\((?P<paren>(?:[^)#]|" + _CMT + r")*)\)|(?P<plain>"
     + _NAME + _ALIAS + r"(?:" + _WS + r"," + _WS + _NAME + _ALIAS + r")*)))"
-    r"|(?P<D>\b(?:import_module|__import__)" + _WS + r"\(" + _SKIP + r")"
-    r")", re.DOTALL)
+    r"|i(?<=\bi)mport_module(?P<D>" + _WS + r"\(" + _SKIP + r")"
+    r"|_(?<=\b_)_import__(?P<U>" + _WS + r"\(" + _SKIP + r")", re.DOTALL)
 _PREFIX_CHARS = frozenset("rRbBuUfF")
 _QUOTE = {"s1": "'", "d1": '"', "s3": "'''", "d3": '"""'}
 _ARG_END = re.compile(_SKIP + r"[,)]")
@@ -76,10 +78,15 @@ _PROSE_KW = re.compile(r"[(,]\s*(?:help|description|epilog|usage)\s*=\s*\(?\s*\Z
 PROSE_KEYWORDS = ("help", "description", "epilog", "usage")
 # A literal opening the arguments of an exception raised, a log record or a printed line is
 # a message for a person: a path it names ("run tools/convert.py first") is never loaded.
+# Each alternative opens with its first letter, the word boundary checked just after it
+# (``p(?<=\bp)rint``), so the engine tries only those letters: most searches fail.
+_LOG_LEVEL = r"\.(?:debug|info|warning|warn|error|exception|critical|fatal|log)"
 _MESSAGE_CALL = re.compile(
-    r"(?:\braise\s+[\w.]+|\b(?:print|warn)"
-    r"|\b(?:logger|logging|log|LOG|LOGGER|_logger|_log|_LOG)\.(?:debug|info|warning|warn|error"
-    r"|exception|critical|fatal|log))\s*\((?:\s|\(|\#[^\n]*)*\Z")
+    r"(?:r(?<=\br)aise\s+[\w.]+|p(?<=\bp)rint|w(?<=\bw)arn"
+    r"|l(?<=\bl)og(?:ger|ging)?" + _LOG_LEVEL + r"|L(?<=\bL)OG(?:GER)?" + _LOG_LEVEL
+    + r"|_(?<=\b_)(?:logger|log|LOG)" + _LOG_LEVEL + r")\s*\((?:\s|\(|\#[^\n]*)*\Z")
+_PROSE_END = ("=", "(")  # the last non-blank character before help text (``help=(``)
+_NONE: list[Any] = []  # no literals inside fields (a plain literal has no fields); never filled
 _STMT_END = re.compile(r"[ \t\f]*(?:\#[^\n]*)?(?:\n|\r|;|\Z)")
 SEP = "\0"  # between an f-string's literal parts: no token spans it
 
@@ -129,11 +136,15 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
             continue
         quote = _QUOTE.get(kind)
         prefix = ""
-        if quote is not None:  # the literal starts at its prefix (rb"", f''), before the quote
-            prefix = _prefix(text, start)
+        if quote is not None and start and text[start - 1] in _PREFIX_CHARS:
+            prefix = _prefix(text, start)  # the literal starts at its prefix (rb"", f'')
             start -= len(prefix)
         joins = False
-        if chain_end >= 0 and quote is not None and _GAP_IN.fullmatch(text, chain_end, start):
+        # Only blanks, continuations and comments may lie between two literals that join:
+        # a gap opening with anything else (``", "``, ``": "``) needs no regex.
+        if chain_end >= 0 and quote is not None and (
+                chain_end == start or text[chain_end].isspace() or text[chain_end] in "\\#") \
+                and _GAP_IN.fullmatch(text, chain_end, start):
             if _GAP_TOP.fullmatch(text, chain_end, start):
                 joins = True  # same logical line
             else:  # across lines: only inside brackets
@@ -154,7 +165,7 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
                 names = ["*"] if m.group("star") else _names(m.group("paren") or m.group("plain") or "")
                 imports.append([_BLANKS.sub("", m.group("mod") or ""), m.group("dots").count("."),
                                 names])
-            else:  # D: the call's "(" is part of the match, not of the code noted
+            else:  # D or U: the call's "(" is part of the match, not of the code noted
                 depth += 1
                 dyn_arg = end
             continue
@@ -165,9 +176,10 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
             chain_end = -1
             continue
         raw = m.group(kind)
-        inner_imports: list[list[Any]] = []
-        inner_values: list[str] = []
+        inner_imports: list[list[Any]] = _NONE
+        inner_values: list[str] = _NONE
         if "f" in prefix:
+            inner_imports, inner_values = [], []
             value = _fstring(raw, quote, "r" in prefix, inner_imports, inner_values)
         else:
             value = _unescape(raw, quote) if "\\" in raw and "r" not in prefix else raw
@@ -181,10 +193,17 @@ def scan(text: str) -> tuple[list[list[Any]], list[str]]:
                     imports[-1][0] += value
         else:
             values.append(value)
-            stmt = _line_start(text, start) and count_depth() == 0
-            prose = (_PROSE_KW.search(text, max(0, start - 60), start) is not None
-                     and count_depth() > 0)  # a keyword argument, not an assignment
-            prose = prose or _MESSAGE_CALL.search(text, max(0, start - 80), start) is not None
+            prev = text[start - 1] if start else "\n"
+            stmt = prev in " \t\f\n;" and _line_start(text, start) and count_depth() == 0
+            # Both patterns end the text before the literal: help text after ``=`` or
+            # ``=(``, a message after ``(`` (comments allowed). Most literals follow
+            # ``,``, ``[`` or ``:``, so their last non-blank character spares the searches.
+            lo = start - 80 if start > 80 else 0
+            last = prev if not prev.isspace() else text[lo:start].rstrip()[-1:]
+            prose = (last in _PROSE_END and _PROSE_KW.search(text, max(0, start - 60), start)
+                     is not None and count_depth() > 0)  # a keyword argument, not an assignment
+            prose = prose or ((last == "(" or text.find("#", lo, start) >= 0)
+                              and _MESSAGE_CALL.search(text, lo, start) is not None)
             if start == dyn_arg and "f" not in prefix:
                 imports.append([value, -1, []])
                 dyn_chain = True

@@ -50,6 +50,10 @@ class Resolver:
                 stem = posixpath.basename(path).rsplit(".", 1)[0].lower()
                 if stem and stem != "__init__":
                     self.models.setdefault(stem, path)
+        # Every stem's first characters: a token opening with none of them names no model
+        # (most tokens of most files), without trying each of its prefixes.
+        self._head = min((len(s) for s in self.models), default=0)
+        self._heads = {s[:self._head] for s in self.models}
 
     def module(self, name: str) -> list[str]:
         """The file of module ``name`` plus its ancestor packages' ``__init__.py``."""
@@ -169,6 +173,8 @@ class Resolver:
         return out
 
     def _model(self, low: str) -> str | None:
+        if low[:self._head] not in self._heads:
+            return None
         hit = self.models.get(low)
         if hit is not None:
             return hit

@@ -90,6 +90,8 @@ def folders(rel: str, sources: list[bytes]) -> list[str]:
     here = posixpath.dirname(rel)
     out: list[str] = []
     for source in sources:
+        if b"__file__" not in source:
+            continue  # every path read here is built from __file__: nothing to parse for
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
