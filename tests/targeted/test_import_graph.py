@@ -108,6 +108,16 @@ def test_warm_cache_skips_scanning(repo, tmp_path, monkeypatch):
     assert cold == warm.complete()
 
 
+def test_a_cache_that_json_cannot_hold_is_not_written_and_raises_nothing(tmp_path) -> None:
+    """A value with no JSON form among the cached calls (a set literal an argument passes)
+    leaves the cache unwritten, costing only a re-scan, never a traceback."""
+    cache = FactsCache(tmp_path / "cache")
+    cache.calls["abc"] = [{"args": {"labels": {"run-ci-short"}}}]  # type: ignore[assignment]
+    cache.dirty = True
+    cache.save()
+    assert [] == list((tmp_path / "cache").glob("graph-*.json"))
+
+
 def _random_tree(n: int, seed: int) -> dict[str, str]:
     import random
 

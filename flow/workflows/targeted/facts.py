@@ -341,7 +341,9 @@ class FactsCache:
 
     def save(self) -> None:
         """Write what changed, atomically; a no-op for a memory-only cache. Never raises:
-        a cache that cannot be written only costs the next run a re-scan."""
+        a cache that cannot be written (a full disk, or a value JSON has no form for, such
+        as a set or bytes literal a registration call passes) only costs the next run a
+        re-scan."""
         from workspace.atomic import write_atomic
 
         if self.dir is None:
@@ -359,7 +361,7 @@ class FactsCache:
                              orjson.dumps({**self.graph, "calls": self.calls,
                                            "gates": self.gates}))
                 self.dirty = False
-        except OSError:
+        except (OSError, TypeError):  # orjson.JSONEncodeError is a TypeError
             return
 
 
