@@ -5,6 +5,7 @@ reproducer never sees and no log holds, and workspaces whose path holds a space 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -162,6 +163,23 @@ class TestHidden(unittest.TestCase):
 '''
 
 
+def _jobs_ended(ws: Path, within_s: float = 120.0) -> None:
+    """Wait until every background job the workspace's flows started has ended (no process
+    left in the process group each job recorded)."""
+    deadline = time.monotonic() + within_s
+
+    def alive(pgid_file: Path) -> bool:
+        try:
+            os.killpg(int(pgid_file.read_text().split()[0]), 0)
+        except (OSError, ValueError, IndexError):
+            return False
+        return True
+
+    while any(alive(f) for f in ws.rglob("jobs/*.pgid")):
+        assert time.monotonic() < deadline, "a job of the flow was still running"
+        time.sleep(0.05)
+
+
 def test_a_resume_keeps_what_the_user_wrote_into_the_edited_file(calc: Path, tmp_path: Path) -> None:
     """Killed after the marker edit, then edited by the user: --resume keeps the user's file."""
     from tests.contract.driver import CRASH_HOOK
@@ -187,7 +205,7 @@ def test_a_resume_keeps_what_the_user_wrote_into_the_edited_file(calc: Path, tmp
     mine = target.read_bytes().replace(b"class TestHidden", b"# the user's note\nclass TestHidden")
     target.write_bytes(mine)
     again = Driver(tmp_path / f"ws{n}").call(argv)
-    time.sleep(1)  # a re-run still going in the background must not rewrite it either
+    _jobs_ended(tmp_path / f"ws{n}")  # a re-run still going in the background must not rewrite it either
     assert (again.spec["status"], again.spec["verdict"]["verdict"],
             "changed by someone else" in again.spec["verdict"]["blocker"],
             target.read_bytes() == mine) == ("done", "CANNOT_VERIFY", True, True), again.spec
