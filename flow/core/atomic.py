@@ -59,14 +59,8 @@ def write_atomic(path: str | Path, data: bytes) -> None:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = _temporary(path, data, mode)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            if durable():
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -84,14 +78,8 @@ def write_new(path: str | Path, data: bytes) -> bool:
     never overwrites). True if it was created, False if something was there."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = _temporary(path, data, 0o666 & ~_umask())
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            if durable():
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -103,6 +91,26 @@ def write_new(path: str | Path, data: bytes) -> bool:
             pass
     _fsync_dir(path.parent)
     return True
+
+
+def _temporary(path: Path, data: bytes, mode: int) -> str:
+    """A temporary file beside ``path`` holding ``data`` (flushed to disk unless
+    ``ORCHESTRATOR_FSYNC=off``) with permission bits ``mode``; removed again on failure."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if durable():
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return tmp
 
 
 @cache
