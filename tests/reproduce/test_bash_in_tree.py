@@ -18,6 +18,7 @@ import pytest
 
 from tests.contract.driver import Driver
 from tests.reproduce import tinyproject
+from tests.reproduce.intree import bash_exit, verdict_spec
 from tests.reproduce.conftest import PYTHON
 
 ASSERT = 'from tinycalc import add; assert add(1, 2) == 3'
@@ -55,20 +56,6 @@ def _develop(python: Path, project: Path) -> None:
     (site / "easy-install.pth").write_text(f"{project}\n")
 
 
-def _bash(command: str, tree: Path, python: Path) -> int:
-    """What bash gives: the command typed in the tree, the venv first on PATH."""
-    env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tree.parent)}
-    return subprocess.run(["bash", "-c", command], cwd=tree, env=env,
-                          capture_output=True).returncode
-
-
-def _verdict(drv: Driver, tree: Path, command: str) -> dict:
-    call = drv.call(["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir",
-                     str(tree), "--command", command])
-    assert call.spec is not None and call.spec["status"] == "done", call.stderr[-3000:]
-    return call.spec
-
-
 def _both_commits(tmp_path: Path, command: str, *, src_layout: bool, other: str,
                   other_fixed: bool, with_pytest: bool = False,
                   extra: dict[str, str] | None = None) -> list[tuple[int, dict]]:
@@ -89,12 +76,12 @@ def _both_commits(tmp_path: Path, command: str, *, src_layout: bool, other: str,
     python = _venv(tmp_path / "venv", with_pytest)
     (_pip_editable if other == "editable" else _develop)(python, clone)
     drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REPRODUCE_PYTHON": str(python)})
-    out = [(_bash(command, tree, python), _verdict(drv, tree, command))]
+    out = [(bash_exit(command, tree, python), verdict_spec(drv, tree, command))]
     _ALONE[id(out[0][1])] = _alone(out[0][1])
     tinyproject.fix(tree)
     shutil.rmtree(tree / ("src" if src_layout else ".") / "tinycalc" / "__pycache__",
                   ignore_errors=True)
-    out.append((_bash(command, tree, python), _verdict(drv, tree, command)))
+    out.append((bash_exit(command, tree, python), verdict_spec(drv, tree, command)))
     return out
 
 
@@ -167,7 +154,7 @@ def test_a_prefixed_batch_entry_runs_in_the_tree_as_bash_runs_it(tmp_path: Path)
     assert call.spec is not None and call.spec["status"] == "done", call.stderr[-3000:]
     rows = json.loads(Path(call.spec["report_json_path"]).read_text())["rows"]
     verdicts = {r["id"]: r["verdict"] for r in rows}
-    codes = [_bash(PREFIXED[i], tree, python) for i in (0, 2)]
+    codes = [bash_exit(PREFIXED[i], tree, python) for i in (0, 2)]
     assert ([1, 1], ["REPRODUCED", "REPRODUCED"]) == (
         codes, [verdicts[e]["verdict"] for e in ("export", "cd")]), verdicts
 
@@ -242,7 +229,7 @@ def test_the_import_record_is_invisible_to_the_run(tmp_path: Path) -> None:
                 f'PYTHONPATH=src python -c "{probe}assert os.environ[\'PYTHONPATH\'] == \'src\'"',
                 f'export PYTHONPATH=src && python -c "{probe}'
                 'assert os.environ[\'PYTHONPATH\'] == \'src\'"']
-    got = [(_bash(c, tree, python), _verdict(drv, tree, c)["verdict"]["verdict"])
+    got = [(bash_exit(c, tree, python), verdict_spec(drv, tree, c)["verdict"]["verdict"])
            for c in commands]
     assert [(0, "NOT_REPRODUCED")] * 3 == got
 

@@ -21,6 +21,7 @@ import pytest
 from flow.workflows.reproduce.prepare.rules import RULE_IN_TREE, RULE_PREFIX_IN_TREE
 from tests.contract.driver import Driver
 from tests.reproduce import tinyproject
+from tests.reproduce.intree import bash_exit, verdict_spec
 from tests.reproduce.conftest import PYTHON
 
 ASSERT = "from tinycalc import add; assert add(1, 2) == 3"
@@ -42,18 +43,8 @@ def _index_install(python: Path, project: Path, wheels: Path) -> None:
                     str(wheels), "tinycalc"], check=True, capture_output=True)
 
 
-def _bash(command: str, tree: Path, python: Path) -> int:
-    """bash's exit code: the command typed in the tree, the venv first on PATH."""
-    env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tree.parent)}
-    return subprocess.run(["bash", "-c", command], cwd=tree, env=env,
-                          capture_output=True).returncode
-
-
 def _verdict(drv: Driver, tree: Path, command: str) -> dict:
-    call = drv.call(["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir",
-                     str(tree), "--command", command])
-    assert call.spec is not None and call.spec["status"] == "done", call.stderr[-3000:]
-    return call.spec["verdict"]
+    return verdict_spec(drv, tree, command)["verdict"]
 
 
 def _fix(tree: Path) -> None:
@@ -85,7 +76,7 @@ def test_a_copy_from_the_index_does_not_move_the_run_out_of_the_tree(
     for state in ("buggy", "fixed"):
         if state == "fixed":
             _fix(tree)
-        code, verdict = _bash(command, tree, python), _verdict(drv, tree, command)
+        code, verdict = bash_exit(command, tree, python), _verdict(drv, tree, command)
         env = verdict["environment"]
         got.append((code, verdict["verdict"] == _expected(code), verdict["cwd_rule"],
                     env["project_install"], env.get("other_code"),
@@ -110,7 +101,7 @@ def test_a_copy_installed_from_the_tree_before_its_fix_is_not_what_runs(tmp_path
     verdict = _verdict(drv, tree, command)
     stale = subprocess.run([str(python), "-c", ASSERT], cwd="/", capture_output=True).returncode
     assert (0, 1, "NOT_REPRODUCED", RULE_IN_TREE, "installed") == (
-        _bash(command, tree, python), stale, verdict["verdict"], verdict["cwd_rule"],
+        bash_exit(command, tree, python), stale, verdict["verdict"], verdict["cwd_rule"],
         verdict["environment"]["project_install"]), verdict
 
 
