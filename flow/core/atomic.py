@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import cache
 from pathlib import Path
 
@@ -63,10 +63,7 @@ def write_atomic(path: str | Path, data: bytes) -> None:
     try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _discard(tmp)
         raise
     _fsync_dir(path.parent)
 
@@ -85,10 +82,7 @@ def write_new(path: str | Path, data: bytes) -> bool:
         except FileExistsError:
             return False
     finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _discard(tmp)
     _fsync_dir(path.parent)
     return True
 
@@ -105,12 +99,15 @@ def _temporary(path: Path, data: bytes, mode: int) -> str:
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _discard(tmp)
         raise
     return tmp
+
+
+def _discard(tmp: str) -> None:
+    """Remove a temporary file that was not (or no longer need be) put in place."""
+    with suppress(FileNotFoundError):
+        os.unlink(tmp)
 
 
 @cache
