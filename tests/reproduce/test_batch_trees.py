@@ -61,14 +61,11 @@ def _feed_builds(drv: Driver, spec: dict) -> tuple[dict, list[list[str]]]:
     return spec, ran
 
 
-def test_auto_entries_in_two_trees_are_each_run_against_a_build_of_their_own_tree(
-        tmp_path: Path) -> None:
-    """An ``auto`` batch: one entry runs in --source-dir (project A), one ``cd``s into
-    project B's clone; both pass Stage 1 and fail only in a built venv. Stage 2 builds
-    each tree once, A then B, each into a venv of its own, and each entry's verdict names
-    its own build's interpreter and its own project installed there."""
-    a = tinyproject.make(tmp_path / "a")
-    b = tinyproject.make_named(tmp_path / "b", "othercalc", src_layout=False)
+
+def _two_tree_batch(tmp_path: Path, a: Path, b: Path) -> tuple[dict, list[list[str]]]:
+    """An ``auto`` batch started with --source-dir A: entry in-a runs there, in-b ``cd``s into
+    B; both pass only outside a built venv. Every build it asks for is run and fed; returns
+    the last spec and the build commands run."""
     check = "import sys, {0}; assert '/build' not in sys.executable, sys.executable"
     batch = tmp_path / "batch.json"
     batch.write_text(json.dumps([
@@ -80,7 +77,18 @@ def test_auto_entries_in_two_trees_are_each_run_against_a_build_of_their_own_tre
     first = drv.call(["reproduce", "--profile", "local", "--source-dir", str(a), "--batch",
                       str(batch)])
     assert first.spec is not None, first.stderr
-    spec, ran = _feed_builds(drv, first.spec)
+    return _feed_builds(drv, first.spec)
+
+
+def test_auto_entries_in_two_trees_are_each_run_against_a_build_of_their_own_tree(
+        tmp_path: Path) -> None:
+    """An ``auto`` batch: one entry runs in --source-dir (project A), one ``cd``s into
+    project B's clone; both pass Stage 1 and fail only in a built venv. Stage 2 builds
+    each tree once, A then B, each into a venv of its own, and each entry's verdict names
+    its own build's interpreter and its own project installed there."""
+    a = tinyproject.make(tmp_path / "a")
+    b = tinyproject.make_named(tmp_path / "b", "othercalc", src_layout=False)
+    spec, ran = _two_tree_batch(tmp_path, a, b)
     assert "done" == spec["status"], spec
     rows = {r["id"]: r["verdict"] for r in
             json.loads(Path(spec["report_json_path"]).read_text())["rows"]}
@@ -109,18 +117,7 @@ def test_a_tree_whose_build_fails_decides_only_its_own_entries(tmp_path: Path) -
     backend.write_text(backend.read_text() + (
         "\n\ndef build_wheel(*args, **kwargs):\n    raise RuntimeError('othercalc cannot be built')"
         "\n\n\nbuild_editable = build_wheel\n"))
-    check = "import sys, {0}; assert '/build' not in sys.executable, sys.executable"
-    batch = tmp_path / "batch.json"
-    batch.write_text(json.dumps([
-        {"id": "in-a", "command": f'python -c "{check.format("tinycalc")}"'},
-        {"id": "in-b", "command": f'cd {b} && python -c "{check.format("othercalc")}"'},
-    ]))
-    drv = Driver(tmp_path / "ws", {**tinyproject.git_env(tmp_path),
-                                   "ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
-    first = drv.call(["reproduce", "--profile", "local", "--source-dir", str(a), "--batch",
-                      str(batch)])
-    assert first.spec is not None, first.stderr
-    spec, ran = _feed_builds(drv, first.spec)
+    spec, ran = _two_tree_batch(tmp_path, a, b)
     rows = {r["id"]: r["verdict"] for r in
             json.loads(Path(spec["report_json_path"]).read_text())["rows"]}
     assert ("done", 2, ("REPRODUCED", "source_build"), ("CANNOT_VERIFY", "source_build", True, True)) == (
