@@ -36,27 +36,19 @@ def _needs_enum() -> None:
 
 
 @pytest.mark.torch
-def test_a_flow_that_changed_nothing_leaves_git_status_clean(tmp_path: Path) -> None:
-    """Verify takes the file out of the allowlist to lint it; ending `unchanged` puts the
-    allowlist back byte for byte (its own indent kept), so the checkout is clean."""
-    _needs_enum()
-    repo = _checkout(tmp_path / "a")
-    specs = InProcess(tmp_path / "ws").run(
-        Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(repo)], _answer(REPORT)))
-    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout
-    assert ("unchanged", "", True) == (specs[-1]["outcome"], status,
-                                       any("put back in tools/linter" in n for n in specs[-1]["notes"]))
-
-
-@pytest.mark.torch
 def test_another_checkout_or_other_content_is_another_flow_never_the_earlier_answer(tmp_path: Path) -> None:
-    """A finished flow of test/test_done.py in checkout A; the same command with --pytorch-dir B
-    starts a flow of its own (not A's `done` with reused_from); A's file with other content is
-    another flow too; A's file as it was is A's flow, reused and said so."""
+    """A finished flow of test/test_done.py in checkout A, which changed nothing: verify took
+    the file out of the allowlist to lint it and ending `unchanged` put the allowlist back byte
+    for byte (its own indent kept), so A's git status is clean. The same command with
+    --pytorch-dir B starts a flow of its own (not A's `done` with reused_from); A's file with
+    other content is another flow too; A's file as it was is A's flow, reused and said so."""
     _needs_enum()
     a, b = _checkout(tmp_path / "a"), _checkout(tmp_path / "b")
     drv = InProcess(tmp_path / "ws")
     first = drv.run(Scenario("refactor", ["test/test_done.py", "--pytorch-dir", str(a)], _answer(REPORT)))[-1]
+    status = subprocess.run(["git", "-C", str(a), "status", "--porcelain"], capture_output=True, text=True).stdout
+    assert ("unchanged", "", True) == (first["outcome"], status,
+                                       any("put back in tools/linter" in n for n in first["notes"]))
     in_b = drv.call(["test/test_done.py", "--pytorch-dir", str(b)]).spec
     again = drv.call(["test/test_done.py", "--pytorch-dir", str(a)]).spec
     with (a / "test" / "test_done.py").open("a") as f:
