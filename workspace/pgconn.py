@@ -104,12 +104,8 @@ def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
     return conn
 
 
-def session(url: str, statement_timeout_s: float = 0.0) -> psycopg.Connection[Any]:
-    """A new autocommit session to ``url`` whose dead peer, either side, is found within
-    ``DEAD_PEER_S`` (keepalive settings the URL itself gives win on the client side), its
-    ``statement_timeout`` set in the same round trip (0: the server's); a ``psycopg.Error``
-    or ``ValueError`` if it cannot be had."""
-    import psycopg
+def _session_args(url: str, statement_timeout_s: float) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The connect arguments of a session to ``url`` and the values its ``SESSION`` sets."""
     from psycopg.conninfo import conninfo_to_dict
 
     from flow.core.bounds import Range, setting
@@ -120,19 +116,51 @@ def session(url: str, statement_timeout_s: float = 0.0) -> psycopg.Connection[An
                                 ("keepalives_interval", KEEPALIVE_INTERVAL_S),
                                 ("keepalives_count", KEEPALIVE_COUNT),
                                 ("tcp_user_timeout", DEAD_PEER_S * 1000)) if k not in given}
-    conn = psycopg.connect(url, autocommit=True, connect_timeout=int(timeout),
-                           application_name="skill-orchestrator", **probes)
     values = (str(KEEPALIVE_IDLE_S), str(KEEPALIVE_INTERVAL_S), str(KEEPALIVE_COUNT),
               str(DEAD_PEER_S * 1000), str(IDLE_IN_TRANSACTION_S * 1000),
               str(int(statement_timeout_s * 1000)))
+    return dict(autocommit=True, connect_timeout=int(timeout),
+                application_name="skill-orchestrator", **probes), values
+
+
+#: ``SESSION`` for a server before 12, which has no tcp_user_timeout (its value left out)
+SESSION_BEFORE_12 = SESSION.replace("set_config('tcp_user_timeout', %s, false), ", "")
+
+
+def session(url: str, statement_timeout_s: float = 0.0) -> psycopg.Connection[Any]:
+    """A new autocommit session to ``url`` whose dead peer, either side, is found within
+    ``DEAD_PEER_S`` (keepalive settings the URL itself gives win on the client side), its
+    ``statement_timeout`` set in the same round trip (0: the server's); a ``psycopg.Error``
+    or ``ValueError`` if it cannot be had."""
+    import psycopg
+
+    kwargs, values = _session_args(url, statement_timeout_s)
+    conn = psycopg.connect(url, **kwargs)
     try:
         try:
             conn.execute(SESSION, values)
-        except psycopg.errors.UndefinedObject:  # a server before 12 has no tcp_user_timeout
-            conn.execute(SESSION.replace("set_config('tcp_user_timeout', %s, false), ", ""),
-                         values[:3] + values[4:])
+        except psycopg.errors.UndefinedObject:
+            conn.execute(SESSION_BEFORE_12, values[:3] + values[4:])
     except psycopg.Error:
         conn.close()
+        raise
+    return conn
+
+
+async def asession(url: str, statement_timeout_s: float = 0.0) -> psycopg.AsyncConnection[Any]:
+    """``session`` for an asyncio caller (the dashboard reads a flow's version on its event
+    loop): the same settings, the same errors."""
+    import psycopg
+
+    kwargs, values = _session_args(url, statement_timeout_s)
+    conn = await psycopg.AsyncConnection.connect(url, **kwargs)
+    try:
+        try:
+            await conn.execute(SESSION, values)
+        except psycopg.errors.UndefinedObject:
+            await conn.execute(SESSION_BEFORE_12, values[:3] + values[4:])
+    except psycopg.Error:
+        await conn.close()
         raise
     return conn
 

@@ -227,15 +227,25 @@ def create_app(root: Path, url: str | None = None, hosts: tuple[str, ...] = ()) 
             whole[key] = (body, etag_of(body))
         return whole[key]
 
+    async def flow_answer(flow_id: str, part: bool) -> tuple[str, str] | None:
+        """A flow's page or its live part: answered on the event loop while the flow's saved
+        version holds (``PageCache.held``: the usual poll), else made in a worker thread."""
+        got = await pages.held(flow_id)
+        if got is not None and not part:
+            got = whole.get((flow_id, got[1]))
+        if got is None:
+            got = await run_in_threadpool(flow_view, flow_id, part)
+        return got
+
     async def flow(request: Request) -> Response:
         flow_id = request.path_params["flow_id"]
-        got = await run_in_threadpool(flow_view, flow_id, False)
+        got = await flow_answer(flow_id, False)
         if got is None:
             return not_found(request, f"no flow {flow_id!r} in this workspace")
         return answer(request, *got, refresh=False)
 
     async def flow_live(request: Request) -> Response:
-        got = await run_in_threadpool(flow_view, request.path_params["flow_id"], True)
+        got = await flow_answer(request.path_params["flow_id"], True)
         if got is None:
             return not_found(request, "no such flow")
         return answer(request, *got, refresh=False)

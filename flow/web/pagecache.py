@@ -55,8 +55,30 @@ class PageCache:
         self.source = source
         self.render = render
         self.renders = 0  # bodies rendered (a test counts them: a 304 renders nothing)
+        self.held_answers = 0  # answers ``held`` gave on the event loop (counted by a test too)
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
+
+    async def held(self, flow_id: str) -> tuple[str, str] | None:
+        """(body, ETag) held for the flow while its saved version has not moved, the version
+        read on the server's event loop (``aversion``: a few stats, or one query on an
+        asyncio session); None when the page must be rendered, by ``get`` in a worker thread
+        (nothing held, held too long, the version moved, no such flow, or the read failed:
+        ``get`` reads again and answers, or reports the store's error as it always did)."""
+        entry = self._entries.get(flow_id)
+        if entry is None or time.monotonic() - entry.made >= MAX_AGE_S:
+            return None
+        try:
+            version = await self.source.aversion(flow_id, entry.also)
+        except Exception:  # noqa: BLE001 - the worker-thread path reads again and says why
+            return None
+        if version is None or version != entry.version:
+            return None
+        with self._lock:
+            if flow_id in self._entries:
+                self._entries.move_to_end(flow_id)
+        self.held_answers += 1
+        return entry.got
 
     def get(self, flow_id: str) -> tuple[str, str] | None:
         """(body, ETag) of the flow's page, or None when there is no such flow."""

@@ -8,7 +8,9 @@ flow's saved ``version``: a cheap mark that moves whenever anything its page sho
 (the file store: the (mtime, size) of the folder and of each file the page reads; the
 PostgreSQL store: one small query for the row's ``revision``, its last error's and spec's
 digests, its last audit record and its outputs' digests), so a page is rendered again only
-when it moved (``flow.web.pagecache``). On the
+when it moved (``flow.web.pagecache``). ``aversion`` reads the same mark on the server's
+event loop (the stats in place; the query on an asyncio session), so a poll of an unchanged
+page needs no worker thread. On the
 PostgreSQL store the state's paths are shown moved to this workspace (as a load there would
 move them) and the outputs come from the database (``workspace.pgoutputs``), so a flow
 another machine ran shows its verdict and summary here. psycopg is imported for a URL only.
@@ -24,6 +26,11 @@ from workspace.jsonio import loads
 from workspace.paths import STATE_FILE
 
 MAX_OUTPUT = 8 * 1024 * 1024
+#: a flow's saved version on the PostgreSQL store (``StoreSource.version``)
+VERSION_SQL = ("SELECT f.revision, md5(coalesce(f.last_error, ''::bytea)), f.spec_sha, f.root, "
+               "(SELECT max(a.id) FROM audit a WHERE a.flow_id = f.flow_id), "
+               "(SELECT string_agg(o.name || '=' || o.sha, ',' ORDER BY o.name) FROM artifacts o "
+               "WHERE o.flow_id = f.flow_id) FROM flows f WHERE f.flow_id = %s")
 
 
 def _inside(root: Path, path: Path) -> Path | None:
@@ -100,6 +107,10 @@ class FolderSource:
         return (*(stat_mark(f"{base}/{name}") for name in PAGE_FILES),
                 *(stat_mark(p) for p in also))
 
+    async def aversion(self, flow_id: str, also: tuple[str, ...] = ()) -> tuple[Any, ...] | None:
+        """``version`` for the event loop: a few ``stat`` calls, answered in place."""
+        return self.version(flow_id, also)
+
     def last_error(self, flow_id: str) -> str | None:
         """``code: message`` of the flow's last refused call, as ``status`` shows it."""
         folder = self._folder(flow_id)
@@ -155,6 +166,9 @@ class StoreSource:
         self.root = root
         self.url = url
         self.where = mask_url(url)
+        self._aconn: Any = None  # the event loop's session (``aversion``), opened on first use
+        self._alock: Any = None
+        self._aloop: Any = None
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
         from flow.cli.campaigns import guard
@@ -178,11 +192,39 @@ class StoreSource:
         ``also`` names (its running jobs' logs). None when there is no such flow."""
         if not _flow_id_ok(flow_id):
             return None
-        rows = self._one(
-            "SELECT f.revision, md5(coalesce(f.last_error, ''::bytea)), f.spec_sha, f.root, "
-            "(SELECT max(a.id) FROM audit a WHERE a.flow_id = f.flow_id), "
-            "(SELECT string_agg(o.name || '=' || o.sha, ',' ORDER BY o.name) FROM artifacts o "
-            "WHERE o.flow_id = f.flow_id) FROM flows f WHERE f.flow_id = %s", (flow_id,))
+        rows = self._one(VERSION_SQL, (flow_id,))
+        if not rows:
+            return None
+        return (*rows[0], *(stat_mark(p) for p in also))
+
+    async def aversion(self, flow_id: str, also: tuple[str, ...] = ()) -> tuple[Any, ...] | None:
+        """``version`` for the event loop: the same query on this source's own asyncio
+        session (``workspace.pgconn.asession``), one query at a time, opened again after an
+        error. A database error is ``StoreUnavailable``, as ``version``'s."""
+        import asyncio
+
+        import psycopg
+
+        from workspace.pgconn import asession, statement_s
+        from workspace.pgerrors import unavailable
+
+        if not _flow_id_ok(flow_id):
+            return None
+        loop = asyncio.get_running_loop()
+        if self._aloop is not loop:  # a session and a lock serve the loop they were made on
+            if self._aconn is not None:
+                self._aconn.pgconn.finish()
+            self._aconn, self._alock, self._aloop = None, asyncio.Lock(), loop
+        async with self._alock:
+            try:
+                if self._aconn is None or self._aconn.closed or self._aconn.broken:
+                    self._aconn = await asession(self.url, statement_s())
+                rows = await (await self._aconn.execute(VERSION_SQL, (flow_id,))).fetchall()
+            except (psycopg.Error, ValueError) as exc:
+                if self._aconn is not None:
+                    await self._aconn.close()
+                self._aconn = None
+                raise unavailable(self.url, exc, "reading a flow") from None
         if not rows:
             return None
         return (*rows[0], *(stat_mark(p) for p in also))

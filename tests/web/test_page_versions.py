@@ -73,11 +73,13 @@ def test_a_poll_with_the_etag_held_is_a_304_with_nothing_rendered(
                                  'id="badge">agent</span>' in page.text)
     tag = f'W/"{held.group(1)}"' if held else ""
     rendered = (state.pages.renders, state.renders["flowbody.html"])
+    held = state.pages.held_answers
     polls = [client.get(f"/parts/flow/{flow_id}", headers={"If-None-Match": tag})
              for _ in range(5)]
-    assert ([304] * 5, [b""] * 5, rendered) == (
+    # each answered on the event loop from the version read there, no worker thread
+    assert ([304] * 5, [b""] * 5, rendered, held + 5) == (
         [p.status_code for p in polls], [p.content for p in polls],
-        (state.pages.renders, state.renders["flowbody.html"]))
+        (state.pages.renders, state.renders["flowbody.html"]), state.pages.held_answers)
 
     # the page rendered again half an hour later (its cache aged out), nothing changed:
     # the same bytes, the same ETag, still a 304
@@ -98,6 +100,33 @@ def test_a_poll_with_the_etag_held_is_a_304_with_nothing_rendered(
     assert (200, True, True) == (moved.status_code, moved.headers["etag"] != tag,
                                  'id="badge">done' in moved.text)
     assert ([304] * 3, count) == ([s.status_code for s in settled], state.pages.renders)
+
+
+def test_a_lost_session_of_the_event_loop_is_opened_again_and_no_poll_fails(tmp_path: Path, pg_url: str) -> None:
+    """The PostgreSQL store's version is read on the event loop over a session of its own.
+    That session ended by the server (as a restart or a dropped connection would) costs no
+    poll an error: the poll that finds it gone is answered from a worker thread, the next
+    opens a new session and is answered on the loop again."""
+    import psycopg
+
+    root = tmp_path / "agent_space"
+    spec = call(root, "start", "notes", "session", ORCHESTRATOR_STORE=pg_url)
+    flow_id = spec["flow_id"]
+    with _client(root, pg_url) as client:  # one event loop for every request, as a server has
+        state = _state(client.app)
+        tag = client.get(f"/parts/flow/{flow_id}").headers["etag"]
+
+        def poll() -> int:
+            return client.get(f"/parts/flow/{flow_id}", headers={"If-None-Match": tag}).status_code
+
+        assert (304, 1) == (poll(), state.pages.held_answers)
+        source = state.pages.source
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            ended = admin.execute("SELECT pg_terminate_backend(%s)",
+                                  (source._aconn.info.backend_pid,)).fetchone()
+        assert ended == (True,)
+        after = [poll() for _ in range(3)]
+    assert ([304, 304, 304], 3) == (after, state.pages.held_answers)
 
 
 def test_the_list_rendered_again_with_nothing_changed_keeps_its_etag(
