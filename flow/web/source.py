@@ -222,7 +222,7 @@ class StoreSource:
                 rows = await (await self._aconn.execute(VERSION_SQL, (flow_id,))).fetchall()
             except (psycopg.Error, ValueError) as exc:
                 if self._aconn is not None:
-                    await self._aconn.close()
+                    self._aconn.pgconn.finish()  # a broken session's close could raise too
                 self._aconn = None
                 raise unavailable(self.url, exc, "reading a flow") from None
         if not rows:
