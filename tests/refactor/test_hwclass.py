@@ -14,7 +14,7 @@ import pytest
 from flow.workflows.refactor.analysis import AnalystReport, check_report
 from flow.workflows.refactor.assess import assess_source
 from flow.workflows.refactor.hwcodemod import label_classes
-from flow.workflows.refactor.hwruns import HwRun, HwRunError, account, hw_env, read_run
+from flow.workflows.refactor.hwruns import HwRun, HwRunError, account, count_argv, hw_env, read_run
 from flow.workflows.refactor.prtext import PrInput, class_rows, render_pr
 from flow.workflows.refactor.testlinter import (
     builtin, line_length, max_line_length, read_messages, take_out_of_allowlist,
@@ -178,22 +178,40 @@ def _torch_with_enum() -> str:
     return ""
 
 
+def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
+    res = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=300, env=hw_env(os.environ))
+    return res.returncode, res.stdout + res.stderr
+
+
 @pytest.mark.torch
-def test_hw_classification_runs_on_a_real_torch_account_for_every_test(tmp_path: Path) -> None:
-    """On torch 2.14.1 the compliant file's per-label runs add up to the whole file (skipped on older torch)."""
+def test_one_counting_run_gives_each_labels_line_as_pytorchs_own_runner_does(tmp_path: Path) -> None:
+    """On torch 2.14.1 the counting run (one interpreter, no test run) prints, for each label,
+    the line `python FILE --hw-classification LABEL` prints, and the labels add up to the whole
+    file; a class that extends unittest's TestCase makes it exit 1 with no count line, as
+    run_tests() does; a file that never calls run_tests() is said to, never counted."""
     why = _torch_with_enum()
     if why:
         pytest.skip(why)
     file = tmp_path / "test_done.py"
     shutil.copy(HW / "compliant.py", file)
-    runs = []
-    for label in ("GENERIC", "ACCELERATOR"):
-        res = subprocess.run([sys.executable, str(file), "--hw-classification", label],
-                             capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                             env=hw_env(os.environ))
-        runs.append(read_run(label, res.returncode, res.stdout + res.stderr))
-    assert ([("GENERIC", 1, 0), ("ACCELERATOR", 2, 0)], [], 3) == (
-        [(r.label, r.passed, r.code) for r in runs], account(runs), runs[0].total)
+    labels = ["ACCELERATOR", "CPU", "GENERIC"]
+    code, out = _run(count_argv(sys.executable, file, labels), tmp_path)
+    counted = [read_run(label, code, out) for label in labels]
+    upstream = [read_run(label, *_run([sys.executable, str(file), "--hw-classification", label], tmp_path))
+                for label in ("GENERIC", "ACCELERATOR")]
+    assert ([("ACCELERATOR", 2, 0), ("CPU", 0, 0), ("GENERIC", 1, 0)], [], 3) == (
+        [(r.label, r.passed, r.code) for r in counted], account(counted), counted[0].total)
+    assert [r.model_dump() for r in upstream] == [r.model_dump() for r in counted if r.label in ("GENERIC", "ACCELERATOR")][::-1]
+
+    plain = tmp_path / "test_plain.py"
+    plain.write_text(file.read_text().replace("class TestDoneGeneric(TestCase)", "class TestDoneGeneric(unittest.TestCase)")
+                     .replace("import torch\n", "import unittest\n\nimport torch\n", 1))
+    refused = _run(count_argv(sys.executable, plain, ["GENERIC"]), tmp_path)  # run_tests() exits 1 on it
+    nomain = tmp_path / "test_nomain.py"
+    nomain.write_text(file.read_text().split('if __name__ == "__main__":')[0])
+    unmain = _run(count_argv(sys.executable, nomain, ["GENERIC"]), tmp_path)
+    assert ((1, False), 3, True) == ((refused[0], "HW classification mode" in refused[1]),
+                                     unmain[0], "without calling run_tests()" in unmain[1])
 
 
 def test_linter_output_keeps_severity_and_line_and_skips_logs() -> None:

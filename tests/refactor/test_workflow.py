@@ -54,7 +54,8 @@ def _start(repo: Path) -> list[str]:
 @pytest.mark.torch
 def test_small_fixture_runs_to_finalize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The small fixture goes from assess to done/finalize with a summary and codemod edits; on
-    a machine without a GPU node the gate runs on CPU without a torch probe, and says so."""
+    a machine without a GPU node the gate runs on CPU without a torch probe, and says so; the
+    three labels are counted by one run, and the test plan has each label's command."""
     from flow.workflows.refactor import gatedevices
 
     pytest.importorskip("torch")
@@ -69,6 +70,10 @@ def test_small_fixture_runs_to_finalize(tmp_path: Path, monkeypatch: pytest.Monk
     flow = Path(last["summary_path"]).parent
     assert (False, True, True) == ((flow / "logs" / "probe_devices.log").exists(),
                                    "no GPU device node" in summary, any(flow.glob("local_test_r*_cpu.xml")))
+    # every label counted by one start of the test interpreter, each with its own command
+    plan = [line for line in summary.splitlines() if " --hw-classification " in line and "# " in line]
+    assert (["hw_classification_r0.log"], 3) == (
+        sorted(p.name for p in (flow / "logs").glob("hw_classification_r*")), len(plan)), plan
 
 
 def test_empty_review_is_refused(tmp_path: Path) -> None:

@@ -268,14 +268,16 @@ def _hw_check(ctx: Any, check: Any) -> None:
 
 
 def _hw_runs(ctx: Any, file: Path) -> None:
-    """``python FILE --hw-classification LABEL`` for each label the final file declares, side
-    by side as jobs; the check ``hw_classification`` passes when every test is accounted for
-    (none unclassified, the labels' counts adding up to the whole file) and the declared
-    labels are the plan's. A torch without the flag makes the check ``skipped`` with that
+    """Each label's count for the final file, as ``python FILE --hw-classification LABEL``
+    counts it, from one job (``hwruns.count_argv``: one interpreter start, no test run again);
+    for a file without ``run_tests()``, ``pytest --collect-only`` with the checkout conftest's
+    filter, one job per label side by side. The check ``hw_classification`` passes when every
+    test is accounted for (none unclassified, the labels' counts adding up to the whole file)
+    and the declared labels are the plan's. A torch without the flag makes the check ``skipped`` with that
     reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
     from flow.workflows.refactor.hwruns import (
-        ENTRY_WORDS, HwRunError, account, conftest_filter, entry_fix, entry_point, hw_argv, hw_env,
+        ENTRY_WORDS, HwRunError, account, conftest_filter, count_argv, entry_fix, entry_point, hw_env,
         pytest_hw_argv, read_run,
     )
     from flow.workflows.refactor.interpreter import HW_ENUM_PROBE
@@ -297,7 +299,7 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     if not labels:
         return skipped("no class of the file declares hw_classification",
                        "label every test class with hw_classification")
-    entry, argv_of = entry_point(text), hw_argv
+    entry, by_pytest = entry_point(text), False
     if entry != "run_tests":
         # Only common_utils.run_tests() parses --hw-classification: unittest.main() exits 2 on it
         # and a file without a __main__ block runs nothing. PyTorch's conftest has the same
@@ -310,22 +312,26 @@ def _hw_runs(ctx: Any, file: Path) -> None:
                            f"{entry_fix(entry, text)}; then run `python {ctx.data.rel} --hw-classification "
                            "LABEL` for each label; or count them with `pytest FILE --hw-classification "
                            "LABEL` in a checkout whose test/conftest.py has that filter")
-        argv_of = pytest_hw_argv
+        by_pytest = True
         _note(ctx, f"--hw-classification: {ctx.data.rel} {ENTRY_WORDS[entry]}; the counts come from "
                    "pytest --collect-only with the checkout conftest's --hw-classification filter")
-    ctx.data.hw_runner = "python" if argv_of is hw_argv else "pytest"
+    ctx.data.hw_runner = "pytest" if by_pytest else "python"
     timeout, _ = test_settings(ctx.settings)
     env = hw_env(ctx.settings)
-    prefix = f"hw-r{ctx.data.test_rounds}-" + ("pytest-" if argv_of is pytest_hw_argv else "")
-    jobs = [dict(key=prefix + label, argv=argv_of(_python(ctx), file, label),
-                 cwd=file.parent, env=env, timeout=timeout,
-                 log_name=f"logs/hw_classification_r{ctx.data.test_rounds}_{label}.log") for label in labels]
+    n = ctx.data.test_rounds
+    if by_pytest:
+        jobs = [dict(key=f"hw-r{n}-pytest-{label}", argv=pytest_hw_argv(_python(ctx), file, label),
+                     cwd=file.parent, env=env, timeout=timeout,
+                     log_name=f"logs/hw_classification_r{n}_{label}.log") for label in labels]
+    else:
+        jobs = [dict(key=f"hw-r{n}-count", argv=count_argv(_python(ctx), file, labels), cwd=file.parent,
+                     env=env, timeout=timeout, log_name=f"logs/hw_classification_r{n}.log")]
     for job in jobs:
         ctx.start_job(**job)
+    results = [ctx.job(**job) for job in jobs]
     problems: list[str] = []
     runs = []
-    for label, job in zip(labels, jobs):
-        res = ctx.job(**job)
+    for label, res in zip(labels, results if by_pytest else results * len(labels)):
         try:
             runs.append(read_run(label, res.code, res.output))
         except HwRunError as exc:

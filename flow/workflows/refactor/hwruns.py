@@ -5,9 +5,12 @@ of classes with those labels, printing one line first::
 
     HW classification mode active (['GENERIC']): total=3, passed=2, unclassified=0, mismatched=1
 
-``hw_argv`` is one run per label; ``read_run`` reads that line (``HwRunError`` when a run
-printed none: never read as zero tests); ``account`` checks that every test is accounted
-for: no test unclassified, the same total in every run, and the runs' counts adding up to
+``count_argv`` is one start of the test interpreter for every label: ``reference/refactor/
+hw_count.py`` runs the file with ``run_tests()`` replaced by upstream's own test loader, once
+per label, so each label's line is the one ``python FILE --hw-classification LABEL`` prints,
+and no test is run a second time (the gate's JUnit run has just run them). ``read_run`` reads
+a label's line (``HwRunError`` when the run printed none: never read as zero tests);
+``account`` checks that every test is accounted for: no test unclassified, the same total in every run, and the runs' counts adding up to
 it. ``entry_point`` says how the file runs its tests (only ``common_utils.run_tests()`` takes
 the flag; ``unittest.main()`` refuses it), ``entry_fix`` the edit that makes it count them
 (the base class too: ``run_tests()`` refuses a ``unittest.TestCase`` class), ``conftest_filter`` whether the checkout's pytest
@@ -27,6 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from flow.workflows.refactor.errors import RefactorError
+from reference import DIR as REFERENCE
 
 LINE = re.compile(r"HW classification mode active \((?P<labels>[^)]*)\): total=(?P<total>\d+), "
                   r"passed=(?P<passed>\d+),\s*unclassified=(?P<unclassified>\d+),"
@@ -65,9 +69,15 @@ def hw_env(settings: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in settings.items() if k != "CI"}
 
 
-def hw_argv(python: str, file: Path, label: str) -> list[str]:
-    """``python FILE --hw-classification LABEL`` (PyTorch's own runner, as its PRs' test plans)."""
-    return [python, str(file), "--hw-classification", label]
+#: the counting script, standard library and torch only (it runs in the test interpreter)
+HW_COUNT = REFERENCE / "refactor" / "hw_count.py"
+
+
+def count_argv(python: str, file: Path, labels: list[str]) -> list[str]:
+    """``python hw_count.py FILE LABEL...``: each label's count line as ``python FILE
+    --hw-classification LABEL`` (PyTorch's own runner, as its PRs' test plans) prints it, from
+    one interpreter start, running no test."""
+    return [python, str(HW_COUNT), str(file), *labels]
 
 
 EntryPoint = Literal["run_tests", "unittest_main", "other", "none"]
@@ -178,8 +188,9 @@ def pytest_hw_argv(python: str, file: Path, label: str) -> list[str]:
 
 
 def read_run(label: str, code: int, output: str) -> HwRun:
-    """The count line of one run's output."""
-    m = LINE.search(output)
+    """``label``'s count line in a run's output (a counting run prints one per label)."""
+    m = next((m for m in LINE.finditer(output)
+              if [x.strip().strip("'\"") for x in m["labels"].strip("[]").split(",")] == [label]), None)
     if m is None:
         tail = " | ".join(output.strip().splitlines()[-3:])
         raise HwRunError(label, f"exit {code}: {tail[-400:]!r}")
