@@ -75,6 +75,16 @@ class Kettle:
         return InProcess(self.ws).run(Scenario("refactor", ["test/test_kettle.py", "--pytorch-dir", str(self.repo)],
                                                self.answer, choose=choose))
 
+    @staticmethod
+    def finish(drv: InProcess, sc: Scenario, question: dict[str, Any], value: str) -> dict[str, Any]:
+        """Answer ``question`` with ``value`` by its printed command and drive the flow to done."""
+        spec = drv.shell(next(o["command"] for o in question["options"] if o["value"] == value)).spec
+        while spec["status"] != "done":
+            nxt = drv.step(spec, sc)
+            assert nxt is not None and nxt.spec is not None
+            spec = nxt.spec
+        return spec
+
 
 def _pr(last: dict[str, Any]) -> str:
     return Path(last["summary_path"]).read_text().split("## Pull request description")[1].split("\nJudged by")[0]
@@ -110,25 +120,41 @@ def test_a_failure_the_original_has_is_its_own_after_the_test_moves_to_a_generic
 
 
 @pytest.mark.torch
-def test_spent_fix_rounds_ask_a_person_with_both_runs_results(tmp_path: Path) -> None:
+def test_spent_fix_rounds_ask_a_person_then_defer_or_retry(tmp_path: Path) -> None:
     """test_boil fails only after the refactor and the coder's "fixed" fixes nothing. After the
     3 rounds a person is asked, with the failure here and the original's result of the same
-    test (passed as TestKettleCPU.test_boil_cpu); "defer" finishes with the PR naming it as
-    failing, deferred by a person, with the original's result, and the next steps say a person
-    decided. Nothing says it "fails only in the refactored file" without the person."""
+    test (passed as TestKettleCPU.test_boil_cpu).
+
+    "defer" finishes with the PR naming it as failing, deferred by a person, with the original's
+    result, and the next steps say a person decided; nothing says it "fails only in the
+    refactored file" without the person. "retry", given to the same question (the flow folder
+    and the checkout put back as they were when it was asked, at the same paths), gives the
+    coder 3 more rounds; its real fix in the first of them passes the gate: nothing is deferred
+    by a person and the PR is ready."""
     needs_hw_classification()
-    k = Kettle(tmp_path, slip=True)
-    last = k.run("defer")[-1]
-    q = k.questions[0]
+    k = Kettle(tmp_path, slip=True, fix_from=4)
+    drv = InProcess(k.ws)
+    sc = Scenario("refactor", ["test/test_kettle.py", "--pytorch-dir", str(k.repo)], k.answer)
+    spec = drv.call(sc.start).spec
+    while spec["status"] != "need_human":
+        spec = drv.step(spec, sc).spec
+    q, asked_prompts = spec, len(k.prompts)
+    for path in (k.ws, k.repo):
+        shutil.copytree(path, tmp_path / "asked" / path.name, symlinks=True)
+
     evidence = {r["test"].rpartition(".")[2]: r for r in q["evidence"]}
-    pr = _pr(last)
-    summary = Path(last["summary_path"]).read_text()
-    assert (1, ["retry", "defer", "abort"], 3, ["test_boil"]) == (
-        len(k.questions), [o["value"] for o in q["options"]], len(k.prompts), list(evidence))
+    assert (["retry", "defer", "abort"], 3, ["test_boil"]) == (
+        [o["value"] for o in q["options"]], asked_prompts, list(evidence))
     assert ("After 3 fix rounds 1 test still fails in the refactored test/test_kettle.py" in q["question"],
             "the original, run the same way: passed as TestKettleCPU.test_boil_cpu" in q["question"],
             evidence["test_boil"]["here"].startswith("failed ("),
             Path(q["refactored_results"]).is_file(), Path(q["original_results"]).is_file()) == (True,) * 5
+
+    k.questions.append(q)
+    last = Kettle.finish(drv, sc, q, "defer")
+    pr = _pr(last)
+    summary = Path(last["summary_path"]).read_text()
+    assert (1, 3) == (len(k.questions), len(k.prompts))
     assert ("refactored", True, False) == (last["outcome"], last["pr_ready"],
                                            "fails only in the refactored file" in summary)
     assert ("- Failing here and not fixed by this PR (deferred by a person after the fix rounds were spent): "
@@ -136,14 +162,11 @@ def test_spent_fix_rounds_ask_a_person_with_both_runs_results(tmp_path: Path) ->
             "`TestKettle.test_spout_known_bad` (before: `TestKettleCPU.test_spout_known_bad_cpu`)." in pr,
             "which gate was passed by a person's decision (`local-test-rounds-3`)" in summary) == (True,) * 3
 
-
-@pytest.mark.torch
-def test_more_rounds_from_a_person_reach_the_coder_and_a_fix_then_passes(tmp_path: Path) -> None:
-    """"retry" gives the coder 3 more rounds; its real fix in the first of them passes the gate:
-    nothing is deferred by a person and the PR is ready."""
-    needs_hw_classification()
-    k = Kettle(tmp_path, slip=True, fix_from=4)
-    last = k.run("retry")[-1]
+    for path in (k.ws, k.repo):
+        shutil.rmtree(path)
+        shutil.copytree(tmp_path / "asked" / path.name, path, symlinks=True)
+    del k.prompts[asked_prompts:]
+    last = Kettle.finish(drv, sc, q, "retry")
     pr = _pr(last)
     assert (1, 4, "refactored", True, False, True) == (
         len(k.questions), len(k.prompts), last["outcome"], last["pr_ready"], "deferred by a person" in pr,
