@@ -52,28 +52,58 @@ def _start(repo: Path) -> list[str]:
 
 
 @pytest.mark.torch
-def test_small_fixture_runs_to_finalize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_fixture_runs_to_finalize_and_the_gate_runs_every_device_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The small fixture goes from assess to done/finalize with a summary and codemod edits; on
     a machine without a GPU node the gate runs on CPU without a torch probe, and says so; the
-    three labels are counted by one run, and the test plan has each label's command."""
+    three labels are counted by one run, and the test plan has each label's command.
+
+    The same flow from its final review (the flow folder and the checkout put back at the same
+    paths), with CUDA forced by ORCHESTRATOR_REFACTOR_DEVICES, runs the gate on CPU and CUDA
+    and reports both runs."""
     from flow.workflows.refactor import gatedevices
 
     pytest.importorskip("torch")
     monkeypatch.setattr(gatedevices, "GPU_NODES", (str(tmp_path / "no-such-node"),))
     repo = small_checkout(tmp_path)
-    specs = InProcess(tmp_path / "ws").run(Scenario("refactor", _start(repo), _answer(repo)))
-    last = specs[-1]
+    ws = tmp_path / "ws"
+    sc = Scenario("refactor", _start(repo), _answer(repo))
+    drv = InProcess(ws)
+    spec = drv.call(sc.start).spec
+    while not (spec["status"] == "need_agent" and _kind(spec["tasks"][0]) == "checker_review"):
+        spec = drv.step(spec, sc).spec
+    review = spec
+    for path in (ws, repo):
+        shutil.copytree(path, tmp_path / "reviewing" / path.name, symlinks=True)
+
+    def finish(drv: InProcess) -> dict[str, Any]:
+        spec = review
+        while spec["status"] != "done":
+            spec = drv.step(spec, sc).spec
+        return spec
+
+    last = finish(drv)
     summary = Path(last["summary_path"]).read_text()
     assert ("done", "finalize", "refactored", True, True) == (
         last["status"], last["phase"], last["outcome"], "TR009" in summary,
         (repo / "test" / "dynamo_skips" / "TestSmallOpsDeviceCPU.test_add_cpu").exists())
     flow = Path(last["summary_path"]).parent
-    assert (False, True, True) == ((flow / "logs" / "probe_devices.log").exists(),
-                                   "no GPU device node" in summary, any(flow.glob("local_test_r*_cpu.xml")))
+    assert (False, True, True, False) == ((flow / "logs" / "probe_devices.log").exists(),
+                                          "no GPU device node" in summary, any(flow.glob("local_test_r*_cpu.xml")),
+                                          any(flow.glob("local_test_r*_cuda.xml")))
     # every label counted by one start of the test interpreter, each with its own command
     plan = [line for line in summary.splitlines() if " --hw-classification " in line and "# " in line]
     assert (["hw_classification_r0.log"], 3) == (
         sorted(p.name for p in (flow / "logs").glob("hw_classification_r*")), len(plan)), plan
+
+    for path in (ws, repo):
+        shutil.rmtree(path)
+        shutil.copytree(tmp_path / "reviewing" / path.name, path, symlinks=True)
+    last = finish(InProcess(ws, {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu,cuda"}))
+    summary = Path(last["summary_path"]).read_text()
+    assert ("done", True, True) == (last["status"], any(flow.glob("local_test_r*_cpu.xml")),
+                                    any(flow.glob("local_test_r*_cuda.xml")))
+    assert "cpu: " in summary and "; cuda: " in summary
 
 
 def test_empty_review_is_refused(tmp_path: Path) -> None:
@@ -155,20 +185,6 @@ def test_failing_rule_checker_feeds_issues_back_then_escalates_to_abort(tmp_path
     assert (4, 3, 1, {"retry", "skip", "abort"}, "done", "aborted") == (
         len(coder_prompts), sum("still has @onlyCUDA" in p for p in coder_prompts), len(questions),
         {o["value"] for o in questions[0]["options"]}, specs[-1]["status"], specs[-1]["outcome"])
-
-
-@pytest.mark.torch
-def test_local_gate_runs_every_device_and_reports_each(tmp_path: Path) -> None:
-    """With CUDA present (forced here), the gate runs CPU and CUDA and reports both runs."""
-    pytest.importorskip("torch")
-    repo = small_checkout(tmp_path)
-    drv = InProcess(tmp_path / "ws", {"ORCHESTRATOR_REFACTOR_DEVICES": "cpu,cuda"})
-    last = drv.run(Scenario("refactor", _start(repo), _answer(repo)))[-1]
-    summary = Path(last["summary_path"]).read_text()
-    flow = Path(last["workspace"])
-    assert ("done", True, True) == (last["status"], any(flow.glob("local_test_r*_cpu.xml")),
-                                    any(flow.glob("local_test_r*_cuda.xml")))
-    assert "cpu: " in summary and "; cuda: " in summary
 
 
 def test_a_bad_device_list_is_refused_with_a_hint(tmp_path: Path) -> None:
