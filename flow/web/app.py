@@ -52,19 +52,33 @@ HEADERS = {
 
 
 POLL_TIMEOUT_S = 10.0  # a poll with no answer by then is given up: the part is shown stale
+POLL_PERIOD_S = 2.0  # how often an open page asks for its parts
+
+
+def _seconds(name: str, default: float) -> float:
+    """A number of seconds from the environment variable ``name``: ``default`` when unset, not
+    a number, or not between 0 and an hour."""
+    import os
+
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        return default
+    return value if 0 < value < 3600 else default
 
 
 def poll_timeout_s() -> float:
     """How long the page waits for a poll's answer (``ORCHESTRATOR_POLL_TIMEOUT_S``, default
     ``POLL_TIMEOUT_S``; a value that is no positive number is the default)."""
-    import os
+    return _seconds("ORCHESTRATOR_POLL_TIMEOUT_S", POLL_TIMEOUT_S)
 
-    raw = os.environ.get("ORCHESTRATOR_POLL_TIMEOUT_S", "").strip()
-    try:
-        value = float(raw) if raw else POLL_TIMEOUT_S
-    except ValueError:
-        return POLL_TIMEOUT_S
-    return value if 0 < value < 3600 else POLL_TIMEOUT_S
+
+def poll_period_s() -> float:
+    """How often an open page polls its parts (``ORCHESTRATOR_POLL_PERIOD_S``, default
+    ``POLL_PERIOD_S``; a value that is no positive number is the default). A big fleet's
+    dashboard watched by many may poll less often."""
+    return _seconds("ORCHESTRATOR_POLL_PERIOD_S", POLL_PERIOD_S)
 
 
 def templates() -> Environment:
@@ -84,6 +98,7 @@ def templates() -> Environment:
     env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True,
                       finalize=finalize, trim_blocks=True, lstrip_blocks=True)
     env.globals["poll_timeout_ms"] = int(poll_timeout_s() * 1000)
+    env.globals["poll_period_ms"] = int(poll_period_s() * 1000)
     from flow.cli.person import counted
 
     env.filters["counted"] = counted  # {{ n | counted("claim") }}: 1 claim, 2 claims

@@ -194,7 +194,7 @@ def test_hostile_text_from_a_feed_and_a_command_is_shown_as_text(
     result = json.loads(page.locator("details:has(summary:text('the result object')) pre")
                         .text_content())
     page.goto(f"{url}flow/{flows['hostile_command']}")
-    page.wait_for_timeout(2500)  # let a poll replace the parts once
+    _until(page, lambda: page.get_attribute("#flowbody", "data-polled") is not None, 20)  # a poll answered
     assert ((None, 0, []), True, True) == (
         (page.evaluate("window.pwned"), page.locator("a[href^='javascript']").count(),
          page.dialogs),

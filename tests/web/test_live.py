@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.web.test_dashboard import _until
-from tests.web.workspace import call, feed, serving, start_slow_job, stop_jobs
+from tests.web.workspace import POLL_PERIOD_S, call, feed, serving, start_slow_job, stop_jobs
 
 
 def _polled(page: Any) -> str:
@@ -92,16 +92,19 @@ def test_a_finished_job_is_shown_finished_with_its_log(tmp_path: Path, page: Any
 
 def test_one_refresh_in_flight_per_part(tmp_path: Path, page: Any) -> None:
     """While the server has not answered a poll, the page sends no other for that part: the
-    list's polls held unanswered for three poll periods are still one request."""
+    list's polls held unanswered for three poll periods are still one request; answered, the
+    next poll follows."""
     root = tmp_path / "agent_space"
     call(root, "start", "notes", "held")
     held: list[Any] = []
     with serving(root) as (url, _):
         page.route("**/parts/flows*", lambda route: held.append(route))
         page.goto(url)
-        page.wait_for_timeout(6500)
+        _until(page, lambda: len(held) >= 1, 20)
+        page.wait_for_timeout(int(3.5 * POLL_PERIOD_S * 1000))  # the property is about time passing
         asked = len(held)
         for route in held:
             route.continue_()
-        page.wait_for_timeout(2500)
-    assert (1, True) == (asked, len(held) >= 2)
+        _until(page, lambda: len(held) >= 2, 20)
+        period = page.get_attribute("html", "data-poll-period")
+    assert (1, True, str(int(POLL_PERIOD_S * 1000))) == (asked, len(held) >= 2, period)

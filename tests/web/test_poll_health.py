@@ -122,3 +122,17 @@ def test_the_pages_icon_is_served(tmp_path: Path, page: Any) -> None:
     root = ET.fromstring(body)
     assert ("/favicon.ico", 200, "image/svg+xml", "{http://www.w3.org/2000/svg}svg") == (
         link, status, kind, root.tag)
+
+
+def test_the_poll_period_and_timeout_settings_fall_back_to_their_defaults(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ORCHESTRATOR_POLL_PERIOD_S and ORCHESTRATOR_POLL_TIMEOUT_S take a number of seconds;
+    unset, not a number, zero or negative, or an hour and more give the defaults (2 s, 10 s)."""
+    from flow.web.app import poll_period_s, poll_timeout_s
+
+    seen = []
+    for raw in ("", "0.5", "bogus", "0", "-1", "3600"):
+        monkeypatch.setenv("ORCHESTRATOR_POLL_PERIOD_S", raw)
+        monkeypatch.setenv("ORCHESTRATOR_POLL_TIMEOUT_S", raw)
+        seen.append((poll_period_s(), poll_timeout_s()))
+    assert [(2.0, 10.0), (0.5, 0.5), (2.0, 10.0), (2.0, 10.0), (2.0, 10.0), (2.0, 10.0)] == seen

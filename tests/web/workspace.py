@@ -114,9 +114,16 @@ def stop_jobs(root: Path, flow_id: str) -> None:
             pass
 
 
+#: the page's poll period in these tests (ORCHESTRATOR_POLL_PERIOD_S; 2 s for a user): a test
+#: waiting for the next refresh waits a quarter as long
+POLL_PERIOD_S = 0.5
+
+
 @contextmanager
 def serving(root: Path, **extra: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``orchestrator.py serve`` over ``root`` as a child: its URL and its printed object."""
+    """``orchestrator.py serve`` over ``root`` as a child: its URL and its printed object. The
+    page polls every ``POLL_PERIOD_S`` unless ``extra`` says otherwise."""
+    extra = {"ORCHESTRATOR_POLL_PERIOD_S": str(POLL_PERIOD_S), **extra}
     proc = subprocess.Popen([sys.executable, str(SCRIPT), "--workspace", str(root), "serve"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(**extra),
                             cwd=ROOT)

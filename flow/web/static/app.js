@@ -1,6 +1,7 @@
 // The dashboard's only script (served from this origin; the page's CSP allows no other).
-// Every element with data-poll follows its URL every 2 s: one request in flight per element
-// (a slow answer is never stacked), sent with the ETag of what the page holds so an
+// Every element with data-poll follows its URL every data-poll-period milliseconds (2 s
+// unless the server says otherwise): one request in flight per element (a slow answer is
+// never stacked), sent with the ETag of what the page holds so an
 // unchanged part costs a 304 and nothing else; a changed part is merged into the page in
 // place (elements matched by data-key, text and attributes changed only where they differ),
 // so focus, a text selection and an open <details> survive. A poll that has no answer
@@ -30,12 +31,19 @@
     var text = failing.size ? "stale, reconnecting" : "live";
     if (flag.textContent !== text) flag.textContent = text;
     flag.className = failing.size ? "live off" : "live";
-    flag.title = failing.size ? "the last refresh " + reasons.join("; ") + "; retrying every 2 s"
-                              : "refreshed every 2 s";
+    var every = "every " + periodMs() / 1000 + " s";
+    flag.title = failing.size ? "the last refresh " + reasons.join("; ") + "; retrying " + every
+                              : "refreshed " + every;
+  }
+  function msOf(name, otherwise) {
+    var v = parseInt(document.documentElement.getAttribute(name), 10);
+    return isNaN(v) || v <= 0 ? otherwise : v;
   }
   function timeoutMs() {
-    var v = parseInt(document.documentElement.getAttribute("data-poll-timeout"), 10);
-    return isNaN(v) || v <= 0 ? 10000 : v;
+    return msOf("data-poll-timeout", 10000);
+  }
+  function periodMs() {
+    return msOf("data-poll-period", 2000);
   }
   function key(node) {
     return node.nodeType === 1 ? node.getAttribute("data-key") : null;
@@ -198,7 +206,7 @@
     var flag = document.getElementById("live");
     if (flag && document.querySelector("[data-poll]")) flag.hidden = false;
     tick();
-    setInterval(pollAll, 2000);
+    setInterval(pollAll, periodMs());
     setInterval(tick, 1000);
   });
 })();
