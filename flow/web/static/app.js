@@ -1,8 +1,8 @@
 // The dashboard's only script (served from this origin; the page's CSP allows no other).
 // Every element with data-poll follows its URL every data-poll-period milliseconds (2 s
 // unless the server says otherwise): one request in flight per element (a slow answer is
-// never stacked), sent with the ETag of what the page holds so an
-// unchanged part costs a 304 and nothing else; a changed part is merged into the page in
+// never stacked), sent with the ETag of what the page holds so an unchanged part costs a
+// 304 and nothing else; a changed part is merged into the page in
 // place (elements matched by data-key, text and attributes changed only where they differ),
 // so focus, a text selection and an open <details> survive. A poll that has no answer
 // within the page's data-poll-timeout (milliseconds) is given up; while a part's last poll

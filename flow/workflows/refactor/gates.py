@@ -273,8 +273,8 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     for a file without ``run_tests()``, ``pytest --collect-only`` with the checkout conftest's
     filter, one job per label side by side. The check ``hw_classification`` passes when every
     test is accounted for (none unclassified, the labels' counts adding up to the whole file)
-    and the declared labels are the plan's. A torch without the flag makes the check ``skipped`` with that
-    reason, never a pass."""
+    and the declared labels are the plan's. A torch without the flag makes the check
+    ``skipped`` with that reason, never a pass."""
     from flow.workflows.refactor.findings import CheckResult
     from flow.workflows.refactor.hwruns import (
         ENTRY_WORDS, HwRunError, account, conftest_filter, count_argv, entry_fix, entry_point, hw_env,

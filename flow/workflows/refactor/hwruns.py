@@ -10,10 +10,11 @@ hw_count.py`` runs the file with ``run_tests()`` replaced by upstream's own test
 per label, so each label's line is the one ``python FILE --hw-classification LABEL`` prints,
 and no test is run a second time (the gate's JUnit run has just run them). ``read_run`` reads
 a label's line (``HwRunError`` when the run printed none: never read as zero tests);
-``account`` checks that every test is accounted for: no test unclassified, the same total in every run, and the runs' counts adding up to
-it. ``entry_point`` says how the file runs its tests (only ``common_utils.run_tests()`` takes
-the flag; ``unittest.main()`` refuses it), ``entry_fix`` the edit that makes it count them
-(the base class too: ``run_tests()`` refuses a ``unittest.TestCase`` class), ``conftest_filter`` whether the checkout's pytest
+``account`` checks that every test is accounted for: no test unclassified, the same total
+in every run, and the runs' counts adding up to it. ``entry_point`` says how the file runs
+its tests (only ``common_utils.run_tests()`` takes the flag; ``unittest.main()`` refuses
+it), ``entry_fix`` the edit that makes it count them (the base class too: ``run_tests()``
+refuses a ``unittest.TestCase`` class), ``conftest_filter`` whether the checkout's pytest
 conftest has PyTorch's ``--hw-classification`` filter (the check that applies to such a
 file). Pure but for reading conftest files: the jobs are started by
 ``flow.workflows.refactor.gates``.
