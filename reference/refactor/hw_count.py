@@ -16,7 +16,8 @@ running a test. The counts are upstream's filter over the classes the file insta
 the per-label commands count them; one interpreter start instead of one per label, and the
 file's tests are not run a second time.
 
-A file that never calls ``run_tests()`` exits 3 saying so. Standard library and the test
+A label this torch does not know gets no line (the other labels are counted) and is named
+on stderr; a file that never calls ``run_tests()`` exits 3 saying so. Standard library and the test
 interpreter's torch only: it runs in whatever interpreter runs the tests, which need not
 have the orchestrator installed.
 """
@@ -38,7 +39,12 @@ def main(argv: list[str]) -> int:
     file, labels = os.path.abspath(argv[0]), argv[1:]
     from torch.testing._internal import common_utils
 
-    wanted = [common_utils.HardwareClassification[label.upper()] for label in labels]
+    known = common_utils.HardwareClassification.__members__
+    unknown = [label for label in labels if label.upper() not in known]
+    if unknown:  # as `python FILE --hw-classification NAME` refuses it: that label has no line
+        print(f"no such hw_classification in this torch: {', '.join(unknown)} "
+              f"(it has {', '.join(known)})", file=sys.stderr)
+    wanted = [known[label.upper()] for label in labels if label.upper() in known]
 
     def count(argv: object = None) -> None:
         parse = getattr(common_utils, "parse_cmd_line_args", None)

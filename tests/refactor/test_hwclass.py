@@ -187,21 +187,25 @@ def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
 def test_one_counting_run_gives_each_labels_line_as_pytorchs_own_runner_does(tmp_path: Path) -> None:
     """On torch 2.14.1 the counting run (one interpreter, no test run) prints, for each label,
     the line `python FILE --hw-classification LABEL` prints, and the labels add up to the whole
-    file; a class that extends unittest's TestCase makes it exit 1 with no count line, as
-    run_tests() does; a file that never calls run_tests() is said to, never counted."""
+    file; a label this torch lacks gets no line and is named; a class that extends unittest's
+    TestCase makes it exit 1 with no count line, as run_tests() does; a file that never calls
+    run_tests() is said to, never counted."""
     why = _torch_with_enum()
     if why:
         pytest.skip(why)
     file = tmp_path / "test_done.py"
     shutil.copy(HW / "compliant.py", file)
     labels = ["ACCELERATOR", "CPU", "GENERIC"]
-    code, out = _run(count_argv(sys.executable, file, labels), tmp_path)
-    counted = [read_run(label, code, out) for label in labels]
-    upstream = [read_run(label, *_run([sys.executable, str(file), "--hw-classification", label], tmp_path))
-                for label in ("GENERIC", "ACCELERATOR")]
-    assert ([("ACCELERATOR", 2, 0), ("CPU", 0, 0), ("GENERIC", 1, 0)], [], 3) == (
-        [(r.label, r.passed, r.code) for r in counted], account(counted), counted[0].total)
-    assert [r.model_dump() for r in upstream] == [r.model_dump() for r in counted if r.label in ("GENERIC", "ACCELERATOR")][::-1]
+    code, out = _run(count_argv(sys.executable, file, [*labels, "NOSUCH"]), tmp_path)
+    counted = {label: read_run(label, code, out) for label in labels}
+    with pytest.raises(HwRunError):  # a label this torch lacks has no line; the others stand
+        read_run("NOSUCH", code, out)
+    upstream = {label: read_run(label, *_run([sys.executable, str(file), "--hw-classification", label], tmp_path))
+                for label in ("GENERIC", "ACCELERATOR")}
+    assert ([("ACCELERATOR", 2, 0), ("CPU", 0, 0), ("GENERIC", 1, 0)], [], 3, True) == (
+        [(r.label, r.passed, r.code) for r in counted.values()], account(list(counted.values())),
+        counted["GENERIC"].total, "no such hw_classification in this torch: NOSUCH" in out)
+    assert {k: r.model_dump() for k, r in upstream.items()} == {k: counted[k].model_dump() for k in upstream}
 
     plain = tmp_path / "test_plain.py"
     plain.write_text(file.read_text().replace("class TestDoneGeneric(TestCase)", "class TestDoneGeneric(unittest.TestCase)")

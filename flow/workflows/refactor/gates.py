@@ -329,9 +329,11 @@ def _hw_runs(ctx: Any, file: Path) -> None:
     for job in jobs:
         ctx.start_job(**job)
     results = [ctx.job(**job) for job in jobs]
+    # one job per label on the pytest path, else the one counting job holds every label's line
+    of_label = dict(zip(labels, results)) if by_pytest else dict.fromkeys(labels, results[0])
     problems: list[str] = []
     runs = []
-    for label, res in zip(labels, results if by_pytest else results * len(labels)):
+    for label, res in of_label.items():
         try:
             runs.append(read_run(label, res.code, res.output))
         except HwRunError as exc:
