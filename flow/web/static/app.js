@@ -169,10 +169,13 @@
   document.addEventListener("DOMContentLoaded", function () {
     var form = document.getElementById("filter");
     var timer = null;
-    function refilter(keepPage) {
+    function address(keepPage) {
       var page = document.getElementById("page");
       if (page && !keepPage) page.value = "1";
       history.replaceState(null, "", location.pathname + query(document.getElementById("listing")));
+    }
+    function refilter(keepPage) {
+      address(keepPage);
       var listing = document.getElementById("listing");
       if (listing) poll(listing, true);
     }
@@ -180,6 +183,9 @@
       form.addEventListener("change", function () { refilter(false); });
       form.addEventListener("input", function (ev) {
         if (ev.target.id !== "q") return;
+        // The address follows each keystroke at once (a periodic poll reads the form, so the
+        // list may show the search before the pause ends); the request waits for the pause.
+        address(false);
         clearTimeout(timer);
         timer = setTimeout(function () { refilter(false); }, 250);
       });
