@@ -204,6 +204,58 @@ def masker(env: Mapping[str, str] | None = None, cache: int = 65536) -> Any:
     return mask
 
 
+class MaskedLines:
+    """A text stream that writes whole lines to ``stream`` ``redact``-ed: a server's stderr
+    (``serve``, ``mcp``), where libraries it does not own (uvicorn, the MCP SDK, Python's
+    last-resort log handler and traceback printer) write what they write. The text of a
+    write is held up to its last newline (a secret written in pieces is masked whole, and a
+    log record or traceback written at once is masked as one text), and a private key block
+    until its END line (up to ``HOLD_MAX`` characters); ``flush`` writes the held rest,
+    masked, too."""
+
+    def __init__(self, stream: Any) -> None:
+        import threading
+
+        self.stream = stream
+        self._held = ""
+        self._lock = threading.Lock()  # the servers write from their worker threads too
+
+    HOLD_MAX = 65536  # the most text held for a key block whose END has not come yet
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._held += text
+            cut = self._held.rfind("\n") + 1
+            begin = self._held.rfind("-----BEGIN ", 0, cut)
+            if begin >= 0 and "PRIVATE KEY" in self._held[begin:begin + 80] and \
+                    "-----END " not in self._held[begin:] and len(self._held) < self.HOLD_MAX:
+                cut = self._held.rfind("\n", 0, begin) + 1  # the block's lines go out together
+            if cut:
+                done, self._held = self._held[:cut], self._held[cut:]
+                self.stream.write(redact(done))
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._held:
+                self.stream.write(redact(self._held))
+                self._held = ""
+            self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding...: the stream's own
+        return getattr(self.stream, name)
+
+
+def mask_stderr() -> None:
+    """From now on this process's ``sys.stderr`` is masked (``MaskedLines``);
+    called by a server before the libraries it runs set up their logging, so their handlers
+    write through it."""
+    import sys
+
+    if not isinstance(sys.stderr, MaskedLines):
+        sys.stderr = MaskedLines(sys.stderr)
+
+
 # -- the values ------------------------------------------------------------------------------
 
 _memo: dict[tuple[tuple[str, str], ...], tuple[list[str], list[bytes]]] = {}

@@ -8,6 +8,8 @@ other than 0 makes it a tool error (``isError``) whose object carries ``error.co
 Time: no tool call waits longer than the foreground budget (``ORCHESTRATOR_FOREGROUND_S``,
 default 90 s); how a call that runs longer is answered is ``flow.mcp.budget``'s docstring.
 Keys: ``start:<its arguments>`` for start, ``flow:<flow_id>`` for resume, feed and answer.
+What the SDK logs on stderr, tracebacks included, leaves with secrets masked
+(``flow.core.redact.mask_stderr``).
 While a call waits, MCP progress notifications go out when the client sent a
 ``progressToken``. ``resume`` with ``wait: true`` also polls a flow that answers ``waiting``
 on a background ``job`` (``poll_after_s`` apart) until it moves or the budget ends.
@@ -234,9 +236,11 @@ def serve(argv: list[str], respond: Respond) -> int:
     parser (``flow.cli.argv``: its --help, and an unknown flag answered with the one it likely
     meant) and serve over stdio until EOF."""
     from flow.cli.argv import parser_for
+    from flow.core.redact import mask_stderr
     from workspace.jsonio import dumps
     from workspace.selection import store_url, workspace_for
 
+    mask_stderr()  # what the MCP SDK logs, and any traceback, leaves with secrets masked
     try:
         args = parser_for("mcp").parse_args(argv)
         root = workspace_for(args.store, args.workspace, os.environ)

@@ -2,10 +2,10 @@
 
 The socket is bound before anything is printed (127.0.0.1 and a port the system picks unless
 ``--host``/``--port`` say otherwise), so the printed URL is already listening; uvicorn then
-serves ``flow.web.app`` on that very socket. Its own log goes to stderr; stdout holds the one
-JSON object of the harness contract (on a terminal, the same in words: ``flow.cli.person``).
-Only the Host names it serves are answered (``flow.web.hosts``); ``--host`` other than a
-loopback name warns on stderr. Ctrl-C (SIGINT) or SIGTERM stops it with exit 0, whenever it
+serves ``flow.web.app`` on that very socket. Its own log goes to stderr, with secrets masked
+(``flow.core.redact.mask_stderr``); stdout holds the one JSON object of the harness contract
+(on a terminal, the same in words: ``flow.cli.person``). Only the Host names it serves are
+answered (``flow.web.hosts``); ``--host`` other than a loopback name warns on stderr. Ctrl-C (SIGINT) or SIGTERM stops it with exit 0, whenever it
 comes.
 """
 
@@ -55,10 +55,12 @@ def serve(root: Path, host: str, port: int, harness: str,
     a URL is given); prints the URL first (``emit``)."""
     import uvicorn
 
+    from flow.core.redact import mask_stderr
     from flow.core.render import envelope
     from flow.web.app import create_app
     from workspace.pgerrors import mask_url
 
+    mask_stderr()  # uvicorn's log and any traceback it prints leave with secrets masked
     if store is not None:  # an unreachable store is the one JSON error, before binding
         from workspace.pgconn import connect
 
