@@ -67,19 +67,11 @@ def scenario(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     return sc
 
 
-def test_every_spec_is_valid_against_the_schema(scenario: Scenario, tmp_path: Path,
-                                                store: Any) -> None:
-    """Each object printed on the way to done validates against the published spec schema."""
-    specs = Driver(tmp_path / "ws", store.env(tmp_path / "ws")).run(scenario)
-    schema = _spec_schema()
-    for spec in specs:
-        jsonschema.validate(spec, schema)
-    assert "done" == specs[-1]["status"]
-
-
-def test_resume_reemits_the_pending_spec_identically(scenario: Scenario, tmp_path: Path,
-                                                     store: Any) -> None:
-    """--resume on a waiting flow prints the same object, from the cache and from a full load.
+def test_every_spec_is_valid_and_resume_reemits_the_pending_one_identically(
+        scenario: Scenario, tmp_path: Path, store: Any) -> None:
+    """Driven to done through the printed commands: each object printed on the way (re-prints
+    included) validates against the published spec schema, and --resume on a waiting flow
+    prints the same object, from the cache and from a full load.
 
     Only the call that handed out a wave says need_agent; a re-print says waiting, with the
     very same tasks (ids, feed files, prompts) so a harness that lost them can restart them.
@@ -105,6 +97,11 @@ def test_resume_reemits_the_pending_spec_identically(scenario: Scenario, tmp_pat
         nxt = drv.step(spec, scenario)
         spec = nxt.spec if nxt else None
     assert checked >= 2
+    assert "done" == drv.calls[-1].spec["status"]
+    schema = _spec_schema()
+    for call in drv.calls:
+        assert call.spec is not None, call.stderr
+        jsonschema.validate(call.spec, schema)
 
 
 def _drop_spec_cache(store: Any, ws: Path, spec: dict[str, Any]) -> None:
@@ -156,60 +153,71 @@ def _clean_run(scenario: Scenario, tmp: Path, store: Any) -> tuple[dict[str, Any
     return _final_state(tmp / "clean", store), after
 
 
-@pytest.mark.parametrize("when", ["before", "after"])
-def test_kill_at_each_persistence_point_then_resume_ends_the_same(
-        scenario: Scenario, tmp_path: Path, when: str, store: Any) -> None:
-    """A SIGKILL at any atomic write, then --resume, ends exactly where a clean run ends.
+def _kill_points(scenario: Scenario, points: int, when: str) -> list[int]:
+    """The writes a kill lands on: every one, or for a scenario with ``kill_points``, the
+    share of ``when`` along one even spread of 2 x kill_points writes (``before`` and
+    ``after`` take turns, so between them they kill at twice as many distinct writes)."""
+    if scenario.kill_points is None or points <= scenario.kill_points:
+        return list(range(1, points + 1))
+    total = min(points, 2 * scenario.kill_points)
+    step = (points - 1) / (total - 1)
+    spread = sorted({1 + round(i * step) for i in range(total)})
+    return spread[0::2] if when == "before" else spread[1::2]
 
-    Only the call that holds the chosen write runs as its own process, armed by the crash hook
-    with the count the calls before it made; the calls before it and the resume after the kill
-    run in this process (InProcess), so a replay pays for the flow's work, not for
-    interpreter starts.
+
+def test_kill_at_each_persistence_point_then_resume_ends_the_same(
+        scenario: Scenario, tmp_path: Path, store: Any) -> None:
+    """A SIGKILL at any atomic write, just before it and just after it, then --resume, ends
+    exactly where a clean run ends.
+
+    One clean run gives where the flow ends and the writes each of its calls made. For each
+    kill, only the call that holds the chosen write runs as its own process, armed by the
+    crash hook with the count the calls before it made; the calls before it and the resume
+    after the kill run in this process (InProcess), so a replay pays for the flow's work, not
+    for interpreter starts.
     """
     expected, after = _clean_run(scenario, tmp_path, store)
     points = after[-1]
     assert points > 5
-    chosen: Any = range(1, points + 1)
-    if scenario.kill_points is not None and points > scenario.kill_points:
-        # `before` and `after` take turns along one even spread of 2 x kill_points points, so
-        # the pair kills at twice as many distinct writes as either replays.
-        total = min(points, 2 * scenario.kill_points)
-        step = (points - 1) / (total - 1)
-        spread = sorted({1 + round(i * step) for i in range(total)})
-        chosen = spread[0::2] if when == "before" else spread[1::2]
-    for n in chosen:
-        scenario.fresh()
-        ws = tmp_path / f"{when}-{n}"
-        holder = next(i for i, made in enumerate(after) if made >= n)
-        fast = InProcess(ws, store.env(ws))
-        spec: dict[str, Any] | None = None
-        for _ in range(holder):
-            call = fast.call(scenario.start) if spec is None else fast.step(spec, scenario)
-            assert call is not None and call.spec is not None
-            spec = call.spec
-        counter = tmp_path / f"counter-{when}-{n}"
-        counter.write_text(str(after[holder - 1] if holder else 0))
-        armed = Driver(ws, {**store.env(ws), "PYTHONPATH": str(CRASH_HOOK),
-                            "ORCHESTRATOR_TEST_CRASH_AT": str(n),
-                            "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
-                            "ORCHESTRATOR_TEST_CRASH_WHEN": when})
-        killed = armed.call(scenario.start) if spec is None else armed.step(spec, scenario)
-        assert killed is not None and killed.code in (-9, 137), \
-            f"point {n}: call {holder} was not killed ({killed and killed.code})"
-        flows = store.live_flows(ws)
-        call = fast.call(scenario.start) if not flows else fast.call(
-            ["--flow", flows[0], "--resume"])
-        for _ in range(200):
-            assert call is not None and call.spec is not None, call
-            nxt = fast.step(call.spec, scenario)
-            if nxt is None:
-                break
-            call = nxt
-        assert "done" == call.spec["status"]
-        assert expected == _final_state(ws, store), \
-            f"state differs after a kill at point {n} ({when})"
-        assert _audited_revisions(ws, store) == list(range(1, _final_revision(ws, store) + 1)), \
-            f"audit log lost or doubled a record after a kill at point {n} ({when})"
+    for when in ("before", "after"):
+        for n in _kill_points(scenario, points, when):
+            _kill_and_resume(scenario, tmp_path, store, when, n, after, expected)
+
+
+def _kill_and_resume(scenario: Scenario, tmp_path: Path, store: Any, when: str, n: int,
+                     after: list[int], expected: dict[str, Any]) -> None:
+    scenario.fresh()
+    ws = tmp_path / f"{when}-{n}"
+    holder = next(i for i, made in enumerate(after) if made >= n)
+    fast = InProcess(ws, store.env(ws))
+    spec: dict[str, Any] | None = None
+    for _ in range(holder):
+        call = fast.call(scenario.start) if spec is None else fast.step(spec, scenario)
+        assert call is not None and call.spec is not None
+        spec = call.spec
+    counter = tmp_path / f"counter-{when}-{n}"
+    counter.write_text(str(after[holder - 1] if holder else 0))
+    armed = Driver(ws, {**store.env(ws), "PYTHONPATH": str(CRASH_HOOK),
+                        "ORCHESTRATOR_TEST_CRASH_AT": str(n),
+                        "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter),
+                        "ORCHESTRATOR_TEST_CRASH_WHEN": when})
+    killed = armed.call(scenario.start) if spec is None else armed.step(spec, scenario)
+    assert killed is not None and killed.code in (-9, 137), \
+        f"point {n} ({when}): call {holder} was not killed ({killed and killed.code})"
+    flows = store.live_flows(ws)
+    call = fast.call(scenario.start) if not flows else fast.call(
+        ["--flow", flows[0], "--resume"])
+    for _ in range(200):
+        assert call is not None and call.spec is not None, call
+        nxt = fast.step(call.spec, scenario)
+        if nxt is None:
+            break
+        call = nxt
+    assert "done" == call.spec["status"]
+    assert expected == _final_state(ws, store), \
+        f"state differs after a kill at point {n} ({when})"
+    assert _audited_revisions(ws, store) == list(range(1, _final_revision(ws, store) + 1)), \
+        f"audit log lost or doubled a record after a kill at point {n} ({when})"
 
 
 def test_concurrent_feeds_never_both_advance(scenario: Scenario, tmp_path: Path,
