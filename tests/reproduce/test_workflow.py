@@ -274,13 +274,17 @@ def test_batch_resumes_at_the_entry_it_was_on(calc: Path, tmp_path: Path) -> Non
     assert expected == clean.spec["counts"]
 
 
-def _ci_repo_with_wheel(fake_github: FakeGitHub, calc: Path, tmp_path: Path, log: str) -> None:
-    """acme/calc on the fake GitHub: one successful run with a job log and a calc wheel."""
-    repo = fake_github.repo("acme/calc")
+def _ci_repo_with_wheel(fake_github: FakeGitHub, calc: Path, tmp_path: Path, log: str,
+                        name: str = "acme/calc", wheel: bytes | None = None) -> bytes:
+    """``name`` (acme/calc) on the fake GitHub: one successful run with a job log and a calc
+    wheel (``wheel``, or one built now); returns the wheel."""
+    wheel = wheel or _wheel_of(calc, tmp_path)
+    repo = fake_github.repo(name)
     run = repo.add_run(repo.add_workflow("ci", ".github/workflows/ci.yml"), "c" * 40,
                        head_branch="main", jobs=[])
     repo.add_job(run, "test", "success", log=log)
-    run.add_artifact("calc-wheel-1", {"dist/calc-0.1.0-py3-none-any.whl": _wheel_of(calc, tmp_path)})
+    run.add_artifact("calc-wheel-1", {"dist/calc-0.1.0-py3-none-any.whl": wheel})
+    return wheel
 
 
 def _feed_until_done(drv: Driver, spec: dict[str, Any], ran: list[list[str]] | None = None,
@@ -313,18 +317,26 @@ def _rows(spec: dict[str, Any]) -> dict[str, tuple[str, str, Any]]:
             for r in rows}
 
 
-def test_batch_auto_entries_go_through_one_build_and_one_ci_env(
+def test_batch_auto_entries_go_through_one_build_and_one_ci_env_per_ci_repository(
         calc: Path, tmp_path: Path, fake_github: FakeGitHub) -> None:
-    """Auto entries passing Stage 1 share ONE source build and ONE CI alignment, each
-    re-run to its verdict; a nightly entry ends at Stage 1."""
-    _ci_repo_with_wheel(fake_github, calc, tmp_path, "env:\n  CALC_STRICT: 1\n")
+    """Auto entries passing Stage 1 share ONE source build and ONE CI alignment per CI
+    repository they name, each re-run to its verdict; a nightly entry ends at Stage 1. The
+    entry naming acme/calc-lax (whose CI job sets no CALC_STRICT) is judged in that CI's
+    environment, not in the batch's acme/calc one the entries before it were; the first
+    group's CI (acme/no-such-ci) cannot be found, which decides that entry alone."""
+    wheel = _ci_repo_with_wheel(fake_github, calc, tmp_path, "env:\n  CALC_STRICT: 1\n")
+    _ci_repo_with_wheel(fake_github, calc, tmp_path, "", name="acme/calc-lax", wheel=wheel)
     tests = f"{calc}/tests"
     batch = tmp_path / "batch.json"
     batch.write_text(json.dumps([
         {"id": "stage1", "command": f"pytest {tests}/test_calc.py::test_mean_of_ints_keeps_the_fraction"},
+        {"id": "nowhere", "command": f"pytest {tests}/test_calc.py::test_add",
+         "ci_repo": "acme/no-such-ci"},
         {"id": "everywhere", "command": f"pytest {tests}/test_calc.py::test_add"},
         {"id": "built", "command": f"pytest {tests}/test_extra.py::test_not_in_the_built_venv"},
         {"id": "ci", "command": f"pytest {tests}/test_extra.py::test_ci_strict"},
+        {"id": "lax", "command": f"pytest {tests}/test_extra.py::test_ci_strict",
+         "ci_repo": "acme/calc-lax"},
         {"id": "nightly", "command": f"pytest {tests}/test_calc.py::test_add", "stage": "nightly"},
     ]))
     drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_GITHUB_API": fake_github.base_url,
@@ -336,11 +348,17 @@ def test_batch_auto_entries_go_through_one_build_and_one_ci_env(
     spec = _feed_until_done(drv, first.spec, ran)
     assert ([["--source", str(calc)]], "done", {
         "stage1": ("still_failing", "REPRODUCED", "nightly"),
+        "nowhere": ("unverified", "CANNOT_VERIFY", "ci_env"),
         "everywhere": ("already_fixed", "NOT_REPRODUCED", ["nightly", "source_build", "ci_env"]),
         "built": ("still_failing", "REPRODUCED", "source_build"),
         "ci": ("still_failing", "REPRODUCED", "ci_env"),
+        "lax": ("already_fixed", "NOT_REPRODUCED", ["nightly", "source_build", "ci_env"]),
         "nightly": ("already_fixed", "NOT_REPRODUCED", ["nightly"]),
     }) == ([argv[argv.index("--source"):][:2] for argv in ran], spec["status"], _rows(spec))
+    state = json.loads((Path(spec["workspace"]) / "flow_state.json").read_text())
+    runs = [n for n in state["data"]["notes"] if n.startswith("ci_env: run ")]
+    assert (["acme/calc", "acme/calc-lax"], [["nowhere"], ["everywhere", "ci"], ["lax"]]) == (
+        [n.split(" of ")[1].split(" ")[0] for n in runs], state["data"]["batch_ci_groups"])
 
 
 def _where(marks: Path) -> list[str]:

@@ -104,6 +104,10 @@ class ReproData(BaseModel):
     # the local profile's Stage 2 build of each of those trees: {"work", "trunk_ok",
     # "fallback_ok", then "python", "path_head", "base", "tree" once built}
     batch_builds: dict[str, dict[str, Any]] = {}
+    # the ids going to Stage 3 grouped by the CI repository each is aligned against, and
+    # the group aligned now (one CI environment at a time)
+    batch_ci_groups: list[list[str]] = []
+    batch_ci_group: int = 0
     batch_python: str | None = None    # the interpreter of the batch's build / CI env
     batch_path_head: str | None = None
 
@@ -242,6 +246,7 @@ WORKFLOW = Workflow(
         ("align", "batch_stage2", "batch_ci"),
         ("aligned", "batch_ci", "batch_stage3"), ("decided", "batch_ci", "batch_report"),
         ("next", "batch_stage3", "batch_stage3"), ("finished", "batch_stage3", "batch_report"),
+        ("align", "batch_stage3", "batch_ci"),
     ),
     initial="begin",
     terminal=frozenset({"verdict", "batch_report"}),

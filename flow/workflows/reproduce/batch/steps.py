@@ -8,9 +8,10 @@ the reproducer, and the skip-marker re-run as a second visit of the same entry).
 in ONCE (the local profile: --source-dir, or the clone an entry ``cd``s into, each into a
 venv of its own; a profile with its own tree: that tree; the single flow's run task or
 build-skill agent task, with its one ci_commit fallback), batch_stage2 re-runs each of
-them against its own tree's build, batch_ci aligns to
-the CI environment ONCE (ci_repo inferred from the first entry going there when
-neither --ci-repo nor the entry names one), batch_stage3 re-runs each of those.
+them against its own tree's build, batch_ci aligns to the CI environment once per CI
+repository the entries going there are aligned against (an entry's ci_repo, else
+--ci-repo, else inferred from its reproducer's path), and batch_stage3 re-runs each
+entry of that group before the next group is aligned.
 ``nightly`` entries end at Stage 1. Every entry visit saves the entry's row (or its
 place in the next stage's list) before the index moves, so a crash resumes at the
 entry it was on and never re-runs a finished one. batch_report ends with the buckets
@@ -320,18 +321,58 @@ def _build_each(ctx: Any, profile: Any, ids: list[str]) -> Any:
 
 
 def align(ctx: Any) -> Any:
-    """Stage 3's CI environment once for the batch (``stage3.steps.align``)."""
-    profile, ids = profile_of(ctx), ctx.data.batch_to_stage3
-    ctx.data.current_stage = Stage.CI_ENV.value
-    _load(ctx, _by_id(ctx, ids[0]))
-    ctx.data.tree = ctx.data.batch_tree
-    stopped = stage3_steps.align(ctx, profile, reproducer(ctx))
-    if stopped is not None:
-        return _decide_all(ctx, ids)
+    """Stage 3's CI environment for the next group of entries going there, one group per CI
+    repository they name (``_ci_groups``), in turn: a group whose alignment stops
+    (CANNOT_VERIFY) decides only its own entries, and the next group is aligned."""
+    profile, groups = profile_of(ctx), _ci_groups(ctx)
+    while ctx.data.batch_ci_group < len(groups):
+        ids = groups[ctx.data.batch_ci_group]
+        ctx.data.current_stage = Stage.CI_ENV.value
+        _load(ctx, _by_id(ctx, ids[0]))
+        ctx.data.tree = ctx.data.batch_tree
+        if stage3_steps.align(ctx, profile, reproducer(ctx)) is None:
+            break
+        for entry_id in ids:
+            ctx.data.batch_verdicts[entry_id] = dict(ctx.data.verdict or {})
+        ctx.data.verdict = None
+        ctx.data.batch_ci_group += 1
+    else:
+        return Go("decided")
     if len(ids) > 1:
-        ctx.data.notes.append(f"ci_env: one CI environment for {ids}, chosen for {ids[0]!r}")
+        ctx.data.notes.append(f"ci_env: one CI environment for {ids}")
     ctx.data.batch_python, ctx.data.batch_path_head = ctx.data.python, ctx.data.path_head
     return Go("aligned")
+
+
+def _ci_repo_of(ctx: Any, profile: Any, item: BatchEntry) -> str:
+    """The CI repository ``item`` is aligned against: the entry's ``ci_repo``, else the
+    batch's --ci-repo, else (a PyTorch profile) what its reproducer's path names
+    (``stage3.rules.infer_ci_repo``: candidates tried in turn), else the profile's own."""
+    from flow.workflows.reproduce.stage3 import rules as ci_env
+
+    _load(ctx, item)
+    explicit = ctx.data.ci_repo
+    if profile.ci_env.pytorch is None:
+        return explicit if explicit and "/" in explicit else "the profile's"
+    given = ci_env.CiRepo(explicit) if explicit in {c.value for c in ci_env.CiRepo} else None
+    return " or ".join(c.value for c in ci_env.infer_ci_repo(reproducer(ctx), given,
+                                                             ctx.data.batch_tree))
+
+
+def _ci_groups(ctx: Any) -> list[list[str]]:
+    """The entries going to Stage 3, grouped by the CI repository each is aligned against,
+    in the order they came; worked out once (``batch_ci_groups``), so a resumed batch keeps
+    its groups. Entries naming different CI repositories never share an environment: each
+    verdict is the one its own CI gives."""
+    if not ctx.data.batch_ci_groups:
+        profile, groups = profile_of(ctx), {}
+        for entry_id in ctx.data.batch_to_stage3:
+            groups.setdefault(_ci_repo_of(ctx, profile, _by_id(ctx, entry_id)), []).append(entry_id)
+        ctx.data.batch_ci_groups = list(groups.values())
+        if len(groups) > 1:
+            ctx.data.notes.append("ci_env: one CI environment per CI repository, in turn: " +
+                                  "; ".join(f"{repo} for {ids}" for repo, ids in groups.items()))
+    return ctx.data.batch_ci_groups
 
 
 def _rerun(ctx: Any, stage: Stage, ids: list[str], when_done: str) -> Go:
@@ -377,8 +418,13 @@ def stage2_entry(ctx: Any) -> Any:
 
 
 def stage3_entry(ctx: Any) -> Any:
-    """Stage 3 for one entry that passed Stages 1 and 2."""
-    return _rerun(ctx, Stage.CI_ENV, ctx.data.batch_to_stage3, "finished")
+    """Stage 3 for one entry of the CI repository group aligned last; once the group is
+    done, the next group is aligned (``align``) or the batch is finished."""
+    groups, at = _ci_groups(ctx), ctx.data.batch_ci_group
+    if ctx.data.batch_index >= len(groups[at]) and at + 1 < len(groups):
+        ctx.data.batch_ci_group += 1
+        return _loop_done(ctx, "align")
+    return _rerun(ctx, Stage.CI_ENV, groups[at], "finished")
 
 
 def report(ctx: Any) -> Any:
