@@ -102,7 +102,7 @@ class Beat:
 
         try:
             if self._conn is None or self._conn.closed or self._conn.broken:
-                self._conn = session(self.url, self.period * 2)
+                self._conn = session(self.url, self.period * 2, part="beat")
             conn = self._conn
             conn.execute("UPDATE locks SET alive_at = now() WHERE flow_id = %s AND fence = %s",
                          (self.flow_id, self.fence))

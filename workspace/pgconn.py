@@ -104,8 +104,17 @@ def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
     return conn
 
 
-def _session_args(url: str, statement_timeout_s: float) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The connect arguments of a session to ``url`` and the values its ``SESSION`` sets."""
+#: ``application_name`` of every session (``pg_stat_activity`` shows it): a call's, and with
+#: a word after it, the sessions of a part that keeps one of its own: ``beat`` (a lock
+#: holder's heartbeat, ``workspace.pgbeat``) and ``dashboard`` (the flow version the
+#: dashboard reads on its event loop, ``flow.web.source``)
+APPLICATION = "skill-orchestrator"
+
+
+def _session_args(url: str, statement_timeout_s: float,
+                  part: str = "") -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The connect arguments of a session to ``url`` (of ``part``, see ``APPLICATION``) and
+    the values its ``SESSION`` sets."""
     from psycopg.conninfo import conninfo_to_dict
 
     from flow.core.bounds import Range, setting
@@ -120,21 +129,21 @@ def _session_args(url: str, statement_timeout_s: float) -> tuple[dict[str, Any],
               str(DEAD_PEER_S * 1000), str(IDLE_IN_TRANSACTION_S * 1000),
               str(int(statement_timeout_s * 1000)))
     return dict(autocommit=True, connect_timeout=int(timeout),
-                application_name="skill-orchestrator", **probes), values
+                application_name=f"{APPLICATION} {part}".strip(), **probes), values
 
 
 #: ``SESSION`` for a server before 12, which has no tcp_user_timeout (its value left out)
 SESSION_BEFORE_12 = SESSION.replace("set_config('tcp_user_timeout', %s, false), ", "")
 
 
-def session(url: str, statement_timeout_s: float = 0.0) -> psycopg.Connection[Any]:
+def session(url: str, statement_timeout_s: float = 0.0, part: str = "") -> psycopg.Connection[Any]:
     """A new autocommit session to ``url`` whose dead peer, either side, is found within
     ``DEAD_PEER_S`` (keepalive settings the URL itself gives win on the client side), its
-    ``statement_timeout`` set in the same round trip (0: the server's); a ``psycopg.Error``
-    or ``ValueError`` if it cannot be had."""
+    ``statement_timeout`` set in the same round trip (0: the server's), named for ``part``
+    (``APPLICATION``); a ``psycopg.Error`` or ``ValueError`` if it cannot be had."""
     import psycopg
 
-    kwargs, values = _session_args(url, statement_timeout_s)
+    kwargs, values = _session_args(url, statement_timeout_s, part)
     conn = psycopg.connect(url, **kwargs)
     try:
         try:
@@ -147,12 +156,13 @@ def session(url: str, statement_timeout_s: float = 0.0) -> psycopg.Connection[An
     return conn
 
 
-async def asession(url: str, statement_timeout_s: float = 0.0) -> psycopg.AsyncConnection[Any]:
+async def asession(url: str, statement_timeout_s: float = 0.0,
+                   part: str = "") -> psycopg.AsyncConnection[Any]:
     """``session`` for an asyncio caller (the dashboard reads a flow's version on its event
     loop): the same settings, the same errors."""
     import psycopg
 
-    kwargs, values = _session_args(url, statement_timeout_s)
+    kwargs, values = _session_args(url, statement_timeout_s, part)
     conn = await psycopg.AsyncConnection.connect(url, **kwargs)
     try:
         try:

@@ -218,7 +218,7 @@ class StoreSource:
         async with self._alock:
             try:
                 if self._aconn is None or self._aconn.closed or self._aconn.broken:
-                    self._aconn = await asession(self.url, statement_s())
+                    self._aconn = await asession(self.url, statement_s(), part="dashboard")
                 rows = await (await self._aconn.execute(VERSION_SQL, (flow_id,))).fetchall()
             except (psycopg.Error, ValueError) as exc:
                 if self._aconn is not None:

@@ -94,6 +94,10 @@ def test_a_run_several_leases_long_inside_one_call_keeps_its_item(tmp_path: Path
             other = b.call(["campaign", "c"])
             assert (0, "nothing_free") == (other.code, other.spec.get("outcome")), other.spec
             rivals += 1
+        # the heartbeat's session says what it is to an operator reading pg_stat_activity
+        sessions = _one(pg_url, "SELECT array_agg(application_name ORDER BY application_name) "
+                                "FROM pg_stat_activity WHERE datname = current_database() AND "
+                                "application_name LIKE 'skill-orchestrator%%'")[0]
         (tmp_path / "release").write_text("1")
         code, spec, err = _answer(call)
     finally:
@@ -105,6 +109,7 @@ def test_a_run_several_leases_long_inside_one_call_keeps_its_item(tmp_path: Path
     assert "warning: the lease asked for, 1 s" in err and "raised to 60 s" in err
     row = _one(pg_url, "SELECT state, token, claims, done_count, holder FROM campaign_items")
     assert ("done", 1, 1, 1, "a") == row
+    assert ["skill-orchestrator", "skill-orchestrator beat"] == sessions
 
 
 HOLD = """
