@@ -4,10 +4,11 @@ keeps its HEAD. At Stage 2 each entry runs against a build of the tree it ran in
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
-from tests.contract.driver import Driver
+from tests.contract.driver import CRASH_HOOK, Driver
 from tests.reproduce import tinyproject
 
 
@@ -45,16 +46,18 @@ def test_an_entry_that_cds_into_another_tree_names_that_tree(tmp_path: Path) -> 
 
 def _feed_builds(drv: Driver, spec: dict) -> tuple[dict, list[list[str]]]:
     """Run each build task the flow asks for and feed its exit code, until it is done; the
-    final spec and every task's argv."""
+    final spec and every task's argv. A task the flow is still waiting on whose result is
+    already written (its feed call was killed) is fed again, as a harness does, not run."""
     ran: list[list[str]] = []
-    while spec["status"] == "need_agent":
+    while spec["status"] in {"need_agent", "waiting"}:
         task = spec["tasks"][0]
-        ran.append(task["argv"])
-        proc = subprocess.run(task["command"], shell=True, capture_output=True, text=True,
-                              env=drv.env)
-        Path(task["log_file"]).write_text(proc.stdout + proc.stderr)
-        Path(task["feed_file"]).write_text(json.dumps({"exit_code": proc.returncode,
-                                                       "log_path": task["log_file"]}))
+        if spec["status"] == "need_agent" or not Path(task["feed_file"]).is_file():
+            ran.append(task["argv"])
+            proc = subprocess.run(task["command"], shell=True, capture_output=True, text=True,
+                                  env={k: v for k, v in drv.env.items() if "TEST_CRASH" not in k})
+            Path(task["log_file"]).write_text(proc.stdout + proc.stderr)
+            Path(task["feed_file"]).write_text(json.dumps({"exit_code": proc.returncode,
+                                                           "log_path": task["log_file"]}))
         call = drv.shell(task["feed_command"])
         assert call.spec is not None, call.stderr
         spec = call.spec
@@ -62,10 +65,10 @@ def _feed_builds(drv: Driver, spec: dict) -> tuple[dict, list[list[str]]]:
 
 
 
-def _two_tree_batch(tmp_path: Path, a: Path, b: Path) -> tuple[dict, list[list[str]]]:
-    """An ``auto`` batch started with --source-dir A: entry in-a runs there, in-b ``cd``s into
-    B; both pass only outside a built venv. Every build it asks for is run and fed; returns
-    the last spec and the build commands run."""
+def _two_tree_start(tmp_path: Path, a: Path, b: Path,
+                    env: dict[str, str] | None = None) -> tuple[Driver, list[str]]:
+    """An ``auto`` batch to start with --source-dir A: entry in-a runs there, in-b ``cd``s
+    into B; both pass only outside a built venv. Its driver and start words."""
     check = "import sys, {0}; assert '/build' not in sys.executable, sys.executable"
     batch = tmp_path / "batch.json"
     batch.write_text(json.dumps([
@@ -73,11 +76,68 @@ def _two_tree_batch(tmp_path: Path, a: Path, b: Path) -> tuple[dict, list[list[s
         {"id": "in-b", "command": f'cd {b} && python -c "{check.format("othercalc")}"'},
     ]))
     drv = Driver(tmp_path / "ws", {**tinyproject.git_env(tmp_path),
-                                   "ORCHESTRATOR_REPRODUCE_OFFLINE": "1"})
-    first = drv.call(["reproduce", "--profile", "local", "--source-dir", str(a), "--batch",
-                      str(batch)])
+                                   "ORCHESTRATOR_REPRODUCE_OFFLINE": "1", **(env or {})})
+    return drv, ["reproduce", "--profile", "local", "--source-dir", str(a), "--batch",
+                 str(batch)]
+
+
+def _two_tree_batch(tmp_path: Path, a: Path, b: Path) -> tuple[dict, list[list[str]]]:
+    """The two-tree batch with every build it asks for run and fed; the last spec and the
+    build commands run."""
+    drv, argv = _two_tree_start(tmp_path, a, b)
+    first = drv.call(argv)
     assert first.spec is not None, first.stderr
     return _feed_builds(drv, first.spec)
+
+
+def _rows(spec: dict) -> dict:
+    rows = json.loads(Path(spec["report_json_path"]).read_text())["rows"]
+    return {r["id"]: (r["verdict"]["verdict"], r["verdict"].get("stage"),
+                      (r["verdict"].get("environment") or {}).get("interpreter")) for r in rows}
+
+
+def test_a_kill_between_the_two_trees_builds_resumes_at_the_second_never_the_first(
+        tmp_path: Path) -> None:
+    """A SIGKILL at each write of the call that takes tree A's build (fed) and asks for tree
+    B's, then the start command again: the flow asks for B's build only (A's is kept, never
+    asked for twice) and ends with the rows of an uninterrupted run."""
+    a = tinyproject.make(tmp_path / "a")
+    b = tinyproject.make_named(tmp_path / "b", "othercalc", src_layout=False)
+    counter = tmp_path / "count"
+    drv, argv = _two_tree_start(tmp_path, a, b, {"PYTHONPATH": str(CRASH_HOOK),
+                                                 "ORCHESTRATOR_TEST_CRASH_AT": "999999",
+                                                 "ORCHESTRATOR_TEST_CRASH_COUNTER": str(counter)})
+    first = drv.call(argv)
+    assert first.spec is not None and "need_agent" == first.spec["status"], first.stderr
+    task = first.spec["tasks"][0]
+    assert str(a) == task["argv"][task["argv"].index("--source") + 1]
+    built = subprocess.run(task["command"], shell=True, capture_output=True, text=True,
+                           env={k: v for k, v in drv.env.items() if "TEST_CRASH" not in k})
+    Path(task["log_file"]).write_text(built.stdout + built.stderr)
+    Path(task["feed_file"]).write_text(json.dumps({"exit_code": built.returncode,
+                                                   "log_path": task["log_file"]}))
+    ws, snapshot = tmp_path / "ws", tmp_path / "a-built"
+    shutil.copytree(ws, snapshot, symlinks=True)  # restored at the same path: the venv holds
+    before = int(counter.read_text())
+    asked = drv.shell(task["feed_command"])
+    assert asked.spec is not None, asked.stderr
+    writes = int(counter.read_text()) - before
+    clean, ran = _feed_builds(drv, asked.spec)
+    assert "done" == clean["status"] and [str(b)] == [r[r.index("--source") + 1] for r in ran]
+    expected = _rows(clean)
+    assert ("REPRODUCED", "source_build") == expected["in-b"][:2], expected
+    for n in sorted({before + 1, before + (writes + 1) // 2, before + writes}):
+        shutil.rmtree(ws)
+        shutil.copytree(snapshot, ws, symlinks=True)
+        (tmp_path / f"c{n}").write_text(str(before))
+        armed = Driver(ws, {**drv.env, "ORCHESTRATOR_TEST_CRASH_AT": str(n),
+                            "ORCHESTRATOR_TEST_CRASH_COUNTER": str(tmp_path / f"c{n}")})
+        assert armed.shell(task["feed_command"]).code in (-9, 137), f"point {n} did not kill"
+        again = drv.call(argv)
+        assert again.spec is not None, again.stderr
+        spec, ran = _feed_builds(drv, again.spec)
+        assert ("done", [str(b)], expected) == (
+            spec["status"], [r[r.index("--source") + 1] for r in ran], _rows(spec)), f"point {n}"
 
 
 def test_auto_entries_in_two_trees_are_each_run_against_a_build_of_their_own_tree(
