@@ -213,14 +213,14 @@ class MaskedLines:
     until its END line (up to ``HOLD_MAX`` characters); ``flush`` writes the held rest,
     masked, too."""
 
+    HOLD_MAX = 65536  # the most text held for a key block whose END has not come yet
+
     def __init__(self, stream: Any) -> None:
         import threading
 
         self.stream = stream
         self._held = ""
         self._lock = threading.Lock()  # the servers write from their worker threads too
-
-    HOLD_MAX = 65536  # the most text held for a key block whose END has not come yet
 
     def write(self, text: str) -> int:
         with self._lock:
@@ -247,9 +247,9 @@ class MaskedLines:
 
 
 def mask_stderr() -> None:
-    """From now on this process's ``sys.stderr`` is masked (``MaskedLines``);
-    called by a server before the libraries it runs set up their logging, so their handlers
-    write through it."""
+    """From now on this process's ``sys.stderr`` is masked (``MaskedLines``): called by a
+    server before the libraries it runs set up their logging, so their handlers write
+    through it."""
     import sys
 
     if not isinstance(sys.stderr, MaskedLines):

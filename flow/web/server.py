@@ -5,8 +5,8 @@ The socket is bound before anything is printed (127.0.0.1 and a port the system 
 serves ``flow.web.app`` on that very socket. Its own log goes to stderr, with secrets masked
 (``flow.core.redact.mask_stderr``); stdout holds the one JSON object of the harness contract
 (on a terminal, the same in words: ``flow.cli.person``). Only the Host names it serves are
-answered (``flow.web.hosts``); ``--host`` other than a loopback name warns on stderr. Ctrl-C (SIGINT) or SIGTERM stops it with exit 0, whenever it
-comes.
+answered (``flow.web.hosts``); ``--host`` other than a loopback name warns on stderr. Ctrl-C
+(SIGINT) or SIGTERM stops it with exit 0, whenever it comes.
 """
 
 from __future__ import annotations

@@ -365,7 +365,8 @@ def _ci_groups(ctx: Any) -> list[list[str]]:
     its groups. Entries naming different CI repositories never share an environment: each
     verdict is the one its own CI gives."""
     if not ctx.data.batch_ci_groups:
-        profile, groups = profile_of(ctx), {}
+        profile = profile_of(ctx)
+        groups: dict[str, list[str]] = {}
         for entry_id in ctx.data.batch_to_stage3:
             groups.setdefault(_ci_repo_of(ctx, profile, _by_id(ctx, entry_id)), []).append(entry_id)
         ctx.data.batch_ci_groups = list(groups.values())
