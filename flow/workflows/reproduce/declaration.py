@@ -245,6 +245,7 @@ WORKFLOW = Workflow(
         ("next", "batch_stage2", "batch_stage2"), ("finished", "batch_stage2", "batch_report"),
         ("align", "batch_stage2", "batch_ci"),
         ("aligned", "batch_ci", "batch_stage3"), ("decided", "batch_ci", "batch_report"),
+        ("next", "batch_ci", "batch_ci"),
         ("next", "batch_stage3", "batch_stage3"), ("finished", "batch_stage3", "batch_report"),
         ("align", "batch_stage3", "batch_ci"),
     ),

@@ -322,22 +322,22 @@ def _build_each(ctx: Any, profile: Any, ids: list[str]) -> Any:
 
 def align(ctx: Any) -> Any:
     """Stage 3's CI environment for the next group of entries going there, one group per CI
-    repository they name (``_ci_groups``), in turn: a group whose alignment stops
-    (CANNOT_VERIFY) decides only its own entries, and the next group is aligned."""
+    repository they name (``_ci_groups``), one group per visit (its runs and jobs are that
+    visit's own): a group whose alignment stops (CANNOT_VERIFY) decides only its own
+    entries, and the next visit aligns the next group."""
     profile, groups = profile_of(ctx), _ci_groups(ctx)
-    while ctx.data.batch_ci_group < len(groups):
-        ids = groups[ctx.data.batch_ci_group]
-        ctx.data.current_stage = Stage.CI_ENV.value
-        _load(ctx, _by_id(ctx, ids[0]))
-        ctx.data.tree = ctx.data.batch_tree
-        if stage3_steps.align(ctx, profile, reproducer(ctx)) is None:
-            break
+    if ctx.data.batch_ci_group >= len(groups):  # the last groups' alignments all stopped
+        return Go("decided")
+    ids = groups[ctx.data.batch_ci_group]
+    ctx.data.current_stage = Stage.CI_ENV.value
+    _load(ctx, _by_id(ctx, ids[0]))
+    ctx.data.tree = ctx.data.batch_tree
+    if stage3_steps.align(ctx, profile, reproducer(ctx)) is not None:
         for entry_id in ids:
             ctx.data.batch_verdicts[entry_id] = dict(ctx.data.verdict or {})
         ctx.data.verdict = None
         ctx.data.batch_ci_group += 1
-    else:
-        return Go("decided")
+        return Go("next")
     if len(ids) > 1:
         ctx.data.notes.append(f"ci_env: one CI environment for {ids}")
     ctx.data.batch_python, ctx.data.batch_path_head = ctx.data.python, ctx.data.path_head
