@@ -33,6 +33,29 @@ def test_infer_ci_repo(text: str, explicit: CiRepo | None, expected: list[CiRepo
     assert expected == infer_ci_repo(rep, explicit, pytorch_dir="/trees/pt")
 
 
+def test_batch_entries_are_named_by_the_ci_they_are_aligned_against() -> None:
+    """``ci_name``, a batch's groups at Stage 3: real upstream test paths (torch-xpu-ops'
+    test/xpu/complex_tensor/test_complex_tensor_xpu.py, pytorch's test/test_nn.py) name
+    different CIs, an explicit ci_repo wins, a command with no path may be either; the
+    local profile names its OWNER/NAME or its own repository."""
+    from flow.workflows.reproduce.stage3.steps import ci_name
+
+    xpu, local = load_profile("pytorch-xpu"), load_profile("local")
+
+    def named(profile: object, text: str, explicit: str | None = None) -> str:
+        return ci_name(profile, parse_reproducer(text, exists=lambda _p: True), explicit,
+                       "/trees/pt")
+
+    assert ["torch-xpu-ops", "pytorch", "pytorch", "torch-xpu-ops or pytorch", "acme/calc",
+            "the profile's", "the profile's"] == [
+        named(xpu, "pytest test/xpu/complex_tensor/test_complex_tensor_xpu.py::T::t"),
+        named(xpu, "python test/test_nn.py -k test_conv"),
+        named(xpu, "pytest test/xpu/complex_tensor/test_complex_tensor_xpu.py", "pytorch"),
+        named(xpu, 'python -c "import torch"'),
+        named(local, "pytest tests/test_calc.py", "acme/calc"),
+        named(local, "pytest tests/test_calc.py"), named(local, "pytest t.py", "pytorch")]
+
+
 TABLE = load_profile("pytorch-xpu").ci_env.pytorch.build_envs
 NOBLE, CLIENT, JAMMY = "linux-noble-xpu-n-py3.10", "linux-noble-xpu-n-py3.10-client", "linux-jammy-xpu-n-1-py3.10"
 

@@ -344,31 +344,19 @@ def align(ctx: Any) -> Any:
     return Go("aligned")
 
 
-def _ci_repo_of(ctx: Any, profile: Any, item: BatchEntry) -> str:
-    """The CI repository ``item`` is aligned against: the entry's ``ci_repo``, else the
-    batch's --ci-repo, else (a PyTorch profile) what its reproducer's path names
-    (``stage3.rules.infer_ci_repo``: candidates tried in turn), else the profile's own."""
-    from flow.workflows.reproduce.stage3 import rules as ci_env
-
-    _load(ctx, item)
-    explicit = ctx.data.ci_repo
-    if profile.ci_env.pytorch is None:
-        return explicit if explicit and "/" in explicit else "the profile's"
-    given = ci_env.CiRepo(explicit) if explicit in {c.value for c in ci_env.CiRepo} else None
-    return " or ".join(c.value for c in ci_env.infer_ci_repo(reproducer(ctx), given,
-                                                             ctx.data.batch_tree))
-
-
 def _ci_groups(ctx: Any) -> list[list[str]]:
-    """The entries going to Stage 3, grouped by the CI repository each is aligned against,
-    in the order they came; worked out once (``batch_ci_groups``), so a resumed batch keeps
+    """The entries going to Stage 3, grouped by the CI repository each is aligned against
+    (``stage3.steps.ci_name``, what ``align`` fetches from), in the order they came; worked out once (``batch_ci_groups``), so a resumed batch keeps
     its groups. Entries naming different CI repositories never share an environment: each
     verdict is the one its own CI gives."""
     if not ctx.data.batch_ci_groups:
         profile = profile_of(ctx)
         groups: dict[str, list[str]] = {}
         for entry_id in ctx.data.batch_to_stage3:
-            groups.setdefault(_ci_repo_of(ctx, profile, _by_id(ctx, entry_id)), []).append(entry_id)
+            _load(ctx, _by_id(ctx, entry_id))
+            repo = stage3_steps.ci_name(profile, reproducer(ctx), ctx.data.ci_repo,
+                                        ctx.data.batch_tree)
+            groups.setdefault(repo, []).append(entry_id)
         ctx.data.batch_ci_groups = list(groups.values())
         if len(groups) > 1:
             ctx.data.notes.append("ci_env: one CI environment per CI repository, in turn: " +

@@ -39,20 +39,16 @@ def align(ctx: Any, profile: Profile, rep: Reproducer) -> Go | None:
     ``ci_env/job_log.txt`` (read by ``fold``). ``Go("decided")`` with a CANNOT_VERIFY
     verdict in ``ctx.data.verdict`` when blocked; None once the CI environment is the
     stage's interpreter. ``rep`` infers ci_repo when neither --ci-repo nor the profile
-    names it (the batch passes its first entry and notes that)."""
-    from flow.workflows.reproduce.stage3 import rules as ci_env, fetch as ci_fetch
+    names it (``ci_target``; a batch passes the first entry of each group of entries whose
+    ``ci_name`` is the same)."""
+    from flow.workflows.reproduce.stage3 import fetch as ci_fetch
     from flow.workflows.reproduce.recipes import fill
 
     if ctx.data.tree and profile.tree is not None:
         for i, tpl in enumerate(profile.tree.clean):  # best effort, as the seed's `|| true`
             runner.run(fill(tpl, tree=ctx.data.tree), cwd=None, env=ctx.settings,
                        log=ctx.path(f"logs/clean-{i}.log"))
-    explicit = ctx.data.ci_repo
-    if profile.ci_env.pytorch is None:  # local: the profile's (or --ci-repo's) repository
-        candidates, override = None, explicit if explicit and "/" in explicit else None
-    else:
-        given = ci_env.CiRepo(explicit) if explicit in {c.value for c in ci_env.CiRepo} else None
-        candidates, override = ci_env.infer_ci_repo(rep, given, ctx.data.tree), None
+    candidates, override = ci_target(profile, rep, ctx.data.ci_repo, ctx.data.tree)
     got = ci_fetch.fetch(profile, candidates, override, ctx.settings, ctx.path("ci_env/wheels"))
     if isinstance(got, CannotVerify):
         ctx.data.verdict = got.model_dump(mode="json")
@@ -65,6 +61,28 @@ def align(ctx: Any, profile: Profile, rep: Reproducer) -> Go | None:
         return blocked(ctx, Stage.CI_ENV, problem)
     ctx.write_text(JOB_LOG, got.job_log)
     return None
+
+
+def ci_target(profile: Profile, rep: Reproducer, explicit: str | None,
+              tree: str | None) -> tuple[list[Any] | None, str | None]:
+    """Which CI ``align`` fetches from: (the PyTorch profiles' candidate repositories, tried
+    in turn: ``explicit`` when it is one, else inferred from the reproducer's paths; or the
+    local profile's OWNER/NAME ``explicit`` overriding the profile's own repository)."""
+    from flow.workflows.reproduce.stage3 import rules as ci_env
+
+    if profile.ci_env.pytorch is None:  # local: the profile's (or --ci-repo's) repository
+        return None, explicit if explicit and "/" in explicit else None
+    given = ci_env.CiRepo(explicit) if explicit in {c.value for c in ci_env.CiRepo} else None
+    return ci_env.infer_ci_repo(rep, given, tree), None
+
+
+def ci_name(profile: Profile, rep: Reproducer, explicit: str | None, tree: str | None) -> str:
+    """``ci_target`` in words: ``pytorch``, ``torch-xpu-ops or pytorch``, ``OWNER/NAME``, or
+    ``the profile's``; entries with the same name are aligned against the same CI."""
+    candidates, override = ci_target(profile, rep, explicit, tree)
+    if candidates is not None:
+        return " or ".join(c.value for c in candidates)
+    return override or "the profile's"
 
 
 def fold(ctx: Any, profile: Profile, rep: Reproducer) -> None:
