@@ -104,10 +104,11 @@ def connect(url: str, fresh: bool = False) -> psycopg.Connection[Any]:
     return conn
 
 
-#: ``application_name`` of every session (``pg_stat_activity`` shows it): a call's, and with
-#: a word after it, the sessions of a part that keeps one of its own: ``beat`` (a lock
-#: holder's heartbeat, ``workspace.pgbeat``) and ``dashboard`` (the flow version the
-#: dashboard reads on its event loop, ``flow.web.source``)
+#: ``application_name`` of every session (``pg_stat_activity`` shows it; the store URL's own
+#: ``application_name`` instead, when it gives one): a call's, and with a word after it, the
+#: sessions of a part that keeps one of its own: ``beat`` (a lock holder's heartbeat,
+#: ``workspace.pgbeat``) and ``dashboard`` (the flow version the dashboard reads on its
+#: event loop, ``flow.web.source``)
 APPLICATION = "skill-orchestrator"
 
 
@@ -129,7 +130,8 @@ def _session_args(url: str, statement_timeout_s: float,
               str(DEAD_PEER_S * 1000), str(IDLE_IN_TRANSACTION_S * 1000),
               str(int(statement_timeout_s * 1000)))
     return dict(autocommit=True, connect_timeout=int(timeout),
-                application_name=f"{APPLICATION} {part}".strip(), **probes), values
+                application_name=f"{given.get('application_name') or APPLICATION} {part}".strip(),
+                **probes), values
 
 
 #: ``SESSION`` for a server before 12, which has no tcp_user_timeout (its value left out)

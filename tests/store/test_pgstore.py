@@ -275,3 +275,18 @@ def test_restart_moves_the_rows_aside_and_status_lists_the_store(
     assert "toy/alpha" == ids[0] and ids[1].startswith("toy/alpha.old-") and 2 == len(ids)
     listed = drv.call(["status", "--json"]).spec["flows"]
     assert ["toy/alpha"] == [r["flow_id"] for r in listed]
+
+
+def test_a_session_is_named_for_its_part_after_the_urls_own_name(pg_url: str) -> None:
+    """What pg_stat_activity shows: ``skill-orchestrator`` and the part (``beat``), or the
+    store URL's own ``application_name`` (a fleet naming its machines) and the part."""
+    from workspace.pgconn import session
+
+    named = []
+    for url, part in ((pg_url, ""), (pg_url, "beat"), (f"{pg_url}?application_name=worker-7", "beat")):
+        conn = session(url, part=part)
+        try:
+            named.append(conn.execute("SHOW application_name").fetchone()[0])
+        finally:
+            conn.close()
+    assert ["skill-orchestrator", "skill-orchestrator beat", "worker-7 beat"] == named
