@@ -14,6 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 pytest_plugins = ["tests.fakegithub.plugin", "tests.store.plugin", "tests.failnow"]
+# Files the tests copy and run, not tests of ours: a fixture checkout's test/test_pool_ops.py
+# would otherwise be collected, importing torch in every worker and running its tests here.
+collect_ignore = ["fixtures"]
 os.environ["ORCHESTRATOR_FSYNC"] = "off"
 
 
