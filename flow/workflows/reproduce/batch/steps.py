@@ -346,9 +346,10 @@ def align(ctx: Any) -> Any:
 
 def _ci_groups(ctx: Any) -> list[list[str]]:
     """The entries going to Stage 3, grouped by the CI repository each is aligned against
-    (``stage3.steps.ci_name``, what ``align`` fetches from), in the order they came; worked out once (``batch_ci_groups``), so a resumed batch keeps
-    its groups. Entries naming different CI repositories never share an environment: each
-    verdict is the one its own CI gives."""
+    (``stage3.steps.ci_name``, what ``align`` fetches from), in the order they came; worked
+    out once (``batch_ci_groups``), so a resumed batch keeps its groups. Entries naming
+    different CI repositories never share an environment: each verdict is the one its own
+    CI gives."""
     if not ctx.data.batch_ci_groups:
         profile = profile_of(ctx)
         groups: dict[str, list[str]] = {}
