@@ -1,4 +1,5 @@
-"""Shared helpers: real subprocess runs, a 127.0.0.1 HTTP server, tiny wheels."""
+"""Shared helpers: real subprocess runs, a 127.0.0.1 HTTP server, tiny wheels, and the
+project environment every reproduce test's flow runs its reproducer with."""
 from __future__ import annotations
 
 import base64
@@ -9,6 +10,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests import projectenv
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reproduce"
 REPO = Path(__file__).resolve().parents[2]
@@ -58,3 +61,21 @@ def git_env(tmp_path: Path) -> dict[str, str]:
                GIT_COMMITTER_EMAIL="t@example.invalid", GIT_CONFIG_GLOBAL=str(tmp_path / "gitconfig"),
                GIT_CONFIG_NOSYSTEM="1")
     return env
+
+
+@pytest.fixture(scope="session")
+def project_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A project's interpreter with pytest, pip and setuptools and no other tool of ours
+    (``tests.projectenv``), one per worker."""
+    venv = tmp_path_factory.mktemp("project-env") / "venv"
+    return str(projectenv.make(venv, ["pytest", "pip", "setuptools"]))
+
+
+@pytest.fixture(autouse=True)
+def _reproduce_with_the_project_python(project_python: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flows these tests start run reproducers with ``project_python``, as a user's do
+    with their project's (``ORCHESTRATOR_REPRODUCE_PYTHON``); a test that sets its own, or
+    removes it to pin the default (this interpreter), wins. The contract suite and the
+    README's example run with the default."""
+    monkeypatch.setenv("ORCHESTRATOR_REPRODUCE_PYTHON", project_python)

@@ -20,14 +20,14 @@ def _verdict(drv: Driver, src: Path, command: str) -> dict:
     return call.spec
 
 
-def test_a_collection_error_verdict_has_its_environment(tmp_path: Path) -> None:
+def test_a_collection_error_verdict_has_its_environment(tmp_path: Path, project_python: str) -> None:
     src = Path(shutil.copytree(REPO / "examples" / "calc", tmp_path / "calc"))
     (src / "tests" / "test_broken.py").write_text(
         "import a_module_nobody_installed\n\n\ndef test_x():\n    pass\n")
     spec = _verdict(Driver(tmp_path / "ws"), src, "pytest tests/test_broken.py::test_x")
     verdict = spec["verdict"]
     env = verdict.get("environment") or {}
-    assert ("CANNOT_VERIFY", PYTHON, "calc", str(src)) == (
+    assert ("CANNOT_VERIFY", project_python, "calc", str(src)) == (
         verdict["verdict"], env.get("interpreter"), env.get("project"),
         (env.get("tree") or {}).get("path")), verdict
 

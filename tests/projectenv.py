@@ -1,0 +1,79 @@
+"""A project's own environment for the flows the tests drive, made from the test environment.
+
+The reproduce workflow runs a reproducer with the project's interpreter
+(``ORCHESTRATOR_REPRODUCE_PYTHON``, else the orchestrator's own), and a pytest started there
+loads every plugin that environment registers. The test environment registers xdist's,
+hypothesis's and anyio's (mcp's dependency), which no project under test asked for: a pytest
+start there took 0.58 CPU-seconds on a 2-core machine, 0.26 without them, and the reproduce
+tests start some 500. ``make`` builds a venv holding copies of the named distributions of the
+test environment and of what they require, with their console scripts (``pytest``, ``pip``)
+in its ``bin``: the same installed code, without ``ensurepip`` or an index, and what a flow
+installs or removes there stays there. A project's environment holds its own tools, not ours.
+(The refactor's runs keep the test environment: there ``import torch`` is most of a start.)
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+SCRIPT = """#!{python}
+import sys
+from {module} import {head}
+sys.exit({call}())
+"""
+
+
+def _closure(names: Iterable[str]) -> list[metadata.Distribution]:
+    """The distributions ``names`` and, recursively, what they require on this interpreter
+    (markers evaluated, a requirement's extras followed)."""
+    seen: dict[str, metadata.Distribution] = {}
+    taken: set[tuple[str, str]] = set()
+    todo = [(name, "") for name in names]
+    while todo:
+        name, extra = todo.pop()
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional requirement this environment does not hold
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if (key, extra) in taken:
+            continue
+        taken.add((key, extra))
+        seen[key] = dist
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": extra}):
+                todo += [(req.name, "")] + [(req.name, e) for e in req.extras]
+    return list(seen.values())
+
+
+def make(venv: Path, names: Iterable[str]) -> Path:
+    """Make ``venv`` holding ``names`` (and their requirements) of this environment, copied
+    into its site-packages (compiled files and times kept); its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    for dist in _closure(names):
+        tops = {f.parts[0] for f in dist.files or [] if f.parts[0] not in ("..", "__pycache__")}
+        for top in sorted(tops):
+            source = Path(dist.locate_file(top))
+            if (site / top).exists() or not source.exists():
+                continue
+            if source.is_dir():
+                shutil.copytree(source, site / top, symlinks=True)
+            else:
+                shutil.copy2(source, site / top)
+        for ep in dist.entry_points.select(group="console_scripts"):
+            head = ep.attr.split(".")[0]
+            script = venv / "bin" / ep.name
+            script.write_text(SCRIPT.format(python=python, module=ep.module, head=head,
+                                            call=ep.attr))
+            script.chmod(0o755)
+    return python
