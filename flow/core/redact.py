@@ -211,7 +211,8 @@ class MaskedLines:
     write is held up to its last newline (a secret written in pieces is masked whole, and a
     log record or traceback written at once is masked as one text), and a private key block
     until its END line (up to ``HOLD_MAX`` characters); ``flush`` writes the held rest,
-    masked, too."""
+    masked, too. ``writelines`` and the binary ``buffer`` (bytes decoded incrementally with
+    the stream's encoding) go through the same held text, in the order they were written."""
 
     HOLD_MAX = 65536  # the most text held for a key block whose END has not come yet
 
@@ -220,20 +221,40 @@ class MaskedLines:
 
         self.stream = stream
         self._held = ""
+        self._decoder: Any = None  # bytes written to ``buffer``: made on the first
         self._lock = threading.Lock()  # the servers write from their worker threads too
 
     def write(self, text: str) -> int:
         with self._lock:
-            self._held += text
-            cut = self._held.rfind("\n") + 1
-            begin = self._held.rfind("-----BEGIN ", 0, cut)
-            if begin >= 0 and "PRIVATE KEY" in self._held[begin:begin + 80] and \
-                    "-----END " not in self._held[begin:] and len(self._held) < self.HOLD_MAX:
-                cut = self._held.rfind("\n", 0, begin) + 1  # the block's lines go out together
-            if cut:
-                done, self._held = self._held[:cut], self._held[cut:]
-                self.stream.write(redact(done))
+            self._hold(text)
         return len(text)
+
+    def write_bytes(self, data: bytes | bytearray | memoryview) -> int:
+        """``buffer.write``: decoded with the stream's encoding (a character split between
+        writes waits for its rest), then held and masked as text is."""
+        import codecs
+
+        with self._lock:
+            if self._decoder is None:
+                encoding = getattr(self.stream, "encoding", None) or "utf-8"
+                self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+            self._hold(self._decoder.decode(bytes(data)))
+        return len(data)
+
+    def _hold(self, text: str) -> None:
+        self._held += text
+        cut = self._held.rfind("\n") + 1
+        begin = self._held.rfind("-----BEGIN ", 0, cut)
+        if begin >= 0 and "PRIVATE KEY" in self._held[begin:begin + 80] and \
+                "-----END " not in self._held[begin:] and len(self._held) < self.HOLD_MAX:
+            cut = self._held.rfind("\n", 0, begin) + 1  # the block's lines go out together
+        if cut:
+            done, self._held = self._held[:cut], self._held[cut:]
+            self.stream.write(redact(done))
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
 
     def flush(self) -> None:
         with self._lock:
@@ -242,8 +263,33 @@ class MaskedLines:
                 self._held = ""
             self.stream.flush()
 
+    @property
+    def buffer(self) -> _MaskedBuffer:
+        """The binary side (``sys.stderr.buffer.write(b"...")``), masked like the text."""
+        return _MaskedBuffer(self)
+
     def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding...: the stream's own
         return getattr(self.stream, name)
+
+
+class _MaskedBuffer:
+    """``MaskedLines.buffer``: every write goes through ``MaskedLines.write_bytes``."""
+
+    def __init__(self, owner: MaskedLines) -> None:
+        self.owner = owner
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        return self.owner.write_bytes(data)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self.owner.flush()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, ...: the stream's buffer's own
+        return getattr(self.owner.stream.buffer, name)
 
 
 def mask_stderr() -> None:

@@ -37,6 +37,26 @@ def test_each_line_is_masked_whole_however_it_was_written() -> None:
                     "PRIVATE KEY-----\nlast words ***")
 
 
+def test_writelines_and_the_binary_buffer_are_masked_in_order() -> None:
+    """A library that writes bytes to ``sys.stderr.buffer`` or lines through ``writelines``
+    goes through the same held text: masked, a secret split between a text write and a
+    bytes write (or inside a multibyte character) masked whole, the order kept."""
+    os.environ["DASH_API_TOKEN"] = SECRET
+    try:
+        raw = io.BytesIO()
+        out = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+        masked = MaskedLines(out)
+        masked.write("text " + SECRET[:4])
+        masked.buffer.write(SECRET[4:].encode() + b" bytes \xc3")  # half of an e-acute
+        masked.buffer.write(b"\xa9 " + SHAPED.encode() + b"\n")
+        masked.writelines(["lines ", SECRET, "\n"])
+        masked.buffer.writelines([b"last ", SECRET.encode()])
+        masked.buffer.flush()
+    finally:
+        del os.environ["DASH_API_TOKEN"]
+    assert b"text *** bytes \xc3\xa9 ***\nlines ***\nlast ***" == raw.getvalue()
+
+
 def _run(script: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DASH_API_TOKEN": SECRET, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
