@@ -32,9 +32,14 @@ sys.exit({call}())
 
 def _closure(names: Iterable[str]) -> list[metadata.Distribution]:
     """The distributions ``names`` and, recursively, what they require on this interpreter
-    (markers evaluated, a requirement's extras followed)."""
+    (markers evaluated, a requirement's extras followed). A named one this environment does
+    not hold, or holds without a file list, is an error: the project environment would lack
+    it and the flows' runs would fail for a reason of ours."""
     seen: dict[str, metadata.Distribution] = {}
     taken: set[tuple[str, str]] = set()
+    for name in names:
+        if not metadata.distribution(name).files:  # PackageNotFoundError names it
+            raise RuntimeError(f"{name} has no RECORD in {sys.prefix}: reinstall it with pip")
     todo = [(name, "") for name in names]
     while todo:
         name, extra = todo.pop()
