@@ -26,6 +26,8 @@ def _checkout(where: Path) -> Path:
     shutil.copytree(HW / "checkout" / "tools", where / "tools")
     (where / "tools/linter/adapters/test_linter_allowlist.json").write_text(json.dumps(LISTED, indent=4) + "\n")
     shutil.copy(HW / "compliant.py", where / "test" / "test_done.py")
+    # as PyTorch's own: the runs' bytecode is not a change (whatever PYTHONDONTWRITEBYTECODE says)
+    (where / ".gitignore").write_text("__pycache__/\n")
     for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
         subprocess.run(["git", "-C", str(where), *argv], check=True)
     return where

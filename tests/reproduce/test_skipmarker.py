@@ -85,6 +85,8 @@ def test_remove_rerun_restore_in_git_repo(tmp_path: Path, git_env: dict[str, str
     repo = tmp_path / "repo"
     repo.mkdir()
     shutil.copy(FIXTURES / "outcomes_cases.py", repo / "outcomes_cases.py")
+    # as a real project's: the runs' bytecode is not a change (whatever PYTHONDONTWRITEBYTECODE says)
+    (repo / ".gitignore").write_text("__pycache__/\n")
     for argv in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "init"]):
         assert 0 == run(argv, cwd=repo, env=git_env)[0]
     node = "outcomes_cases.py::TestOutcomes::test_skipped_xpu"
