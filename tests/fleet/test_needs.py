@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +95,14 @@ def test_a_flow_taken_over_where_its_venv_is_missing_is_refused_and_kept(
     """A reproduce item begun by x with a venv's interpreter; x dies (its lease ends); y, in
     another workspace without that venv, is refused naming the interpreter, the flow's row
     stays byte for byte; z, once the venv is there, resumes the flow."""
+    # A real venv (its pyvenv.cfg, and this environment's packages lent through a .pth): a
+    # bare link to sys.executable in a folder of its own is another interpreter on some
+    # Pythons (Debian's resolves it to the base one, without pytest).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")],
+                   check=True)
+    site = next((tmp_path / "venv").glob("lib/python*/site-packages"))
+    (site / "zz_lent.pth").write_text(sysconfig.get_path("purelib") + "\n")
     venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True)
-    (venv / "python").symlink_to(sys.executable)
     items = _items(tmp_path / "items.json", [{"id": "calc", "argv": [
         "reproduce", "--profile", "local", "--source-dir", str(ROOT / "examples/calc"),
         "--ci-commit", "a" * 40, "--command", "pytest tests/test_calc.py::test_add"]}])
@@ -107,7 +114,7 @@ def test_a_flow_taken_over_where_its_venv_is_missing_is_refused_and_kept(
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE campaign_items SET lease_until = now() - interval '1 second'")
         row = bytes(conn.execute("SELECT state FROM flows").fetchone()[0])
-    (venv / "python").unlink()  # machine y has no such venv
+    (venv / "python").rename(tmp_path / "python.away")  # machine y has no such venv
 
     refused = _worker(tmp_path / "Y", pg_url, "y").call(["campaign", "r"])
     assert 4 == refused.code, refused.stderr
@@ -118,7 +125,7 @@ def test_a_flow_taken_over_where_its_venv_is_missing_is_refused_and_kept(
     with psycopg.connect(pg_url) as conn:
         assert row == bytes(conn.execute("SELECT state FROM flows").fetchone()[0])
 
-    (venv / "python").symlink_to(sys.executable)
+    (tmp_path / "python.away").rename(venv / "python")
     took = _worker(tmp_path / "Y", pg_url, "z").call(["campaign", "r"])
     assert (0, flow_id) == (took.code, took.spec["flow_id"]), took.stderr
     assert took.spec["status"] != "error"
