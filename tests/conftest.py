@@ -1,6 +1,8 @@
 """Shared pytest set-up: the fake GitHub server and the PostgreSQL cluster fixtures are
 available to every test, a failing test is named as it fails (``tests.failnow``), and no test
-may leave a foreground budget running in its worker.
+may leave a foreground budget running in its worker. The PyTorch runs a refactor flow starts
+with its test interpreter are forks of one interpreter a worker that has imported torch
+already (``tests.torchfork``), as every start would otherwise spend 4 to 5 CPU-seconds there.
 
 Every workspace a test makes is thrown away, so the suite runs with ``ORCHESTRATOR_FSYNC=off``
 (set before any worker or child starts, so all inherit it): writes stay atomic and a killed
@@ -18,6 +20,28 @@ pytest_plugins = ["tests.fakegithub.plugin", "tests.store.plugin", "tests.failno
 # would otherwise be collected, importing torch in every worker and running its tests here.
 collect_ignore = ["fixtures"]
 os.environ["ORCHESTRATOR_FSYNC"] = "off"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _torch_runs_fork_from_one_import(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``ORCHESTRATOR_PYTHON`` for every flow in this worker: ``tests.torchfork``'s executable
+    (this interpreter, each pytest run or script a fork of a server that imported torch once).
+    A test of the interpreter rule itself passes its own settings or unsets it."""
+    from tests import torchfork
+
+    with torchfork.running(str(tmp_path_factory.mktemp("torchfork"))) as python:
+        if python is None:
+            yield
+            return
+        before = os.environ.get("ORCHESTRATOR_PYTHON")
+        os.environ["ORCHESTRATOR_PYTHON"] = python
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("ORCHESTRATOR_PYTHON", None)
+            else:
+                os.environ["ORCHESTRATOR_PYTHON"] = before
 
 
 @pytest.fixture(autouse=True)

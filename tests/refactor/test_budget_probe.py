@@ -5,7 +5,6 @@ state untouched, then runs it again in the next call."""
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 import time
 from pathlib import Path

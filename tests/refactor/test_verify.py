@@ -13,6 +13,7 @@ from flow.workflows.refactor.collect import base_test, collect_tests, compare_co
 from flow.workflows.refactor.fields import FIELD_AGNOSTIC_CHECKS
 from flow.workflows.refactor.verify import VerifyInput, verify
 
+from tests import torchfork
 from tests.refactor.conftest import SMALL, read
 
 BEFORE = read(SMALL / "small_ops_before.py")
@@ -168,13 +169,12 @@ class _Ctx:
     """The few flow-context members the collect-only helpers use, over a real folder."""
 
     def __init__(self, flow: Path, file: Path, repo: Path) -> None:
-        import sys as _sys
         from types import SimpleNamespace
 
         import os
 
         self.dir = flow
-        self.settings = {**os.environ, "ORCHESTRATOR_PYTHON": _sys.executable}
+        self.settings = {**os.environ, "ORCHESTRATOR_PYTHON": torchfork.python()}
         self.data = SimpleNamespace(file=str(file), repo=str(repo), test_python=None, notes=[])
 
     def path(self, name: str) -> Path:
