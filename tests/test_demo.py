@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
+from tests import torchfork
 from tests.contract.driver import Driver
 
 
@@ -11,10 +13,17 @@ def test_demo_refactor_reaches_finalize_through_the_printed_commands(tmp_path: P
     """Every task is answered from the recordings via its feed_command, to done/finalize; with
     a 2 s foreground budget the local test gate outlives a call, so the flow answers `waiting`
     on its job, the replay harness resumes, and the flow still reaches done."""
+    # The gate outlives the budget by construction, on any machine: its run starts 3 s late
+    # (a test interpreter that waits before a JUnit run), where a fast start would otherwise
+    # end inside the 2 s.
+    python = tmp_path / "late-python"
+    python.write_text('#!/bin/sh\ncase " $* " in *" --junitxml="*) sleep 3;; esac\n'
+                      f'exec {shlex.quote(torchfork.python())} "$@"\n')
+    python.chmod(0o755)
     # the demo replays the whole flow in one process: bounded generously, as a busy
     # machine (a loaded CI runner) may take minutes for it
-    call = Driver(tmp_path, {"ORCHESTRATOR_FOREGROUND_S": "2"}).call(["demo", "refactor"],
-                                                                     timeout=1200)
+    call = Driver(tmp_path, {"ORCHESTRATOR_FOREGROUND_S": "2", "ORCHESTRATOR_PYTHON": str(python)}
+                  ).call(["demo", "refactor"], timeout=1200)
     spec = call.spec
     assert spec is not None and (0, "done", "finalize", "refactored") == (
         call.code, spec["status"], spec["phase"], spec["outcome"])

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from flow.cli.demo import TEST_FILE, _answer, make_checkout
+from tests import torchfork
 from tests.fakegithub import FakeGitHub
 from tests.mcp.client import ROOT, Mcp, drive
 
@@ -69,7 +70,9 @@ def test_the_refactor_demo_reaches_done_over_mcp(tmp_path: Path) -> None:
         assert summary == Path(spec["summary_path"]).read_text()
         assert (checkout / TEST_FILE).read_text() == _demo_result()
 
-    drive(ws, body)
+    # An MCP client starts the server with an environment of its own: the test interpreter
+    # is named, as a person configuring the server would name theirs.
+    drive(ws, body, {"ORCHESTRATOR_PYTHON": torchfork.python()})
 
 
 @pytest.mark.parametrize("harness", ["claude", "codex"])
