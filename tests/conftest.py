@@ -22,6 +22,13 @@ collect_ignore = ["fixtures"]
 os.environ["ORCHESTRATOR_FSYNC"] = "off"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` first, the rest in their order: with ``.ci/test``'s small xdist
+    chunks each worker takes the next test when it is free, so the longest start while there
+    is still other work to share the cores with, and none ends the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _torch_runs_fork_from_one_import(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """``ORCHESTRATOR_PYTHON`` for every flow in this worker: ``tests.torchfork``'s executable

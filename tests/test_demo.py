@@ -5,10 +5,13 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+import pytest
+
 from tests import torchfork
 from tests.contract.driver import Driver
 
 
+@pytest.mark.slow
 def test_demo_refactor_reaches_finalize_through_the_printed_commands(tmp_path: Path) -> None:
     """Every task is answered from the recordings via its feed_command, to done/finalize; with
     a 2 s foreground budget the local test gate outlives a call, so the flow answers `waiting`
@@ -42,6 +45,7 @@ def test_demo_of_an_unknown_workflow_is_a_usage_error(tmp_path: Path) -> None:
     assert (2, "usage") == (call.code, call.spec["error"]["code"])
 
 
+@pytest.mark.slow
 def test_demo_on_a_terminal_prints_a_line_per_step_and_done_once(tmp_path: Path) -> None:
     """On a terminal the demo says each step in one line of words (no JSON), then `done` once,
     after the last step, with the number of calls it made."""

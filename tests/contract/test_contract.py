@@ -164,6 +164,7 @@ def _kill_points(scenario: Scenario, points: int, when: str) -> list[int]:
     return spread[0::2] if when == "before" else spread[1::2]
 
 
+@pytest.mark.slow
 def test_kill_at_each_persistence_point_then_resume_ends_the_same(
         scenario: Scenario, tmp_path: Path, store: Any) -> None:
     """A SIGKILL at any atomic write, just before it and just after it, then --resume, ends

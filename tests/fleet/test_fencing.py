@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from tests.contract.driver import Driver, modules_after
 from tests.contract.scenarios import _toy_answer
@@ -149,6 +150,7 @@ def test_a_stale_holder_cannot_complete_an_item_the_new_holder_finished(
     assert (1, "ticked") == (done["done_count"], done["result"]["outcome"])
 
 
+@pytest.mark.slow
 def test_a_harness_polling_its_resume_command_keeps_its_item_past_three_lease_lengths(
         tmp_path: Path, pg_url: str) -> None:
     """Polls are heartbeats: worker a (a 4 s lease) polls the resume command of its flow

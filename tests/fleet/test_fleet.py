@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from tests.contract.driver import ROOT, SCRIPT
 from tests.store.pgserver import Cluster
@@ -70,6 +71,7 @@ def _items_state(url: str, name: str) -> list[tuple[str, str, int]]:
             "ORDER BY item_id", (name,))]
 
 
+@pytest.mark.slow
 def test_four_harnesses_with_kills_and_a_database_restart_do_every_item_exactly_once(
         tmp_path: Path, pg_cluster: Cluster) -> None:
     """40 items, 4 harness processes killed at random (kill -9, mid-call too) and replaced, one

@@ -77,6 +77,7 @@ def test_bad_arguments_are_usage_errors_and_start_nothing(tmp_path: Path) -> Non
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_refused_feeds_leave_the_state_untouched_and_a_real_run_task_goes_on(
         tmp_path: Path) -> None:
     """Refused feeds change no state byte; the real build result goes on; re-feeds hold."""
@@ -117,6 +118,7 @@ def test_refused_feeds_leave_the_state_untouched_and_a_real_run_task_goes_on(
     drive(tmp_path, body)
 
 
+@pytest.mark.slow
 def test_a_busy_flow_is_a_tool_error_and_cli_and_mcp_share_the_flow(tmp_path: Path) -> None:
     """An MCP flow's printed commands work in a shell; a held lock makes resume busy."""
     env = {"ORCHESTRATOR_LOCK_TIMEOUT": "0.5"}

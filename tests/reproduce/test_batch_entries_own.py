@@ -8,6 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from flow.cli.argv import parse
 from flow.cli.campaigns import items_for
 from tests.contract.driver import Driver
@@ -72,6 +74,7 @@ def test_a_campaigns_entries_take_the_command_lines_flags_too(tmp_path: Path) ->
             "b": ["--stage", "auto", "--repeat", "2"]} == flags
 
 
+@pytest.mark.slow
 def test_each_entry_is_told_about_its_own_tree(tmp_path: Path) -> None:
     """--source-dir is project A (not installed: imported from the tree); an entry ``cd``s
     into project B's clone, installed non-editable in the project interpreter. B's

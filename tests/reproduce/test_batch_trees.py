@@ -8,6 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.contract.driver import CRASH_HOOK, Driver
 from tests.reproduce import tinyproject
 
@@ -96,6 +98,7 @@ def _rows(spec: dict) -> dict:
                       (r["verdict"].get("environment") or {}).get("interpreter")) for r in rows}
 
 
+@pytest.mark.slow
 def test_a_kill_between_the_two_trees_builds_resumes_at_the_second_never_the_first(
         tmp_path: Path) -> None:
     """A SIGKILL at each write of the call that takes tree A's build (fed) and asks for tree

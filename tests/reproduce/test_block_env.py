@@ -49,6 +49,7 @@ def bash_exit(text: str, python: Path) -> int:
     return subprocess.run(["bash", "-c", text], env=env, capture_output=True).returncode
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("activate", [".", "source"])
 def test_a_block_runs_in_the_venv_it_activates(tmp_path: Path, activate: str) -> None:
     proj = tinyproject.make(tmp_path / "proj")

@@ -144,6 +144,7 @@ def test_setup_py_project_installed_non_editable_still_runs_in_the_tree(tmp_path
         buggy["rerun_after_fix"], after, fixed["verdict"]), buggy
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PY37.exists(), reason="no Python 3.7 under /root/.pyenv here")
 def test_stage2_build_with_python37_stock_pip(tmp_path: Path) -> None:
     """The Stage 2 build of a setup.py project for a Python 3.7 venv with its stock pip
@@ -241,6 +242,7 @@ def _stock_venv(tmp_path: Path, python: str | Path = PYTHON) -> Path:
     return venv / "bin" / "python"
 
 
+@pytest.mark.slow
 def test_offline_build_without_wheel_names_the_mend(tmp_path: Path) -> None:
     """The offline Stage 2 build of a setup.py project whose environment has setuptools
     before 70.1 and no ``wheel`` really fails with "invalid command 'bdist_wheel'" (the
@@ -276,6 +278,7 @@ def _py37_without_backport(tmp_path: Path) -> Path:
     return py
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PY37.exists(), reason="no Python 3.7 under /root/.pyenv here")
 def test_python37_without_importlib_metadata_knows_the_project(tmp_path: Path) -> None:
     """On a Python 3.7 venv without importlib_metadata, a setup.py project installed

@@ -112,6 +112,7 @@ def _through_build(drv: Driver, argv: list[str], extra: dict[str, str]) -> dict:
     return fed.spec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("declare", [True, False], ids=["declared-extra", "undeclared"])
 def test_a_build_venv_without_a_test_dependency_says_how_to_add_it(tmp_path: Path,
                                                                     declare: bool) -> None:
@@ -144,6 +145,7 @@ def test_a_build_venv_without_a_test_dependency_says_how_to_add_it(tmp_path: Pat
                                            again["verdict"]["stage"]), again["verdict"].get("blocker")
 
 
+@pytest.mark.slow
 def test_a_batch_row_carries_the_hint(tmp_path: Path) -> None:
     """In a --stage nightly batch, an entry whose interpreter lacks a module the tree's
     extra declares: the row's note names the module and the interpreter's pip install of

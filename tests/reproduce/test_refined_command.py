@@ -90,6 +90,7 @@ def test_bash_c_reproduces_python_failure() -> None:
     assert (1, True) == (code, "AssertionError: boom" in output)
 
 
+@pytest.mark.slow
 def test_bash_c_fixture_failure() -> None:
     """A refined pytest command on the fixture file reports the failing test again."""
     rep = parse_reproducer(f"{PYTHON} -m pytest {FIXTURES / 'outcomes_cases.py'}::TestOutcomes::test_fails")

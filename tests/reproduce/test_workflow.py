@@ -125,6 +125,7 @@ def _writes_to(trace: Path, which: Callable[[str], bool]) -> list[int]:
     return [int(n) for n, dst in rows if which(dst)]
 
 
+@pytest.mark.slow
 def test_skip_marker_restored_after_kill_mid_rerun(calc: Path, tmp_path: Path) -> None:
     """A SIGKILL at every write from the save before the marker's removal to the save after
     its restore, then --resume: the file always ends restored and the verdict is the same (the
@@ -201,6 +202,7 @@ def _wheel_of(calc: Path, tmp_path: Path) -> bytes:
     (PASSING, "", "none", {"verdict": "CANNOT_VERIFY", "stage": "ci_env"}),
     (PASSING, "", "nowheel", {"verdict": "CANNOT_VERIFY", "stage": "ci_env"}),
 ], ids=["env-fold-reproduces", "passes-everywhere", "no-run", "no-wheel"])
+@pytest.mark.slow
 def test_stage3_against_fake_github(calc: Path, tmp_path: Path, fake_github: FakeGitHub,
                                     command: str, log: str, runs: str,
                                     expected: dict[str, Any]) -> None:
@@ -228,6 +230,7 @@ def test_stage3_against_fake_github(calc: Path, tmp_path: Path, fake_github: Fak
         assert "no_wheel_in_artifact" == spec["verdict"]["blocker"]
 
 
+@pytest.mark.slow
 def test_batch_resumes_at_the_entry_it_was_on(calc: Path, tmp_path: Path) -> None:
     """A batch killed at every write while its middle entry is on (from the first write after
     the entry before it finished to the last before the next one's ends) resumes there:
@@ -317,6 +320,7 @@ def _rows(spec: dict[str, Any]) -> dict[str, tuple[str, str, Any]]:
             for r in rows}
 
 
+@pytest.mark.slow
 def test_batch_auto_entries_go_through_one_build_and_one_ci_env_per_ci_repository(
         calc: Path, tmp_path: Path, fake_github: FakeGitHub) -> None:
     """Auto entries passing Stage 1 share ONE source build and ONE CI alignment per CI
@@ -370,6 +374,7 @@ def _where(marks: Path) -> list[str]:
             else "nightly" for line in lines]
 
 
+@pytest.mark.slow
 def test_batch_killed_in_stages_2_and_3_resumes_at_its_entry(
         calc: Path, tmp_path: Path, fake_github: FakeGitHub) -> None:
     """A SIGKILL at sampled writes after the batch's build was fed (Stage 2 and 3 visits,
@@ -428,6 +433,7 @@ def test_batch_killed_in_stages_2_and_3_resumes_at_its_entry(
         stage1_marks, clean_marks, set(extra)), extra
 
 
+@pytest.mark.slow
 def test_batch_rows_name_the_tree_each_entry_ran_in(calc: Path, tmp_path: Path,
                                                      git_env: dict[str, str]) -> None:
     """A batch whose origin/main build fails falls back to the ci_commit build: the entry

@@ -228,6 +228,7 @@ def _prepare_last_feed(gh: FakeGitHub, ws: Path) -> tuple[Driver, dict[str, Any]
     return drv, task
 
 
+@pytest.mark.slow
 def test_comment_posted_once_after_a_kill_and_resume(gh: FakeGitHub, tmp_path: Path) -> None:
     """A SIGKILL at any write of the publishing call, then the call again, leaves one comment."""
     ws = tmp_path / "ws"

@@ -213,6 +213,7 @@ def _sample() -> list[Path]:
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="the 3.12+ standard library has f-strings "
                     "that reuse their own quote (turtle.py), a known limit of the lexer (see "
                     "flow/workflows/targeted/lexer.py); the generated programs still run there")
+@pytest.mark.slow
 def test_agrees_with_ast_on_real_code():
     """Over hundreds of real files: the same imports and the same string tokens (the
     facts the graph resolves)."""
