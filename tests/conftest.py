@@ -33,9 +33,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _torch_runs_fork_from_one_import(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """``ORCHESTRATOR_PYTHON`` for every flow in this worker: ``tests.torchfork``'s executable
     (this interpreter, each pytest run or script a fork of a server that imported torch once).
-    A test of the interpreter rule itself passes its own settings or unsets it."""
+    A test of the interpreter rule itself passes its own settings or unsets it. A value the
+    caller set stands, with no server (a run against another torch; the PyGithub floor's,
+    which runs no torch)."""
     from tests import torchfork
 
+    if os.environ.get("ORCHESTRATOR_PYTHON"):
+        yield
+        return
     with torchfork.running(str(tmp_path_factory.mktemp("torchfork"))) as python:
         if python is None:
             yield
