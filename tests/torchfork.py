@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import site
 import socket
@@ -44,7 +45,7 @@ KEPT_SETTINGS = {"PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
 # The executable the flows are given. Standard library only, started with -IS (about 15 ms):
 # it may not lean on the environment it passes on.
 WRAPPER = """#!{real} -IS
-import os, signal, socket, sys, json, array
+import os, signal, socket, sys, json
 REAL, SOCK = {real!r}, {sock!r}
 args = sys.argv[1:]
 def real():
@@ -203,7 +204,6 @@ def serve(path: str) -> None:
     """Import torch, listen on ``path`` and fork a child per request until the parent ends."""
     import gc
     import importlib
-    import selectors
 
     for name in PRELOAD:
         importlib.import_module(name)
@@ -253,8 +253,10 @@ def serve(path: str) -> None:
             pass
 
 
-def _start(conn: socket.socket, children: dict, sel, base_path: list[str], preloaded: set[str],
+def _start(conn: socket.socket, children: dict[int, socket.socket],
+           sel: selectors.BaseSelector, base_path: list[str], preloaded: set[str],
            own: list[int]) -> None:
+    """Take one request: fork its run, or tell the executable to start the real interpreter."""
     fds: list[int] = []
     try:
         request, fds = _receive(conn)
@@ -273,10 +275,17 @@ def _start(conn: socket.socket, children: dict, sel, base_path: list[str], prelo
                 _child(request, fds, *planned, closing)
             finally:
                 os._exit(1)
+        try:  # here too, as the child does: a kill right after the fork finds its group
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
         print(f"fork {pid}: {request['args'][:3]}", file=sys.stderr, flush=True)
-        conn.sendall(b"started\n")
         children[pid] = conn
-        sel.register(conn, 1)  # selectors.EVENT_READ
+        sel.register(conn, selectors.EVENT_READ)
+        try:
+            conn.sendall(b"started\n")
+        except OSError:  # the executable is gone already: so is its run
+            _kill(pid, signal.SIGKILL)
     except (OSError, EOFError, ValueError):
         conn.close()
     finally:
@@ -284,7 +293,8 @@ def _start(conn: socket.socket, children: dict, sel, base_path: list[str], prelo
             os.close(fd)
 
 
-def _relay(conn: socket.socket, children: dict, sel) -> None:
+def _relay(conn: socket.socket, children: dict[int, socket.socket],
+           sel: selectors.BaseSelector) -> None:
     """A signal the executable passes on, or its end (killed outright: end the run too)."""
     pid = next(p for p, c in children.items() if c is conn)
     try:
@@ -296,10 +306,12 @@ def _relay(conn: socket.socket, children: dict, sel) -> None:
         _kill(pid, signal.SIGKILL)
         return
     for line in data.split():
-        _kill(pid, int(line))
+        if line.isdigit():
+            _kill(pid, int(line))
 
 
-def _reap(children: dict, sel) -> None:
+def _reap(children: dict[int, socket.socket], sel: selectors.BaseSelector) -> None:
+    """Send each ended run's status to its executable."""
     while children:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
