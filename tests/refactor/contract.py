@@ -6,7 +6,9 @@ from the same checkout; the analyst answer writes its report into the flow folde
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,10 @@ def answer(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def contract_scenario() -> Scenario:
+    # Made when the scenarios are listed (at import, once a process) and used by every test
+    # that drives the scenario there: removed when that process ends.
     repo = Path(tempfile.mkdtemp(prefix="refactor-contract-"))
+    atexit.register(shutil.rmtree, repo, True)
     (repo / "test" / "dynamo").mkdir(parents=True)
     target = repo / "test" / "dynamo" / "test_misc.py"
     target.write_text(SOURCE)
