@@ -1,7 +1,7 @@
 """Shared pytest set-up: the fake GitHub server and the PostgreSQL cluster fixtures are
 available to every test, a failing test is named as it fails (``tests.failnow``), and no test
 may leave a foreground budget running in its worker. The PyTorch runs a refactor flow starts
-with its test interpreter are forks of one interpreter a worker that has imported torch
+with its test interpreter are forks of one interpreter per worker that has imported torch
 already (``tests.torchfork``), as every start would otherwise spend 4 to 5 CPU-seconds there.
 
 Every workspace a test makes is thrown away, so the suite runs with ``ORCHESTRATOR_FSYNC=off``
@@ -45,15 +45,11 @@ def _torch_runs_fork_from_one_import(tmp_path_factory: pytest.TempPathFactory) -
         if python is None:
             yield
             return
-        before = os.environ.get("ORCHESTRATOR_PYTHON")
         os.environ["ORCHESTRATOR_PYTHON"] = python
         try:
             yield
         finally:
-            if before is None:
-                os.environ.pop("ORCHESTRATOR_PYTHON", None)
-            else:
-                os.environ["ORCHESTRATOR_PYTHON"] = before
+            os.environ.pop("ORCHESTRATOR_PYTHON", None)
 
 
 @pytest.fixture(autouse=True)
