@@ -15,7 +15,7 @@ import pytest
 
 from tests.contract.driver import CRASH_HOOK, Driver
 from tests.fakegithub import FakeGitHub
-from tests.reproduce.conftest import PYTHON, REPO
+from tests.reproduce.conftest import REPO
 
 FAILING = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"
 PASSING = "pytest tests/test_calc.py::test_add"
