@@ -9,7 +9,11 @@ tests start some 500. ``make`` builds a venv holding copies of the named distrib
 test environment and of what they require, with their console scripts (``pytest``, ``pip``)
 in its ``bin``: the same installed code, without ``ensurepip`` or an index, and what a flow
 installs or removes there stays there. A project's environment holds its own tools, not ours.
-(The refactor's runs keep the test environment: there ``import torch`` is most of a start.)
+(The refactor's runs fork from a server that imported torch instead: ``tests.torchfork``.)
+
+``lending`` makes the other kind the tests need: a venv of its own (its ``pyvenv.cfg``, its
+own site-packages first) that also imports the test environment's packages through a ``.pth``,
+for tests whose subject is such an interpreter rather than the tools in it.
 """
 from __future__ import annotations
 
@@ -64,7 +68,7 @@ def make(venv: Path, names: Iterable[str]) -> Path:
     into its site-packages (compiled files and times kept); its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    site = _site(venv)
     for dist in _closure(names):
         tops = {f.parts[0] for f in dist.files or [] if f.parts[0] not in ("..", "__pycache__")}
         for top in sorted(tops):
@@ -82,3 +86,20 @@ def make(venv: Path, names: Iterable[str]) -> Path:
                                             call=ep.attr))
             script.chmod(0o755)
     return python
+
+
+def lending(venv: Path, *flags: str, pip: bool = False) -> Path:
+    """Make ``venv`` (``python -m venv`` with ``flags``; without pip unless ``pip``) that also
+    imports this environment's packages (pytest and the rest) through a ``.pth`` after its
+    own site-packages: another interpreter to run with, without installing anything; its
+    python. A bare link to this interpreter is no such thing: without a ``pyvenv.cfg`` beside
+    it, some Pythons (Debian's) run it as the base interpreter, without our packages."""
+    subprocess.run([sys.executable, "-m", "venv", *flags, *([] if pip else ["--without-pip"]),
+                    str(venv)], check=True)
+    (_site(venv) / "zz_lent.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    return venv / "bin" / "python"
+
+
+def _site(venv: Path) -> Path:
+    """``venv``'s site-packages, as this interpreter lays a venv out."""
+    return Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from tests import projectenv
 from tests.contract.driver import ROOT, Driver
 from tests.contract.scenarios import TOY
 from tests.refactor.contract import SOURCE
@@ -95,14 +93,7 @@ def test_a_flow_taken_over_where_its_venv_is_missing_is_refused_and_kept(
     """A reproduce item begun by x with a venv's interpreter; x dies (its lease ends); y, in
     another workspace without that venv, is refused naming the interpreter, the flow's row
     stays byte for byte; z, once the venv is there, resumes the flow."""
-    # A real venv (its pyvenv.cfg, and this environment's packages lent through a .pth): a
-    # bare link to sys.executable in a folder of its own is another interpreter on some
-    # Pythons (Debian's resolves it to the base one, without pytest).
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")],
-                   check=True)
-    site = next((tmp_path / "venv").glob("lib/python*/site-packages"))
-    (site / "zz_lent.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    venv = tmp_path / "venv" / "bin"
+    venv = projectenv.lending(tmp_path / "venv").parent
     items = _items(tmp_path / "items.json", [{"id": "calc", "argv": [
         "reproduce", "--profile", "local", "--source-dir", str(ROOT / "examples/calc"),
         "--ci-commit", "a" * 40, "--command", "pytest tests/test_calc.py::test_add"]}])

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sysconfig
 from pathlib import Path
 
 import pytest
 
+from tests import projectenv
 from tests.contract.driver import Driver
 from tests.reproduce import tinyproject
 from tests.reproduce.intree import bash_exit, verdict_spec
@@ -28,10 +28,9 @@ FRESH = {"PATH": "/usr/bin:/bin"}
 def _venv(where: Path, with_pytest: bool = False) -> Path:
     """A venv without pip (fast); ``with_pytest``: the test tools lent by this
     interpreter's site-packages (a ``.pth`` after the venv's own)."""
-    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(where)], check=True)
     if with_pytest:
-        site = next(where.glob("lib/python*/site-packages"))
-        (site / "zz_lent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        return projectenv.lending(where)
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(where)], check=True)
     return where / "bin" / "python"
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flow.workflows.reproduce.prepare.rules import RULE_IN_TREE
+from tests import projectenv
 from tests.contract.driver import Driver
 from tests.reproduce.conftest import PYTHON, REPO
 
@@ -89,18 +89,6 @@ def test_setup_error_matching_the_failure_pattern_reproduces(tmp_path: Path) -> 
     assert "REPRODUCED" == verdict["verdict"]
 
 
-def _venv_lending_tools(tmp_path: Path) -> Path:
-    """A venv without pip whose .pth lends this environment's packages (pytest, pip,
-    setuptools) after its own site-packages; its python."""
-    venv = tmp_path / "venv"
-    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
-    py = venv / "bin" / "python"
-    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    Path(purelib, "zz_tools.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    return py
-
-
 OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0", "PIP_CONFIG_FILE": os.devnull}
 
 
@@ -113,7 +101,7 @@ def test_setup_py_project_installed_editable_is_known(tmp_path: Path) -> None:
     """A setup.py-only project installed editable is identified from its installed
     metadata (name, version, editable), runs in the tree and needs no rerun after a fix."""
     src = _copy(tmp_path, "shoebox")
-    py = _venv_lending_tools(tmp_path)
+    py = projectenv.lending(tmp_path / "venv")
     _install(py, "-e", str(src))
     verdict = _reproduce(tmp_path, src, "pytest tests/test_boxes.py::test_partial_box_counts",
                          "ws", env={"ORCHESTRATOR_REPRODUCE_PYTHON": str(py)})
@@ -129,7 +117,7 @@ def test_setup_py_project_installed_non_editable_still_runs_in_the_tree(tmp_path
     in the tree is seen at once: refined_command passes on the fixed tree without the
     reinstall, and a fresh reproduce says NOT_REPRODUCED."""
     src = _copy(tmp_path, "shoebox")
-    py = _venv_lending_tools(tmp_path)
+    py = projectenv.lending(tmp_path / "venv")
     _install(py, str(src))
     command = "pytest tests/test_boxes.py::test_partial_box_counts"
     settings = {"ORCHESTRATOR_REPRODUCE_PYTHON": str(py)}
@@ -223,7 +211,7 @@ def test_legacy_develop_install_is_found_by_its_egg_info(tmp_path: Path) -> None
     egg.mkdir()
     (egg / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: shoebox\nVersion: 1.0\n")
     (egg / "top_level.txt").write_text("shoebox\n")
-    py = _venv_lending_tools(tmp_path)
+    py = projectenv.lending(tmp_path / "venv")
     purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
     Path(purelib, "easy-install.pth").write_text(f"{src}\n")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sysconfig
 from pathlib import Path
 
 import pytest
 
 from flow.workflows.reproduce.verdict import hints
+from tests import projectenv
 from tests.contract.driver import Driver
 from tests.reproduce import tinyproject, wheelhouse
 from tests.reproduce.conftest import PYTHON, build_wheel
@@ -154,12 +154,9 @@ def test_a_batch_row_carries_the_hint(tmp_path: Path) -> None:
     build_wheel(wheels, "tinyhelper", "1.0", {"tinyhelper/__init__.py": "THREE = 3\n"})
     src = _tree(tmp_path, declare=True)
     venv = tmp_path / "venv"
-    # pytest lent from this environment through a .pth after the venv's own site-packages
-    # (the base interpreter's, which --system-site-packages would give, may have none)
-    subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = next(venv.glob("lib/python*/site-packages"))
-    (site / "zz_lent.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    # pytest lent from this environment (the base interpreter's, which
+    # --system-site-packages would give, may have none)
+    python = projectenv.lending(venv, pip=True)
     batch = tmp_path / "batch.json"
     batch.write_text(json.dumps([{"id": "helper", "command": f"python -m pytest {NODE}"}]))
     argv = ["reproduce", "--profile", "local", "--stage", "nightly", "--source-dir", str(src),

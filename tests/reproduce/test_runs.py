@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from tests import projectenv
 from tests.contract.driver import Driver
-from tests.reproduce.conftest import PYTHON, REPO
+from tests.reproduce.conftest import REPO
 
 SLOW_TEST = '''
 import time
@@ -43,17 +44,6 @@ def _call(drv: Driver, src: Path, command: str, *extra: str) -> dict[str, Any]:
                      "--command", command, *extra])
     assert call.spec is not None, call.stderr
     return call.spec
-
-
-def _venv_lent_our_packages(venv: Path, *flags: str) -> None:
-    """A venv (no pip) that also sees this interpreter's site-packages (pytest and the rest)
-    through a .pth file: another interpreter to run with, without installing anything."""
-    subprocess.run([PYTHON, "-m", "venv", "--without-pip", *flags, str(venv)], check=True)
-    query = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    site, lent = (subprocess.run([python, "-c", query], capture_output=True, text=True,
-                                 check=True).stdout.strip()
-                  for python in (str(venv / "bin" / "python"), PYTHON))
-    Path(site, "zz_lent.pth").write_text(lent + "\n")
 
 
 def test_non_utf8_output_is_read_and_resumable(calc: Path, tmp_path: Path) -> None:
@@ -127,7 +117,7 @@ def test_batch_entries_do_not_share_what_setup_steps_install(calc: Path, tmp_pat
 
     wheel = build_wheel(tmp_path / "wheels", "markerpkg", "1.0")
     project = tmp_path / "project-env"
-    _venv_lent_our_packages(project)
+    projectenv.lending(project)
     probe = 'python -c "import markerpkg; raise SystemExit(3)"'
     batch = tmp_path / "batch.json"
     batch.write_text(json.dumps([
@@ -278,7 +268,7 @@ def test_a_verdict_is_reused_only_for_the_same_tree_and_interpreter(calc: Path, 
 def test_another_interpreter_is_a_new_run(calc: Path, tmp_path: Path) -> None:
     """Another ORCHESTRATOR_REPRODUCE_PYTHON is a new run whose verdict names that interpreter."""
     venv = tmp_path / "other"
-    _venv_lent_our_packages(venv, "--system-site-packages")
+    projectenv.lending(venv, "--system-site-packages")
     command = "pytest tests/test_calc.py::test_mean_of_ints_keeps_the_fraction"
     first = _call(Driver(tmp_path / "ws"), calc, command, "--stage", "nightly")
     again = _call(Driver(tmp_path / "ws", {"ORCHESTRATOR_REPRODUCE_PYTHON": str(venv / "bin" / "python")}),
