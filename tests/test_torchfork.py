@@ -128,7 +128,9 @@ def test_what_a_fork_could_run_differently_goes_to_the_real_interpreter(
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     argv, extra = [python, script.name], {}
     if case == "option":
-        argv = [python, "-c", script.read_text()]
+        # named after the script as well, so that a run of it the server took would be
+        # found in its log below
+        argv = [python, "-c", f"# {script.name}\n{script.read_text()}"]
     elif case == "setting":
         extra = {"PYTHONHASHSEED": "3"}
     else:
