@@ -97,8 +97,8 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
 
 
 def _plan(request: dict, base_path: list[str], preloaded: set[str]) -> tuple | str:
-    """(how to run, sys.path) for a request a fork runs as a fresh start would, else why
-    the real interpreter runs it."""
+    """(how to run, its sys.path, the customize modules site would import) for a request a
+    fork runs as a fresh start would, else why the real interpreter runs it."""
     args, env, cwd = request["args"], request["env"], request["cwd"]
     settings = sorted(k for k in env if k.startswith("PYTHON") and k not in KEPT_SETTINGS)
     if settings:
@@ -362,6 +362,10 @@ def running(folder: str) -> Iterator[str | None]:
         return
     sock = os.path.join(folder, "server.sock")
     if len(sock.encode()) > 100:  # a Unix socket's path is at most 107 bytes
+        import warnings
+
+        warnings.warn(f"tests/torchfork: {sock} is too long for a Unix socket: PyTorch runs "
+                      "start afresh (a shorter --basetemp mends it)", stacklevel=2)
         yield None
         return
     python = os.path.join(folder, "python")
