@@ -2,7 +2,9 @@
 available to every test, a failing test is named as it fails (``tests.failnow``), and no test
 may leave a foreground budget running in its worker. The PyTorch runs a refactor flow starts
 with its test interpreter are forks of one interpreter per worker that has imported torch
-already (``tests.torchfork``), as every start would otherwise spend 4 to 5 CPU-seconds there.
+already, as every start would otherwise spend 4 to 5 CPU-seconds there; the tests' own
+``orchestrator.py`` calls and the printed commands their harnesses run are forks of one that
+has imported the orchestrator's modules (``tests.forkserver``).
 
 Every workspace a test makes is thrown away, so the suite runs with ``ORCHESTRATOR_FSYNC=off``
 (set before any worker or child starts, so all inherit it): writes stay atomic and a killed
@@ -31,17 +33,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _torch_runs_fork_from_one_import(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """``ORCHESTRATOR_PYTHON`` for every flow in this worker: ``tests.torchfork``'s executable
-    (this interpreter, each pytest run or script a fork of a server that imported torch once).
-    A test of the interpreter rule itself passes its own settings or unsets it. A value the
-    caller set stands, with no server (a run against another torch; the PyGithub floor's,
-    which runs no torch)."""
-    from tests import torchfork
+    """``ORCHESTRATOR_PYTHON`` for every flow in this worker: the torch fork server's
+    executable (this interpreter, each pytest run or script a fork of a server that imported
+    torch once). A test of the interpreter rule itself passes its own settings or unsets it.
+    A value the caller set stands, with no server (a run against another torch; the PyGithub
+    floor's, which runs no torch)."""
+    from tests import forkserver
 
     if os.environ.get("ORCHESTRATOR_PYTHON"):
         yield
         return
-    with torchfork.running(str(tmp_path_factory.mktemp("torchfork"))) as python:
+    with forkserver.running(str(tmp_path_factory.mktemp("torchfork")), "torch") as python:
         if python is None:
             yield
             return
@@ -50,6 +52,17 @@ def _torch_runs_fork_from_one_import(tmp_path_factory: pytest.TempPathFactory) -
             yield
         finally:
             os.environ.pop("ORCHESTRATOR_PYTHON", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _orchestrator_calls_fork_from_one_import(
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The orchestrator fork server of this worker, for the tests' calls
+    (``forkserver.python("orchestrator")``)."""
+    from tests import forkserver
+
+    with forkserver.running(str(tmp_path_factory.mktemp("orchfork")), "orchestrator"):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import torchfork
+from tests import forkserver
 from tests.contract.driver import Driver
 
 
@@ -21,7 +21,7 @@ def test_demo_refactor_reaches_finalize_through_the_printed_commands(tmp_path: P
     # end inside the 2 s.
     python = tmp_path / "late-python"
     python.write_text('#!/bin/sh\ncase " $* " in *" --junitxml="*) sleep 3;; esac\n'
-                      f'exec {shlex.quote(torchfork.python())} "$@"\n')
+                      f'exec {shlex.quote(forkserver.python("torch"))} "$@"\n')
     python.chmod(0o755)
     # the demo replays the whole flow in one process: bounded generously, as a busy
     # machine (a loaded CI runner) may take minutes for it

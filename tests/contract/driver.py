@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests import forkserver
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "orchestrator.py"
 CRASH_HOOK = Path(__file__).resolve().parents[1] / "crashhook"
@@ -67,8 +69,8 @@ class Driver:
              timeout: float = 120) -> Call:
         """One call in a process of its own; ``timeout`` only bounds a hung call (a call
         that drives a whole flow, such as ``demo``, passes a generous one)."""
-        proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(self.workspace),
-                               *argv], capture_output=True, text=True,
+        proc = subprocess.run([forkserver.python("orchestrator"), str(SCRIPT), "--workspace",
+                               str(self.workspace), *argv], capture_output=True, text=True,
                               env={**self.env, **(extra_env or {})}, timeout=timeout)
         spec = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
         call = Call(argv, proc.returncode, spec, proc.stderr)
@@ -76,7 +78,15 @@ class Driver:
         return call
 
     def shell(self, command: str, extra_env: dict[str, str] | None = None) -> Call:
-        """Run a command exactly as printed by the orchestrator (from another directory)."""
+        """Run a command as printed by the orchestrator, from another directory; the
+        interpreter it names, this one, started through the orchestrator fork server
+        (``tests.forkserver``: the same interpreter, forked once it has imported the
+        orchestrator's modules). Printed commands run unchanged from a fresh shell in the
+        tests of such commands (``tests/store/test_pgstore.py``, ``tests/ci/test_cron.py``,
+        the reproduce flow's refined commands)."""
+        ours = shlex.quote(sys.executable) + " "
+        if command.startswith(ours):
+            command = shlex.quote(forkserver.python("orchestrator")) + " " + command[len(ours):]
         proc = subprocess.run(command, shell=True, capture_output=True, text=True, cwd="/",
                               env={**self.env, **(extra_env or {})}, timeout=120)
         spec = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None

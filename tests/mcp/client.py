@@ -18,6 +18,8 @@ import anyio
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests import forkserver
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "orchestrator.py"
 CALC = ROOT / "examples" / "calc"
@@ -83,8 +85,9 @@ def cli(workspace: Path, *argv: str,
     """The same flow through the command line (from another directory)."""
     import os
 
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(workspace), *argv],
-                          capture_output=True, text=True, cwd="/", timeout=300,
+    proc = subprocess.run([forkserver.python("orchestrator"), str(SCRIPT), "--workspace",
+                           str(workspace), *argv], capture_output=True, text=True, cwd="/",
+                          timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
     return proc.returncode, json.loads(proc.stdout)
 

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from flow.cli.demo import TEST_FILE, _answer, make_checkout
-from tests import torchfork
+from tests import forkserver
 from tests.fakegithub import FakeGitHub
 from tests.mcp.client import ROOT, Mcp, drive
 
@@ -72,7 +72,7 @@ def test_the_refactor_demo_reaches_done_over_mcp(tmp_path: Path) -> None:
 
     # An MCP client starts the server with an environment of its own: the test interpreter
     # is named, as a person configuring the server would name theirs.
-    drive(ws, body, {"ORCHESTRATOR_PYTHON": torchfork.python()})
+    drive(ws, body, {"ORCHESTRATOR_PYTHON": forkserver.python("torch")})
 
 
 @pytest.mark.parametrize("harness", ["claude", "codex"])

@@ -13,7 +13,7 @@ from flow.workflows.refactor.codemods import (
     CodemodResult, decorate_info, only_accelerator, remove_only_native,
 )
 
-from tests import torchfork
+from tests import forkserver
 from tests.refactor.conftest import LARGE, SMALL, read
 
 Codemod = Callable[[str], CodemodResult]
@@ -207,6 +207,6 @@ def test_codemodded_large_fixture_still_collects_and_runs(tmp_path: Path) -> Non
     code = remove_only_native(only_accelerator(read(LARGE / "large_ops_before.py")).code).code
     target = tmp_path / "test_large_ops.py"
     target.write_text(code, encoding="utf-8")
-    proc = subprocess.run([torchfork.python(), "-m", "pytest", str(target), "-q", "-p", "no:cacheprovider"],
+    proc = subprocess.run([forkserver.python("torch"), "-m", "pytest", str(target), "-q", "-p", "no:cacheprovider"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
     assert (0, "") == (proc.returncode, "" if " passed" in proc.stdout else proc.stdout[-2000:])

@@ -19,7 +19,7 @@ from flow.workflows.refactor.prtext import PrInput, class_rows, render_pr
 from flow.workflows.refactor.testlinter import (
     builtin, line_length, max_line_length, read_messages, take_out_of_allowlist,
 )
-from tests import torchfork
+from tests import forkserver
 from tests.refactor.conftest import FIXTURES, read
 
 HW = FIXTURES / "hw"
@@ -197,11 +197,11 @@ def test_one_counting_run_gives_each_labels_line_as_pytorchs_own_runner_does(tmp
     file = tmp_path / "test_done.py"
     shutil.copy(HW / "compliant.py", file)
     labels = ["ACCELERATOR", "CPU", "GENERIC"]
-    code, out = _run(count_argv(torchfork.python(), file, [*labels, "NOSUCH"]), tmp_path)
+    code, out = _run(count_argv(forkserver.python("torch"), file, [*labels, "NOSUCH"]), tmp_path)
     counted = {label: read_run(label, code, out) for label in labels}
     with pytest.raises(HwRunError):  # a label this torch lacks has no line; the others stand
         read_run("NOSUCH", code, out)
-    upstream = {label: read_run(label, *_run([torchfork.python(), str(file), "--hw-classification", label], tmp_path))
+    upstream = {label: read_run(label, *_run([forkserver.python("torch"), str(file), "--hw-classification", label], tmp_path))
                 for label in ("GENERIC", "ACCELERATOR")}
     assert ([("ACCELERATOR", 2, 0), ("CPU", 0, 0), ("GENERIC", 1, 0)], [], 3, True) == (
         [(r.label, r.passed, r.code) for r in counted.values()], account(list(counted.values())),
@@ -211,10 +211,10 @@ def test_one_counting_run_gives_each_labels_line_as_pytorchs_own_runner_does(tmp
     plain = tmp_path / "test_plain.py"
     plain.write_text(file.read_text().replace("class TestDoneGeneric(TestCase)", "class TestDoneGeneric(unittest.TestCase)")
                      .replace("import torch\n", "import unittest\n\nimport torch\n", 1))
-    refused = _run(count_argv(torchfork.python(), plain, ["GENERIC"]), tmp_path)  # run_tests() exits 1 on it
+    refused = _run(count_argv(forkserver.python("torch"), plain, ["GENERIC"]), tmp_path)  # run_tests() exits 1 on it
     nomain = tmp_path / "test_nomain.py"
     nomain.write_text(file.read_text().split('if __name__ == "__main__":')[0])
-    unmain = _run(count_argv(torchfork.python(), nomain, ["GENERIC"]), tmp_path)
+    unmain = _run(count_argv(forkserver.python("torch"), nomain, ["GENERIC"]), tmp_path)
     assert ((1, False), 3, True) == ((refused[0], "HW classification mode" in refused[1]),
                                      unmain[0], "without calling run_tests()" in unmain[1])
 

@@ -10,7 +10,7 @@ import pytest
 from flow.workflows.refactor.errors import JUnitError
 from flow.workflows.refactor.junit import parse_junit, run_local_tests
 
-from tests import torchfork
+from tests import forkserver
 from tests.refactor.conftest import FIXTURES, SMALL, read
 
 JUNIT = FIXTURES / "junit"
@@ -34,7 +34,7 @@ def outcomes_run(tmp_path_factory: pytest.TempPathFactory):
     """One real pytest run over the outcome fixture."""
     root = tmp_path_factory.mktemp("junit")
     shutil.copy(JUNIT / "junit_outcomes.py", root / f"{M}.py")
-    return run_local_tests(Path(f"{M}.py"), root, "cpu", python=torchfork.python())
+    return run_local_tests(Path(f"{M}.py"), root, "cpu", python=forkserver.python("torch"))
 
 
 def test_every_outcome_is_told_apart(outcomes_run) -> None:
@@ -86,7 +86,7 @@ def test_stale_report_is_not_reused(tmp_path: Path) -> None:
     junit.write_text('<testsuite><testcase classname="m" name="t"/></testsuite>')
     (tmp_path / "test_x.py").write_text("def test_a():\n    pass\n")
     with pytest.raises(JUnitError):
-        run_local_tests(Path("test_x.py"), tmp_path, "cpu", python=torchfork.python(), junit_path=junit,
+        run_local_tests(Path("test_x.py"), tmp_path, "cpu", python=forkserver.python("torch"), junit_path=junit,
                         extra_args=["--definitely-not-an-option"])
 
 
@@ -95,5 +95,5 @@ def test_refactored_small_fixture_on_cpu(tmp_path: Path) -> None:
     """The refactored small fixture runs for real on CPU with no FAIL or ERROR."""
     pytest.importorskip("torch")
     shutil.copy(SMALL / "small_ops_after.py", tmp_path / "test_small_ops.py")
-    result = run_local_tests(Path("test_small_ops.py"), tmp_path, "cpu", python=torchfork.python())
+    result = run_local_tests(Path("test_small_ops.py"), tmp_path, "cpu", python=forkserver.python("torch"))
     assert ([], [], {"passed": 9, "skipped": 2}) == (result.FAIL, result.ERROR, result.counts)

@@ -17,7 +17,7 @@ from flow.workflows.refactor.junit import run_local_tests
 from flow.workflows.refactor.rules import load_catalogue
 from flow.workflows.refactor.verify import VerifyInput, verify
 
-from tests import torchfork
+from tests import forkserver
 from tests.refactor.conftest import LARGE, SMALL, read
 
 BEFORE = read(LARGE / "large_ops_before.py")
@@ -54,5 +54,5 @@ def test_large_fixture_runs_for_real_on_cpu(tmp_path: Path) -> None:
     """The large fixture (before the refactor) runs on CPU with no FAIL or ERROR."""
     pytest.importorskip("torch")
     shutil.copy(LARGE / "large_ops_before.py", tmp_path / "test_large_ops.py")
-    result = run_local_tests(Path("test_large_ops.py"), tmp_path, "cpu", python=torchfork.python())
+    result = run_local_tests(Path("test_large_ops.py"), tmp_path, "cpu", python=forkserver.python("torch"))
     assert ([], [], {"passed": 24, "skipped": 7}) == (result.FAIL, result.ERROR, result.counts)

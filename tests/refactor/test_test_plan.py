@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from flow.workflows.refactor.hwruns import entry_point
-from tests import torchfork
+from tests import forkserver
 from tests.contract.driver import InProcess, Scenario
 from tests.refactor.conftest import FIXTURES, needs_hw_classification
 from tests.refactor.test_hw_workflow import _answer
@@ -140,7 +140,7 @@ def test_the_remedy_for_a_unittest_testcase_file_works_when_followed(tmp_path: P
 
     def count(text: str) -> tuple[int, str]:
         target.write_text(text)
-        run = subprocess.run([torchfork.python(), str(target), "--hw-classification", "GENERIC"],
+        run = subprocess.run([forkserver.python("torch"), str(target), "--hw-classification", "GENERIC"],
                              capture_output=True, text=True, cwd=target.parent, timeout=300,
                              env=hw_env(os.environ))  # as a person runs it: no CI's xmlrunner
         line = re.search(r"HW classification mode active[^\n]*", run.stdout + run.stderr)

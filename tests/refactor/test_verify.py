@@ -13,7 +13,7 @@ from flow.workflows.refactor.collect import base_test, collect_tests, compare_co
 from flow.workflows.refactor.fields import FIELD_AGNOSTIC_CHECKS
 from flow.workflows.refactor.verify import VerifyInput, verify
 
-from tests import torchfork
+from tests import forkserver
 from tests.refactor.conftest import SMALL, read
 
 BEFORE = read(SMALL / "small_ops_before.py")
@@ -174,7 +174,7 @@ class _Ctx:
         import os
 
         self.dir = flow
-        self.settings = {**os.environ, "ORCHESTRATOR_PYTHON": torchfork.python()}
+        self.settings = {**os.environ, "ORCHESTRATOR_PYTHON": forkserver.python("torch")}
         self.data = SimpleNamespace(file=str(file), repo=str(repo), test_python=None, notes=[])
 
     def path(self, name: str) -> Path:

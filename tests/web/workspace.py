@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests import forkserver
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "orchestrator.py"
 PLUGINS = "tests.contract.toyflow,tests.web.notesflow"
@@ -36,8 +38,9 @@ def env(**extra: str) -> dict[str, str]:
 
 def call(root: Path, *argv: str, **extra: str) -> dict[str, Any]:
     """One orchestrator call in a child process; its one JSON object."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--workspace", str(root), *argv],
-                          capture_output=True, text=True, env=env(**extra), cwd=ROOT, timeout=300)
+    proc = subprocess.run([forkserver.python("orchestrator"), str(SCRIPT), "--workspace",
+                           str(root), *argv], capture_output=True, text=True, env=env(**extra),
+                          cwd=ROOT, timeout=300)
     out: dict[str, Any] = json.loads(proc.stdout)
     return out
 

@@ -1,16 +1,23 @@
-"""A fork server for the PyTorch runs that the refactor flows start under test: in each worker
-one interpreter imports torch once, and each ``python -m pytest ...`` or ``python file.py`` a
-flow starts with its test interpreter is a fork of it rather than a fresh start.
+"""Fork servers for the processes the tests start by the hundred: in each worker one
+interpreter imports what such a process imports, once, and each start is a fork of it rather
+than a fresh interpreter. Two kinds:
 
-Why: a flow collects, runs and counts PyTorch test files with its test interpreter (the
-refactor seed's phases 5 to 7), and every such start imports torch and, through upstream's
-``common_device_type``, ``torch._inductor.utils`` and all of ``torch._dynamo``: 4 to 5
-CPU-seconds on a 2-core machine, some 140 starts a suite, the largest single item of its CPU
-(docs/development.md, "Where the time goes"). Forked after those imports a start costs what is
-left: pytest's own start and the test file.
+- ``torch``: the PyTorch runs the refactor flows start with their test interpreter (the
+  refactor seed's phases 5 to 7). Every such start imports torch and, through upstream's
+  ``common_device_type``, ``torch._inductor.utils`` and all of ``torch._dynamo``: 4 to 5
+  CPU-seconds on a 2-core machine, some 140 starts a suite. Forked, a start costs what is
+  left: pytest's own start and the test file.
+- ``orchestrator``: ``orchestrator.py`` calls, the tests' own and the printed commands their
+  harnesses run (``tests.contract.driver``), some 1,400 a suite. A fresh call spends about
+  0.3 CPU-seconds importing pydantic, its models and the workflows' declarations; a forked one
+  about 0.03. The server imports the modules by their names and runs none of their code
+  besides; a call's own work, lazy imports included, happens in the fork.
 
-How: ``running`` writes ``python``, a small executable the tests set as
-``ORCHESTRATOR_PYTHON`` and start their own PyTorch runs with (``python()``). It hands its arguments, working directory, environment and standard
+Neither is how a harness or a person starts them: the tests that pin a fresh start (which
+modules a call imports, how it starts and exits) start the real interpreter.
+
+How: ``running`` writes ``python``, a small executable a test starts its processes with
+(``python(kind)``). It hands its arguments, working directory, environment and standard
 streams (the descriptors themselves, over a Unix socket) to the server, which forks; the child
 takes them on, runs ``pytest`` or the script as ``__main__`` would run, and its exit status
 comes back as the executable's own. A signal the executable gets is passed to the child's
@@ -18,14 +25,15 @@ process group, and an executable killed outright (a job's timeout) has the child
 Whatever a fork could run differently from a fresh start goes to the real interpreter instead
 (``exec``, so the process is the one a flow started): other interpreter options or ``-c``, a
 ``PYTHON*`` setting other than ``PYTHONPATH``, ``PYTHONDONTWRITEBYTECODE`` and
-``PYTHONUNBUFFERED``, or a module the server imported (``torch``, ``pytest``, ...) shadowed
-on the path the run would search first, as a PyTorch source checkout's own ``torch/`` would be
-(a ``sitecustomize`` on ``PYTHONPATH`` the fork imports, as site would, where the server has
-none). With no server listening (not yet started, or gone) the executable is the real
-interpreter too, so a printed command stays runnable.
+``PYTHONUNBUFFERED``, or a module the server imported (``torch``, ``pytest``, ``flow``, ...)
+shadowed on the path the run would search first by another copy, as a PyTorch source checkout's
+own ``torch/`` or a copied checkout's ``flow/`` would be (a ``sitecustomize`` on
+``PYTHONPATH`` the fork imports, as site would, where the server has none). With no server
+listening (not yet started, or gone) the executable is the real interpreter too, so a printed
+command stays runnable.
 
-The server lives as long as the worker that started it: it ends when its parent does.
-Run as ``python tests/torchfork.py SOCKET``.
+A server lives as long as the worker that started it: it ends when its parent does.
+Run as ``python tests/forkserver.py SOCKET KIND``.
 """
 
 from __future__ import annotations
@@ -39,7 +47,15 @@ import socket
 import sys
 from collections.abc import Iterator
 
-PRELOAD = ("torch", "torch._inductor.utils", "pytest")
+# What each kind's server imports. The orchestrator's adds every built-in workflow's
+# declaration (``flow.workflows.registry``); ``workspace.pgconn`` stays out of it, as a call
+# closes the PostgreSQL store's connections only where it imported that module
+# (``orchestrator._exit``).
+PRELOADS = {
+    "torch": ("torch", "torch._inductor.utils", "pytest"),
+    "orchestrator": ("flow.cli.main", "flow.core.render", "flow.core.workflow",
+                     "flow.workflows.registry"),
+}
 KEPT_SETTINGS = {"PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
 
 # The executable the flows are given. Standard library only, started with -IS (about 15 ms):
@@ -74,11 +90,12 @@ for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal
     signal.signal(sig, forward)
 line = reader.readline()
 if not line:
-    sys.stderr.write("tests/torchfork: the fork server ended before the run did\\n")
+    sys.stderr.write("tests/forkserver: the fork server ended before the run did\\n")
     os._exit(1)
 status = int(line)
-if status < 0:
-    signal.signal(-status, signal.SIG_DFL)
+if status < 0:  # the run was killed by a signal: so is this process (SIGKILL keeps its action)
+    if -status != signal.SIGKILL:
+        signal.signal(-status, signal.SIG_DFL)
     os.kill(os.getpid(), -status)
 os._exit(status if status >= 0 else 128 - status)
 """
@@ -94,6 +111,32 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
             raise EOFError("the executable went away while sending its request")
         data += more
     return json.loads(data[8:8 + int.from_bytes(data[:8], "big")]), list(fds)
+
+
+def _modules(folder: str) -> dict[str, str | None]:
+    """The modules ``folder`` holds, each with its source (a package's ``__init__.py``), or
+    None where it has none to compare (a compiled module, a folder without ``__init__.py``)."""
+    found: dict[str, str | None] = {}
+    for entry in os.listdir(folder):
+        path = os.path.join(folder, entry)
+        if entry.endswith(".py"):
+            found[entry[:-3]] = path
+        elif entry.endswith((".pyc", ".so", ".pyd")):
+            found.setdefault(entry.split(".", 1)[0], None)
+        elif "." not in entry and os.path.isdir(path):
+            init = os.path.join(path, "__init__.py")
+            found[entry] = init if os.path.isfile(init) else None
+    return found
+
+
+def _loaded_from(name: str, file: str | None) -> bool:
+    """The server's module ``name`` is the very file ``file``: a fork that finds it there
+    finds what a fresh start would."""
+    loaded = getattr(sys.modules.get(name), "__file__", None)
+    try:
+        return bool(file and loaded) and os.path.samefile(file, loaded)
+    except OSError:
+        return False
 
 
 def _plan(request: dict, base_path: list[str], preloaded: set[str]) -> tuple | str:
@@ -120,13 +163,15 @@ def _plan(request: dict, base_path: list[str], preloaded: set[str]) -> tuple | s
     imports: set[str] = set()
     for n, folder in enumerate([first, *extra]):
         try:
-            stems = {name.split(".", 1)[0] for name in os.listdir(folder)}
+            modules = _modules(folder)
         except OSError:
             continue
-        if stems & preloaded:
-            return f"{folder} holds {' '.join(sorted(stems & preloaded))}"
+        shadowing = sorted(name for name, file in modules.items()
+                           if name in preloaded and not _loaded_from(name, file))
+        if shadowing:
+            return f"{folder} holds {' '.join(shadowing)}"
         if n:
-            imports |= stems & customize
+            imports |= modules.keys() & customize
     return run, [first, *extra, *base_path], sorted(imports)
 
 
@@ -200,13 +245,19 @@ def _child(request: dict, fds: list[int], run: tuple, path: list[str], imports: 
     os._exit(code & 0xFF)
 
 
-def serve(path: str) -> None:
-    """Import torch, listen on ``path`` and fork a child per request until the parent ends."""
+def serve(path: str, kind: str) -> None:
+    """Import what ``kind`` names, listen on ``path`` and fork a child per request until the
+    parent ends."""
     import gc
     import importlib
 
-    for name in PRELOAD:
+    for name in PRELOADS[kind]:
         importlib.import_module(name)
+    if kind == "orchestrator":
+        from flow.workflows.registry import BUILTIN
+
+        for name in BUILTIN.values():
+            importlib.import_module(name)
     preloaded = {name.split(".", 1)[0] for name in sys.modules}
     # What the imports left is never garbage: out of the collector's sight a fork's collections
     # neither walk nor write to it (each page written is copied), half of a fork's CPU.
@@ -340,32 +391,34 @@ def _kill(pid: int, sig: int) -> None:
         pass
 
 
-_serving: list[str] = []  # the executable of the server running in this process, if any
+_serving: dict[str, list[str]] = {kind: [] for kind in PRELOADS}  # executables, by kind
 
 
-def python() -> str:
-    """The interpreter a test starts a PyTorch run with: the executable of this worker's
-    server while there is one, else this interpreter."""
-    return _serving[-1] if _serving else sys.executable
+def python(kind: str) -> str:
+    """The interpreter a test starts a ``kind`` process with (a PyTorch run, an
+    ``orchestrator.py`` call): the executable of this worker's server of that kind while
+    there is one, else this interpreter."""
+    return _serving[kind][-1] if _serving[kind] else sys.executable
 
 
 @contextlib.contextmanager
-def running(folder: str) -> Iterator[str | None]:
-    """A server for this interpreter while the block runs: the executable's path in
-    ``folder``, or None where this interpreter has no torch. The server imports torch in the
-    background: until it listens the executable runs the real interpreter."""
+def running(folder: str, kind: str) -> Iterator[str | None]:
+    """A ``kind`` server for this interpreter while the block runs: the executable's path in
+    ``folder``, or None where this interpreter cannot import what the server would (a torch
+    server with no torch). The server imports in the background: until it listens the
+    executable runs the real interpreter."""
     import importlib.util
     import subprocess
 
-    if importlib.util.find_spec("torch") is None:
+    if importlib.util.find_spec(PRELOADS[kind][0].split(".", 1)[0]) is None:
         yield None
         return
     sock = os.path.join(folder, "server.sock")
     if len(sock.encode()) > 100:  # a Unix socket's path is at most 107 bytes
         import warnings
 
-        warnings.warn(f"tests/torchfork: {sock} is too long for a Unix socket: PyTorch runs "
-                      "start afresh (a shorter --basetemp mends it)", stacklevel=2)
+        warnings.warn(f"tests/forkserver: {sock} is too long for a Unix socket: {kind} "
+                      "processes start afresh (a shorter --basetemp mends it)", stacklevel=2)
         yield None
         return
     python = os.path.join(folder, "python")
@@ -374,13 +427,13 @@ def running(folder: str) -> Iterator[str | None]:
     os.chmod(python, 0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     with open(os.path.join(folder, "server.log"), "wb") as log:
-        server = subprocess.Popen([sys.executable, __file__, sock], env=env, cwd=folder,
+        server = subprocess.Popen([sys.executable, __file__, sock, kind], env=env, cwd=folder,
                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    _serving.append(python)
+    _serving[kind].append(python)
     try:
         yield python
     finally:
-        _serving.remove(python)
+        _serving[kind].remove(python)
         server.terminate()
         try:
             server.wait(timeout=30)
@@ -390,4 +443,4 @@ def running(folder: str) -> Iterator[str | None]:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(*sys.argv[1:3])

@@ -1,4 +1,5 @@
-"""The fork server the PyTorch runs share (``tests.torchfork``): a run started through its
+"""The fork servers the PyTorch runs and the orchestrator calls share (``tests.forkserver``):
+a run started through its
 executable ends as a fresh start would (exit status, streams, working directory, environment,
 path, a signal), and what a fork could run differently goes to the real interpreter."""
 
@@ -13,23 +14,34 @@ from pathlib import Path
 
 import pytest
 
-from tests import torchfork
+from tests import forkserver
+from tests.contract.driver import SCRIPT
 
-pytest.importorskip("torch")
 
-
-@pytest.fixture
-def server() -> tuple[str, Path]:
-    """This worker's server (``tests/conftest.py`` starts it): its executable and its log,
-    once it listens."""
-    python = torchfork.python()
-    assert python != sys.executable, "no fork server runs in this worker"
+def _listening(kind: str) -> tuple[str, Path]:
+    """This worker's ``kind`` server (``tests/conftest.py`` starts it): its executable and its
+    log, once it listens."""
+    python = forkserver.python(kind)
+    assert python != sys.executable, f"no {kind} fork server runs in this worker"
     folder = Path(python).parent
     deadline = time.monotonic() + 300
     while not (folder / "server.sock").exists():
         assert time.monotonic() < deadline, (folder / "server.log").read_text()
         time.sleep(0.1)
     return python, folder / "server.log"
+
+
+@pytest.fixture
+def server() -> tuple[str, Path]:
+    """The torch server."""
+    pytest.importorskip("torch")
+    return _listening("torch")
+
+
+@pytest.fixture
+def orchestrator() -> tuple[str, Path]:
+    """The orchestrator server."""
+    return _listening("orchestrator")
 
 
 def _script(tmp_path: Path, body: str) -> Path:
@@ -90,6 +102,12 @@ def test_an_uncaught_exception_and_a_signal_end_the_run_as_they_would(
     run.send_signal(signal.SIGTERM)
     assert -signal.SIGTERM == run.wait(timeout=120)
 
+    # A run that kills itself outright (the contract tests' crash hook does) ends its
+    # executable by the same signal, though no handler can be set for it.
+    suicide = _script(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    killed = subprocess.run([python, suicide.name], cwd=tmp_path, capture_output=True, text=True)
+    assert (-signal.SIGKILL, "") == (killed.returncode, killed.stderr)
+
 
 def test_an_executable_killed_outright_ends_its_fork(server: tuple[str, Path],
                                                      tmp_path: Path) -> None:
@@ -143,3 +161,39 @@ def test_what_a_fork_could_run_differently_goes_to_the_real_interpreter(
     # -c never reaches the server; the others are sent back to the real interpreter
     assert ([] if case == "option" else ["real"]) == [
         line.split()[0] for line in _decisions(log, script)]
+
+
+def test_an_orchestrator_call_forks_and_answers_as_a_fresh_start(
+        orchestrator: tuple[str, Path], tmp_path: Path) -> None:
+    """The orchestrator.py of this checkout: its folder's ``flow/`` and ``workspace/`` are the
+    modules the server imported, so the calls fork; each prints and exits as a fresh one."""
+    python, log = orchestrator
+    ws = str(tmp_path / "ws")
+    for argv in (["status"], ["--flow", "no/such", "--resume"], ["schema", "nope"], ["schema"]):
+        fresh, forked = (subprocess.run([interpreter, str(SCRIPT), "--workspace", ws, *argv],
+                                        capture_output=True, text=True, cwd=tmp_path)
+                         for interpreter in (sys.executable, python))
+        assert (fresh.returncode, fresh.stdout, fresh.stderr) == (
+            forked.returncode, forked.stdout, forked.stderr), argv
+    assert ["fork"] * 4 == [line.split()[0] for line in log.read_text().splitlines()
+                            if ws in line]
+
+
+def test_an_orchestrator_fork_holds_the_modules_but_the_store_connection(
+        orchestrator: tuple[str, Path], tmp_path: Path) -> None:
+    """A fork starts with the orchestrator's modules imported, bar ``workspace.pgconn``
+    (``orchestrator._exit`` closes its connections where a call imported it); another copy of
+    ``flow`` in the run's folder (a copied checkout's) starts the real interpreter."""
+    python, log = orchestrator
+    script = _script(tmp_path, "import sys\nprint(sorted(m for m in ('flow.core.state', "
+                               "'flow.workflows.refactor.declaration', 'workspace.pgconn', "
+                               "'pydantic') if m in sys.modules))\n")
+    forked = subprocess.run([python, script.name], cwd=tmp_path, capture_output=True, text=True)
+    assert (0, "['flow.core.state', 'flow.workflows.refactor.declaration', 'pydantic']\n") == (
+        forked.returncode, forked.stdout), forked.stderr
+    (tmp_path / "flow").mkdir()
+    (tmp_path / "flow" / "__init__.py").write_text("")
+    copied = subprocess.run([python, script.name], cwd=tmp_path, capture_output=True, text=True)
+    assert (0, "[]\n") == (copied.returncode, copied.stdout), copied.stderr
+    assert ["fork", "real"] == [line.split()[0] for line in _decisions(log, script)]
+    assert "holds flow" in _decisions(log, script)[1]
