@@ -9,7 +9,7 @@ tests start some 500. ``make`` builds a venv holding copies of the named distrib
 test environment and of what they require, with their console scripts (``pytest``, ``pip``)
 in its ``bin``: the same installed code, without ``ensurepip`` or an index, and what a flow
 installs or removes there stays there. A project's environment holds its own tools, not ours.
-(The refactor's runs fork from a server that imported torch instead: ``tests.torchfork``.)
+(The refactor's runs fork from a server that imported torch instead: ``tests.forkserver``.)
 
 ``lending`` makes the other kind the tests need: a venv of its own (its ``pyvenv.cfg``, its
 own site-packages first) that also imports the test environment's packages through a ``.pth``,
