@@ -27,13 +27,14 @@ Whatever a fork could run differently from a fresh start goes to the real interp
 ``PYTHON*`` setting other than ``PYTHONPATH``, ``PYTHONDONTWRITEBYTECODE`` and
 ``PYTHONUNBUFFERED``, or a module the server imported (``torch``, ``pytest``, ``flow``, ...)
 shadowed on the path the run would search first by another copy, as a PyTorch source checkout's
-own ``torch/`` or a copied checkout's ``flow/`` would be (a ``sitecustomize`` on
-``PYTHONPATH`` the fork imports, as site would, where the server has none). With no server
+own ``torch/`` or a copied checkout's ``flow/`` would be. The server skips site's
+``sitecustomize`` and ``usercustomize``: each fork imports them from its own path as site
+would (the crash hook's on ``PYTHONPATH``, else the interpreter's own). With no server
 listening (not yet started, or gone) the executable is the real interpreter too, so a printed
 command stays runnable.
 
 A server lives as long as the worker that started it: it ends when its parent does.
-Run as ``python tests/forkserver.py SOCKET KIND``.
+Run as ``python -S tests/forkserver.py SOCKET KIND``.
 """
 
 from __future__ import annotations
@@ -140,8 +141,8 @@ def _loaded_from(name: str, file: str | None) -> bool:
 
 
 def _plan(request: dict, base_path: list[str], preloaded: set[str]) -> tuple | str:
-    """(how to run, its sys.path, the customize modules site would import) for a request a
-    fork runs as a fresh start would, else why the real interpreter runs it."""
+    """(how to run, its sys.path) for a request a fork runs as a fresh start would, else why
+    the real interpreter runs it."""
     args, env, cwd = request["args"], request["env"], request["cwd"]
     settings = sorted(k for k in env if k.startswith("PYTHON") and k not in KEPT_SETTINGS)
     if settings:
@@ -155,13 +156,7 @@ def _plan(request: dict, base_path: list[str], preloaded: set[str]) -> tuple | s
         first, run = os.path.dirname(os.path.abspath(script)), ("path", script, args[1:])
     extra = [os.path.normpath(os.path.join(cwd, p))
              for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    # site imports sitecustomize (usercustomize where user sites are on) before the run's own
-    # folder joins the path: only PYTHONPATH's folders can hold one a fresh start would import
-    # where this server imported none. The fork imports it; one in place of the server's own
-    # (Debian's, say) is a fresh start's business.
-    customize = {"sitecustomize"} | ({"usercustomize"} if site.ENABLE_USER_SITE else set())
-    imports: set[str] = set()
-    for n, folder in enumerate([first, *extra]):
+    for folder in [first, *extra]:
         try:
             modules = _modules(folder)
         except OSError:
@@ -170,12 +165,10 @@ def _plan(request: dict, base_path: list[str], preloaded: set[str]) -> tuple | s
                            if name in preloaded and not _loaded_from(name, file))
         if shadowing:
             return f"{folder} holds {' '.join(shadowing)}"
-        if n:
-            imports |= modules.keys() & customize
-    return run, [first, *extra, *base_path], sorted(imports)
+    return run, [first, *extra, *base_path]
 
 
-def _child(request: dict, fds: list[int], run: tuple, path: list[str], imports: list[str],
+def _child(request: dict, fds: list[int], run: tuple, path: list[str],
            closing: list[int]) -> None:
     """In the fork: become the run the executable asked for, then exit with its status."""
     import atexit
@@ -207,15 +200,18 @@ def _child(request: dict, fds: list[int], run: tuple, path: list[str], imports: 
     sys.stderr = sys.__stderr__ = io.TextIOWrapper(
         io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
         line_buffering=True)
-    sys.path[:] = path
-    for name in imports:  # as site does: a missing one is no error, a failing one is said
-        try:
+    # site imports sitecustomize (usercustomize where user sites are on) before the run's own
+    # folder joins the path: the one PYTHONPATH holds, else the interpreter's own (Debian's).
+    sys.path[:] = path[1:]
+    for name in ["sitecustomize"] + (["usercustomize"] if site.ENABLE_USER_SITE else []):
+        try:  # as site does: a missing one is no error, a failing one is said
             importlib.import_module(name)
         except ImportError:
             pass
         except Exception as exc:
             print(f"Error in {name}; set PYTHONVERBOSE for traceback:\n{type(exc).__name__}: "
                   f"{exc}", file=sys.stderr)
+    sys.path[:] = path
     kind, target, rest = run
     code = 0
     try:
@@ -251,6 +247,10 @@ def serve(path: str, kind: str) -> None:
     import gc
     import importlib
 
+    # Started with -S: site's work at a start, bar the customize modules, which each fork
+    # imports from its own path (``_child``).
+    site.execsitecustomize = site.execusercustomize = lambda: None
+    site.main()
     for name in PRELOADS[kind]:
         importlib.import_module(name)
     if kind == "orchestrator":
@@ -427,7 +427,7 @@ def running(folder: str, kind: str) -> Iterator[str | None]:
     os.chmod(python, 0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     with open(os.path.join(folder, "server.log"), "wb") as log:
-        server = subprocess.Popen([sys.executable, __file__, sock, kind], env=env, cwd=folder,
+        server = subprocess.Popen([sys.executable, "-S", __file__, sock, kind], env=env, cwd=folder,
                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     _serving[kind].append(python)
     try:

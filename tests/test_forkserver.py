@@ -197,3 +197,22 @@ def test_an_orchestrator_fork_holds_the_modules_but_the_store_connection(
     assert (0, "[]\n") == (copied.returncode, copied.stdout), copied.stderr
     assert ["fork", "real"] == [line.split()[0] for line in _decisions(log, script)]
     assert "holds flow" in _decisions(log, script)[1]
+
+
+def test_a_fork_imports_the_sitecustomize_a_fresh_start_would(
+        orchestrator: tuple[str, Path], tmp_path: Path) -> None:
+    """The one on PYTHONPATH (the contract tests' crash hook) where there is one, else the
+    interpreter's own (Debian's) or none: the server imported none, each fork imports its own."""
+    python, log = orchestrator
+    script = _script(tmp_path, "import sys\n"
+                               "print(getattr(sys.modules.get('sitecustomize'), '__file__', None))\n")
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    for extra in ({}, {"PYTHONPATH": "hook"}):
+        fresh, forked = (subprocess.run([interpreter, script.name], cwd=tmp_path, text=True,
+                                        capture_output=True, env={**env, **extra})
+                         for interpreter in (sys.executable, python))
+        assert (0, fresh.stdout) == (forked.returncode, forked.stdout), forked.stderr
+    assert f"{tmp_path}/hook/sitecustomize.py\n" == forked.stdout
+    assert ["fork", "fork"] == [line.split()[0] for line in _decisions(log, script)]
