@@ -27,14 +27,14 @@ Whatever a fork could run differently from a fresh start goes to the real interp
 ``PYTHON*`` setting other than ``PYTHONPATH``, ``PYTHONDONTWRITEBYTECODE`` and
 ``PYTHONUNBUFFERED``, or a module the server imported (``torch``, ``pytest``, ``flow``, ...)
 shadowed on the path the run would search first by another copy, as a PyTorch source checkout's
-own ``torch/`` or a copied checkout's ``flow/`` would be. The server skips site's
-``sitecustomize`` and ``usercustomize``: each fork imports them from its own path as site
-would (the crash hook's on ``PYTHONPATH``, else the interpreter's own). With no server
+own ``torch/`` or a copied checkout's ``flow/`` would be. The server forgets the
+``sitecustomize`` it started with: each fork imports one from its own path as site would (the
+crash hook's on ``PYTHONPATH``, else the interpreter's own, Debian's say). With no server
 listening (not yet started, or gone) the executable is the real interpreter too, so a printed
 command stays runnable.
 
 A server lives as long as the worker that started it: it ends when its parent does.
-Run as ``python -S tests/forkserver.py SOCKET KIND``.
+Run as ``python tests/forkserver.py SOCKET KIND``.
 """
 
 from __future__ import annotations
@@ -48,15 +48,8 @@ import socket
 import sys
 from collections.abc import Iterator
 
-# What each kind's server imports. The orchestrator's adds every built-in workflow's
-# declaration (``flow.workflows.registry``); ``workspace.pgconn`` stays out of it, as a call
-# closes the PostgreSQL store's connections only where it imported that module
-# (``orchestrator._exit``).
-PRELOADS = {
-    "torch": ("torch", "torch._inductor.utils", "pytest"),
-    "orchestrator": ("flow.cli.main", "flow.core.render", "flow.core.workflow",
-                     "flow.workflows.registry"),
-}
+# Each kind's server, and the package that must be importable for it to start.
+KINDS = {"torch": "torch", "orchestrator": "flow"}
 KEPT_SETTINGS = {"PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
 
 # The executable the flows are given. Standard library only, started with -IS (about 15 ms):
@@ -100,6 +93,18 @@ if status < 0:  # the run was killed by a signal: so is this process (SIGKILL ke
     os.kill(os.getpid(), -status)
 os._exit(status if status >= 0 else 128 - status)
 """
+
+
+def _preloads(kind: str) -> list[str]:
+    """The modules a ``kind`` server imports. The orchestrator's: the command line, the state
+    and its rendering, and every built-in workflow's declaration; not ``workspace.pgconn``, as
+    a call closes the PostgreSQL store's connections only where it imported that module
+    (``orchestrator._exit``)."""
+    if kind == "torch":
+        return ["torch", "torch._inductor.utils", "pytest"]
+    from flow.workflows.registry import BUILTIN
+
+    return ["flow.cli.main", "flow.core.render", "flow.core.workflow", *BUILTIN.values()]
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -247,17 +252,12 @@ def serve(path: str, kind: str) -> None:
     import gc
     import importlib
 
-    # Started with -S: site's work at a start, bar the customize modules, which each fork
-    # imports from its own path (``_child``).
-    site.execsitecustomize = site.execusercustomize = lambda: None
-    site.main()
-    for name in PRELOADS[kind]:
+    # A fresh start imports the sitecustomize (usercustomize) on its own path: this one's is
+    # forgotten, so that each fork imports its own (``_child``), not counted as shadowed.
+    for name in ("sitecustomize", "usercustomize"):
+        sys.modules.pop(name, None)
+    for name in _preloads(kind):
         importlib.import_module(name)
-    if kind == "orchestrator":
-        from flow.workflows.registry import BUILTIN
-
-        for name in BUILTIN.values():
-            importlib.import_module(name)
     preloaded = {name.split(".", 1)[0] for name in sys.modules}
     # What the imports left is never garbage: out of the collector's sight a fork's collections
     # neither walk nor write to it (each page written is copied), half of a fork's CPU.
@@ -391,7 +391,7 @@ def _kill(pid: int, sig: int) -> None:
         pass
 
 
-_serving: dict[str, list[str]] = {kind: [] for kind in PRELOADS}  # executables, by kind
+_serving: dict[str, list[str]] = {kind: [] for kind in KINDS}  # executables, by kind
 
 
 def python(kind: str) -> str:
@@ -410,7 +410,7 @@ def running(folder: str, kind: str) -> Iterator[str | None]:
     import importlib.util
     import subprocess
 
-    if importlib.util.find_spec(PRELOADS[kind][0].split(".", 1)[0]) is None:
+    if importlib.util.find_spec(KINDS[kind]) is None:
         yield None
         return
     sock = os.path.join(folder, "server.sock")
@@ -427,7 +427,7 @@ def running(folder: str, kind: str) -> Iterator[str | None]:
     os.chmod(python, 0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     with open(os.path.join(folder, "server.log"), "wb") as log:
-        server = subprocess.Popen([sys.executable, "-S", __file__, sock, kind], env=env, cwd=folder,
+        server = subprocess.Popen([sys.executable, __file__, sock, kind], env=env, cwd=folder,
                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     _serving[kind].append(python)
     try:
