@@ -180,7 +180,6 @@ def _child(request: dict, fds: list[int], run: tuple, path: list[str],
     import importlib
     import io
     import runpy
-    import traceback
 
     os.setpgid(0, 0)
     signal.set_wakeup_fd(-1)
@@ -234,15 +233,20 @@ def _child(request: dict, fds: list[int], run: tuple, path: list[str],
         else:
             print(stop.code, file=sys.stderr)
             code = 1
-    except BaseException:  # as an uncaught exception ends a fresh start: traceback, status 1
-        traceback.print_exc()
-        code = 1
+    except BaseException as exc:
+        # as an uncaught exception ends a fresh start: sys.excepthook's report, then status 1,
+        # or for Ctrl-C death by SIGINT
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+        code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
+    if code == -signal.SIGINT:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     os._exit(code & 0xFF)
 
 

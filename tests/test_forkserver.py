@@ -94,13 +94,17 @@ def test_an_uncaught_exception_and_a_signal_end_the_run_as_they_would(
     started = tmp_path / "started"
     script = _script(tmp_path, f"import time\nopen({str(started)!r}, 'w').close()\n"
                                "time.sleep(600)\n")
-    run = subprocess.Popen([python, script.name], cwd=tmp_path)
-    deadline = time.monotonic() + 120
-    while not started.exists():
-        assert time.monotonic() < deadline and run.poll() is None
-        time.sleep(0.05)
-    run.send_signal(signal.SIGTERM)
-    assert -signal.SIGTERM == run.wait(timeout=120)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # SIGINT: KeyboardInterrupt, then its death
+        started.unlink(missing_ok=True)
+        run = subprocess.Popen([python, script.name], cwd=tmp_path, stderr=subprocess.PIPE,
+                               text=True)
+        deadline = time.monotonic() + 120
+        while not started.exists():
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.05)
+        run.send_signal(sig)
+        assert -sig == run.wait(timeout=120), run.stderr.read()
+        assert (sig == signal.SIGINT) == ("KeyboardInterrupt" in run.stderr.read())
 
     # A run that kills itself outright (the contract tests' crash hook does) ends its
     # executable by the same signal, though no handler can be set for it.
