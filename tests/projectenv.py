@@ -65,8 +65,16 @@ def _closure(names: Iterable[str]) -> list[metadata.Distribution]:
 
 def make(venv: Path, names: Iterable[str]) -> Path:
     """Make ``venv`` holding ``names`` (and their requirements) of this environment, copied
-    into its site-packages (compiled files and times kept); its python."""
+    into its site-packages (compiled files and times kept); its python. ``["pip"]`` gives a
+    venv as ``python -m venv`` makes it (this environment's pip is the one ``ensurepip`` gave
+    it) without the 4 to 5 CPU-seconds ``ensurepip`` spends unpacking and compiling pip."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    _copy_in(venv, names)
+    return venv / "bin" / "python"
+
+
+def _copy_in(venv: Path, names: Iterable[str]) -> None:
+    """Copy ``names`` and their requirements into ``venv``, console scripts included."""
     python = venv / "bin" / "python"
     site = _site(venv)
     for dist in _closure(names):
@@ -85,17 +93,18 @@ def make(venv: Path, names: Iterable[str]) -> Path:
             script.write_text(SCRIPT.format(python=python, module=ep.module, head=head,
                                             call=ep.attr))
             script.chmod(0o755)
-    return python
 
 
 def lending(venv: Path, *flags: str, pip: bool = False) -> Path:
-    """Make ``venv`` (``python -m venv`` with ``flags``; without pip unless ``pip``) that also
-    imports this environment's packages (pytest and the rest) through a ``.pth`` after its
-    own site-packages: another interpreter to run with, without installing anything; its
-    python. A bare link to this interpreter is no such thing: without a ``pyvenv.cfg`` beside
-    it, some Pythons (Debian's) run it as the base interpreter, without our packages."""
-    subprocess.run([sys.executable, "-m", "venv", *flags, *([] if pip else ["--without-pip"]),
-                    str(venv)], check=True)
+    """Make ``venv`` (``python -m venv`` with ``flags``; with a pip of its own, copied as
+    ``make`` does, if ``pip``) that also imports this environment's packages (pytest and the
+    rest) through a ``.pth`` after its own site-packages: another interpreter to run with,
+    without installing anything; its python. A bare link to this interpreter is no such
+    thing: without a ``pyvenv.cfg`` beside it, some Pythons (Debian's) run it as the base
+    interpreter, without our packages."""
+    subprocess.run([sys.executable, "-m", "venv", *flags, "--without-pip", str(venv)], check=True)
+    if pip:
+        _copy_in(venv, ["pip"])
     (_site(venv) / "zz_lent.pth").write_text(sysconfig.get_path("purelib") + "\n")
     return venv / "bin" / "python"
 

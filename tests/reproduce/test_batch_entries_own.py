@@ -12,9 +12,10 @@ import pytest
 
 from flow.cli.argv import parse
 from flow.cli.campaigns import items_for
+from tests import projectenv
 from tests.contract.driver import Driver
 from tests.reproduce import tinyproject
-from tests.reproduce.conftest import PYTHON
+
 
 NODE = "tests/test_add.py::TestAdd::test_add"
 
@@ -82,9 +83,7 @@ def test_each_entry_is_told_about_its_own_tree(tmp_path: Path) -> None:
     after a fix committed in B, that rerun and refined_command pass. A's entry keeps A."""
     a = tinyproject.make(tmp_path / "a")
     b = tinyproject.make_named(tmp_path / "b", "othercalc")
-    venv = tmp_path / "venv"
-    subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
+    python = projectenv.make(tmp_path / "venv", ["pip"])
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index",
                     "--no-build-isolation", "--no-deps", str(b)], check=True)
     batch = tmp_path / "batch.json"

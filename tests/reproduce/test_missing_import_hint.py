@@ -16,7 +16,7 @@ from flow.workflows.reproduce.verdict import hints
 from tests import projectenv
 from tests.contract.driver import Driver
 from tests.reproduce import tinyproject, wheelhouse
-from tests.reproduce.conftest import PYTHON, build_wheel
+from tests.reproduce.conftest import build_wheel
 
 NODE = "tests/test_add.py::TestAdd::test_add"
 TEST_WITH_HELPER = '''\
@@ -60,9 +60,7 @@ def test_known_import_names_map_to_their_distribution() -> None:
 
 def _project_env(tmp_path: Path, wheels: Path) -> Path:
     """The project interpreter: a venv holding pytest and the undeclared test helper."""
-    venv = tmp_path / "project-env"
-    subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
+    python = projectenv.make(tmp_path / "project-env", ["pip"])
     subprocess.run([str(python), "-m", "pip", "install", "-q", "pytest", "tinyhelper"],
                    check=True, env={**_env(wheels)})
     return python

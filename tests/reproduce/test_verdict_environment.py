@@ -8,9 +8,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tests import projectenv
 from tests.contract.driver import Driver
 from tests.reproduce import tinyproject
-from tests.reproduce.conftest import PYTHON, REPO
+from tests.reproduce.conftest import REPO
 
 
 def _verdict(drv: Driver, src: Path, command: str) -> dict:
@@ -40,9 +41,7 @@ def test_an_editable_install_of_another_folder_is_said_loudly(tmp_path: Path) ->
     other = tinyproject.make(tmp_path / "other-clone", src_layout=True)
     src = tinyproject.make(tmp_path / "src", src_layout=True)
     tinyproject.fix(src)
-    venv = tmp_path / "venv"
-    subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
+    python = projectenv.make(tmp_path / "venv", ["pip"])
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index",
                     "--no-build-isolation", "--no-deps", "-e", str(other)], check=True)
     drv = Driver(tmp_path / "ws", {"ORCHESTRATOR_REPRODUCE_PYTHON": str(python)})

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from urllib.parse import quote, unquote
 
 import pytest
 
+from tests import projectenv
 from tests.contract.driver import Driver
 from tests.reproduce.conftest import build_wheel
 
@@ -88,10 +88,8 @@ def _wheels(folder: Path) -> tuple[list[Path], Path]:
 
 @pytest.fixture(scope="module")
 def venv_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A throwaway venv with pip (ensurepip, offline), never the project's .venv."""
-    where = tmp_path_factory.mktemp("xpu-venv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300)
-    return where / "bin" / "python"
+    """A throwaway venv with pip (a copy of this environment's), never the project's .venv."""
+    return projectenv.make(tmp_path_factory.mktemp("xpu-venv") / "venv", ["pip"])
 
 
 @contextmanager
