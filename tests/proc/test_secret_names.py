@@ -38,3 +38,26 @@ def test_the_value_of_a_key_setting_is_masked_in_text() -> None:
     """redact masks the value of an *_API_KEY setting wherever it shows in text."""
     env = {"ANTHROPIC_API_KEY": "sk-ant-0123456789abcdef"}
     assert "key: *** end" == redact("key: sk-ant-0123456789abcdef end", env)
+
+
+def test_a_secret_set_or_changed_in_this_process_is_masked_on_the_next_write(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which names are secrets is remembered, their values never: a secret setting made, or
+    changed, after earlier writes is masked in the next one, the old value no longer, and a
+    name ORCHESTRATOR_SECRET_ENV adds counts from then on too."""
+    from flow.core import jsonio
+    from flow.core.redact import SECRETS_ENV
+
+    first, second, third = "first-value-0123", "second-value-4567", "third-value-89ab"
+    # a first write: the names now known
+    said = [jsonio.dumps({"v": [first, second, third]}, indent=False).decode()]
+    monkeypatch.setenv("DEPLOY_TOKEN", first)
+    said.append(jsonio.dumps({"v": [first, second]}, indent=False).decode())
+    monkeypatch.setenv("DEPLOY_TOKEN", second)
+    said.append(jsonio.dumps({"v": [first, second]}, indent=False).decode())
+    monkeypatch.setenv("BUILD_STAMP", third)
+    said.append(jsonio.dumps({"v": third}, indent=False).decode())
+    monkeypatch.setenv(SECRETS_ENV, "BUILD_*")
+    said.append(jsonio.dumps({"v": third}, indent=False).decode())
+    assert [f'{{"v":["{first}","{second}","{third}"]}}', f'{{"v":["***","{second}"]}}',
+            f'{{"v":["{first}","***"]}}', f'{{"v":"{third}"}}', '{"v":"***"}'] == said
