@@ -135,8 +135,8 @@ def secret_patterns(value: str | None) -> list[str]:
 
 
 def is_secret(name: str, deny: Iterable[str] = ()) -> bool:
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, p.upper()) for p in (*SECRET_PATTERNS, *deny))
+    """Whether ``name`` matches ``SECRET_PATTERNS`` or ``deny`` (any case)."""
+    return _name_is_secret(tuple(deny))(name)
 
 
 def secret_names(env: Mapping[str, str]) -> list[str]:
@@ -144,8 +144,7 @@ def secret_names(env: Mapping[str, str]) -> list[str]:
     from this process) with a value long enough to mask. ``redact`` masks their values in
     what is read back; in a child's scrubbed environment they are the ones let through
     (``allow``, ``ORCHESTRATOR_PASS_ENV``), which its log must not keep either."""
-    deny = secret_patterns(os.environ.get(SECRETS_ENV))
-    return sorted(k for k, v in env.items() if is_secret(k, deny) and len(v) >= MASK_MIN)
+    return [name for name, _ in _secret_items(env)]
 
 
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
