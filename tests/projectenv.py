@@ -66,8 +66,8 @@ def _closure(names: Iterable[str]) -> list[metadata.Distribution]:
 def make(venv: Path, names: Iterable[str]) -> Path:
     """Make ``venv`` holding ``names`` (and their requirements) of this environment, copied
     into its site-packages (compiled files and times kept); its python. ``["pip"]`` gives a
-    venv as ``python -m venv`` makes it (this environment's pip is the one ``ensurepip`` gave
-    it) without the 4 to 5 CPU-seconds ``ensurepip`` spends unpacking and compiling pip."""
+    venv as ``python -m venv`` makes it (``.ci/test`` builds this environment with the pip
+    ``ensurepip`` gives, and never upgrades it) without the 4 to 5 CPU-seconds ``ensurepip`` spends unpacking and compiling pip."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     _copy_in(venv, names)
     return venv / "bin" / "python"
