@@ -33,7 +33,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 SECRETS_ENV = "ORCHESTRATOR_SECRET_ENV"
@@ -135,8 +135,8 @@ def secret_patterns(value: str | None) -> list[str]:
 
 
 def is_secret(name: str, deny: Iterable[str] = ()) -> bool:
-    """Whether ``name`` matches ``SECRET_PATTERNS`` or ``deny`` (any case)."""
-    return _name_is_secret(tuple(deny))(name)
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, p.upper()) for p in (*SECRET_PATTERNS, *deny))
 
 
 def secret_names(env: Mapping[str, str]) -> list[str]:
@@ -144,7 +144,8 @@ def secret_names(env: Mapping[str, str]) -> list[str]:
     from this process) with a value long enough to mask. ``redact`` masks their values in
     what is read back; in a child's scrubbed environment they are the ones let through
     (``allow``, ``ORCHESTRATOR_PASS_ENV``), which its log must not keep either."""
-    return [name for name, _ in _secret_items(env)]
+    deny = secret_patterns(os.environ.get(SECRETS_ENV))
+    return sorted(k for k, v in env.items() if is_secret(k, deny) and len(v) >= MASK_MIN)
 
 
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
@@ -307,36 +308,22 @@ _memo: dict[tuple[tuple[str, str], ...], tuple[list[str], list[bytes]]] = {}
 
 
 def _secret_items(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The (name, value) pairs of ``env`` whose name is a secret's and whose value is long
-    enough to mask, read afresh on every call (a value set a moment ago counts at once).
-    Only the secret names' values are read: whether a name is a secret's is remembered
-    (``_name_is_secret``), since every write a call makes asks, over the same few dozen names."""
-    deny = tuple(secret_patterns(os.environ.get(SECRETS_ENV)))
-    secret = _name_is_secret(deny)
-    return tuple(sorted((k, v) for k in env if secret(k) and len(v := env[k]) >= MASK_MIN))
+    deny = secret_patterns(os.environ.get(SECRETS_ENV))
+    names = _name_regex(tuple(deny))
+    return tuple(sorted((k, v) for k, v in env.items()
+                        if len(v) >= MASK_MIN and names.fullmatch(k.upper())))
 
 
-_names_memo: dict[tuple[str, ...], Callable[[str], bool]] = {}
+_names_memo: dict[tuple[str, ...], re.Pattern[str]] = {}
 
 
-def _name_is_secret(deny: tuple[str, ...]) -> Callable[[str], bool]:
-    """A test of a name against ``SECRET_PATTERNS`` and ``deny`` (one regular expression),
-    remembering each name's answer."""
-    known_test = _names_memo.get(deny)
-    if known_test is not None:
-        return known_test
-    names = re.compile("|".join(fnmatch.translate(p.upper()) for p in (*SECRET_PATTERNS, *deny)))
-    known: dict[str, bool] = {}
-
-    def test(name: str) -> bool:
-        said = known.get(name)
-        if said is None:
-            if len(known) > 4096:
-                known.clear()
-            said = known[name] = names.fullmatch(name.upper()) is not None
-        return said
-    _names_memo[deny] = test
-    return test
+def _name_regex(deny: tuple[str, ...]) -> re.Pattern[str]:
+    found = _names_memo.get(deny)
+    if found is None:
+        found = re.compile("|".join(fnmatch.translate(p.upper())
+                                    for p in (*SECRET_PATTERNS, *deny)))
+        _names_memo[deny] = found
+    return found
 
 
 def _forms(env: Mapping[str, str] | None) -> tuple[list[str], list[bytes]]:
