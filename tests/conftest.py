@@ -11,19 +11,16 @@ Every workspace a test makes is thrown away, so the suite runs with ``ORCHESTRAT
 process leaves whole files, which is all a test can observe; flushing each write to disk
 costs about 10 ms here, thousands of times. ``tests/test_workspace.py`` pins the default.
 
-For the same reason the suite's temporary files (``tmp_path``, ``tempfile``'s, the ones pip and
-git make in the children) go to memory where the machine has a large ``tmpfs`` at
-``/dev/shm`` and the caller set no ``TMPDIR`` of their own (``_temporary_files_in_memory``):
-on a journalled disk creating, renaming and removing the hundreds of thousands of small files
-the builds, checkouts and workspaces are made of cost about a sixth of the suite's CPU.
+For the same reason the suite's temporary files go to memory where the machine has a large
+``tmpfs`` and the caller set no ``TMPDIR`` of their own (``tests.memoryfolder``).
 """
 
 import os
-import stat
-import tempfile
 from collections.abc import Iterator
 
 import pytest
+
+from tests import memoryfolder
 
 pytest_plugins = ["tests.fakegithub.plugin", "tests.store.plugin", "tests.failnow"]
 # Files the tests copy and run, not tests of ours: a fixture checkout's test/test_pool_ops.py
@@ -31,44 +28,7 @@ pytest_plugins = ["tests.fakegithub.plugin", "tests.store.plugin", "tests.failno
 collect_ignore = ["fixtures"]
 os.environ["ORCHESTRATOR_FSYNC"] = "off"
 
-MEMORY = "/dev/shm"  # Linux's shared-memory tmpfs (POSIX shm_open), on every glibc system
-MEMORY_FREE_MIN = 8 << 30  # the suite's files at their peak with room to spare
-
-
-def _temporary_files_in_memory() -> None:
-    """``TMPDIR`` (read by every worker and child, which inherit it) set to a folder of this
-    user's on the ``/dev/shm`` tmpfs when it has ``MEMORY_FREE_MIN`` free; nothing where the
-    caller chose a ``TMPDIR`` (an xdist worker sees its controller's choice so) or the machine
-    has no such tmpfs (a container's 64 MB one): the files then stay on ``/tmp``."""
-    if os.environ.get("TMPDIR"):
-        return
-    try:
-        with open("/proc/mounts") as mounts:
-            kinds = {fields[1]: fields[2] for fields in map(str.split, mounts) if len(fields) > 2}
-        space = os.statvfs(MEMORY)
-    except OSError:
-        return
-    if kinds.get(MEMORY) != "tmpfs" or space.f_bavail * space.f_frsize < MEMORY_FREE_MIN:
-        return
-    folder = os.path.join(MEMORY, f"orchestrator-tests-{os.getuid()}")
-    try:
-        os.mkdir(folder)
-    except FileExistsError:
-        pass
-    except OSError:
-        return
-    # /dev/shm is anyone's to write in: use the folder only if it is this user's own (not a
-    # link, nor one someone else made there first), then open it as /tmp is (others, the
-    # PostgreSQL server's user among them, make their own files there; none removes another's)
-    found = os.lstat(folder)
-    if found.st_uid != os.getuid() or not stat.S_ISDIR(found.st_mode):
-        return
-    os.chmod(folder, 0o1777)
-    os.environ["TMPDIR"] = folder
-    tempfile.tempdir = None  # forget a temporary folder already looked up in this process
-
-
-_temporary_files_in_memory()
+memoryfolder.use()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
