@@ -67,7 +67,8 @@ def make(venv: Path, names: Iterable[str]) -> Path:
     """Make ``venv`` holding ``names`` (and their requirements) of this environment, copied
     into its site-packages (compiled files and times kept); its python. ``["pip"]`` gives a
     venv as ``python -m venv`` makes it (``.ci/test`` builds this environment with the pip
-    ``ensurepip`` gives, and never upgrades it) without the 4 to 5 CPU-seconds ``ensurepip`` spends unpacking and compiling pip."""
+    ``ensurepip`` gives, and never upgrades it) without the 4 to 5 CPU-seconds ``ensurepip``
+    spends unpacking and compiling pip."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     _copy_in(venv, names)
     return venv / "bin" / "python"

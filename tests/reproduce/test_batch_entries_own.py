@@ -16,7 +16,6 @@ from tests import projectenv
 from tests.contract.driver import Driver
 from tests.reproduce import tinyproject
 
-
 NODE = "tests/test_add.py::TestAdd::test_add"
 
 
