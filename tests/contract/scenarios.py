@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.contract import toyflow
 from tests.contract.driver import Scenario
 
-
-def _toy_answer(task: dict[str, Any]) -> dict[str, Any]:
-    if task["task_id"].startswith("review"):
-        return {"approved": True}
-    # The left part fails on its first attempt, to exercise a retry.
-    ok = not (task["task_id"].startswith("work-v1-left") and task["attempt"] == 1)
-    return {"ok": ok, "value": 2, "agent_id": f"/root/{task['task_id']}", "agent_name": "coder"}
-
-
-TOY = Scenario(name="toy", start=["start", "toy", "alpha"], answer=_toy_answer,
+TOY = Scenario(name="toy", start=["start", "toy", "alpha"], answer=toyflow.answer,
                env={"ORCHESTRATOR_PLUGINS": "tests.contract.toyflow"}, kill_points=None)
 
 from tests.targeted.rerunbot import contract_scenario  # noqa: E402

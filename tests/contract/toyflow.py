@@ -98,3 +98,13 @@ WORKFLOW = Workflow(
     data_model=ToyData,
     asks_person=frozenset({"approve"}),
 )
+
+
+def answer(task: dict[str, Any]) -> dict[str, Any]:
+    """A scripted agent's result for a toy task: the review approves, and each part succeeds
+    but the left one's first attempt, to exercise a retry. Here, beside the workflow, so that a
+    harness process (``tests.fleet.worker``) answers without building every contract scenario."""
+    if task["task_id"].startswith("review"):
+        return {"approved": True}
+    ok = not (task["task_id"].startswith("work-v1-left") and task["attempt"] == 1)
+    return {"ok": ok, "value": 2, "agent_id": f"/root/{task['task_id']}", "agent_name": "coder"}

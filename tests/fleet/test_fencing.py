@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from tests.contract.driver import Driver, modules_after
-from tests.contract.scenarios import _toy_answer
+from tests.contract.toyflow import answer as toy_answer
 
 TICK = {"ORCHESTRATOR_PLUGINS": "tests.fleet.tickflow"}
 
@@ -104,13 +104,13 @@ def test_a_stale_holders_feed_is_refused_and_the_new_lease_untouched(
     a, spec, b, spec_b = _taken_over(tmp_path, pg_url)
     before_flow, before_item = _flow_row(pg_url, "tick/i0"), _item(pg_url)
     task = spec["tasks"][0]
-    Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+    Path(task["feed_file"]).write_text(json.dumps(toy_answer(task)))
     stale = a.shell(task["feed_command"])
     _assert_lost(stale, "b")
     assert before_flow == _flow_row(pg_url, "tick/i0")
     assert before_item == _item(pg_url)
     mine = spec_b["tasks"][0]
-    Path(mine["feed_file"]).write_text(json.dumps(_toy_answer(mine)))
+    Path(mine["feed_file"]).write_text(json.dumps(toy_answer(mine)))
     done = b.shell(mine["feed_command"])
     assert (0, "done", True) == (done.code, done.spec["status"], done.spec["campaign"]["item_done"])
     item = _item(pg_url)
@@ -137,11 +137,11 @@ def test_a_stale_holder_cannot_complete_an_item_the_new_holder_finished(
     it, the item stays done once with b's result."""
     a, spec, b, spec_b = _taken_over(tmp_path, pg_url)
     mine = spec_b["tasks"][0]
-    Path(mine["feed_file"]).write_text(json.dumps(_toy_answer(mine)))
+    Path(mine["feed_file"]).write_text(json.dumps(toy_answer(mine)))
     assert 0 == b.shell(mine["feed_command"]).code
     done = _item(pg_url)
     task = spec["tasks"][0]
-    Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+    Path(task["feed_file"]).write_text(json.dumps(toy_answer(task)))
     for command in (task["feed_command"], spec["resume_command"]):
         stale = a.shell(command)
         _assert_lost(stale, "b")
@@ -183,7 +183,7 @@ def test_a_harness_polling_its_resume_command_keeps_its_item_past_three_lease_le
     item = _item(pg_url)
     assert ("leased", "a", 1) == (item["state"], item["holder"], item["token"])
     task = first.spec["tasks"][0]
-    Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+    Path(task["feed_file"]).write_text(json.dumps(toy_answer(task)))
     done = a.shell(task["feed_command"])
     assert (0, "done", True) == (done.code, done.spec["status"], done.spec["campaign"]["item_done"])
 
@@ -201,14 +201,14 @@ def test_mcp_tools_take_the_lease_and_refuse_a_stale_holder(tmp_path: Path, pg_u
     async def stale(mcp: Mcp) -> None:
         for tool, args in (("resume", {"flow_id": "tick/i0", "lease": 1}),
                            ("feed", {"flow_id": "tick/i0", "task_id": task["task_id"],
-                                     "result": _toy_answer(task), "lease": 1})):
+                                     "result": toy_answer(task), "lease": 1})):
             got, failed = await mcp.call(tool, args)
             assert failed and "lease_lost" == got["error"]["code"], (tool, json.dumps(got))
             assert "b" == got["error"]["holder"]["worker"]
 
     async def current(mcp: Mcp) -> None:
         got = await mcp.ok("feed", {"flow_id": "tick/i0", "task_id": mine["task_id"],
-                                    "result": _toy_answer(mine), "lease": 2})
+                                    "result": toy_answer(mine), "lease": 2})
         assert ("done", True) == (got["status"], got["campaign"]["item_done"])
 
     # the server's own budget per tool call: a's 1 s (its lease's) would answer a slow call

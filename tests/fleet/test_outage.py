@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from tests.contract.driver import Driver
-from tests.contract.scenarios import _toy_answer
+from tests.contract.toyflow import answer as toy_answer
 from tests.store.pgserver import Cluster
 
 TICK = {"ORCHESTRATOR_PLUGINS": "tests.fleet.tickflow"}
@@ -30,7 +30,7 @@ def test_a_stopped_server_is_retryable_and_every_worker_resumes_when_it_is_back(
     assert (0, "i0") == (first.code, first.spec["campaign"]["item"]), first.stderr
     assert (0, "i1") == (lambda c: (c.code, c.spec["campaign"]["item"]))(b.call(["campaign", "c"]))
     task = first.spec["tasks"][0]
-    Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+    Path(task["feed_file"]).write_text(json.dumps(toy_answer(task)))
     pg_cluster.stop()
     try:
         fed = a.shell(task["feed_command"])

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from tests.contract.driver import Driver
-from tests.contract.scenarios import _toy_answer
+from tests.contract.toyflow import answer as toy_answer
 
 TICK = {"ORCHESTRATOR_PLUGINS": "tests.fleet.tickflow"}
 
@@ -88,7 +88,7 @@ def test_a_parked_item_is_requeued_by_its_token_and_then_finished(tmp_path: Path
     assert (0, "tick/p") == (took.code, took.spec["flow_id"]), took.spec
     assert took.spec["status"] in {"need_agent", "waiting"}
     task = took.spec["tasks"][0]
-    Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+    Path(task["feed_file"]).write_text(json.dumps(toy_answer(task)))
     done = b.shell(task["feed_command"])
     assert (0, True) == (done.code, done.spec["campaign"]["item_done"]), done.spec
     ended = b.call(["campaign", "c"])
@@ -119,7 +119,7 @@ def test_a_dropped_item_ends_the_campaign_and_its_old_holder_is_refused(
     assert (0, "item_dropped", "dropped") == (dropped.code, dropped.spec["outcome"],
                                               dropped.spec["campaign"]["state"])
     task = took.spec["tasks"][0]
-    Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+    Path(task["feed_file"]).write_text(json.dumps(toy_answer(task)))
     late = a.shell(task["feed_command"])
     assert (3, "lease_lost") == (late.code, late.spec["error"]["code"])
     assert "dropped" in late.spec["error"]["message"]
@@ -153,7 +153,7 @@ def test_a_later_definition_says_how_many_items_it_added(tmp_path: Path, pg_url:
     first = a.call(["campaign", "c", "--items", str(_items(tmp_path, ["i0"], "one.json"))])
     assert (1, 1) == (first.spec["defined"]["items"], first.spec["defined"]["added"])
     task = first.spec["tasks"][0]
-    Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+    Path(task["feed_file"]).write_text(json.dumps(toy_answer(task)))
     assert a.shell(task["feed_command"]).spec["campaign"]["item_done"]
     assert "campaign_finished" == a.call(["campaign", "c"]).spec["outcome"]
     more = _items(tmp_path, ["i0", "i1"], "two.json")

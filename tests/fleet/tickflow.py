@@ -23,7 +23,7 @@ class TickData(BaseModel):
 
 
 class Part(Feed):
-    """The toy scenario's answer shape (``tests.contract.scenarios._toy_answer``)."""
+    """The toy scenario's answer shape (``tests.contract.toyflow.answer``)."""
 
     ok: bool
     value: int

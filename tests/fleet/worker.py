@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.contract.scenarios import _toy_answer
+from tests.contract.toyflow import answer as toy_answer
 
 
 def _call(command: list[str] | str) -> tuple[int, dict[str, Any] | None]:
@@ -48,7 +48,7 @@ def main(script: str, workspace: str, campaign: str) -> int:
             command = start
         elif status in {"need_agent", "waiting"}:
             task = spec["tasks"][0]
-            Path(task["feed_file"]).write_text(json.dumps(_toy_answer(task)))
+            Path(task["feed_file"]).write_text(json.dumps(toy_answer(task)))
             command = task["feed_command"]
         elif status == "need_human":
             command = spec["options"][0]["command"]
