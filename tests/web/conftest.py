@@ -71,8 +71,16 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield url
     finally:
+        # Chromium's singleton socket lives in a folder of its own under TMPDIR, which a
+        # terminated browser leaves behind: the profile's link names it
+        socket = profile / "SingletonSocket"
+        folder = socket.resolve().parent if socket.is_symlink() else None
         proc.terminate()
         proc.wait(timeout=60)
+        if folder is not None and folder.name.startswith("org.chromium.Chromium."):
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
