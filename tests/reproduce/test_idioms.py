@@ -137,9 +137,7 @@ def test_setup_py_project_installed_non_editable_still_runs_in_the_tree(tmp_path
 def test_stage2_build_with_python37_stock_pip(tmp_path: Path) -> None:
     """The Stage 2 build of a setup.py project for a Python 3.7 venv with its stock pip
     (22.0.4, no ``--python`` option) works: the target's own pip installs it."""
-    venv37 = tmp_path / "py37"
-    subprocess.run([str(PY37), "-m", "venv", str(venv37)], check=True, capture_output=True)
-    py37 = str(venv37 / "bin" / "python")
+    py37 = str(_stock_venv(tmp_path, PY37))
     no_option = subprocess.run([py37, "-m", "pip", "--python", py37, "--version"],
                                capture_output=True, text=True)
     src = _copy(tmp_path, "shoebox")
@@ -223,10 +221,11 @@ def test_legacy_develop_install_is_found_by_its_egg_info(tmp_path: Path) -> None
 
 def _stock_venv(tmp_path: Path, python: str | Path = PYTHON) -> Path:
     """A venv made by ``python -m venv`` (its interpreter's bundled pip and setuptools,
-    nothing downloaded); its python."""
+    nothing downloaded); its python. Its temporary files go to ``tmp_path``: the pip 22.0.4
+    that Python 3.7 bundles unpacks a CA bundle from its wheel and never removes it."""
     venv = tmp_path / "stock"
     subprocess.run([str(python), "-m", "venv", str(venv)], check=True, capture_output=True,
-                   timeout=300)
+                   timeout=300, env={**os.environ, "TMPDIR": str(tmp_path)})
     return venv / "bin" / "python"
 
 
